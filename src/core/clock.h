@@ -1,0 +1,57 @@
+/* The clock: raw ticks on the hot path (rdtsc where the TSC is invariant, else
+ * CLOCK_MONOTONIC in ns), converted to nanoseconds at finalize through a
+ * two-point calibration against CLOCK_MONOTONIC (start and end of the run). */
+#ifndef SM_CLOCK_H
+#define SM_CLOCK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#define SM_CLOCK_HAVE_TSC 1
+#endif
+#include "compiler.h"
+
+extern bool sm_clock_use_tsc SM_HIDDEN;
+
+static inline uint64_t sm_clock_monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Ticks: the unit of every timestamp in the event layer. */
+static inline uint64_t sm_clock_now(void)
+{
+#ifdef SM_CLOCK_HAVE_TSC
+    if (SM_LIKELY(sm_clock_use_tsc))
+        return __rdtsc();
+#endif
+    return sm_clock_monotonic_ns();
+}
+
+/* Whether this CPU's TSC is invariant (constant_tsc and nonstop_tsc). */
+bool sm_clock_tsc_invariant(void) SM_HIDDEN;
+
+/* Choose the source (SM_CLOCK_AUTO/TSC/MONOTONIC from config.h) and take the
+ * first calibration point.  Returns the source actually used. */
+int sm_clock_init(int requested) SM_HIDDEN;
+
+/* Take the second calibration point (waits until at least 10 ms separate the
+ * two, so short runs still calibrate well).  Idempotent. */
+void sm_clock_finish(void) SM_HIDDEN;
+
+/* After sm_clock_finish: ticks to CLOCK_MONOTONIC nanoseconds, and a duration
+ * in ticks to ns. */
+uint64_t sm_clock_to_ns(uint64_t ticks) SM_HIDDEN;
+double sm_clock_ns_per_tick(void) SM_HIDDEN;
+/* Ticks per second (measured), and the name of the source ("tsc"/"monotonic"). */
+double sm_clock_ticks_per_second(void) SM_HIDDEN;
+const char *sm_clock_source_name(void) SM_HIDDEN;
+/* CLOCK_REALTIME ns at the first calibration point, for absolute dates. */
+uint64_t sm_clock_realtime_at_init_ns(void) SM_HIDDEN;
+uint64_t sm_clock_monotonic_at_init_ns(void) SM_HIDDEN;
+
+#endif

@@ -1,0 +1,82 @@
+/* Definitions: strings, regions and attributes, interned once per process and
+ * named by small integer ids.  Thread-safe: definers take a mutex, readers of
+ * an id already handed out take none (entries live in blocks that never move). */
+#ifndef SM_DEFINITIONS_H
+#define SM_DEFINITIONS_H
+
+#include <stdint.h>
+#include "compiler.h"
+
+typedef uint32_t sm_string_id_t;
+typedef uint32_t sm_region_id_t;
+typedef uint32_t sm_attribute_id_t;
+
+#define SM_INVALID_ID UINT32_MAX
+
+/* Who defined a region; maps to an OTF2 paradigm. */
+typedef enum {
+    SM_PARADIGM_USER,
+    SM_PARADIGM_MEASUREMENT, /* sysmeasure's own activity */
+    SM_PARADIGM_PTHREAD,
+    SM_PARADIGM_MPI,
+    SM_PARADIGM_OPENMP,
+    SM_PARADIGM_KOKKOS,
+    SM_PARADIGM_CUDA,
+    SM_PARADIGM_HIP,
+    SM_PARADIGM_COUNT
+} sm_paradigm_t;
+
+typedef enum {
+    SM_ROLE_FUNCTION,
+    SM_ROLE_CODE,   /* a user-named code region */
+    SM_ROLE_WRAPPER,/* an intercepted library call */
+    SM_ROLE_ARTIFICIAL,
+    SM_ROLE_PARALLEL,
+    SM_ROLE_BARRIER,
+    SM_ROLE_TASK,
+    SM_ROLE_LOOP,
+    SM_ROLE_COLLECTIVE,
+    SM_ROLE_POINT2POINT,
+    SM_ROLE_COUNT
+} sm_region_role_t;
+
+typedef struct sm_region_def {
+    sm_string_id_t name;
+    sm_string_id_t file; /* SM_INVALID_ID when unknown */
+    uint32_t line;       /* 0 when unknown */
+    uint8_t paradigm;    /* sm_paradigm_t */
+    uint8_t role;        /* sm_region_role_t */
+} sm_region_def_t;
+
+typedef enum {
+    SM_ATTR_INT64,
+    SM_ATTR_DOUBLE,
+    SM_ATTR_STRING /* value: an sm_string_id_t */
+} sm_attr_type_t;
+
+typedef struct sm_attribute_def {
+    sm_string_id_t name;
+    uint8_t type; /* sm_attr_type_t */
+} sm_attribute_def_t;
+
+int sm_definitions_init(void) SM_HIDDEN;
+
+sm_string_id_t sm_string_intern(const char *s) SM_HIDDEN;
+const char *sm_string_get(sm_string_id_t id) SM_HIDDEN;
+uint32_t sm_string_count(void) SM_HIDDEN;
+
+/* Same (name, file, line, paradigm) gives the same id. */
+sm_region_id_t sm_region_define(const char *name, const char *file, uint32_t line,
+                                sm_paradigm_t paradigm, sm_region_role_t role) SM_HIDDEN;
+const sm_region_def_t *sm_region_get(sm_region_id_t id) SM_HIDDEN;
+const char *sm_region_name(sm_region_id_t id) SM_HIDDEN;
+uint32_t sm_region_count(void) SM_HIDDEN;
+
+/* Same (name, type) gives the same id. */
+sm_attribute_id_t sm_attribute_define(const char *name, sm_attr_type_t type) SM_HIDDEN;
+const sm_attribute_def_t *sm_attribute_get(sm_attribute_id_t id) SM_HIDDEN;
+uint32_t sm_attribute_count(void) SM_HIDDEN;
+
+const char *sm_paradigm_name(sm_paradigm_t p) SM_HIDDEN;
+
+#endif

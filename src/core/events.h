@@ -1,0 +1,118 @@
+/* The event API that every adapter uses: enter / leave and the few other
+ * events.  Enter and leave are inline: a thread-local location, a timestamp,
+ * a frame push/pop, a child lookup in the call-path tree, a 16-byte append.
+ * No locks, no allocation, no system calls on the common path. */
+#ifndef SM_EVENTS_H
+#define SM_EVENTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "clock.h"
+#include "compiler.h"
+#include "event_record.h"
+#include "location.h"
+
+/* Process-wide measurement switch (sysmeasure_start/stop).  Regions entered
+ * through the user API are recorded regardless; adapters ask sm_measuring(). */
+extern volatile uint8_t sm_measurement_on SM_HIDDEN;
+
+static inline bool sm_measuring(const sm_location_t *loc)
+{
+    return sm_measurement_on && loc->thread_enabled;
+}
+
+static inline void sm_trace_record(sm_location_t *loc, sm_record_kind_t kind, uint32_t ref,
+                                   uint64_t t)
+{
+    sm_record_t *r = (sm_record_t *)SM_BUFFER_RESERVE(loc, sizeof(sm_record_t));
+    r->time = t;
+    r->kind = (uint8_t)kind;
+    r->words = 0;
+    r->aux = 0;
+    r->ref = ref;
+    SM_BUFFER_COMMIT(loc, r + 1);
+}
+
+static inline void sm_event_enter(sm_location_t *loc, sm_region_id_t region, uint64_t t)
+{
+    if (SM_UNLIKELY(loc->closed))
+        return;
+    sm_frame_t *f = loc->sp + 1;
+    if (SM_UNLIKELY(f > loc->stack_limit))
+        f = sm_location_grow_stack(loc);
+    f->start = t;
+    f->child = 0;
+    f->region = region;
+    if (loc->profiling) {
+        sm_profile_node_t *parent = loc->sp->node;
+        sm_profile_node_t *n = parent->last_hit;
+        if (SM_UNLIKELY(!n || n->region != region))
+            n = sm_profile_child(&loc->profile, parent, region);
+        f->node = n;
+    }
+    loc->sp = f;
+    if (loc->tracing)
+        sm_trace_record(loc, SM_REC_ENTER, region, t);
+}
+
+/* Leave the region on top of the stack. */
+static inline void sm_event_leave_top(sm_location_t *loc, uint64_t t)
+{
+    sm_frame_t *f = loc->sp;
+    uint64_t incl = t - f->start;
+    loc->sp = f - 1;
+    (f - 1)->child += incl;
+    if (loc->profiling) {
+        sm_profile_node_t *n = f->node;
+        n->visits++;
+        sm_stat_add(&n->incl, incl);
+        sm_stat_add(&n->excl, incl - f->child);
+    }
+    if (loc->tracing)
+        sm_trace_record(loc, SM_REC_LEAVE, f->region, t);
+}
+
+/* A leave that does not match the top: close the regions above `region` if it
+ * is open, else count it as unmatched. */
+void sm_event_leave_mismatch(sm_location_t *loc, sm_region_id_t region, uint64_t t) SM_HIDDEN;
+
+static inline void sm_event_leave(sm_location_t *loc, sm_region_id_t region, uint64_t t)
+{
+    if (SM_UNLIKELY(loc->sp == loc->stack || loc->sp->region != region || loc->closed)) {
+        sm_event_leave_mismatch(loc, region, t);
+        return;
+    }
+    sm_event_leave_top(loc, t);
+}
+
+/* Adapter form: recorded only while measurement is on; a leave whose enter was
+ * not recorded is dropped silently. */
+static inline void sm_adapter_enter(sm_region_id_t region)
+{
+    sm_location_t *loc = sm_location_current();
+    if (SM_LIKELY(sm_measuring(loc)))
+        sm_event_enter(loc, region, sm_clock_now());
+}
+
+static inline void sm_adapter_leave(sm_region_id_t region)
+{
+    sm_location_t *loc = sm_location_current();
+    if (SM_LIKELY(loc->sp->region == region && loc->sp != loc->stack && !loc->closed))
+        sm_event_leave_top(loc, sm_clock_now());
+}
+
+/* Enter/leave carrying attributes (annotated regions). */
+typedef struct sm_attr_value {
+    sm_attribute_id_t attribute;
+    uint64_t raw; /* int64, double bits or string id, by the attribute's type */
+} sm_attr_value_t;
+
+void sm_event_enter_attrs(sm_location_t *loc, sm_region_id_t region, uint64_t t,
+                          const sm_attr_value_t *attrs, uint32_t n) SM_HIDDEN;
+void sm_event_leave_attrs(sm_location_t *loc, sm_region_id_t region, uint64_t t,
+                          const sm_attr_value_t *attrs, uint32_t n) SM_HIDDEN;
+
+void sm_event_measurement(sm_location_t *loc, bool on, uint64_t t) SM_HIDDEN;
+void sm_event_thread_create(sm_location_t *loc, uint32_t created, uint64_t t) SM_HIDDEN;
+
+#endif

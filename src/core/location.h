@@ -1,0 +1,89 @@
+/* Locations: where events happen.  One per application thread, created on the
+ * thread's first event; later also GPU streams and metric sources, whose events
+ * arrive late and in batches from other threads (they append under the
+ * location's own lock, see sm_location_create). */
+#ifndef SM_LOCATION_H
+#define SM_LOCATION_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "buffer.h"
+#include "compiler.h"
+#include "definitions.h"
+#include "profile.h"
+
+typedef enum {
+    SM_LOCATION_CPU_THREAD,
+    SM_LOCATION_GPU_STREAM,
+    SM_LOCATION_METRIC
+} sm_location_type_t;
+
+typedef struct sm_frame {
+    sm_profile_node_t *node; /* NULL when not profiling */
+    uint64_t start;          /* ticks */
+    uint64_t child;          /* ticks spent in children so far */
+    sm_region_id_t region;
+    uint32_t pad;
+} sm_frame_t;
+
+typedef struct sm_location {
+    /* --- hot: every event touches these --- */
+    uint8_t *pos;            /* next free byte in the current chunk */
+    uint8_t *end;            /* end of the current chunk */
+    sm_frame_t *sp;          /* top frame; stack[0] is the root frame */
+    sm_frame_t *stack_limit; /* last usable frame */
+    uint8_t tracing;
+    uint8_t profiling;
+    uint8_t thread_enabled;  /* sysmeasure_start/stop_thread */
+    uint8_t closed;          /* no more events: thread ended or finalized */
+
+    /* --- cold --- */
+    sm_frame_t *stack;
+    uint32_t stack_capacity;
+    uint32_t id;             /* dense, 0 = the first thread of the process */
+    sm_location_type_t type;
+    char name[64];
+    pid_t tid;
+    uint32_t creator;              /* location that created this thread, or SM_INVALID_ID */
+    uint32_t creator_depth;        /* regions open in the creator at pthread_create */
+    sm_region_id_t *creator_path;  /* those regions, outermost first */
+    uint64_t begin_time, end_time; /* ticks */
+    uint64_t unmatched_leaves;     /* leaves that matched no open region */
+    sm_buffer_t buffer;
+    sm_profile_t profile;
+    pthread_mutex_t lock;          /* for locations fed by other threads */
+} sm_location_t;
+
+extern SM_TLS sm_location_t *sm_tls_location SM_HIDDEN;
+
+int sm_locations_init(void) SM_HIDDEN;
+
+/* The calling thread's location, created on first use. */
+sm_location_t *sm_location_for_thread_slow(void) SM_HIDDEN;
+static inline sm_location_t *sm_location_current(void)
+{
+    sm_location_t *loc = sm_tls_location;
+    if (SM_UNLIKELY(!loc))
+        loc = sm_location_for_thread_slow();
+    return loc;
+}
+
+/* A location not bound to the calling thread (GPU stream, metric source). */
+sm_location_t *sm_location_create(sm_location_type_t type, const char *name) SM_HIDDEN;
+
+/* Lineage for the next location the calling thread creates (pthread wrapper). */
+void sm_location_set_pending_creator(uint32_t creator, const sm_region_id_t *path,
+                                     uint32_t depth) SM_HIDDEN;
+
+/* Grows the frame stack; returns the frame above the current top. */
+sm_frame_t *sm_location_grow_stack(sm_location_t *loc) SM_HIDDEN;
+
+/* The thread is gone: its last events are in; record its end. */
+void sm_location_close(sm_location_t *loc, uint64_t time) SM_HIDDEN;
+
+uint32_t sm_location_count(void) SM_HIDDEN;
+sm_location_t *sm_location_get(uint32_t id) SM_HIDDEN;
+
+#endif

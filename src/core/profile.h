@@ -1,0 +1,75 @@
+/* The per-location call-path profile: a tree of nodes (one per distinct path of
+ * regions) with visits and inclusive/exclusive time statistics.  Statistics
+ * keep exact integer sums (time in ticks, squares in 128 bits), so the variance
+ * computed from them at the end has no cancellation error, and two of them
+ * merge by addition (threads, ranks). */
+#ifndef SM_PROFILE_H
+#define SM_PROFILE_H
+
+#include <stdint.h>
+#include "compiler.h"
+#include "definitions.h"
+
+typedef struct sm_stat {
+    uint64_t sum;
+    uint64_t min; /* UINT64_MAX when empty */
+    uint64_t max;
+    unsigned __int128 sumsq;
+} sm_stat_t;
+
+typedef struct sm_profile_node {
+    struct sm_profile_node *parent;
+    struct sm_profile_node *first_child;
+    struct sm_profile_node *next_sibling;
+    struct sm_profile_node *last_hit; /* the child found last: loops hit it */
+    sm_region_id_t region;            /* SM_INVALID_ID for the root */
+    uint32_t depth;                   /* root 0, its children 1, ... */
+    uint64_t visits;
+    sm_stat_t incl;
+    sm_stat_t excl;
+} sm_profile_node_t;
+
+typedef struct sm_profile_block sm_profile_block_t;
+
+typedef struct sm_profile {
+    sm_profile_node_t root;
+    sm_profile_block_t *blocks; /* node arena, never freed while running */
+    uint32_t free_in_block;
+    uint64_t node_count;
+} sm_profile_t;
+
+void sm_profile_init(sm_profile_t *p) SM_HIDDEN;
+void sm_profile_free(sm_profile_t *p) SM_HIDDEN;
+
+/* The child of parent for region, created if new. */
+sm_profile_node_t *sm_profile_child(sm_profile_t *p, sm_profile_node_t *parent,
+                                    sm_region_id_t region) SM_HIDDEN;
+
+static inline void sm_stat_clear(sm_stat_t *s)
+{
+    s->sum = 0;
+    s->min = UINT64_MAX;
+    s->max = 0;
+    s->sumsq = 0;
+}
+
+static inline void sm_stat_add(sm_stat_t *s, uint64_t v)
+{
+    s->sum += v;
+    if (v < s->min)
+        s->min = v;
+    if (v > s->max)
+        s->max = v;
+    s->sumsq += (unsigned __int128)v * v;
+}
+
+void sm_stat_merge(sm_stat_t *into, const sm_stat_t *from) SM_HIDDEN;
+/* Population variance (divided by n) of n values, in the stat's unit squared. */
+double sm_stat_variance(const sm_stat_t *s, uint64_t n) SM_HIDDEN;
+double sm_stat_mean(const sm_stat_t *s, uint64_t n) SM_HIDDEN;
+
+/* Depth-first, parents before children, children in creation order. */
+typedef void (*sm_profile_visit_fn)(const sm_profile_node_t *node, void *arg);
+void sm_profile_walk(const sm_profile_t *p, sm_profile_visit_fn fn, void *arg) SM_HIDDEN;
+
+#endif

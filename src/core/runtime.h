@@ -1,0 +1,53 @@
+/* The measurement runtime of one process: brings the event layer up (when
+ * SYSMEASURE_ENABLE is set, or when an adapter such as the Kokkos library asks),
+ * and at the end (exit from any thread) closes what is open and hands the data
+ * to the writers. */
+#ifndef SM_RUNTIME_H
+#define SM_RUNTIME_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "compiler.h"
+#include "config.h"
+
+/* 1 while this process is measured (after init, before finalize). */
+extern volatile int sm_runtime_active SM_HIDDEN;
+
+/* What the writers need to know about the run. */
+typedef struct sm_run_info {
+    const sm_config_t *config;
+    const char *output_dir;   /* absolute path */
+    const char *program;      /* basename of the executable */
+    int argc;
+    char **argv;              /* the program's command line */
+    pid_t pid;
+    char hostname[256];
+    uint64_t start_realtime_ns; /* wall-clock dates of the run */
+    uint64_t end_realtime_ns;
+    uint64_t start_time;        /* ticks */
+    uint64_t end_time;          /* ticks */
+    const char *clock_source;   /* "tsc" or "monotonic" */
+    /* Buffer totals over all locations. */
+    uint64_t spills;
+    uint64_t spilled_bytes;
+    uint64_t dropped_records;
+    uint64_t unmatched_leaves;
+} sm_run_info_t;
+
+/* Idempotent.  0 when measuring, -1 when the configuration is unusable
+ * (message printed). */
+int sm_runtime_init(void) SM_HIDDEN;
+/* Idempotent.  Writes the output; returns the number of outputs that failed. */
+int sm_runtime_finalize(void) SM_HIDDEN;
+
+const sm_config_t *sm_runtime_config(void) SM_HIDDEN;
+/* The output folder chosen at init (not created yet perhaps). */
+const char *sm_runtime_output_dir(void) SM_HIDDEN;
+/* Create the output folder if needed: 0, or -1 with a message in err. */
+int sm_runtime_make_output_dir(char *err, size_t errlen) SM_HIDDEN;
+
+/* Suppress the output for a process (fork child, tests of the core). */
+void sm_runtime_discard_output(void) SM_HIDDEN;
+
+#endif

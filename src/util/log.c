@@ -1,0 +1,66 @@
+/* One-line messages on stderr.  Formatted into one buffer and written with one
+ * write(2), so lines from several threads or ranks do not interleave. */
+#include "log.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static int sm_verbosity;
+
+void sm_log_set_verbosity(int level)
+{
+    sm_verbosity = level;
+}
+
+int sm_log_verbosity(void)
+{
+    return sm_verbosity;
+}
+
+static void sm_log_line(const char *kind, const char *fmt, va_list ap)
+{
+    int saved_errno = errno;
+    char line[1024];
+    int n = snprintf(line, sizeof line, "sysmeasure: %s", kind);
+    if (n < 0)
+        n = 0;
+    int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+    if (m < 0)
+        m = 0;
+    size_t len = strlen(line);
+    if (len + 1 >= sizeof line)
+        len = sizeof line - 2;
+    line[len++] = '\n';
+    ssize_t w = write(STDERR_FILENO, line, len);
+    (void)w;
+    errno = saved_errno;
+}
+
+void sm_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    sm_log_line("error: ", fmt, ap);
+    va_end(ap);
+}
+
+void sm_warning(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    sm_log_line("warning: ", fmt, ap);
+    va_end(ap);
+}
+
+void sm_info(int level, const char *fmt, ...)
+{
+    if (sm_verbosity < level)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    sm_log_line("", fmt, ap);
+    va_end(ap);
+}

@@ -1,0 +1,15 @@
+/* sysmeasure's own messages: one line each on stderr, prefixed "sysmeasure: ".
+ * Never on stdout, which belongs to the application. */
+#ifndef SM_LOG_H
+#define SM_LOG_H
+
+#include "../core/compiler.h"
+
+void sm_log_set_verbosity(int level) SM_HIDDEN;
+int sm_log_verbosity(void) SM_HIDDEN;
+void sm_error(const char *fmt, ...) __attribute__((format(printf, 1, 2))) SM_HIDDEN;
+void sm_warning(const char *fmt, ...) __attribute__((format(printf, 1, 2))) SM_HIDDEN;
+/* Printed when the verbosity is at least level. */
+void sm_info(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3))) SM_HIDDEN;
+
+#endif
