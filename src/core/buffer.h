@@ -28,6 +28,8 @@ typedef struct sm_buffer {
 
 /* Budget and chunk size from the configuration. */
 void sm_buffers_configure(uint64_t budget_bytes, uint64_t chunk_bytes) SM_HIDDEN;
+/* Folder for spill files, created (with parents) at the first spill. */
+void sm_buffers_set_spill_dir(const char *dir) SM_HIDDEN;
 /* Bytes of chunks currently allocated in the process. */
 uint64_t sm_buffers_in_use(void) SM_HIDDEN;
 uint64_t sm_buffers_chunk_size(void) SM_HIDDEN;
@@ -51,7 +53,12 @@ uint8_t *sm_buffer_next_chunk(struct sm_location *loc, size_t bytes) SM_HIDDEN;
 typedef int (*sm_record_fn)(const sm_record_t *rec, void *arg);
 int sm_buffer_for_each(struct sm_location *loc, sm_record_fn fn, void *arg) SM_HIDDEN;
 
-/* Write all of loc's chunks to its spill file now (tests; crash dumps later). */
+/* Write all of loc's chunks to its spill file now and keep one chunk, empty
+ * but for a BufferFlush record.  0, or -1 when the spill failed (the records are
+ * then dropped and counted). */
 int sm_buffer_spill(struct sm_location *loc) SM_HIDDEN;
+
+/* Number of records of loc (memory and spill file). */
+uint64_t sm_buffer_record_count(struct sm_location *loc) SM_HIDDEN;
 
 #endif

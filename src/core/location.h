@@ -51,6 +51,11 @@ typedef struct sm_location {
     sm_region_id_t *creator_path;  /* those regions, outermost first */
     uint64_t begin_time, end_time; /* ticks */
     uint64_t unmatched_leaves;     /* leaves that matched no open region */
+    struct {                       /* user API: region name pointer -> id */
+        const char *name;
+        sm_region_id_t region;
+        uint32_t immutable;        /* name is in read-only memory: no strcmp */
+    } name_cache[64];
     sm_buffer_t buffer;
     sm_profile_t profile;
     pthread_mutex_t lock;          /* for locations fed by other threads */
@@ -73,9 +78,14 @@ static inline sm_location_t *sm_location_current(void)
 /* A location not bound to the calling thread (GPU stream, metric source). */
 sm_location_t *sm_location_create(sm_location_type_t type, const char *name) SM_HIDDEN;
 
-/* Lineage for the next location the calling thread creates (pthread wrapper). */
-void sm_location_set_pending_creator(uint32_t creator, const sm_region_id_t *path,
-                                     uint32_t depth) SM_HIDDEN;
+/* Thread creation in two steps, so that both sides can record it: the
+ * creating thread makes the new thread's location (with its lineage: the
+ * creator and the regions open there), the new thread binds it to itself. */
+sm_location_t *sm_location_new_thread(sm_location_t *creator) SM_HIDDEN;
+void sm_location_bind_current(sm_location_t *loc) SM_HIDDEN;
+
+/* Defaults for locations created from now on (set by the runtime). */
+void sm_locations_set_modes(int tracing, int profiling, int enabled) SM_HIDDEN;
 
 /* Grows the frame stack; returns the frame above the current top. */
 sm_frame_t *sm_location_grow_stack(sm_location_t *loc) SM_HIDDEN;

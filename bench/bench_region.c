@@ -1,0 +1,200 @@
+/* Cost of one region enter+leave pair, against baselines measured in the same
+ * run: an empty loop, two TSC reads, two clock_gettime calls.
+ *
+ * Modes: profile only, trace only, both; through the user API by name and by
+ * handle; and with measurement stopped (the adapter path, which checks the
+ * switch and records nothing).  One thread, then all cores at once.  Output
+ * is discarded: this measures the recording, not the writing.
+ *
+ *   bench-region [pairs-per-repetition]          (make bench)
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sysmeasure.h"
+#include "core/buffer.h"
+#include "core/clock.h"
+#include "core/definitions.h"
+#include "core/events.h"
+#include "core/location.h"
+#include "core/runtime.h"
+
+#define REPS 7
+
+static long pairs = 2000000;
+static sysmeasure_region_t handle;
+static sm_region_id_t adapter_region;
+
+typedef enum { LOOP_EMPTY, LOOP_TSC, LOOP_GETTIME, LOOP_NAME, LOOP_HANDLE, LOOP_ADAPTER } loop_t;
+
+static uint64_t wall_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static volatile uint64_t sink;
+
+/* One timed loop of `pairs` iterations; returns ns per iteration. */
+static double run_loop(loop_t kind)
+{
+    uint64_t acc = 0;
+    uint64_t t0 = wall_ns();
+    switch (kind) {
+    case LOOP_EMPTY:
+        for (long i = 0; i < pairs; i++) {
+            __asm__ volatile("" ::: "memory");
+            acc += (uint64_t)i;
+        }
+        break;
+    case LOOP_TSC:
+        for (long i = 0; i < pairs; i++) {
+            acc += sm_clock_now();
+            acc += sm_clock_now();
+        }
+        break;
+    case LOOP_GETTIME:
+        for (long i = 0; i < pairs; i++) {
+            acc += sm_clock_monotonic_ns();
+            acc += sm_clock_monotonic_ns();
+        }
+        break;
+    case LOOP_NAME:
+        for (long i = 0; i < pairs; i++) {
+            sysmeasure_push_region("bench region");
+            sysmeasure_pop_region("bench region");
+        }
+        break;
+    case LOOP_HANDLE:
+        for (long i = 0; i < pairs; i++) {
+            sysmeasure_region_enter(handle);
+            sysmeasure_region_leave(handle);
+        }
+        break;
+    case LOOP_ADAPTER:
+        for (long i = 0; i < pairs; i++) {
+            sm_adapter_enter(adapter_region);
+            sm_adapter_leave(adapter_region);
+        }
+        break;
+    }
+    uint64_t t1 = wall_ns();
+    sink = acc;
+    return (double)(t1 - t0) / (double)pairs;
+}
+
+typedef struct {
+    loop_t kind;
+    double ns[REPS];
+    uint64_t buffer_bytes; /* bytes of buffer the thread filled */
+    uint64_t records;
+} job_t;
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void *job_thread(void *arg)
+{
+    job_t *j = arg;
+    sm_location_t *loc = sm_location_current();
+    run_loop(j->kind); /* warm-up: creates the profile node, first chunk */
+    for (int r = 0; r < REPS; r++) {
+        sm_buffer_free(loc); /* keep memory flat: the bench never writes output */
+        uint64_t before = sm_buffers_in_use();
+        j->ns[r] = run_loop(j->kind);
+        if (loc->buffer.first) {
+            j->buffer_bytes = sm_buffers_in_use() - before;
+            j->records = sm_buffer_record_count(loc);
+        }
+    }
+    sm_buffer_free(loc);
+    return NULL;
+}
+
+/* Median over repetitions of each thread, then the mean over threads. */
+static double measure(loop_t kind, int tracing, int profiling, int threads, double *bytes_per_event)
+{
+    sm_locations_set_modes(tracing, profiling, 1);
+    job_t *jobs = calloc((size_t)threads, sizeof *jobs);
+    pthread_t *tids = calloc((size_t)threads, sizeof *tids);
+    for (int i = 0; i < threads; i++) {
+        jobs[i].kind = kind;
+        pthread_create(&tids[i], NULL, job_thread, &jobs[i]);
+    }
+    double total = 0;
+    for (int i = 0; i < threads; i++) {
+        pthread_join(tids[i], NULL);
+        qsort(jobs[i].ns, REPS, sizeof(double), cmp_double);
+        total += jobs[i].ns[REPS / 2];
+    }
+    if (bytes_per_event)
+        *bytes_per_event = jobs[0].records ? (double)jobs[0].buffer_bytes / (double)jobs[0].records : 0;
+    free(jobs);
+    free(tids);
+    return total / threads;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1)
+        pairs = atol(argv[1]);
+    char dir[] = "/tmp/sysmeasure-bench-XXXXXX";
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    setenv("SYSMEASURE_ENABLE", "yes", 1);
+    setenv("SYSMEASURE_OUTPUT", dir, 1);
+    setenv("SYSMEASURE_BUFFER_SIZE", "4G", 1); /* no spill while timing */
+    setenv("SYSMEASURE_INIT_ENABLED", "yes", 1);
+    if (sm_runtime_init() != 0)
+        return 1;
+    sm_runtime_discard_output();
+    handle = sysmeasure_region_define("bench handle region", __FILE__, __LINE__);
+    adapter_region = sm_region_define("bench adapter region", NULL, 0, SM_PARADIGM_USER, SM_ROLE_WRAPPER);
+
+    int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores < 1)
+        cores = 1;
+    printf("sysmeasure bench-region: ns per enter+leave pair (median of %d x %ld pairs), clock %s\n",
+           REPS, pairs, sm_clock_source_name());
+    for (int pass = 0; pass < 2; pass++) {
+        int threads = pass == 0 ? 1 : cores;
+        printf("\n%d thread%s:\n", threads, threads == 1 ? "" : "s (all cores, per thread)");
+        printf("  %-44s %8.2f ns\n", "baseline: empty loop iteration",
+               measure(LOOP_EMPTY, 0, 0, threads, NULL));
+        printf("  %-44s %8.2f ns\n", "baseline: two TSC reads", measure(LOOP_TSC, 0, 0, threads, NULL));
+        printf("  %-44s %8.2f ns\n", "baseline: two clock_gettime(MONOTONIC)",
+               measure(LOOP_GETTIME, 0, 0, threads, NULL));
+        static const struct { const char *name; int trace, profile; } modes[] = {
+            {"profile", 0, 1}, {"trace", 1, 0}, {"trace+profile", 1, 1}};
+        for (int m = 0; m < 3; m++) {
+            double bpe = 0;
+            double by_name = measure(LOOP_NAME, modes[m].trace, modes[m].profile, threads, NULL);
+            double by_handle = measure(LOOP_HANDLE, modes[m].trace, modes[m].profile, threads, &bpe);
+            char label[80];
+            snprintf(label, sizeof label, "%s, by name", modes[m].name);
+            printf("  %-44s %8.2f ns\n", label, by_name);
+            snprintf(label, sizeof label, "%s, by handle", modes[m].name);
+            if (modes[m].trace)
+                printf("  %-44s %8.2f ns   (%.2f bytes per event)\n", label, by_handle, bpe);
+            else
+                printf("  %-44s %8.2f ns\n", label, by_handle);
+        }
+        sm_measurement_on = 0;
+        printf("  %-44s %8.2f ns\n", "measurement stopped (adapter path)",
+               measure(LOOP_ADAPTER, 1, 1, threads, NULL));
+        sm_measurement_on = 1;
+    }
+    rmdir(dir);
+    return 0;
+}

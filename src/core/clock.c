@@ -1,0 +1,129 @@
+/* Clock source selection and the two-point calibration of ticks to ns. */
+#include "clock.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "config.h"
+
+bool sm_clock_use_tsc;
+
+static struct {
+    uint64_t tick0, mono0, real0; /* first point */
+    uint64_t tick1, mono1;        /* second point */
+    double ns_per_tick;
+    bool finished;
+} sm_cal;
+
+/* Read ticks and CLOCK_MONOTONIC as close together as we can: keep the pair
+ * with the shortest bracket out of a few tries. */
+static void sm_clock_pair(uint64_t *ticks, uint64_t *mono)
+{
+    uint64_t best = UINT64_MAX;
+    for (int i = 0; i < 8; i++) {
+        uint64_t a = sm_clock_now();
+        uint64_t m = sm_clock_monotonic_ns();
+        uint64_t b = sm_clock_now();
+        if (b - a < best) {
+            best = b - a;
+            *ticks = a + (b - a) / 2;
+            *mono = m;
+        }
+    }
+}
+
+bool sm_clock_tsc_invariant(void)
+{
+#ifdef SM_CLOCK_HAVE_TSC
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return false;
+    char line[4096];
+    bool constant = false, nonstop = false;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "flags", 5) != 0)
+            continue;
+        constant = strstr(line, " constant_tsc") != NULL;
+        nonstop = strstr(line, " nonstop_tsc") != NULL;
+        break;
+    }
+    fclose(f);
+    return constant && nonstop;
+#else
+    return false;
+#endif
+}
+
+int sm_clock_init(int requested)
+{
+    if (requested == SM_CLOCK_TSC)
+        sm_clock_use_tsc = true;
+    else if (requested == SM_CLOCK_MONOTONIC)
+        sm_clock_use_tsc = false;
+    else
+        sm_clock_use_tsc = sm_clock_tsc_invariant();
+#ifndef SM_CLOCK_HAVE_TSC
+    sm_clock_use_tsc = false;
+#endif
+    struct timespec rt;
+    sm_clock_pair(&sm_cal.tick0, &sm_cal.mono0);
+    clock_gettime(CLOCK_REALTIME, &rt);
+    sm_cal.real0 = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec -
+                   (sm_clock_monotonic_ns() - sm_cal.mono0);
+    sm_cal.ns_per_tick = 1.0;
+    sm_cal.finished = false;
+    return sm_clock_use_tsc ? SM_CLOCK_TSC : SM_CLOCK_MONOTONIC;
+}
+
+void sm_clock_finish(void)
+{
+    if (sm_cal.finished)
+        return;
+    if (!sm_clock_use_tsc) {
+        sm_cal.ns_per_tick = 1.0;
+        sm_cal.finished = true;
+        return;
+    }
+    /* 10 ms between the points keeps the rate error near 1e-6. */
+    uint64_t until = sm_cal.mono0 + 10000000u;
+    while (sm_clock_monotonic_ns() < until) {
+        struct timespec pause = {0, 1000000};
+        nanosleep(&pause, NULL);
+    }
+    sm_clock_pair(&sm_cal.tick1, &sm_cal.mono1);
+    sm_cal.ns_per_tick =
+        (double)(sm_cal.mono1 - sm_cal.mono0) / (double)(sm_cal.tick1 - sm_cal.tick0);
+    sm_cal.finished = true;
+}
+
+uint64_t sm_clock_to_ns(uint64_t ticks)
+{
+    double delta = ((double)(int64_t)(ticks - sm_cal.tick0)) * sm_cal.ns_per_tick;
+    return (uint64_t)((int64_t)sm_cal.mono0 + (int64_t)(delta < 0 ? delta - 0.5 : delta + 0.5));
+}
+
+double sm_clock_ns_per_tick(void)
+{
+    return sm_cal.ns_per_tick;
+}
+
+double sm_clock_ticks_per_second(void)
+{
+    return 1e9 / sm_cal.ns_per_tick;
+}
+
+const char *sm_clock_source_name(void)
+{
+    return sm_clock_use_tsc ? "tsc" : "monotonic";
+}
+
+uint64_t sm_clock_realtime_at_init_ns(void)
+{
+    return sm_cal.real0;
+}
+
+uint64_t sm_clock_monotonic_at_init_ns(void)
+{
+    return sm_cal.mono0;
+}

@@ -1,0 +1,552 @@
+/* Configuration: the table from config_vars.def, applied from defaults, a
+ * config file and the environment.  Used by the runtime (inside the
+ * application, so no output and no global state here: errors go back to the
+ * caller as one line) and by the command-line tools. */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+_Static_assert(SM_CONFIG_COUNT <= sizeof(((sm_config_t *)0)->source) /
+                                          sizeof(((sm_config_t *)0)->source[0]),
+               "sm_config_t.source[] is too small for config_vars.def");
+
+/* The config key is the field name: config_vars.def keeps each field equal to
+ * its NAME in lower case (test_config checks it), so no copy is made at run time. */
+const sm_config_var_t sm_config_vars[SM_CONFIG_COUNT] = {
+#define SM_CONFIG_VAR(field, NAME, TYPE, def, opt, choices, help)                          \
+    {#NAME, SM_ENV_PREFIX #NAME, #field, SM_CONFIG_TYPE_##TYPE, def, opt, choices, help,   \
+     offsetof(sm_config_t, field)},
+#include "config_vars.def"
+#undef SM_CONFIG_VAR
+};
+
+#define SM_FIELD(cfg, var, ctype) ((ctype *)(void *)((char *)(cfg) + (var)->offset))
+#define SM_CFIELD(cfg, var, ctype) \
+    ((const ctype *)(const void *)((const char *)(cfg) + (var)->offset))
+
+static size_t sm_var_index(const sm_config_var_t *var)
+{
+    return (size_t)(var - sm_config_vars);
+}
+
+const sm_config_var_t *sm_config_find(const char *name)
+{
+    if (!name)
+        return NULL;
+    for (size_t i = 0; i < SM_CONFIG_COUNT; i++) {
+        const sm_config_var_t *v = &sm_config_vars[i];
+        if (!strcmp(name, v->name) || !strcmp(name, v->env) || !strcmp(name, v->key))
+            return v;
+    }
+    return NULL;
+}
+
+const char *sm_config_source_name(sm_config_source_t source)
+{
+    switch (source) {
+    case SM_CONFIG_FROM_DEFAULT: return "default";
+    case SM_CONFIG_FROM_FILE: return "config file";
+    case SM_CONFIG_FROM_ENV: return "environment";
+    }
+    return "?";
+}
+
+/* ------------------------------------------------------------------ parsing */
+
+/* [*start, *end) without surrounding white space. */
+static void sm_trim_span(const char *text, const char **start, const char **end)
+{
+    const char *s = text, *e = text + strlen(text);
+    while (s < e && isspace((unsigned char)*s))
+        s++;
+    while (e > s && isspace((unsigned char)e[-1]))
+        e--;
+    *start = s;
+    *end = e;
+}
+
+static int sm_span_eq_ci(const char *s, const char *e, const char *word)
+{
+    size_t n = (size_t)(e - s);
+    return strlen(word) == n && strncasecmp(s, word, n) == 0;
+}
+
+int sm_config_parse_bool(const char *text, bool *out)
+{
+    static const char *const yes[] = {"yes", "true", "on", "1"};
+    static const char *const no[] = {"no", "false", "off", "0"};
+    const char *s, *e;
+    if (!text)
+        return -1;
+    sm_trim_span(text, &s, &e);
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
+        if (sm_span_eq_ci(s, e, yes[i])) {
+            *out = true;
+            return 0;
+        }
+        if (sm_span_eq_ci(s, e, no[i])) {
+            *out = false;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+int sm_config_parse_size(const char *text, uint64_t *out)
+{
+    const char *p = text;
+    uint64_t v = 0;
+    unsigned shift = 0;
+    if (!text)
+        return -1;
+    while (isspace((unsigned char)*p))
+        p++;
+    if (!isdigit((unsigned char)*p))
+        return -1;
+    for (; isdigit((unsigned char)*p); p++) {
+        unsigned d = (unsigned)(*p - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return -1;
+        v = v * 10 + d;
+    }
+    while (isspace((unsigned char)*p))
+        p++;
+    switch (toupper((unsigned char)*p)) {
+    case 'K': shift = 10; break;
+    case 'M': shift = 20; break;
+    case 'G': shift = 30; break;
+    case 'T': shift = 40; break;
+    default: break;
+    }
+    if (shift)
+        p++;
+    /* "64M", "64MB", "64MiB", "4096B" */
+    if (shift && (*p == 'i' || *p == 'I') && toupper((unsigned char)p[1]) == 'B')
+        p += 2;
+    else if (toupper((unsigned char)*p) == 'B')
+        p++;
+    while (isspace((unsigned char)*p))
+        p++;
+    if (*p || v == 0 || v > (UINT64_MAX >> shift))
+        return -1;
+    *out = v << shift;
+    return 0;
+}
+
+static int sm_parse_int(const char *text, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (end == text || errno)
+        return -1;
+    while (isspace((unsigned char)*end))
+        end++;
+    if (*end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int sm_parse_enum(const char *text, const char *choices, int *out)
+{
+    const char *s, *e;
+    sm_trim_span(text, &s, &e);
+    int index = 0;
+    for (const char *c = choices; c && *c; index++) {
+        const char *bar = strchr(c, '|');
+        size_t n = bar ? (size_t)(bar - c) : strlen(c);
+        if ((size_t)(e - s) == n && strncasecmp(s, c, n) == 0) {
+            *out = index;
+            return 0;
+        }
+        if (!bar)
+            break;
+        c = bar + 1;
+    }
+    return -1;
+}
+
+/* The index-th choice of "a|b|c" into buf. */
+static void sm_enum_name(const char *choices, int index, char *buf, size_t len)
+{
+    const char *c = choices ? choices : "";
+    for (int i = 0; i < index && c; i++) {
+        c = strchr(c, '|');
+        if (c)
+            c++;
+    }
+    if (!c || index < 0) {
+        snprintf(buf, len, "%d", index);
+        return;
+    }
+    const char *bar = strchr(c, '|');
+    int n = bar ? (int)(bar - c) : (int)strlen(c);
+    snprintf(buf, len, "%.*s", n, c);
+}
+
+static void sm_format_size(uint64_t v, char *buf, size_t len)
+{
+    static const char suffix[] = "TGMK";
+    for (int i = 0; i < 4; i++) {
+        unsigned shift = (unsigned)(40 - 10 * i);
+        if (v && v % (UINT64_C(1) << shift) == 0) {
+            snprintf(buf, len, "%llu%c", (unsigned long long)(v >> shift), suffix[i]);
+            return;
+        }
+    }
+    snprintf(buf, len, "%llu", (unsigned long long)v);
+}
+
+/* A value as it can be shown inside a one-line message: quoted by the caller,
+ * control characters escaped (an environment value may hold a newline), long
+ * values cut. */
+static void sm_quote_value(const char *text, char *buf, size_t len)
+{
+    size_t o = 0, i = 0;
+    if (!len)
+        return;
+    for (; text[i] && o + 5 < len && i < 100; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c < 0x20 || c == 0x7f)
+            o += (size_t)snprintf(buf + o, len - o, "\\x%02x", c);
+        else
+            buf[o++] = (char)c;
+    }
+    if (text[i] && o + 4 < len) {
+        memcpy(buf + o, "...", 3);
+        o += 3;
+    }
+    buf[o] = '\0';
+}
+
+/* Checks beyond the type, per variable. */
+static const char *sm_check_range(const sm_config_var_t *var, const void *value)
+{
+    switch (sm_var_index(var)) {
+    case SM_CONFIG_VERBOSE:
+        if (*(const int64_t *)value < 0)
+            return "must be 0 or more";
+        break;
+    case SM_CONFIG_BUFFER_CHUNK_SIZE: {
+        uint64_t v = *(const uint64_t *)value;
+        if (v < (UINT64_C(4) << 10) || v > (UINT64_C(1) << 30))
+            return "must be between 4K and 1G";
+        break;
+    }
+    default:
+        break;
+    }
+    return NULL;
+}
+
+/* Parses and stores value; on failure leaves cfg as it was and says why. */
+static int sm_config_apply(sm_config_t *cfg, const sm_config_var_t *var, const char *value,
+                           sm_config_source_t source, char *why, size_t whylen)
+{
+    const char *range = NULL;
+    if (!value)
+        value = "";
+    switch (var->type) {
+    case SM_CONFIG_TYPE_BOOL: {
+        bool b;
+        if (sm_config_parse_bool(value, &b)) {
+            snprintf(why, whylen, "expected yes or no (or true/false, on/off, 1/0)");
+            return -1;
+        }
+        *SM_FIELD(cfg, var, bool) = b;
+        break;
+    }
+    case SM_CONFIG_TYPE_INT: {
+        int64_t v;
+        if (sm_parse_int(value, &v)) {
+            snprintf(why, whylen, "expected a whole number");
+            return -1;
+        }
+        if ((range = sm_check_range(var, &v)))
+            break;
+        *SM_FIELD(cfg, var, int64_t) = v;
+        break;
+    }
+    case SM_CONFIG_TYPE_SIZE: {
+        uint64_t v;
+        if (sm_config_parse_size(value, &v)) {
+            snprintf(why, whylen,
+                     "expected a size in bytes above 0 with an optional K, M, G or T suffix "
+                     "(1K = 1024), e.g. 64M");
+            return -1;
+        }
+        if ((range = sm_check_range(var, &v)))
+            break;
+        *SM_FIELD(cfg, var, uint64_t) = v;
+        break;
+    }
+    case SM_CONFIG_TYPE_ENUM: {
+        int v;
+        if (sm_parse_enum(value, var->choices, &v)) {
+            snprintf(why, whylen, "expected one of %s", var->choices ? var->choices : "");
+            return -1;
+        }
+        *SM_FIELD(cfg, var, int) = v;
+        break;
+    }
+    case SM_CONFIG_TYPE_STRING:
+    case SM_CONFIG_TYPE_PATH: {
+        char *copy = strdup(value);
+        if (!copy) {
+            snprintf(why, whylen, "out of memory");
+            return -1;
+        }
+        char **field = SM_FIELD(cfg, var, char *);
+        free(*field);
+        *field = copy;
+        break;
+    }
+    }
+    if (range) {
+        snprintf(why, whylen, "%s", range);
+        return -1;
+    }
+    cfg->source[sm_var_index(var)] = source;
+    return 0;
+}
+
+int sm_config_set(sm_config_t *cfg, const sm_config_var_t *var, const char *value,
+                  sm_config_source_t source, char *err, size_t errlen)
+{
+    char why[256], quoted[512];
+    if (!var) {
+        snprintf(err, errlen, "unknown configuration variable");
+        return -1;
+    }
+    if (sm_config_apply(cfg, var, value, source, why, sizeof why) == 0)
+        return 0;
+    sm_quote_value(value ? value : "", quoted, sizeof quoted);
+    snprintf(err, errlen, "bad value '%s' for %s: %s", quoted,
+             source == SM_CONFIG_FROM_FILE ? var->key : var->env, why);
+    return -1;
+}
+
+void sm_config_init_defaults(sm_config_t *cfg)
+{
+    char why[256];
+    memset(cfg, 0, sizeof *cfg);
+    /* The defaults are checked by test_config; a bad one leaves the field 0. */
+    for (size_t i = 0; i < SM_CONFIG_COUNT; i++)
+        (void)sm_config_apply(cfg, &sm_config_vars[i], sm_config_vars[i].def,
+                              SM_CONFIG_FROM_DEFAULT, why, sizeof why);
+}
+
+void sm_config_free(sm_config_t *cfg)
+{
+    for (size_t i = 0; i < SM_CONFIG_COUNT; i++) {
+        const sm_config_var_t *v = &sm_config_vars[i];
+        if (v->type == SM_CONFIG_TYPE_STRING || v->type == SM_CONFIG_TYPE_PATH) {
+            char **field = SM_FIELD(cfg, v, char *);
+            free(*field);
+            *field = NULL;
+        }
+    }
+}
+
+void sm_config_format(const sm_config_t *cfg, const sm_config_var_t *var, char *buf, size_t len)
+{
+    if (!len)
+        return;
+    switch (var->type) {
+    case SM_CONFIG_TYPE_BOOL:
+        snprintf(buf, len, "%s", *SM_CFIELD(cfg, var, bool) ? "yes" : "no");
+        break;
+    case SM_CONFIG_TYPE_INT:
+        snprintf(buf, len, "%lld", (long long)*SM_CFIELD(cfg, var, int64_t));
+        break;
+    case SM_CONFIG_TYPE_SIZE:
+        sm_format_size(*SM_CFIELD(cfg, var, uint64_t), buf, len);
+        break;
+    case SM_CONFIG_TYPE_ENUM:
+        sm_enum_name(var->choices, *SM_CFIELD(cfg, var, int), buf, len);
+        break;
+    case SM_CONFIG_TYPE_STRING:
+    case SM_CONFIG_TYPE_PATH: {
+        const char *s = *SM_CFIELD(cfg, var, char *);
+        snprintf(buf, len, "%s", s ? s : "");
+        break;
+    }
+    }
+}
+
+/* ------------------------------------------------------------------ config file */
+
+/* A '#' at the start of a line or after white space starts a comment, so
+ * "buffer_size = 64M  # per process" works and a path like a#b survives. */
+static void sm_strip_comment(char *line)
+{
+    for (char *p = line; *p; p++) {
+        if (*p == '#' && (p == line || isspace((unsigned char)p[-1]))) {
+            *p = '\0';
+            return;
+        }
+    }
+}
+
+static char *sm_trim(char *s)
+{
+    char *e = s + strlen(s);
+    while (isspace((unsigned char)*s))
+        s++;
+    while (e > s && isspace((unsigned char)e[-1]))
+        e--;
+    *e = '\0';
+    return s;
+}
+
+int sm_config_read_file(sm_config_t *cfg, const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "cannot read config file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    char *line = NULL, why[256], quoted[512];
+    size_t cap = 0;
+    unsigned long lineno = 0;
+    int rc = 0;
+    while (getline(&line, &cap, f) >= 0) {
+        lineno++;
+        sm_strip_comment(line);
+        char *text = sm_trim(line);
+        if (!*text)
+            continue;
+        char *eq = strchr(text, '=');
+        if (!eq) {
+            sm_quote_value(text, quoted, sizeof quoted);
+            snprintf(err, errlen, "%s:%lu: missing '=' in \"%s\"", path, lineno, quoted);
+            rc = -1;
+            break;
+        }
+        *eq = '\0';
+        char *key = sm_trim(text), *value = sm_trim(eq + 1);
+        const sm_config_var_t *var = sm_config_find(key);
+        if (!var) {
+            sm_quote_value(key, quoted, sizeof quoted);
+            snprintf(err, errlen, "%s:%lu: unknown key '%s'", path, lineno, quoted);
+            rc = -1;
+            break;
+        }
+        /* The file is named by the environment; naming another one here would
+         * be silently ignored, so say so. */
+        if (sm_var_index(var) == SM_CONFIG_CONFIG_FILE) {
+            snprintf(err, errlen, "%s:%lu: key '%s' cannot be set in a config file", path,
+                     lineno, key);
+            rc = -1;
+            break;
+        }
+        if (sm_config_apply(cfg, var, value, SM_CONFIG_FROM_FILE, why, sizeof why)) {
+            char qkey[128];
+            sm_quote_value(key, qkey, sizeof qkey);
+            sm_quote_value(value, quoted, sizeof quoted);
+            snprintf(err, errlen, "%s:%lu: bad value '%s' for %s: %s", path, lineno, quoted,
+                     qkey, why);
+            rc = -1;
+            break;
+        }
+    }
+    if (rc == 0 && ferror(f)) {
+        snprintf(err, errlen, "cannot read config file %s: %s", path, strerror(errno));
+        rc = -1;
+    }
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ load */
+
+/* "SYSMEASURE_BUFFER_SIZE=1M", "buffer_size = 1M (config file F)" or
+ * "buffer_size 64M (default)": where a conflicting value came from. */
+static void sm_describe(const sm_config_t *cfg, const sm_config_var_t *var, char *buf, size_t len)
+{
+    char value[128];
+    sm_config_format(cfg, var, value, sizeof value);
+    switch (cfg->source[sm_var_index(var)]) {
+    case SM_CONFIG_FROM_ENV:
+        snprintf(buf, len, "%s=%s", var->env, value);
+        break;
+    case SM_CONFIG_FROM_FILE:
+        snprintf(buf, len, "%s = %s (config file %s)", var->key, value,
+                 cfg->config_file ? cfg->config_file : "?");
+        break;
+    default:
+        snprintf(buf, len, "%s %s (default)", var->key, value);
+        break;
+    }
+}
+
+static int sm_config_check(const sm_config_t *cfg, char *err, size_t errlen)
+{
+    if (cfg->buffer_size < cfg->buffer_chunk_size) {
+        char a[256], b[256];
+        sm_describe(cfg, &sm_config_vars[SM_CONFIG_BUFFER_SIZE], a, sizeof a);
+        sm_describe(cfg, &sm_config_vars[SM_CONFIG_BUFFER_CHUNK_SIZE], b, sizeof b);
+        snprintf(err, errlen, "%s is smaller than %s: the buffer budget must hold at least one chunk",
+                 a, b);
+        return -1;
+    }
+    return 0;
+}
+
+static int sm_config_load_steps(sm_config_t *cfg, char *const *envp, char *err, size_t errlen)
+{
+    static const size_t plen = sizeof SM_ENV_PREFIX - 1;
+    const char *file = NULL;
+
+    /* Names first, so a typo is reported even when a value is bad as well. */
+    for (char *const *e = envp; e && *e; e++) {
+        if (strncmp(*e, SM_ENV_PREFIX, plen) != 0)
+            continue;
+        const char *eq = strchr(*e, '=');
+        size_t n = eq ? (size_t)(eq - *e) : strlen(*e);
+        char name[128], quoted[160];
+        snprintf(name, sizeof name, "%.*s", (int)n, *e);
+        const sm_config_var_t *var = sm_config_find(name);
+        if (!var || strcmp(var->env, name) != 0 || n >= sizeof name) {
+            sm_quote_value(name, quoted, sizeof quoted);
+            snprintf(err, errlen, "unknown variable %s (sysmeasure-avail lists them)", quoted);
+            return -1;
+        }
+        if (sm_var_index(var) == SM_CONFIG_CONFIG_FILE && !file)
+            file = eq ? eq + 1 : "";
+    }
+    if (file && *file && sm_config_read_file(cfg, file, err, errlen))
+        return -1;
+    for (char *const *e = envp; e && *e; e++) {
+        if (strncmp(*e, SM_ENV_PREFIX, plen) != 0)
+            continue;
+        const char *eq = strchr(*e, '=');
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)(eq ? eq - *e : (ptrdiff_t)strlen(*e)), *e);
+        const sm_config_var_t *var = sm_config_find(name);
+        /* getenv() semantics: the first of duplicate entries wins. */
+        if (cfg->source[sm_var_index(var)] == SM_CONFIG_FROM_ENV)
+            continue;
+        if (sm_config_set(cfg, var, eq ? eq + 1 : "", SM_CONFIG_FROM_ENV, err, errlen))
+            return -1;
+    }
+    return sm_config_check(cfg, err, errlen);
+}
+
+int sm_config_load(sm_config_t *cfg, char *const *envp, char *err, size_t errlen)
+{
+    sm_config_init_defaults(cfg);
+    if (sm_config_load_steps(cfg, envp, err, errlen) == 0)
+        return 0;
+    /* A half-applied configuration helps nobody: leave the defaults. */
+    sm_config_free(cfg);
+    sm_config_init_defaults(cfg);
+    return -1;
+}

@@ -1,0 +1,307 @@
+/* Interning of strings, regions and attributes.
+ *
+ * Each kind is a table of blocks (entries never move, so an id handed out can
+ * be read without a lock) plus an open-addressing hash index used only by the
+ * definers, under one mutex.  Definitions happen once per distinct name, off
+ * the hot path. */
+#include "definitions.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SM_DEF_BLOCK_BITS 10
+#define SM_DEF_BLOCK (1u << SM_DEF_BLOCK_BITS)
+#define SM_DEF_MAX_BLOCKS 4096 /* 4M entries of each kind */
+
+typedef struct sm_def_table {
+    size_t entry_size;
+    void *blocks[SM_DEF_MAX_BLOCKS];
+    uint32_t count; /* published with release after the entry is complete */
+    uint32_t *index; /* hash -> id + 1, 0 = empty */
+    uint32_t index_size;
+} sm_def_table_t;
+
+static pthread_mutex_t sm_def_lock = PTHREAD_MUTEX_INITIALIZER;
+static sm_def_table_t sm_strings = {.entry_size = sizeof(char *)};
+static sm_def_table_t sm_regions = {.entry_size = sizeof(sm_region_def_t)};
+static sm_def_table_t sm_attributes = {.entry_size = sizeof(sm_attribute_def_t)};
+
+static void *sm_def_entry(const sm_def_table_t *t, uint32_t id)
+{
+    return (char *)t->blocks[id >> SM_DEF_BLOCK_BITS] + (size_t)(id & (SM_DEF_BLOCK - 1)) * t->entry_size;
+}
+
+static uint64_t sm_hash_bytes(const void *p, size_t n, uint64_t h)
+{
+    const unsigned char *s = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ s[i]) * 1099511628211ull; /* FNV-1a */
+    return h;
+}
+
+static uint64_t sm_hash_u64(uint64_t h, uint64_t v)
+{
+    return sm_hash_bytes(&v, sizeof v, h);
+}
+
+/* Caller holds the lock.  Appends a zeroed entry and returns its id. */
+static uint32_t sm_def_append(sm_def_table_t *t)
+{
+    uint32_t id = t->count;
+    uint32_t b = id >> SM_DEF_BLOCK_BITS;
+    if (b >= SM_DEF_MAX_BLOCKS)
+        return SM_INVALID_ID;
+    if (!t->blocks[b]) {
+        t->blocks[b] = calloc(SM_DEF_BLOCK, t->entry_size);
+        if (!t->blocks[b])
+            return SM_INVALID_ID;
+    }
+    return id;
+}
+
+static void sm_def_publish(sm_def_table_t *t, uint32_t id)
+{
+    __atomic_store_n(&t->count, id + 1, __ATOMIC_RELEASE);
+}
+
+typedef int (*sm_def_equal_fn)(const sm_def_table_t *t, uint32_t id, const void *key);
+
+/* Caller holds the lock.  Finds key, or the empty slot where it would go. */
+static uint32_t *sm_def_slot(sm_def_table_t *t, uint64_t hash, const void *key, sm_def_equal_fn eq)
+{
+    if (!t->index)
+        return NULL;
+    uint32_t mask = t->index_size - 1;
+    for (uint32_t i = (uint32_t)hash & mask;; i = (i + 1) & mask) {
+        uint32_t v = t->index[i];
+        if (v == 0 || eq(t, v - 1, key))
+            return &t->index[i];
+    }
+}
+
+typedef uint64_t (*sm_def_hash_fn)(const sm_def_table_t *t, uint32_t id);
+
+/* Caller holds the lock.  Keeps the load factor under 1/2. */
+static int sm_def_index_grow(sm_def_table_t *t, sm_def_hash_fn hash_of)
+{
+    if (t->index && (t->count + 1) * 2 < t->index_size)
+        return 0;
+    uint32_t size = t->index_size ? t->index_size * 2 : 1024;
+    uint32_t *index = calloc(size, sizeof *index);
+    if (!index)
+        return -1;
+    for (uint32_t id = 0; id < t->count; id++) {
+        uint32_t i = (uint32_t)hash_of(t, id) & (size - 1);
+        while (index[i])
+            i = (i + 1) & (size - 1);
+        index[i] = id + 1;
+    }
+    free(t->index);
+    t->index = index;
+    t->index_size = size;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- strings */
+
+static uint64_t sm_string_hash_of(const char *s)
+{
+    return sm_hash_bytes(s, strlen(s), 14695981039346656037ull);
+}
+
+static uint64_t sm_string_hash_id(const sm_def_table_t *t, uint32_t id)
+{
+    return sm_string_hash_of(*(char **)sm_def_entry(t, id));
+}
+
+static int sm_string_equal(const sm_def_table_t *t, uint32_t id, const void *key)
+{
+    return strcmp(*(char **)sm_def_entry(t, id), key) == 0;
+}
+
+/* Caller holds the lock. */
+static sm_string_id_t sm_string_intern_locked(const char *s)
+{
+    if (sm_def_index_grow(&sm_strings, sm_string_hash_id) != 0)
+        return SM_INVALID_ID;
+    uint64_t h = sm_string_hash_of(s);
+    uint32_t *slot = sm_def_slot(&sm_strings, h, s, sm_string_equal);
+    if (*slot)
+        return *slot - 1;
+    uint32_t id = sm_def_append(&sm_strings);
+    char *copy = id == SM_INVALID_ID ? NULL : strdup(s);
+    if (!copy)
+        return SM_INVALID_ID;
+    *(char **)sm_def_entry(&sm_strings, id) = copy;
+    *slot = id + 1;
+    sm_def_publish(&sm_strings, id);
+    return id;
+}
+
+sm_string_id_t sm_string_intern(const char *s)
+{
+    if (!s)
+        return SM_INVALID_ID;
+    pthread_mutex_lock(&sm_def_lock);
+    sm_string_id_t id = sm_string_intern_locked(s);
+    pthread_mutex_unlock(&sm_def_lock);
+    return id;
+}
+
+const char *sm_string_get(sm_string_id_t id)
+{
+    if (id >= __atomic_load_n(&sm_strings.count, __ATOMIC_ACQUIRE))
+        return NULL;
+    return *(char **)sm_def_entry(&sm_strings, id);
+}
+
+uint32_t sm_string_count(void)
+{
+    return __atomic_load_n(&sm_strings.count, __ATOMIC_ACQUIRE);
+}
+
+/* ---------------------------------------------------------------- regions */
+
+static uint64_t sm_region_hash_of(const sm_region_def_t *r)
+{
+    uint64_t h = 14695981039346656037ull;
+    h = sm_hash_u64(h, r->name);
+    h = sm_hash_u64(h, r->file);
+    h = sm_hash_u64(h, r->line);
+    return sm_hash_u64(h, r->paradigm);
+}
+
+static uint64_t sm_region_hash_id(const sm_def_table_t *t, uint32_t id)
+{
+    return sm_region_hash_of(sm_def_entry(t, id));
+}
+
+static int sm_region_equal(const sm_def_table_t *t, uint32_t id, const void *key)
+{
+    const sm_region_def_t *a = sm_def_entry(t, id), *b = key;
+    return a->name == b->name && a->file == b->file && a->line == b->line &&
+           a->paradigm == b->paradigm;
+}
+
+sm_region_id_t sm_region_define(const char *name, const char *file, uint32_t line,
+                                sm_paradigm_t paradigm, sm_region_role_t role)
+{
+    if (!name)
+        return SM_INVALID_ID;
+    pthread_mutex_lock(&sm_def_lock);
+    sm_region_id_t id = SM_INVALID_ID;
+    sm_region_def_t key = {
+        .name = sm_string_intern_locked(name),
+        .file = file ? sm_string_intern_locked(file) : SM_INVALID_ID,
+        .line = line,
+        .paradigm = (uint8_t)paradigm,
+        .role = (uint8_t)role,
+    };
+    if (key.name == SM_INVALID_ID || sm_def_index_grow(&sm_regions, sm_region_hash_id) != 0)
+        goto out;
+    uint32_t *slot = sm_def_slot(&sm_regions, sm_region_hash_of(&key), &key, sm_region_equal);
+    if (*slot) {
+        id = *slot - 1;
+        goto out;
+    }
+    id = sm_def_append(&sm_regions);
+    if (id == SM_INVALID_ID)
+        goto out;
+    *(sm_region_def_t *)sm_def_entry(&sm_regions, id) = key;
+    *slot = id + 1;
+    sm_def_publish(&sm_regions, id);
+out:
+    pthread_mutex_unlock(&sm_def_lock);
+    return id;
+}
+
+const sm_region_def_t *sm_region_get(sm_region_id_t id)
+{
+    if (id >= __atomic_load_n(&sm_regions.count, __ATOMIC_ACQUIRE))
+        return NULL;
+    return sm_def_entry(&sm_regions, id);
+}
+
+const char *sm_region_name(sm_region_id_t id)
+{
+    const sm_region_def_t *r = sm_region_get(id);
+    return r ? sm_string_get(r->name) : "(unknown region)";
+}
+
+uint32_t sm_region_count(void)
+{
+    return __atomic_load_n(&sm_regions.count, __ATOMIC_ACQUIRE);
+}
+
+/* ---------------------------------------------------------------- attributes */
+
+static uint64_t sm_attribute_hash_of(const sm_attribute_def_t *a)
+{
+    return sm_hash_u64(sm_hash_u64(14695981039346656037ull, a->name), a->type);
+}
+
+static uint64_t sm_attribute_hash_id(const sm_def_table_t *t, uint32_t id)
+{
+    return sm_attribute_hash_of(sm_def_entry(t, id));
+}
+
+static int sm_attribute_equal(const sm_def_table_t *t, uint32_t id, const void *key)
+{
+    const sm_attribute_def_t *a = sm_def_entry(t, id), *b = key;
+    return a->name == b->name && a->type == b->type;
+}
+
+sm_attribute_id_t sm_attribute_define(const char *name, sm_attr_type_t type)
+{
+    if (!name)
+        return SM_INVALID_ID;
+    pthread_mutex_lock(&sm_def_lock);
+    sm_attribute_id_t id = SM_INVALID_ID;
+    sm_attribute_def_t key = {.name = sm_string_intern_locked(name), .type = (uint8_t)type};
+    if (key.name == SM_INVALID_ID || sm_def_index_grow(&sm_attributes, sm_attribute_hash_id) != 0)
+        goto out;
+    uint32_t *slot =
+        sm_def_slot(&sm_attributes, sm_attribute_hash_of(&key), &key, sm_attribute_equal);
+    if (*slot) {
+        id = *slot - 1;
+        goto out;
+    }
+    id = sm_def_append(&sm_attributes);
+    if (id == SM_INVALID_ID)
+        goto out;
+    *(sm_attribute_def_t *)sm_def_entry(&sm_attributes, id) = key;
+    *slot = id + 1;
+    sm_def_publish(&sm_attributes, id);
+out:
+    pthread_mutex_unlock(&sm_def_lock);
+    return id;
+}
+
+const sm_attribute_def_t *sm_attribute_get(sm_attribute_id_t id)
+{
+    if (id >= __atomic_load_n(&sm_attributes.count, __ATOMIC_ACQUIRE))
+        return NULL;
+    return sm_def_entry(&sm_attributes, id);
+}
+
+uint32_t sm_attribute_count(void)
+{
+    return __atomic_load_n(&sm_attributes.count, __ATOMIC_ACQUIRE);
+}
+
+int sm_definitions_init(void)
+{
+    return 0;
+}
+
+const char *sm_paradigm_name(sm_paradigm_t p)
+{
+    static const char *const names[SM_PARADIGM_COUNT] = {
+        [SM_PARADIGM_USER] = "user",       [SM_PARADIGM_MEASUREMENT] = "measurement",
+        [SM_PARADIGM_PTHREAD] = "pthread", [SM_PARADIGM_MPI] = "mpi",
+        [SM_PARADIGM_OPENMP] = "openmp",   [SM_PARADIGM_KOKKOS] = "kokkos",
+        [SM_PARADIGM_CUDA] = "cuda",       [SM_PARADIGM_HIP] = "hip",
+    };
+    return (unsigned)p < SM_PARADIGM_COUNT ? names[p] : "unknown";
+}

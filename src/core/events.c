@@ -1,0 +1,101 @@
+/* The less frequent events and the slow paths of enter/leave. */
+#include "events.h"
+
+#include <string.h>
+
+volatile uint8_t sm_measurement_on = 1;
+
+void sm_event_leave_mismatch(sm_location_t *loc, sm_region_id_t region, uint64_t t)
+{
+    if (loc->closed)
+        return;
+    /* Close everything above the innermost open frame of this region: the
+     * program left it without leaving what it entered inside. */
+    for (sm_frame_t *f = loc->sp; f > loc->stack; f--) {
+        if (f->region != region)
+            continue;
+        while (loc->sp >= f)
+            sm_event_leave_top(loc, t);
+        return;
+    }
+    loc->unmatched_leaves++;
+}
+
+static void sm_trace_attrs(sm_location_t *loc, sm_record_kind_t kind, sm_region_id_t region,
+                           uint64_t t, const sm_attr_value_t *attrs, uint32_t n)
+{
+    if (n > 64)
+        n = 64;
+    size_t bytes = sizeof(sm_record_t) + n * sizeof(sm_record_attr_t);
+    sm_record_t *r = (sm_record_t *)SM_BUFFER_RESERVE(loc, bytes);
+    r->time = t;
+    r->kind = (uint8_t)kind;
+    r->words = (uint8_t)(2 * n);
+    r->aux = (uint16_t)n;
+    r->ref = region;
+    sm_record_attr_t *a = (sm_record_attr_t *)(r + 1);
+    for (uint32_t i = 0; i < n; i++) {
+        a[i].attribute = attrs[i].attribute;
+        a[i].value.raw = attrs[i].raw;
+    }
+    SM_BUFFER_COMMIT(loc, a + n);
+}
+
+void sm_event_enter_attrs(sm_location_t *loc, sm_region_id_t region, uint64_t t,
+                          const sm_attr_value_t *attrs, uint32_t n)
+{
+    if (!n || !loc->tracing || loc->closed) {
+        sm_event_enter(loc, region, t);
+        return;
+    }
+    /* Enter without its trace record, then the record with the attributes. */
+    loc->tracing = 0;
+    sm_event_enter(loc, region, t);
+    loc->tracing = 1;
+    sm_trace_attrs(loc, SM_REC_ENTER, region, t, attrs, n);
+}
+
+void sm_event_leave_attrs(sm_location_t *loc, sm_region_id_t region, uint64_t t,
+                          const sm_attr_value_t *attrs, uint32_t n)
+{
+    if (!n || !loc->tracing || loc->closed) {
+        sm_event_leave(loc, region, t);
+        return;
+    }
+    if (loc->sp == loc->stack || loc->sp->region != region) {
+        /* Close the inner regions first, so the attributes go on this leave. */
+        sm_frame_t *target = NULL;
+        for (sm_frame_t *f = loc->sp; f > loc->stack && !target; f--)
+            if (f->region == region)
+                target = f;
+        if (!target) {
+            loc->unmatched_leaves++;
+            return;
+        }
+        while (loc->sp > target)
+            sm_event_leave_top(loc, t);
+    }
+    loc->tracing = 0;
+    sm_event_leave_top(loc, t);
+    loc->tracing = 1;
+    sm_trace_attrs(loc, SM_REC_LEAVE, region, t, attrs, n);
+}
+
+void sm_event_measurement(sm_location_t *loc, bool on, uint64_t t)
+{
+    if (!loc->tracing || loc->closed)
+        return;
+    sm_record_t *r = (sm_record_t *)SM_BUFFER_RESERVE(loc, sizeof(sm_record_t));
+    r->time = t;
+    r->kind = SM_REC_MEASUREMENT;
+    r->words = 0;
+    r->aux = on ? 1 : 0;
+    r->ref = 0;
+    SM_BUFFER_COMMIT(loc, r + 1);
+}
+
+void sm_event_thread_create(sm_location_t *loc, uint32_t created, uint64_t t)
+{
+    if (loc->tracing && !loc->closed)
+        sm_trace_record(loc, SM_REC_THREAD_CREATE, created, t);
+}

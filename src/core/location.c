@@ -1,0 +1,201 @@
+/* The location registry and the binding of locations to threads. */
+#include "location.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "events.h"
+#include "runtime.h"
+
+SM_TLS sm_location_t *sm_tls_location;
+
+#define SM_LOC_BLOCK_BITS 10
+#define SM_LOC_BLOCK (1u << SM_LOC_BLOCK_BITS)
+#define SM_LOC_MAX_BLOCKS 1024
+
+static sm_location_t **sm_loc_blocks[SM_LOC_MAX_BLOCKS];
+static uint32_t sm_loc_count; /* published with release */
+static pthread_mutex_t sm_loc_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_key_t sm_loc_key;
+static int sm_loc_key_ok;
+static int sm_mode_tracing = 1, sm_mode_profiling = 1, sm_mode_enabled = 1;
+
+void sm_locations_set_modes(int tracing, int profiling, int enabled)
+{
+    sm_mode_tracing = tracing;
+    sm_mode_profiling = profiling;
+    sm_mode_enabled = enabled;
+}
+
+/* The thread is exiting: close what it left open and mark its end. */
+static void sm_location_thread_exit(void *arg)
+{
+    sm_location_t *loc = arg;
+    if (loc && !loc->closed)
+        sm_location_close(loc, sm_clock_now());
+}
+
+int sm_locations_init(void)
+{
+    if (!sm_loc_key_ok && pthread_key_create(&sm_loc_key, sm_location_thread_exit) == 0)
+        sm_loc_key_ok = 1;
+    return sm_loc_key_ok ? 0 : -1;
+}
+
+uint32_t sm_location_count(void)
+{
+    return __atomic_load_n(&sm_loc_count, __ATOMIC_ACQUIRE);
+}
+
+sm_location_t *sm_location_get(uint32_t id)
+{
+    if (id >= sm_location_count())
+        return NULL;
+    return sm_loc_blocks[id >> SM_LOC_BLOCK_BITS][id & (SM_LOC_BLOCK - 1)];
+}
+
+static sm_location_t *sm_location_alloc(sm_location_type_t type)
+{
+    sm_location_t *loc = aligned_alloc(64, (sizeof *loc + 63) & ~(size_t)63);
+    if (!loc)
+        return NULL;
+    memset(loc, 0, sizeof *loc);
+    loc->type = type;
+    loc->creator = SM_INVALID_ID;
+    loc->tracing = (uint8_t)sm_mode_tracing;
+    loc->profiling = (uint8_t)sm_mode_profiling;
+    loc->thread_enabled = (uint8_t)sm_mode_enabled;
+    loc->stack_capacity = 64;
+    loc->stack = calloc(loc->stack_capacity, sizeof *loc->stack);
+    if (!loc->stack) {
+        free(loc);
+        return NULL;
+    }
+    loc->stack_limit = loc->stack + loc->stack_capacity - 1;
+    loc->sp = loc->stack;
+    pthread_mutex_init(&loc->lock, NULL);
+    sm_buffer_init(loc);
+    sm_profile_init(&loc->profile);
+    loc->stack[0].node = &loc->profile.root;
+    loc->stack[0].region = SM_INVALID_ID;
+    loc->begin_time = sm_clock_now();
+    loc->stack[0].start = loc->begin_time;
+
+    pthread_mutex_lock(&sm_loc_lock);
+    uint32_t id = sm_loc_count;
+    uint32_t b = id >> SM_LOC_BLOCK_BITS;
+    if (b >= SM_LOC_MAX_BLOCKS ||
+        (!sm_loc_blocks[b] && !(sm_loc_blocks[b] = calloc(SM_LOC_BLOCK, sizeof(sm_location_t *))))) {
+        pthread_mutex_unlock(&sm_loc_lock);
+        free(loc->stack);
+        free(loc);
+        return NULL;
+    }
+    loc->id = id;
+    sm_loc_blocks[b][id & (SM_LOC_BLOCK - 1)] = loc;
+    __atomic_store_n(&sm_loc_count, id + 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&sm_loc_lock);
+    return loc;
+}
+
+static void sm_location_name_thread(sm_location_t *loc)
+{
+    if (loc->tid == getpid())
+        snprintf(loc->name, sizeof loc->name, "Thread %u (main)", loc->id);
+    else
+        snprintf(loc->name, sizeof loc->name, "Thread %u", loc->id);
+}
+
+void sm_location_bind_current(sm_location_t *loc)
+{
+    loc->tid = (pid_t)syscall(SYS_gettid);
+    sm_location_name_thread(loc);
+    sm_tls_location = loc;
+    if (sm_loc_key_ok)
+        pthread_setspecific(sm_loc_key, loc);
+}
+
+/* Where a thread lands when it has no location: one that never touched the
+ * API before, or any thread while the process is not measured (a shared,
+ * closed location swallows its events). */
+static sm_location_t sm_inactive_location = {.closed = 1};
+
+sm_location_t *sm_location_for_thread_slow(void)
+{
+    if (!sm_runtime_active) {
+        if (!sm_inactive_location.stack) {
+            static sm_frame_t root = {.region = SM_INVALID_ID};
+            sm_inactive_location.stack = sm_inactive_location.sp = &root;
+            sm_inactive_location.stack_limit = &root;
+        }
+        return &sm_inactive_location;
+    }
+    sm_location_t *loc = sm_location_alloc(SM_LOCATION_CPU_THREAD);
+    if (!loc)
+        return &sm_inactive_location;
+    sm_location_bind_current(loc);
+    if (loc->tracing)
+        sm_trace_record(loc, SM_REC_THREAD_BEGIN, SM_INVALID_ID, loc->begin_time);
+    return loc;
+}
+
+sm_location_t *sm_location_new_thread(sm_location_t *creator)
+{
+    sm_location_t *loc = sm_location_alloc(SM_LOCATION_CPU_THREAD);
+    if (!loc)
+        return NULL;
+    snprintf(loc->name, sizeof loc->name, "Thread %u", loc->id);
+    loc->creator = creator->id;
+    uint32_t depth = (uint32_t)(creator->sp - creator->stack);
+    if (depth) {
+        loc->creator_path = malloc(depth * sizeof *loc->creator_path);
+        if (loc->creator_path) {
+            for (uint32_t i = 0; i < depth; i++)
+                loc->creator_path[i] = creator->stack[i + 1].region;
+            loc->creator_depth = depth;
+        }
+    }
+    /* Start and stop of the whole process follow new threads; the thread-only
+     * switch does not. */
+    loc->thread_enabled = 1;
+    return loc;
+}
+
+sm_location_t *sm_location_create(sm_location_type_t type, const char *name)
+{
+    sm_location_t *loc = sm_location_alloc(type);
+    if (loc && name)
+        snprintf(loc->name, sizeof loc->name, "%s", name);
+    return loc;
+}
+
+sm_frame_t *sm_location_grow_stack(sm_location_t *loc)
+{
+    uint32_t depth = (uint32_t)(loc->sp - loc->stack);
+    uint32_t cap = loc->stack_capacity * 2;
+    sm_frame_t *s = realloc(loc->stack, cap * sizeof *s);
+    if (!s)
+        abort(); /* cannot record this enter, and the leave would unbalance */
+    loc->stack = s;
+    loc->stack_capacity = cap;
+    loc->sp = s + depth;
+    loc->stack_limit = s + cap - 1;
+    return loc->sp + 1;
+}
+
+void sm_location_close(sm_location_t *loc, uint64_t time)
+{
+    if (loc->closed)
+        return;
+    while (loc->sp != loc->stack)
+        sm_event_leave_top(loc, time);
+    loc->stack[0].child = 0;
+    if (loc->tracing)
+        sm_trace_record(loc, SM_REC_THREAD_END, 0, time);
+    loc->end_time = time;
+    __atomic_store_n(&loc->closed, 1, __ATOMIC_RELEASE);
+}

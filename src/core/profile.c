@@ -1,0 +1,112 @@
+/* Call-path tree storage and statistics. */
+#include "profile.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define SM_PROFILE_BLOCK_NODES 256
+
+struct sm_profile_block {
+    sm_profile_block_t *next;
+    sm_profile_node_t nodes[SM_PROFILE_BLOCK_NODES];
+};
+
+static void sm_profile_node_init(sm_profile_node_t *n, sm_profile_node_t *parent,
+                                 sm_region_id_t region)
+{
+    memset(n, 0, sizeof *n);
+    n->parent = parent;
+    n->region = region;
+    n->depth = parent ? parent->depth + 1 : 0;
+    sm_stat_clear(&n->incl);
+    sm_stat_clear(&n->excl);
+}
+
+void sm_profile_init(sm_profile_t *p)
+{
+    memset(p, 0, sizeof *p);
+    sm_profile_node_init(&p->root, NULL, SM_INVALID_ID);
+}
+
+void sm_profile_free(sm_profile_t *p)
+{
+    for (sm_profile_block_t *b = p->blocks, *next; b; b = next) {
+        next = b->next;
+        free(b);
+    }
+    p->blocks = NULL;
+    p->free_in_block = 0;
+}
+
+sm_profile_node_t *sm_profile_child(sm_profile_t *p, sm_profile_node_t *parent,
+                                    sm_region_id_t region)
+{
+    sm_profile_node_t **link = &parent->first_child;
+    for (sm_profile_node_t *c = parent->first_child; c; c = c->next_sibling) {
+        if (c->region == region) {
+            parent->last_hit = c;
+            return c;
+        }
+        link = &c->next_sibling;
+    }
+    if (p->free_in_block == 0) {
+        /* A node is needed for correctness: without memory we cannot go on
+         * counting this path, so abort loudly rather than corrupt the tree. */
+        sm_profile_block_t *b = malloc(sizeof *b);
+        if (!b)
+            abort();
+        b->next = p->blocks;
+        p->blocks = b;
+        p->free_in_block = SM_PROFILE_BLOCK_NODES;
+    }
+    sm_profile_node_t *n = &p->blocks->nodes[SM_PROFILE_BLOCK_NODES - p->free_in_block--];
+    sm_profile_node_init(n, parent, region);
+    *link = n; /* appended: children stay in first-visit order */
+    parent->last_hit = n;
+    p->node_count++;
+    return n;
+}
+
+void sm_stat_merge(sm_stat_t *into, const sm_stat_t *from)
+{
+    into->sum += from->sum;
+    into->sumsq += from->sumsq;
+    if (from->min < into->min)
+        into->min = from->min;
+    if (from->max > into->max)
+        into->max = from->max;
+}
+
+double sm_stat_mean(const sm_stat_t *s, uint64_t n)
+{
+    return n ? (double)s->sum / (double)n : 0.0;
+}
+
+/* n * var = sumsq - sum^2 / n, evaluated in exact integers: sum^2 fits in 128
+ * bits because sum fits in 64.  The remainder of the division is the only
+ * rounding, so there is no cancellation however large the mean. */
+double sm_stat_variance(const sm_stat_t *s, uint64_t n)
+{
+    if (n < 2)
+        return 0.0;
+    unsigned __int128 sq = (unsigned __int128)s->sum * s->sum;
+    unsigned __int128 q = sq / n;
+    unsigned __int128 r = sq % n;
+    if (s->sumsq < q)
+        return 0.0; /* impossible for consistent data */
+    unsigned __int128 m2 = s->sumsq - q;
+    double m2d = (double)m2 - (double)r / (double)n;
+    return m2d > 0 ? m2d / (double)n : 0.0;
+}
+
+static void sm_profile_walk_node(const sm_profile_node_t *n, sm_profile_visit_fn fn, void *arg)
+{
+    fn(n, arg);
+    for (const sm_profile_node_t *c = n->first_child; c; c = c->next_sibling)
+        sm_profile_walk_node(c, fn, arg);
+}
+
+void sm_profile_walk(const sm_profile_t *p, sm_profile_visit_fn fn, void *arg)
+{
+    sm_profile_walk_node(&p->root, fn, arg);
+}

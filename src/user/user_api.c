@@ -1,0 +1,286 @@
+/* The user API (include/sysmeasure.h): regions by name or handle, annotated
+ * regions, measurement start/stop, and the replaceable callback table. */
+#define _GNU_SOURCE
+#include "sysmeasure.h"
+
+#include <link.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/compiler.h"
+#include "core/definitions.h"
+#include "core/events.h"
+#include "core/location.h"
+#include "core/runtime.h"
+
+#define SM_API SM_EXPORT
+
+/* ---------------------------------------------------------------- name -> region */
+
+typedef struct {
+    const void *p;
+    int readonly;
+} sm_addr_query_t;
+
+static int sm_addr_readonly_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    sm_addr_query_t *q = arg;
+    uintptr_t a = (uintptr_t)q->p;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (a >= lo && a < lo + ph->p_memsz) {
+            q->readonly = !(ph->p_flags & PF_W);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* A name in a read-only segment (a string literal) cannot change, so a cache
+ * hit on its address needs no string comparison. */
+static int sm_address_is_readonly(const void *p)
+{
+    sm_addr_query_t q = {p, 0};
+    dl_iterate_phdr(sm_addr_readonly_cb, &q);
+    return q.readonly;
+}
+
+static SM_NOINLINE sm_region_id_t sm_user_region_miss(sm_location_t *loc, const char *name,
+                                                      unsigned slot)
+{
+    sm_region_id_t r = sm_region_define(name, NULL, 0, SM_PARADIGM_USER, SM_ROLE_CODE);
+    if (r != SM_INVALID_ID) {
+        loc->name_cache[slot].name = name;
+        loc->name_cache[slot].region = r;
+        loc->name_cache[slot].immutable = (uint32_t)sm_address_is_readonly(name);
+    }
+    return r;
+}
+
+static inline sm_region_id_t sm_user_region(sm_location_t *loc, const char *name)
+{
+    uintptr_t a = (uintptr_t)name;
+    unsigned slot = (unsigned)((a >> 3) ^ (a >> 9)) & 63u;
+    if (SM_LIKELY(loc->name_cache[slot].name == name) &&
+        (loc->name_cache[slot].immutable ||
+         strcmp(sm_region_name(loc->name_cache[slot].region), name) == 0))
+        return loc->name_cache[slot].region;
+    return sm_user_region_miss(loc, name, slot);
+}
+
+/* ---------------------------------------------------------------- built-in callbacks */
+
+static int sm_user_push(const char *name)
+{
+    if (SM_UNLIKELY(!sm_runtime_active))
+        return SYSMEASURE_ERROR_NOT_ACTIVE;
+    if (SM_UNLIKELY(!name))
+        return SYSMEASURE_ERROR_BAD_VALUE;
+    sm_location_t *loc = sm_location_current();
+    sm_region_id_t r = sm_user_region(loc, name);
+    if (SM_UNLIKELY(r == SM_INVALID_ID))
+        return SYSMEASURE_ERROR_INTERNAL;
+    sm_event_enter(loc, r, sm_clock_now());
+    return SYSMEASURE_SUCCESS;
+}
+
+static int sm_user_pop(const char *name)
+{
+    uint64_t t = sm_clock_now();
+    if (SM_UNLIKELY(!sm_runtime_active))
+        return SYSMEASURE_ERROR_NOT_ACTIVE;
+    if (SM_UNLIKELY(!name))
+        return SYSMEASURE_ERROR_BAD_VALUE;
+    sm_location_t *loc = sm_location_current();
+    sm_region_id_t r = sm_user_region(loc, name);
+    uint64_t unmatched = loc->unmatched_leaves;
+    sm_event_leave(loc, r, t);
+    return loc->unmatched_leaves == unmatched ? SYSMEASURE_SUCCESS : SYSMEASURE_ERROR_NO_REGION;
+}
+
+#define SM_MAX_ANNOTATIONS 64
+
+/* Annotations to attribute values; -1 on a bad annotation. */
+static int sm_user_attrs(const sysmeasure_annotation_t *a, size_t n, sm_attr_value_t *out)
+{
+    if (n > SM_MAX_ANNOTATIONS || (n && !a))
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (!a[i].name)
+            return -1;
+        switch (a[i].type) {
+        case SYSMEASURE_ANNOTATION_INT64:
+            out[i].attribute = sm_attribute_define(a[i].name, SM_ATTR_INT64);
+            out[i].raw = (uint64_t)a[i].value.int64;
+            break;
+        case SYSMEASURE_ANNOTATION_DOUBLE:
+            out[i].attribute = sm_attribute_define(a[i].name, SM_ATTR_DOUBLE);
+            memcpy(&out[i].raw, &a[i].value.real, sizeof(double));
+            break;
+        case SYSMEASURE_ANNOTATION_STRING:
+            out[i].attribute = sm_attribute_define(a[i].name, SM_ATTR_STRING);
+            out[i].raw = sm_string_intern(a[i].value.string ? a[i].value.string : "");
+            break;
+        default:
+            return -1;
+        }
+        if (out[i].attribute == SM_INVALID_ID)
+            return -1;
+    }
+    return 0;
+}
+
+static int sm_user_push_annotated(const char *name, const sysmeasure_annotation_t *a, size_t n)
+{
+    if (!sm_runtime_active)
+        return SYSMEASURE_ERROR_NOT_ACTIVE;
+    sm_attr_value_t attrs[SM_MAX_ANNOTATIONS];
+    if (!name || sm_user_attrs(a, n, attrs) != 0)
+        return SYSMEASURE_ERROR_BAD_VALUE;
+    sm_location_t *loc = sm_location_current();
+    sm_region_id_t r = sm_user_region(loc, name);
+    if (r == SM_INVALID_ID)
+        return SYSMEASURE_ERROR_INTERNAL;
+    sm_event_enter_attrs(loc, r, sm_clock_now(), attrs, (uint32_t)n);
+    return SYSMEASURE_SUCCESS;
+}
+
+static int sm_user_pop_annotated(const char *name, const sysmeasure_annotation_t *a, size_t n)
+{
+    uint64_t t = sm_clock_now();
+    if (!sm_runtime_active)
+        return SYSMEASURE_ERROR_NOT_ACTIVE;
+    sm_attr_value_t attrs[SM_MAX_ANNOTATIONS];
+    if (!name || sm_user_attrs(a, n, attrs) != 0)
+        return SYSMEASURE_ERROR_BAD_VALUE;
+    sm_location_t *loc = sm_location_current();
+    sm_region_id_t r = sm_user_region(loc, name);
+    uint64_t unmatched = loc->unmatched_leaves;
+    sm_event_leave_attrs(loc, r, t, attrs, (uint32_t)n);
+    return loc->unmatched_leaves == unmatched ? SYSMEASURE_SUCCESS : SYSMEASURE_ERROR_NO_REGION;
+}
+
+static int sm_user_switch(int whole_process, int on)
+{
+    if (!sm_runtime_active)
+        return SYSMEASURE_ERROR_NOT_ACTIVE;
+    sm_location_t *loc = sm_location_current();
+    if (whole_process)
+        sm_measurement_on = (uint8_t)on;
+    loc->thread_enabled = (uint8_t)on;
+    sm_event_measurement(loc, on, sm_clock_now());
+    return SYSMEASURE_SUCCESS;
+}
+
+static int sm_user_start(void) { return sm_user_switch(1, 1); }
+static int sm_user_stop(void) { return sm_user_switch(1, 0); }
+static int sm_user_start_thread(void) { return sm_user_switch(0, 1); }
+static int sm_user_stop_thread(void) { return sm_user_switch(0, 0); }
+
+static sysmeasure_callbacks_t sm_user_callbacks = {
+    .start = sm_user_start,
+    .stop = sm_user_stop,
+    .start_thread = sm_user_start_thread,
+    .stop_thread = sm_user_stop_thread,
+    .push_region = sm_user_push,
+    .pop_region = sm_user_pop,
+    .push_annotated_region = sm_user_push_annotated,
+    .pop_annotated_region = sm_user_pop_annotated,
+};
+
+/* ---------------------------------------------------------------- public entry points */
+
+SM_API int sysmeasure_configure(const sysmeasure_callbacks_t *replacement,
+                                sysmeasure_callbacks_t *previous)
+{
+    if (previous)
+        *previous = sm_user_callbacks;
+    if (!replacement)
+        return SYSMEASURE_SUCCESS;
+#define SM_REPLACE(f)                                                                   \
+    if (replacement->f)                                                                 \
+    sm_user_callbacks.f = replacement->f
+    SM_REPLACE(start);
+    SM_REPLACE(stop);
+    SM_REPLACE(start_thread);
+    SM_REPLACE(stop_thread);
+    SM_REPLACE(push_region);
+    SM_REPLACE(pop_region);
+    SM_REPLACE(push_annotated_region);
+    SM_REPLACE(pop_annotated_region);
+#undef SM_REPLACE
+    return SYSMEASURE_SUCCESS;
+}
+
+SM_API int sysmeasure_start(void) { return sm_user_callbacks.start(); }
+SM_API int sysmeasure_stop(void) { return sm_user_callbacks.stop(); }
+SM_API int sysmeasure_start_thread(void) { return sm_user_callbacks.start_thread(); }
+SM_API int sysmeasure_stop_thread(void) { return sm_user_callbacks.stop_thread(); }
+SM_API int sysmeasure_push_region(const char *name) { return sm_user_callbacks.push_region(name); }
+SM_API int sysmeasure_pop_region(const char *name) { return sm_user_callbacks.pop_region(name); }
+
+SM_API int sysmeasure_push_annotated_region(const char *name, const sysmeasure_annotation_t *a,
+                                            size_t n)
+{
+    return sm_user_callbacks.push_annotated_region(name, a, n);
+}
+
+SM_API int sysmeasure_pop_annotated_region(const char *name, const sysmeasure_annotation_t *a,
+                                           size_t n)
+{
+    return sm_user_callbacks.pop_annotated_region(name, a, n);
+}
+
+SM_API sysmeasure_region_t sysmeasure_region_define(const char *name, const char *file, int line)
+{
+    if (!sm_runtime_active || !name)
+        return 0;
+    sm_region_id_t r = sm_region_define(name, file, line > 0 ? (uint32_t)line : 0,
+                                        SM_PARADIGM_USER, SM_ROLE_CODE);
+    return r == SM_INVALID_ID ? 0 : r + 1;
+}
+
+SM_API int sysmeasure_region_enter(sysmeasure_region_t region)
+{
+    if (SM_UNLIKELY(!sm_runtime_active))
+        return SYSMEASURE_ERROR_NOT_ACTIVE;
+    if (SM_UNLIKELY(region == 0 || region > sm_region_count()))
+        return SYSMEASURE_ERROR_BAD_VALUE;
+    sm_event_enter(sm_location_current(), region - 1, sm_clock_now());
+    return SYSMEASURE_SUCCESS;
+}
+
+SM_API int sysmeasure_region_leave(sysmeasure_region_t region)
+{
+    uint64_t t = sm_clock_now();
+    if (SM_UNLIKELY(!sm_runtime_active))
+        return SYSMEASURE_ERROR_NOT_ACTIVE;
+    if (SM_UNLIKELY(region == 0 || region > sm_region_count()))
+        return SYSMEASURE_ERROR_BAD_VALUE;
+    sm_location_t *loc = sm_location_current();
+    uint64_t unmatched = loc->unmatched_leaves;
+    sm_event_leave(loc, region - 1, t);
+    return loc->unmatched_leaves == unmatched ? SYSMEASURE_SUCCESS : SYSMEASURE_ERROR_NO_REGION;
+}
+
+SM_API int sysmeasure_is_active(void)
+{
+    return sm_runtime_active ? 1 : 0;
+}
+
+SM_API const char *sysmeasure_error_string(int error)
+{
+    switch (error) {
+    case SYSMEASURE_SUCCESS: return "success";
+    case SYSMEASURE_ERROR_NOT_ACTIVE: return "this process is not measured";
+    case SYSMEASURE_ERROR_BAD_VALUE: return "bad value";
+    case SYSMEASURE_ERROR_NO_REGION: return "no such region is open";
+    case SYSMEASURE_ERROR_INTERNAL: return "internal error";
+    default: return "unknown error";
+    }
+}
