@@ -111,6 +111,15 @@ static int sm_mkdir_p(const char *path)
     return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
 
+/* A spill that fails fails again at every chunk: say it once per process;
+ * the exact number of lost events goes to the summary and metadata. */
+static int sm_spill_error_said;
+
+static int sm_spill_first_error(void)
+{
+    return __atomic_exchange_n(&sm_spill_error_said, 1, __ATOMIC_RELAXED) == 0;
+}
+
 static int sm_spill_open(sm_location_t *loc)
 {
     sm_buffer_t *b = &loc->buffer;
@@ -124,13 +133,17 @@ static int sm_spill_open(sm_location_t *loc)
     int saved = errno;
     pthread_mutex_unlock(&sm_spill_dir_lock);
     if (!ok) {
-        sm_error("cannot create spill folder %s: %s", sm_spill_dir ? sm_spill_dir : "(none)",
-                 strerror(sm_spill_dir ? saved : ENOENT));
+        if (sm_spill_first_error())
+            sm_error("cannot create spill folder %s: %s; events that do not fit in "
+                     "SYSMEASURE_BUFFER_SIZE are dropped and counted",
+                     sm_spill_dir ? sm_spill_dir : "(none)", strerror(sm_spill_dir ? saved : ENOENT));
         return -1;
     }
     b->spill_fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (b->spill_fd < 0) {
-        sm_error("cannot create spill file %s: %s", path, strerror(errno));
+        if (sm_spill_first_error())
+            sm_error("cannot create spill file %s: %s; events that do not fit in "
+                     "SYSMEASURE_BUFFER_SIZE are dropped and counted", path, strerror(errno));
         return -1;
     }
     b->spill_path = strdup(path);
@@ -165,8 +178,10 @@ int sm_buffer_spill(sm_location_t *loc)
     for (sm_chunk_t *c = b->first; c; c = c->next) {
         uint32_t used = sm_chunk_used(loc, c);
         if (rc == 0 && sm_write_all(b->spill_fd, c->data, used) != 0) {
-            sm_error("spilling events of thread %u to %s failed: %s; events are dropped", loc->id,
-                     b->spill_path, strerror(errno));
+            if (sm_spill_first_error())
+                sm_error("spilling events to %s failed: %s; events that do not fit in "
+                         "SYSMEASURE_BUFFER_SIZE are dropped and counted", b->spill_path,
+                         strerror(errno));
             rc = -1;
         }
         if (rc == 0)
@@ -176,7 +191,6 @@ int sm_buffer_spill(sm_location_t *loc)
     }
     b->dropped_records += records;
     b->spilled_bytes += bytes;
-    b->spills++;
     sm_chunk_t *keep = b->first;
     for (sm_chunk_t *c = keep->next, *next; c; c = next) {
         next = c->next;
@@ -185,6 +199,13 @@ int sm_buffer_spill(sm_location_t *loc)
     keep->next = NULL;
     keep->used = 0;
     b->current = keep;
+    loc->end = keep->data + keep->capacity;
+    if (rc != 0) {
+        __atomic_store_n(&loc->pos, keep->data, __ATOMIC_RELEASE);
+        errno = saved_errno;
+        return rc;
+    }
+    b->spills++;
     uint64_t t1 = sm_clock_now();
     /* The BufferFlush record: start time, payload word = stop time. */
     sm_record_t *r = (sm_record_t *)keep->data;
@@ -194,7 +215,6 @@ int sm_buffer_spill(sm_location_t *loc)
     r->aux = 0;
     r->ref = 0;
     memcpy(r + 1, &t1, sizeof t1);
-    loc->end = keep->data + keep->capacity;
     __atomic_store_n(&loc->pos, keep->data + sizeof *r + 8, __ATOMIC_RELEASE);
     errno = saved_errno;
     return rc;

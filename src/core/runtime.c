@@ -366,8 +366,8 @@ int sm_runtime_finalize(void)
                        (unsigned long long)sm_run.dropped_records);
         sm_info(0, "%u thread%s measured, output in %s", n, n == 1 ? "" : "s", sm_outdir);
     } else {
-        sm_error("%d output%s of %s incomplete; spill files (if any) kept in %s/.spill", failures,
-                 failures == 1 ? " is" : "s are", sm_outdir, sm_outdir);
+        sm_error("%d of the outputs in %s could not be written (see above); spill files, if "
+                 "any, are kept in %s/.spill", failures, sm_outdir, sm_outdir);
     }
     errno = saved_errno;
     return failures;

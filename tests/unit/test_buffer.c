@@ -1,0 +1,140 @@
+/* Buffers: a tiny budget forces spills on several threads at once and no
+ * event is lost; a spill that cannot be written drops events with an exact
+ * count. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "core/buffer.h"
+#include "core/clock.h"
+#include "core/config.h"
+#include "core/definitions.h"
+#include "core/events.h"
+#include "core/location.h"
+#include "unit.h"
+
+#define THREADS 3
+#define PAIRS 100000
+#define BUDGET (64u << 10)
+#define CHUNK (4u << 10)
+
+static sm_region_id_t regions[2];
+static sm_location_t *locs[THREADS];
+static uint64_t max_in_use;
+
+static void *produce(void *arg)
+{
+    sm_location_t *loc = arg;
+    for (int i = 0; i < PAIRS; i++) {
+        sm_event_enter(loc, regions[i & 1], sm_clock_now());
+        sm_event_leave(loc, regions[i & 1], sm_clock_now());
+        uint64_t used = sm_buffers_in_use();
+        if (used > __atomic_load_n(&max_in_use, __ATOMIC_RELAXED))
+            __atomic_store_n(&max_in_use, used, __ATOMIC_RELAXED);
+    }
+    return NULL;
+}
+
+typedef struct {
+    uint64_t enters, leaves, flushes, out_of_order, wrong_region;
+    uint64_t last_time;
+    int next_is_enter;
+    uint64_t pairs_seen;
+} tally_t;
+
+static int tally(const sm_record_t *r, void *arg)
+{
+    tally_t *t = arg;
+    if (r->time < t->last_time)
+        t->out_of_order++;
+    t->last_time = r->time;
+    switch (r->kind) {
+    case SM_REC_ENTER:
+        t->enters++;
+        t->wrong_region += r->ref != regions[t->pairs_seen & 1] || !t->next_is_enter;
+        t->next_is_enter = 0;
+        break;
+    case SM_REC_LEAVE:
+        t->leaves++;
+        t->wrong_region += r->ref != regions[t->pairs_seen & 1] || t->next_is_enter;
+        t->next_is_enter = 1;
+        t->pairs_seen++;
+        break;
+    case SM_REC_BUFFER_FLUSH:
+        t->flushes++;
+        CHECK(r->words == 1);
+        break;
+    }
+    return 0;
+}
+
+int main(void)
+{
+    char dir[] = "/tmp/sm-test-buffer-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char spill[64];
+    snprintf(spill, sizeof spill, "%s/spill", dir);
+    sm_clock_init(SM_CLOCK_AUTO);
+    sm_buffers_configure(BUDGET, CHUNK);
+    sm_buffers_set_spill_dir(spill);
+    sm_locations_set_modes(1, 0, 1);
+    regions[0] = sm_region_define("even", NULL, 0, SM_PARADIGM_USER, SM_ROLE_CODE);
+    regions[1] = sm_region_define("odd", NULL, 0, SM_PARADIGM_USER, SM_ROLE_CODE);
+
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        locs[i] = sm_location_create(SM_LOCATION_CPU_THREAD, "producer");
+        pthread_create(&t[i], NULL, produce, locs[i]);
+    }
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+
+    /* The budget held, give or take one chunk per thread. */
+    CHECK(max_in_use <= BUDGET + THREADS * (CHUNK + 64));
+    for (int i = 0; i < THREADS; i++) {
+        sm_location_t *loc = locs[i];
+        tally_t c = {.next_is_enter = 1};
+        CHECK(sm_buffer_for_each(loc, tally, &c) == 0);
+        CHECK(loc->buffer.spills > 0);
+        CHECK_EQ_U(c.enters, PAIRS);
+        CHECK_EQ_U(c.leaves, PAIRS);
+        CHECK_EQ_U(c.flushes, loc->buffer.spills);
+        CHECK_EQ_U(c.out_of_order, 0);
+        CHECK_EQ_U(c.wrong_region, 0);
+        CHECK_EQ_U(loc->buffer.dropped_records, 0);
+        CHECK_EQ_U(sm_buffer_record_count(loc), 2 * PAIRS + loc->buffer.spills);
+        char path[128];
+        snprintf(path, sizeof path, "%s/%d.%u.events", spill, (int)getpid(), loc->id);
+        CHECK(access(path, F_OK) == 0);
+        sm_buffer_free(loc);
+        CHECK(access(path, F_OK) != 0); /* freed: spill file removed */
+    }
+
+    /* A spill folder that cannot exist (below a regular file): the events of
+     * each failed spill are dropped, and counted exactly. */
+    char blocker[64], bad[96];
+    snprintf(blocker, sizeof blocker, "%s/file", dir);
+    FILE *f = fopen(blocker, "w");
+    CHECK(f != NULL);
+    if (f)
+        fclose(f);
+    snprintf(bad, sizeof bad, "%s/sub", blocker);
+    sm_buffers_set_spill_dir(bad);
+    sm_location_t *loc = sm_location_create(SM_LOCATION_CPU_THREAD, "lossy");
+    for (int i = 0; i < PAIRS; i++) {
+        sm_event_enter(loc, regions[i & 1], sm_clock_now());
+        sm_event_leave(loc, regions[i & 1], sm_clock_now());
+    }
+    tally_t c = {.next_is_enter = 1};
+    sm_buffer_for_each(loc, tally, &c);
+    CHECK(loc->buffer.dropped_records > 0);
+    CHECK_EQ_U(c.enters + c.leaves + loc->buffer.dropped_records, 2 * PAIRS);
+    CHECK_EQ_U(c.flushes, 0); /* nothing reached the disk: no BufferFlush */
+    CHECK_EQ_U(loc->buffer.spills, 0);
+    sm_buffer_free(loc);
+    unlink(blocker);
+    rmdir(spill);
+    rmdir(dir);
+    return UNIT_RESULT();
+}
