@@ -1,0 +1,603 @@
+/* sysmeasure: the launcher.  Checks everything it can before the program
+ * starts (options, environment, config file, output folder, program), so that
+ * a mistake costs one line on stderr and not a whole job, then exports the
+ * configuration, preloads libsysmeasure.so and execs the program. */
+#include "config.h" /* autoconf: PACKAGE_VERSION, SM_OTF2_VERSION */
+
+#include "../core/config.h"
+#include "../util/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define SM_EXIT_USAGE 2
+#define SM_EXIT_NOEXEC 126
+#define SM_EXIT_NOTFOUND 127
+
+/* Short forms of some table options. */
+static const struct {
+    char letter;
+    const char *option;
+    const char *metavar;
+} sm_short_options[] = {
+    {'o', "output", "DIR"},
+    {'c', "config", "FILE"},
+};
+
+/* What the command line said, per variable: the last value given. */
+typedef struct {
+    const char *given[SM_CONFIG_COUNT];
+    int verbose_increments; /* -v after the last --verbose=N */
+} sm_options_t;
+
+static const sm_config_var_t *const sm_verbose_var = &sm_config_vars[SM_CONFIG_VERBOSE];
+
+static _Noreturn void sm_die(int status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void sm_die(int status, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    sm_error("%s", msg);
+    exit(status);
+}
+
+/* ------------------------------------------------------------------ help */
+
+static const char *sm_metavar(const sm_config_var_t *var)
+{
+    for (size_t i = 0; i < sizeof sm_short_options / sizeof sm_short_options[0]; i++)
+        if (!strcmp(var->option, sm_short_options[i].option))
+            return sm_short_options[i].metavar;
+    switch (var->type) {
+    case SM_CONFIG_TYPE_INT: return "N";
+    case SM_CONFIG_TYPE_SIZE: return "SIZE";
+    case SM_CONFIG_TYPE_PATH: return "PATH";
+    case SM_CONFIG_TYPE_ENUM: return var->choices;
+    default: return "TEXT";
+    }
+}
+
+static char sm_short_letter(const sm_config_var_t *var)
+{
+    if (var == sm_verbose_var)
+        return 'v';
+    for (size_t i = 0; i < sizeof sm_short_options / sizeof sm_short_options[0]; i++)
+        if (!strcmp(var->option, sm_short_options[i].option))
+            return sm_short_options[i].letter;
+    return 0;
+}
+
+/* "-o, --output DIR", "    --trace, --no-trace", "-v, --verbose[=N]" */
+static void sm_option_label(const sm_config_var_t *var, char *buf, size_t len)
+{
+    char letter = sm_short_letter(var);
+    char lead[8] = "    ";
+    if (letter)
+        snprintf(lead, sizeof lead, "-%c, ", letter);
+    if (var->type == SM_CONFIG_TYPE_BOOL)
+        snprintf(buf, len, "%s--%s, --no-%s", lead, var->option, var->option);
+    else if (var == sm_verbose_var)
+        snprintf(buf, len, "%s--%s[=N]", lead, var->option);
+    else
+        snprintf(buf, len, "%s--%s %s", lead, var->option, sm_metavar(var));
+}
+
+/* Prints text from column col, wrapped at 79 columns, continuing at indent. */
+static void sm_wrap(FILE *f, const char *text, int col, int indent)
+{
+    const char *p = text;
+    while (*p) {
+        while (*p == ' ')
+            p++;
+        size_t n = strcspn(p, " ");
+        if (!n)
+            break;
+        if (col > indent && col + 1 + (int)n > 79) {
+            fprintf(f, "\n%*s", indent, "");
+            col = indent;
+        } else if (col > indent) {
+            fputc(' ', f);
+            col++;
+        }
+        fprintf(f, "%.*s", (int)n, p);
+        col += (int)n;
+        p += n;
+    }
+    fputc('\n', f);
+}
+
+static void sm_help_row(FILE *f, const char *label, const char *text)
+{
+    enum { COL = 30 };
+    int col = fprintf(f, "  %s", label);
+    if (col >= COL - 1) {
+        fprintf(f, "\n%*s", COL, "");
+    } else {
+        fprintf(f, "%*s", COL - col, "");
+    }
+    sm_wrap(f, text, COL, COL);
+}
+
+static void sm_usage(FILE *f)
+{
+    fprintf(f, "Usage: sysmeasure [options] [--] program [args...]\n\n");
+    sm_wrap(f,
+            "Runs PROGRAM with the sysmeasure measurement library preloaded. Its trace "
+            "(OTF2), profile and metadata go to one output folder.",
+            0, 0);
+    fprintf(f, "\nOptions:\n");
+    sm_help_row(f, "-h, --help", "Show this help and exit.");
+    sm_help_row(f, "-V, --version", "Show the version and exit.");
+    for (size_t i = 0; i < SM_CONFIG_COUNT; i++) {
+        const sm_config_var_t *v = &sm_config_vars[i];
+        char label[128], text[1024];
+        if (!v->option)
+            continue;
+        sm_option_label(v, label, sizeof label);
+        if (v == sm_verbose_var)
+            snprintf(text, sizeof text, "%s -v adds one. [%s, default %s]", v->help, v->env,
+                     v->def);
+        else
+            snprintf(text, sizeof text, "%s [%s, default %s]", v->help, v->env,
+                     *v->def ? v->def : "empty");
+        sm_help_row(f, label, text);
+    }
+    fputc('\n', f);
+    sm_wrap(f,
+            "Each option sets the environment variable in brackets for the program. "
+            "Environment variables and the config file set the others; "
+            "'sysmeasure-avail' lists every variable with its current value.",
+            0, 0);
+}
+
+/* ------------------------------------------------------------------ options */
+
+static const sm_config_var_t *sm_find_option(const char *name, size_t len)
+{
+    for (size_t i = 0; i < SM_CONFIG_COUNT; i++) {
+        const char *o = sm_config_vars[i].option;
+        if (o && strlen(o) == len && !strncmp(o, name, len))
+            return &sm_config_vars[i];
+    }
+    return NULL;
+}
+
+static void sm_give(sm_options_t *opts, const sm_config_var_t *var, const char *value)
+{
+    opts->given[var - sm_config_vars] = value;
+    if (var == sm_verbose_var)
+        opts->verbose_increments = 0;
+}
+
+/* Returns the index of the program in argv. */
+static int sm_parse_options(int argc, char **argv, sm_options_t *opts)
+{
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--")) {
+            i++;
+            break;
+        }
+        if (a[0] != '-' || a[1] == '\0')
+            break;
+        if (a[1] == '-') {
+            const char *name = a + 2, *eq = strchr(name, '=');
+            size_t len = eq ? (size_t)(eq - name) : strlen(name);
+            const char *value = eq ? eq + 1 : NULL;
+            const sm_config_var_t *var;
+            bool negated = false;
+            if (len == 4 && !strncmp(name, "help", 4)) {
+                sm_usage(stdout);
+                exit(0);
+            }
+            if (len == 7 && !strncmp(name, "version", 7)) {
+                printf("sysmeasure %s (OTF2 %s)\n", PACKAGE_VERSION, SM_OTF2_VERSION);
+                exit(0);
+            }
+            var = sm_find_option(name, len);
+            if (!var && len > 3 && !strncmp(name, "no-", 3)) {
+                var = sm_find_option(name + 3, len - 3);
+                if (var && var->type != SM_CONFIG_TYPE_BOOL)
+                    var = NULL;
+                negated = true;
+            }
+            if (!var)
+                sm_die(SM_EXIT_USAGE, "unknown option '--%.*s' (sysmeasure --help lists them)",
+                       (int)len, name);
+            if (negated) {
+                if (value)
+                    sm_die(SM_EXIT_USAGE, "option '--%.*s' takes no value", (int)len, name);
+                sm_give(opts, var, "no");
+            } else if (var->type == SM_CONFIG_TYPE_BOOL) {
+                sm_give(opts, var, value ? value : "yes");
+            } else if (var == sm_verbose_var) {
+                /* --verbose N would swallow the program name: only --verbose=N. */
+                if (value)
+                    sm_give(opts, var, value);
+                else
+                    opts->verbose_increments++;
+            } else {
+                if (!value) {
+                    if (i + 1 >= argc)
+                        sm_die(SM_EXIT_USAGE, "option '--%s' needs a value (%s)", var->option,
+                               sm_metavar(var));
+                    value = argv[++i];
+                }
+                sm_give(opts, var, value);
+            }
+            continue;
+        }
+        /* Short options; "-vv" and "-oDIR" work. */
+        for (const char *p = a + 1; *p; p++) {
+            if (*p == 'h') {
+                sm_usage(stdout);
+                exit(0);
+            }
+            if (*p == 'V') {
+                printf("sysmeasure %s (OTF2 %s)\n", PACKAGE_VERSION, SM_OTF2_VERSION);
+                exit(0);
+            }
+            if (*p == 'v') {
+                opts->verbose_increments++;
+                continue;
+            }
+            const sm_config_var_t *var = NULL;
+            for (size_t k = 0; k < sizeof sm_short_options / sizeof sm_short_options[0]; k++)
+                if (sm_short_options[k].letter == *p)
+                    var = sm_find_option(sm_short_options[k].option,
+                                         strlen(sm_short_options[k].option));
+            if (!var)
+                sm_die(SM_EXIT_USAGE, "unknown option '-%c' (sysmeasure --help lists them)", *p);
+            const char *value = p + 1;
+            if (!*value) {
+                if (i + 1 >= argc)
+                    sm_die(SM_EXIT_USAGE, "option '-%c' needs a value (%s)", *p, sm_metavar(var));
+                value = argv[++i];
+            }
+            sm_give(opts, var, value);
+            break;
+        }
+    }
+    if (i >= argc)
+        sm_die(SM_EXIT_USAGE,
+               "no program given (usage: sysmeasure [options] [--] program [args]; "
+               "sysmeasure --help)");
+    return i;
+}
+
+/* A bad option value, said with the option the user typed: config.c names
+ * the environment variable ("bad value 'x' for SYSMEASURE_X: why"). */
+static _Noreturn void sm_option_value_error(const sm_config_var_t *var, const char *err)
+{
+    char pattern[128];
+    snprintf(pattern, sizeof pattern, " for %s: ", var->env);
+    const char *at = strstr(err, pattern);
+    if (at)
+        sm_die(SM_EXIT_USAGE, "%.*s for --%s: %s", (int)(at - err), err, var->option,
+               at + strlen(pattern));
+    sm_die(SM_EXIT_USAGE, "--%s: %s", var->option, err);
+}
+
+/* ------------------------------------------------------------------ paths */
+
+/* path made absolute against the working directory; malloc'd. */
+static char *sm_absolute(const char *path)
+{
+    char cwd[PATH_MAX], *out;
+    if (path[0] == '/')
+        return strdup(path);
+    if (!getcwd(cwd, sizeof cwd))
+        sm_die(SM_EXIT_USAGE, "cannot get the working directory: %s", strerror(errno));
+    size_t n = strlen(cwd) + strlen(path) + 2;
+    out = malloc(n);
+    if (out)
+        snprintf(out, n, "%s/%s", cwd, path);
+    return out;
+}
+
+/* mkdir -p; 0 or -1 with errno. */
+static int sm_mkdir_p(const char *path)
+{
+    char buf[PATH_MAX];
+    struct stat st;
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *p = buf + 1;; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char c = *p;
+        *p = '\0';
+        /* Many ranks may create the same folder at once: EEXIST is fine. */
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return -1;
+        if (stat(buf, &st) != 0)
+            return -1;
+        if (!S_ISDIR(st.st_mode)) {
+            errno = ENOTDIR;
+            return -1;
+        }
+        *p = c;
+        if (!c)
+            return 0;
+    }
+}
+
+/* Writable, tried by creating a file: access() does not see every reason
+ * (read-only or full file systems, quotas, ACLs). 0 or -1 with errno. */
+static int sm_probe_writable(const char *dir)
+{
+    char host[64] = "host", probe[PATH_MAX];
+    gethostname(host, sizeof host - 1);
+    host[sizeof host - 1] = '\0';
+    /* Ranks on several hosts share the folder: make the name unique to us. */
+    for (int n = 0; n < 100; n++) {
+        snprintf(probe, sizeof probe, "%s/.sysmeasure-probe-%s-%ld-%d", dir, host, (long)getpid(),
+                 n);
+        int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            close(fd);
+            unlink(probe);
+            return 0;
+        }
+        if (errno != EEXIST)
+            return -1;
+    }
+    return -1;
+}
+
+/* The output folder, created and checked; malloc'd absolute path or NULL
+ * when the runtime picks one in the working directory (checked too). */
+static char *sm_prepare_output(const char *output)
+{
+    if (!output || !*output) {
+        char cwd[PATH_MAX];
+        if (!getcwd(cwd, sizeof cwd))
+            sm_die(SM_EXIT_USAGE, "cannot get the working directory: %s", strerror(errno));
+        if (sm_probe_writable(cwd) != 0)
+            sm_die(SM_EXIT_USAGE, "output folder '%s' is not writable: %s", cwd, strerror(errno));
+        return NULL;
+    }
+    char *abs = sm_absolute(output), resolved[PATH_MAX];
+    if (!abs)
+        sm_die(SM_EXIT_USAGE, "out of memory");
+    if (sm_mkdir_p(abs) != 0 || !realpath(abs, resolved) || sm_probe_writable(resolved) != 0)
+        sm_die(SM_EXIT_USAGE, "output folder '%s' is not writable: %s", output, strerror(errno));
+    free(abs);
+    return strdup(resolved);
+}
+
+/* Like execvp's search.  Fills path; returns 0, SM_EXIT_NOEXEC or SM_EXIT_NOTFOUND. */
+static int sm_resolve_program(const char *name, char *path, size_t len)
+{
+    struct stat st;
+    if (strchr(name, '/')) {
+        snprintf(path, len, "%s", name);
+        if (stat(path, &st) != 0)
+            return (errno == ENOENT || errno == ENOTDIR) ? SM_EXIT_NOTFOUND : SM_EXIT_NOEXEC;
+        return (S_ISREG(st.st_mode) && access(path, X_OK) == 0) ? 0 : SM_EXIT_NOEXEC;
+    }
+    const char *dirs = getenv("PATH");
+    int found_other = 0;
+    char first[PATH_MAX] = "";
+    if (!dirs)
+        dirs = "/bin:/usr/bin";
+    for (const char *d = dirs;; d++) {
+        size_t n = strcspn(d, ":");
+        /* An empty PATH entry is the working directory. */
+        if (n)
+            snprintf(path, len, "%.*s/%s", (int)n, d, name);
+        else
+            snprintf(path, len, "./%s", name);
+        if (stat(path, &st) == 0) {
+            if (S_ISREG(st.st_mode) && access(path, X_OK) == 0)
+                return 0;
+            if (!found_other++)
+                snprintf(first, sizeof first, "%s", path);
+        }
+        d += n;
+        if (!*d)
+            break;
+    }
+    /* execvp: a match that cannot be run is "permission denied", not "not found". */
+    if (found_other) {
+        snprintf(path, len, "%s", first);
+        return SM_EXIT_NOEXEC;
+    }
+    return SM_EXIT_NOTFOUND;
+}
+
+/* The runtime library: the build tree's, then the installed one. */
+static int sm_find_library(char *lib, size_t len)
+{
+    char exe[PATH_MAX], tried[3 * PATH_MAX] = "";
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    const char *candidates[3][2];
+    int count = 0;
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash)
+            *slash = '\0';
+        candidates[count][0] = exe;
+        candidates[count++][1] = "/.libs/libsysmeasure.so";
+    }
+#ifdef SM_LIBDIR
+    candidates[count][0] = SM_LIBDIR;
+    candidates[count++][1] = "/libsysmeasure.so";
+#endif
+    if (n > 0) {
+        candidates[count][0] = exe;
+        candidates[count++][1] = "/../lib/libsysmeasure.so";
+    }
+    for (int i = 0; i < count; i++) {
+        snprintf(lib, len, "%s%s", candidates[i][0], candidates[i][1]);
+        if (access(lib, R_OK) == 0)
+            return 0;
+        size_t t = strlen(tried);
+        snprintf(tried + t, sizeof tried - t, "%s%s", t ? ", " : "", lib);
+    }
+    sm_error("cannot find the runtime library libsysmeasure.so (looked for %s)", tried);
+    return -1;
+}
+
+static void sm_setenv(const char *name, const char *value)
+{
+    if (setenv(name, value, 1) != 0)
+        sm_die(SM_EXIT_USAGE, "cannot set %s: %s", name, strerror(errno));
+}
+
+/* LD_PRELOAD = our library, then what was there (without another copy of ours). */
+static void sm_set_preload(const char *lib)
+{
+    const char *old = getenv("LD_PRELOAD");
+    size_t n = strlen(lib) + (old ? strlen(old) : 0) + 2;
+    char *value = malloc(n);
+    if (!value)
+        sm_die(SM_EXIT_USAGE, "out of memory");
+    strcpy(value, lib);
+    /* ld.so separates entries by spaces or colons. */
+    for (const char *p = old; p && *p;) {
+        size_t k = strcspn(p, " :");
+        if (k && !(k == strlen(lib) && !strncmp(p, lib, k))) {
+            strcat(value, ":");
+            strncat(value, p, k);
+        }
+        p += k;
+        if (*p)
+            p++;
+    }
+    sm_setenv("LD_PRELOAD", value);
+    free(value);
+}
+
+/* ------------------------------------------------------------------ main */
+
+int main(int argc, char **argv)
+{
+    sm_options_t opts;
+    sm_config_t cfg;
+    char err[1024];
+
+    memset(&opts, 0, sizeof opts);
+    int prog = sm_parse_options(argc, argv, &opts);
+
+    /* b. The config file (absolute: the program may change directory), the
+     * environment, then the options on top. */
+    const char *config_file = opts.given[SM_CONFIG_CONFIG_FILE];
+    char *config_abs = NULL;
+    if (config_file && *config_file) {
+        config_abs = sm_absolute(config_file);
+        if (!config_abs)
+            sm_die(SM_EXIT_USAGE, "out of memory");
+        opts.given[SM_CONFIG_CONFIG_FILE] = config_abs;
+    }
+    if (config_file)
+        sm_setenv(sm_config_vars[SM_CONFIG_CONFIG_FILE].env, config_abs ? config_abs : "");
+    if (sm_config_load(&cfg, environ, err, sizeof err) != 0)
+        sm_die(SM_EXIT_USAGE, "%s", err);
+    for (size_t i = 0; i < SM_CONFIG_COUNT; i++) {
+        const sm_config_var_t *v = &sm_config_vars[i];
+        if (opts.given[i] && sm_config_set(&cfg, v, opts.given[i], SM_CONFIG_FROM_ENV, err,
+                                           sizeof err) != 0)
+            sm_option_value_error(v, err);
+    }
+    if (opts.verbose_increments) {
+        char text[32];
+        snprintf(text, sizeof text, "%lld", (long long)cfg.verbose + opts.verbose_increments);
+        if (sm_config_set(&cfg, sm_verbose_var, text, SM_CONFIG_FROM_ENV, err, sizeof err) != 0)
+            sm_option_value_error(sm_verbose_var, err);
+    }
+    sm_log_set_verbosity((int)cfg.verbose);
+
+    /* c. Output folder. */
+    char *output = sm_prepare_output(cfg.output);
+
+    /* d. Program. */
+    const char *name = argv[prog];
+    char path[PATH_MAX];
+    int rc = sm_resolve_program(name, path, sizeof path);
+    if (rc == SM_EXIT_NOTFOUND)
+        sm_die(rc, "program '%s' not found", name);
+    if (rc && strcmp(name, path) != 0)
+        sm_die(rc, "program '%s' is not executable (%s)", name, path);
+    if (rc)
+        sm_die(rc, "program '%s' is not executable", name);
+
+    /* e. Environment for the runtime. */
+    for (size_t i = 0; i < SM_CONFIG_COUNT; i++) {
+        const sm_config_var_t *v = &sm_config_vars[i];
+        char value[PATH_MAX];
+        bool from_options = opts.given[i] || (v == sm_verbose_var && opts.verbose_increments);
+        if (i == SM_CONFIG_OUTPUT && output && cfg.source[i] == SM_CONFIG_FROM_ENV)
+            sm_setenv(v->env, output);
+        else if (i == SM_CONFIG_CONFIG_FILE)
+            continue; /* set above */
+        else if (from_options) {
+            sm_config_format(&cfg, v, value, sizeof value);
+            sm_setenv(v->env, value);
+        }
+    }
+    sm_setenv(sm_config_vars[SM_CONFIG_ENABLE].env, "yes");
+
+    /* The program's runtime will read exactly this environment: check the
+     * whole of it now (e.g. --buffer-size against the chunk size). */
+    sm_config_t check;
+    if (sm_config_load(&check, environ, err, sizeof err) != 0)
+        sm_die(SM_EXIT_USAGE, "%s", err);
+    sm_config_free(&check);
+
+    char lib[PATH_MAX];
+    if (sm_find_library(lib, sizeof lib) != 0)
+        exit(SM_EXIT_USAGE);
+    sm_set_preload(lib);
+
+    if (sm_log_verbosity() >= 1) {
+        char cwd[PATH_MAX] = ".";
+        const char *base = strrchr(path, '/');
+        if (!getcwd(cwd, sizeof cwd))
+            snprintf(cwd, sizeof cwd, ".");
+        char where[2 * PATH_MAX];
+        if (output)
+            snprintf(where, sizeof where, "%s", output);
+        else
+            snprintf(where, sizeof where, "%s/sysmeasure-%s-<date>-<time>-<pid>", cwd,
+                     base ? base + 1 : path);
+        sm_info(1, "running %s (trace: %s, profile: %s, output: %s)", path,
+                cfg.trace ? "yes" : "no", cfg.profile ? "yes" : "no", where);
+        sm_info(2, "LD_PRELOAD=%s", getenv("LD_PRELOAD"));
+    }
+    sm_config_free(&cfg);
+
+    execv(path, argv + prog);
+    if (errno == ENOEXEC) {
+        /* execvp runs a script without "#!" with the shell; so do we. */
+        int n = argc - prog;
+        char **sh = calloc((size_t)n + 2, sizeof *sh);
+        if (sh) {
+            sh[0] = "/bin/sh";
+            sh[1] = path;
+            for (int k = 1; k < n; k++)
+                sh[k + 1] = argv[prog + k];
+            execv("/bin/sh", sh);
+            errno = ENOEXEC;
+        }
+    }
+    sm_die(SM_EXIT_NOEXEC, "cannot run program '%s': %s", name, strerror(errno));
+}

@@ -1,0 +1,480 @@
+/* sysmeasure-avail: what can be configured and what this build does.  Every
+ * format comes from the one table (config_vars.def): text for people (with the
+ * values the environment sets now), troff for the man page, Markdown for
+ * doc/configuration.md and JSON for scripts. */
+#include "config.h" /* autoconf: PACKAGE_VERSION, SM_OTF2_VERSION */
+
+#include "../core/config.h"
+#include "../util/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern char **environ;
+
+/* The launcher's short options (src/tools/sysmeasure.c). */
+static const struct {
+    char letter;
+    const char *option;
+    const char *metavar;
+} sm_short_options[] = {
+    {'v', "verbose", NULL},
+    {'o', "output", "DIR"},
+    {'c', "config", "FILE"},
+};
+
+/* Paragraphs before the variables; `x` marks code (bold in troff). */
+static const char *const sm_intro[] = {
+    "sysmeasure reads its configuration from, in increasing order of precedence: the "
+    "defaults below, the config file named by `SYSMEASURE_CONFIG_FILE`, and the "
+    "environment. The launcher's options set the environment variables for the "
+    "program they run.",
+    "The config file holds `key = value` lines; the key is the variable's name in lower "
+    "case without the `SYSMEASURE_` prefix (or the full name). A `#` at the start of a "
+    "line or after a space starts a comment.",
+    "Booleans are yes/no, true/false, on/off or 1/0. Sizes are bytes with an optional K, "
+    "M, G or T suffix (binary: 1K = 1024). An unknown `SYSMEASURE_` variable, an unknown "
+    "key or a bad value is an error, reported in one line; the launcher then does not "
+    "start the program.",
+};
+#define SM_NINTRO (sizeof sm_intro / sizeof sm_intro[0])
+
+static const char *sm_type_name(const sm_config_var_t *v)
+{
+    switch (v->type) {
+    case SM_CONFIG_TYPE_BOOL: return "bool";
+    case SM_CONFIG_TYPE_INT: return "integer";
+    case SM_CONFIG_TYPE_SIZE: return "size";
+    case SM_CONFIG_TYPE_STRING: return "string";
+    case SM_CONFIG_TYPE_PATH: return "path";
+    case SM_CONFIG_TYPE_ENUM: return "enum";
+    }
+    return "?";
+}
+
+/* "bool", "size", "one of auto|tsc|monotonic" */
+static void sm_type_text(const sm_config_var_t *v, char *buf, size_t len)
+{
+    if (v->type == SM_CONFIG_TYPE_ENUM)
+        snprintf(buf, len, "one of %s", v->choices);
+    else
+        snprintf(buf, len, "%s", sm_type_name(v));
+}
+
+/* The launcher option as used: "--trace, --no-trace", "-o DIR, --output DIR",
+ * "-v, --verbose[=N]", "--clock auto|tsc|monotonic"; "" without one. */
+static void sm_option_text(const sm_config_var_t *v, char *buf, size_t len)
+{
+    char letter = 0;
+    const char *metavar = NULL;
+    buf[0] = '\0';
+    if (!v->option)
+        return;
+    for (size_t i = 0; i < sizeof sm_short_options / sizeof sm_short_options[0]; i++)
+        if (!strcmp(v->option, sm_short_options[i].option)) {
+            letter = sm_short_options[i].letter;
+            metavar = sm_short_options[i].metavar;
+        }
+    if (!metavar) {
+        switch (v->type) {
+        case SM_CONFIG_TYPE_INT: metavar = "N"; break;
+        case SM_CONFIG_TYPE_SIZE: metavar = "SIZE"; break;
+        case SM_CONFIG_TYPE_PATH: metavar = "PATH"; break;
+        case SM_CONFIG_TYPE_ENUM: metavar = v->choices; break;
+        default: metavar = "TEXT"; break;
+        }
+    }
+    if (v->type == SM_CONFIG_TYPE_BOOL)
+        snprintf(buf, len, "--%s, --no-%s", v->option, v->option);
+    else if (v->type == SM_CONFIG_TYPE_INT && letter == 'v')
+        snprintf(buf, len, "-v, --%s[=N]", v->option);
+    else if (letter)
+        snprintf(buf, len, "-%c %s, --%s %s", letter, metavar, v->option, metavar);
+    else
+        snprintf(buf, len, "--%s %s", v->option, metavar);
+}
+
+/* Text wrapped at 79 columns, every line indented. */
+static void sm_wrap(const char *text, int indent)
+{
+    int col = 0;
+    for (const char *p = text; *p;) {
+        while (*p == ' ')
+            p++;
+        size_t n = strcspn(p, " ");
+        if (!n)
+            break;
+        if (col && col + 1 + (int)n > 79) {
+            putchar('\n');
+            col = 0;
+        }
+        if (!col)
+            col = printf("%*s", indent, "");
+        else
+            col += printf(" ");
+        col += printf("%.*s", (int)n, p);
+        p += n;
+    }
+    putchar('\n');
+}
+
+/* ------------------------------------------------------------------ text */
+
+static void sm_print_text(void)
+{
+    sm_config_t cfg;
+    char err[1024];
+    if (sm_config_load(&cfg, environ, err, sizeof err) != 0) {
+        sm_warning("%s; showing the defaults", err);
+        sm_config_init_defaults(&cfg);
+    }
+    printf("sysmeasure %s (OTF2 %s)\n\n", PACKAGE_VERSION, SM_OTF2_VERSION);
+    printf("Configuration variables\n=======================\n\n");
+    for (size_t i = 0; i < SM_NINTRO; i++) {
+        char plain[1024];
+        size_t o = 0;
+        for (const char *p = sm_intro[i]; *p && o + 1 < sizeof plain; p++)
+            plain[o++] = *p == '`' ? '\'' : *p;
+        plain[o] = '\0';
+        sm_wrap(plain, 0);
+        putchar('\n');
+    }
+    for (size_t i = 0; i < SM_CONFIG_COUNT; i++) {
+        const sm_config_var_t *v = &sm_config_vars[i];
+        char type[128], option[128], value[4096];
+        sm_type_text(v, type, sizeof type);
+        sm_option_text(v, option, sizeof option);
+        sm_config_format(&cfg, v, value, sizeof value);
+        printf("%s\n", v->env);
+        printf("    type:     %s\n", type);
+        printf("    default:  %s\n", *v->def ? v->def : "(empty)");
+        printf("    value:    %s (%s", *value ? value : "(empty)",
+               sm_config_source_name(cfg.source[i]));
+        if (cfg.source[i] == SM_CONFIG_FROM_FILE)
+            printf(" %s", cfg.config_file);
+        printf(")\n");
+        printf("    option:   %s\n", *option ? option : "(none)");
+        printf("    key:      %s\n", v->key);
+        sm_wrap(v->help, 4);
+        putchar('\n');
+    }
+    sm_config_free(&cfg);
+
+    static const char *const components[][2] = {
+        {"core library (libsysmeasure.so)", "yes"},
+        {"launcher (sysmeasure)", "yes"},
+        {"user API (sysmeasure.h)", "yes"},
+        {"OTF2 trace writer", "yes (OTF2 " SM_OTF2_VERSION ")"},
+        {"MPI adapter", "not in this version"},
+        {"OpenMP (OMPT) adapter", "not in this version"},
+        {"Kokkos tool library", "not in this version"},
+        {"PAPI counters", "not in this version"},
+        {"call-stack sampling", "not in this version"},
+        {"CUDA/CUPTI adapter", "not in this version"},
+        {"HIP/HSA adapter", "not in this version"},
+    };
+    printf("This build\n==========\n\n");
+    for (size_t i = 0; i < sizeof components / sizeof components[0]; i++)
+        printf("  %-34s %s\n", components[i][0], components[i][1]);
+}
+
+/* ------------------------------------------------------------------ man */
+
+/* troff: backslashes escaped, hyphens of names and options as \- (so that
+ * they can be copied), no line starting with a control character. */
+static void sm_troff(const char *text, bool code)
+{
+    if (*text == '.' || *text == '\'')
+        fputs("\\&", stdout);
+    for (const char *p = text; *p; p++) {
+        if (*p == '\\')
+            fputs("\\e", stdout);
+        else if (*p == '-' && code)
+            fputs("\\-", stdout);
+        else
+            putchar(*p);
+    }
+}
+
+static void sm_print_man(void)
+{
+    printf(".SH CONFIGURATION VARIABLES\n");
+    for (size_t i = 0; i < SM_NINTRO; i++) {
+        if (i)
+            printf(".PP\n");
+        /* `x` -> \fBx\fR */
+        bool code = false;
+        for (const char *p = sm_intro[i]; *p;) {
+            size_t n = strcspn(p, "`");
+            char part[1024];
+            snprintf(part, sizeof part, "%.*s", (int)n, p);
+            sm_troff(part, code);
+            p += n;
+            if (*p == '`') {
+                fputs(code ? "\\fR" : "\\fB", stdout);
+                code = !code;
+                p++;
+            }
+        }
+        putchar('\n');
+    }
+    for (size_t i = 0; i < SM_CONFIG_COUNT; i++) {
+        const sm_config_var_t *v = &sm_config_vars[i];
+        char type[128], option[128];
+        sm_type_text(v, type, sizeof type);
+        sm_option_text(v, option, sizeof option);
+        printf(".TP\n.B ");
+        sm_troff(v->env, true);
+        putchar('\n');
+        sm_troff(v->help, false);
+        printf("\n.br\nType: ");
+        sm_troff(type, false);
+        printf(". Default: ");
+        if (*v->def) {
+            printf("\\fB");
+            sm_troff(v->def, true);
+            printf("\\fR");
+        } else {
+            printf("empty");
+        }
+        printf(". Option: ");
+        if (*option) {
+            printf("\\fB");
+            sm_troff(option, true);
+            printf("\\fR");
+        } else {
+            printf("none");
+        }
+        printf(". Config key: \\fB");
+        sm_troff(v->key, true);
+        printf("\\fR.\n");
+    }
+}
+
+/* ------------------------------------------------------------------ markdown */
+
+/* Prose: characters Markdown would take as markup are escaped ("<program>"
+ * would vanish as an HTML tag); in a table, '|' too. */
+static void sm_md(const char *text, bool table)
+{
+    for (const char *p = text; *p; p++) {
+        if (strchr("\\`*_<>[]", *p) || (table && *p == '|'))
+            putchar('\\');
+        putchar(*p);
+    }
+}
+
+/* `code`; in a table a '|' must be escaped even inside code. */
+static void sm_md_code(const char *text, bool table)
+{
+    putchar('`');
+    for (const char *p = text; *p; p++) {
+        if (table && *p == '|')
+            putchar('\\');
+        putchar(*p);
+    }
+    putchar('`');
+}
+
+static void sm_print_markdown(void)
+{
+    printf("# Configuration variables\n\n");
+    printf("<!-- Generated by 'sysmeasure-avail --format=markdown' from "
+           "src/core/config_vars.def: do not edit. -->\n\n");
+    for (size_t i = 0; i < SM_NINTRO; i++) {
+        /* Code spans are kept as they are. */
+        bool code = false;
+        for (const char *p = sm_intro[i]; *p; p++) {
+            if (*p == '`')
+                code = !code;
+            if (!code && *p != '`' && strchr("\\*_<>[]", *p))
+                putchar('\\');
+            putchar(*p);
+        }
+        printf("\n\n");
+    }
+    printf("| Variable | Type | Default | Launcher option | Config key |\n");
+    printf("| --- | --- | --- | --- | --- |\n");
+    for (size_t i = 0; i < SM_CONFIG_COUNT; i++) {
+        const sm_config_var_t *v = &sm_config_vars[i];
+        char type[128], option[128], anchor[128];
+        size_t k;
+        sm_type_text(v, type, sizeof type);
+        sm_option_text(v, option, sizeof option);
+        /* The heading's anchor, as GitHub and most renderers make it. */
+        for (k = 0; v->env[k] && k + 1 < sizeof anchor; k++)
+            anchor[k] = (char)(v->env[k] >= 'A' && v->env[k] <= 'Z' ? v->env[k] + 32 : v->env[k]);
+        anchor[k] = '\0';
+        printf("| [`%s`](#%s) | ", v->env, anchor);
+        sm_md(type, true);
+        printf(" | ");
+        if (*v->def)
+            sm_md_code(v->def, true);
+        else
+            printf("(empty)");
+        printf(" | ");
+        if (*option)
+            sm_md_code(option, true);
+        printf(" | ");
+        sm_md_code(v->key, true);
+        printf(" |\n");
+    }
+    for (size_t i = 0; i < SM_CONFIG_COUNT; i++) {
+        const sm_config_var_t *v = &sm_config_vars[i];
+        char type[128], option[128];
+        sm_type_text(v, type, sizeof type);
+        sm_option_text(v, option, sizeof option);
+        printf("\n## %s\n\n", v->env);
+        sm_md(v->help, false);
+        printf("\n\n- Type: ");
+        sm_md(type, false);
+        printf("\n- Default: ");
+        if (*v->def)
+            sm_md_code(v->def, false);
+        else
+            printf("(empty)");
+        printf("\n- Launcher option: ");
+        if (*option)
+            sm_md_code(option, false);
+        else
+            printf("none");
+        printf("\n- Config key: ");
+        sm_md_code(v->key, false);
+        printf("\n");
+    }
+}
+
+/* ------------------------------------------------------------------ json */
+
+static void sm_json_string(const char *s)
+{
+    if (!s) {
+        fputs("null", stdout);
+        return;
+    }
+    putchar('"');
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            printf("\\%c", *p);
+        else if (*p == '\n')
+            fputs("\\n", stdout);
+        else if (*p == '\t')
+            fputs("\\t", stdout);
+        else if (*p < 0x20)
+            printf("\\u%04x", *p);
+        else
+            putchar(*p);
+    }
+    putchar('"');
+}
+
+static void sm_print_json(void)
+{
+    sm_config_t cfg;
+    char err[1024];
+    if (sm_config_load(&cfg, environ, err, sizeof err) != 0) {
+        sm_warning("%s; showing the defaults", err);
+        sm_config_init_defaults(&cfg);
+    }
+    printf("[\n");
+    for (size_t i = 0; i < SM_CONFIG_COUNT; i++) {
+        const sm_config_var_t *v = &sm_config_vars[i];
+        char value[4096], option[128];
+        sm_config_format(&cfg, v, value, sizeof value);
+        snprintf(option, sizeof option, "--%s", v->option ? v->option : "");
+        printf("  {\"name\": ");
+        sm_json_string(v->name);
+        printf(", \"env\": ");
+        sm_json_string(v->env);
+        printf(", \"key\": ");
+        sm_json_string(v->key);
+        printf(", \"type\": ");
+        sm_json_string(sm_type_name(v));
+        printf(", \"choices\": ");
+        if (v->choices) {
+            printf("[");
+            for (const char *c = v->choices; *c;) {
+                size_t n = strcspn(c, "|");
+                printf("%s\"%.*s\"", c == v->choices ? "" : ", ", (int)n, c);
+                c += n;
+                if (*c)
+                    c++;
+            }
+            printf("]");
+        } else {
+            printf("null");
+        }
+        printf(", \"default\": ");
+        sm_json_string(v->def);
+        printf(", \"option\": ");
+        sm_json_string(v->option ? option : NULL);
+        printf(", \"value\": ");
+        sm_json_string(value);
+        printf(", \"source\": ");
+        sm_json_string(sm_config_source_name(cfg.source[i]));
+        printf(", \"help\": ");
+        sm_json_string(v->help);
+        printf("}%s\n", i + 1 < SM_CONFIG_COUNT ? "," : "");
+    }
+    printf("]\n");
+    sm_config_free(&cfg);
+}
+
+/* ------------------------------------------------------------------ main */
+
+static void sm_usage(void)
+{
+    printf("Usage: sysmeasure-avail [--format=text|man|markdown|json]\n\n"
+           "Lists sysmeasure's configuration variables, with the values the environment\n"
+           "and config file give them now, and what this build of sysmeasure supports.\n\n"
+           "  --format=FORMAT  text (default), man (troff for the manual page),\n"
+           "                   markdown (doc/configuration.md) or json\n"
+           "  -h, --help       Show this help and exit.\n"
+           "  -V, --version    Show the version and exit.\n");
+}
+
+int main(int argc, char **argv)
+{
+    const char *format = "text";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            sm_usage();
+            return 0;
+        }
+        if (!strcmp(a, "--version") || !strcmp(a, "-V")) {
+            printf("sysmeasure-avail %s (OTF2 %s)\n", PACKAGE_VERSION, SM_OTF2_VERSION);
+            return 0;
+        }
+        if (!strncmp(a, "--format=", 9)) {
+            format = a + 9;
+        } else if (!strcmp(a, "--format")) {
+            if (i + 1 >= argc) {
+                sm_error("option '--format' needs a value (text, man, markdown or json)");
+                return 2;
+            }
+            format = argv[++i];
+        } else {
+            sm_error("unknown argument '%s' (sysmeasure-avail --help lists the options)", a);
+            return 2;
+        }
+    }
+    if (!strcmp(format, "text"))
+        sm_print_text();
+    else if (!strcmp(format, "man"))
+        sm_print_man();
+    else if (!strcmp(format, "markdown"))
+        sm_print_markdown();
+    else if (!strcmp(format, "json"))
+        sm_print_json();
+    else {
+        sm_error("unknown format '%s' (text, man, markdown or json)", format);
+        return 2;
+    }
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        sm_error("cannot write the output");
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,146 @@
+/* metadata.json: what was run, where, when, with which configuration, and
+ * what sysmeasure saw of it (locations, buffer use). */
+#include "config.h" /* the build's: PACKAGE_VERSION, SM_OTF2_VERSION */
+#include "writers.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include "../core/buffer.h"
+#include "../core/clock.h"
+#include "../core/config.h"
+#include "../core/definitions.h"
+#include "../core/location.h"
+#include "../util/json.h"
+#include "../util/log.h"
+
+/* ISO 8601 in UTC with milliseconds: 2024-05-01T12:34:56.789Z */
+static void sm_meta_date(sm_json_t *j, const char *key, uint64_t epoch_ns)
+{
+    time_t sec = (time_t)(epoch_ns / 1000000000u);
+    unsigned ms = (unsigned)(epoch_ns % 1000000000u / 1000000u);
+    struct tm tm;
+    char buf[64];
+    sm_json_key(j, key);
+    if (!gmtime_r(&sec, &tm)) {
+        sm_json_null(j);
+        return;
+    }
+    snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ", tm.tm_year + 1900,
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
+    sm_json_string(j, buf);
+}
+
+static const char *sm_meta_location_type(sm_location_type_t type)
+{
+    switch (type) {
+    case SM_LOCATION_CPU_THREAD: return "cpu_thread";
+    case SM_LOCATION_GPU_STREAM: return "gpu_stream";
+    case SM_LOCATION_METRIC: return "metric";
+    }
+    return "unknown";
+}
+
+static void sm_meta_configuration(sm_json_t *j, const sm_config_t *cfg)
+{
+    char value[4096];
+    sm_json_key(j, "configuration");
+    sm_json_object_begin(j);
+    for (size_t i = 0; cfg && i < SM_CONFIG_COUNT; i++) {
+        const sm_config_var_t *var = &sm_config_vars[i];
+        value[0] = '\0';
+        sm_config_format(cfg, var, value, sizeof value);
+        sm_json_key(j, var->env);
+        sm_json_object_begin_inline(j);
+        sm_json_field_string(j, "value", value);
+        sm_json_field_string(j, "source", sm_config_source_name(cfg->source[i]));
+        sm_json_object_end(j);
+    }
+    sm_json_object_end(j);
+}
+
+static void sm_meta_locations(sm_json_t *j)
+{
+    uint32_t count = sm_location_count();
+    sm_json_key(j, "locations");
+    sm_json_array_begin(j);
+    for (uint32_t id = 0; id < count; id++) {
+        const sm_location_t *loc = sm_location_get(id);
+        if (!loc)
+            continue;
+        sm_json_object_begin_inline(j);
+        sm_json_field_uint(j, "id", loc->id);
+        sm_json_field_string(j, "name", loc->name);
+        sm_json_field_string(j, "type", sm_meta_location_type(loc->type));
+        sm_json_field_int(j, "tid", loc->tid);
+        sm_json_key(j, "created_by");
+        if (loc->creator == SM_INVALID_ID)
+            sm_json_null(j);
+        else
+            sm_json_uint(j, loc->creator);
+        sm_json_key(j, "creation_path");
+        sm_json_array_begin_inline(j);
+        for (uint32_t d = 0; loc->creator_path && d < loc->creator_depth; d++)
+            sm_json_string(j, sm_region_name(loc->creator_path[d]));
+        sm_json_array_end(j);
+        sm_json_object_end(j);
+    }
+    sm_json_array_end(j);
+}
+
+int sm_metadata_write_json(const sm_run_info_t *run)
+{
+    sm_json_t j;
+    if (sm_json_open(&j, run->output_dir, "metadata.json") != 0)
+        return -1;
+    sm_json_object_begin(&j);
+    sm_json_field_string(&j, "sysmeasure_version", PACKAGE_VERSION);
+    sm_json_field_string(&j, "otf2_version", SM_OTF2_VERSION);
+
+    sm_json_key(&j, "command");
+    sm_json_array_begin_inline(&j);
+    for (int i = 0; run->argv && i < run->argc; i++)
+        sm_json_string(&j, run->argv[i]);
+    sm_json_array_end(&j);
+    sm_json_field_string(&j, "program", run->program);
+    sm_json_field_int(&j, "pid", run->pid);
+    sm_json_field_string(&j, "host", run->hostname);
+    sm_json_field_string(&j, "output_dir", run->output_dir);
+
+    sm_meta_date(&j, "start_time", run->start_realtime_ns);
+    sm_meta_date(&j, "end_time", run->end_realtime_ns);
+    sm_json_field_uint(&j, "start_time_ns", run->start_realtime_ns);
+    sm_json_field_uint(&j, "end_time_ns", run->end_realtime_ns);
+    /* From the run's own clock: the wall clock may have been stepped. */
+    uint64_t duration = 0;
+    if (run->end_time >= run->start_time)
+        duration = (uint64_t)((double)(run->end_time - run->start_time) * sm_clock_ns_per_tick() + 0.5);
+    else if (run->end_realtime_ns >= run->start_realtime_ns)
+        duration = run->end_realtime_ns - run->start_realtime_ns;
+    sm_json_field_uint(&j, "duration_ns", duration);
+
+    sm_json_key(&j, "clock");
+    sm_json_object_begin_inline(&j);
+    sm_json_field_string(&j, "source", run->clock_source);
+    sm_json_field_double(&j, "ticks_per_second", sm_clock_ticks_per_second());
+    sm_json_object_end(&j);
+
+    sm_meta_configuration(&j, run->config);
+    sm_meta_locations(&j);
+
+    sm_json_key(&j, "buffers");
+    sm_json_object_begin(&j);
+    if (run->config)
+        sm_json_field_uint(&j, "budget", run->config->buffer_size);
+    else
+        sm_json_field_null(&j, "budget");
+    sm_json_field_uint(&j, "chunk_size", sm_buffers_chunk_size());
+    sm_json_field_uint(&j, "spills", run->spills);
+    sm_json_field_uint(&j, "spilled_bytes", run->spilled_bytes);
+    sm_json_field_uint(&j, "dropped_records", run->dropped_records);
+    sm_json_object_end(&j);
+    sm_json_field_uint(&j, "unmatched_leaves", run->unmatched_leaves);
+    sm_json_object_end(&j);
+    return sm_json_close(&j);
+}

@@ -1,0 +1,30 @@
+"""A tiny buffer budget forces spills: every planted event is still in the
+archive and the profile, the spills show as BufferFlush events, nothing is
+dropped, and the spill files are gone afterwards."""
+import os
+
+import otf2
+from smtest import Trace, callpath, check, check_trace_consistent, finish, load_json, measure, program
+
+THREADS, ITER = 2, 20000
+out, proc = measure([program("many-regions"), str(THREADS), str(ITER)], "spill",
+                    env={"SYSMEASURE_BUFFER_SIZE": "64K", "SYSMEASURE_BUFFER_CHUNK_SIZE": "4K"})
+trace = Trace(out)
+visits = check_trace_consistent(trace)
+check(visits.get("iteration") == THREADS * ITER, "iterations: %s" % visits.get("iteration"))
+check(visits.get("step") == 2 * THREADS * ITER, "steps: %s" % visits.get("step"))
+flushes = trace.of_type(otf2.events.BufferFlush)
+check(len(flushes) > 0, "spills are visible as BufferFlush events")
+check(all(e.stop_time >= e.time for _, e in flushes), "flush stop >= start")
+
+meta = load_json(out, "metadata.json")
+b = meta["buffers"]
+check(b["spills"] == len(flushes), "metadata spills %s = BufferFlush events %d" % (b["spills"], len(flushes)))
+check(b["dropped_records"] == 0, "nothing dropped")
+check(not os.path.exists(os.path.join(out, ".spill")), "spill files removed after writing")
+
+profile = load_json(out, "profile.json")
+step = callpath(profile, "iteration", "step")
+if check(step is not None, "iteration > step in profile"):
+    check(sum(t["visits"] for t in step["per_thread"]) == 2 * THREADS * ITER, "profile step visits")
+finish()

@@ -1,0 +1,133 @@
+"""Helpers for sysmeasure's integration tests: run a program under the
+launcher, read the OTF2 archive back with the OTF2 Python reader, load the
+summary files, and check what every trace must satisfy."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import otf2
+
+BUILD = os.environ.get("SM_BUILDDIR", os.getcwd())
+SRC = os.environ.get("SM_SRCDIR", BUILD)
+LAUNCHER = os.path.join(BUILD, "sysmeasure")
+
+failures = []
+
+
+def check(cond, message):
+    """Record a failed expectation and go on (a test reports all it finds)."""
+    if not cond:
+        failures.append(message)
+        print("CHECK FAILED: " + message, file=sys.stderr)
+    return cond
+
+
+def finish():
+    if failures:
+        print("%d check(s) failed" % len(failures), file=sys.stderr)
+        sys.exit(1)
+    print("all checks passed")
+    sys.exit(0)
+
+
+def program(name):
+    """A test program (tests/programs) or example (examples/) of the build."""
+    for folder in ("tests/programs", "examples"):
+        path = os.path.join(BUILD, folder, name)
+        if os.path.exists(path):
+            return path
+    raise FileNotFoundError(name)
+
+
+def workdir(prefix):
+    base = os.environ.get("SM_TEST_WORK") or tempfile.gettempdir()
+    return tempfile.mkdtemp(prefix=prefix + "-", dir=base)
+
+
+def clean_env(extra=None):
+    """The environment without any SYSMEASURE_ variable of the caller."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SYSMEASURE_")}
+    env.update(extra or {})
+    return env
+
+
+def run(args, env=None, cwd=None, launcher_args=(), timeout=300):
+    """Run args under the launcher; returns the CompletedProcess."""
+    cmd = [LAUNCHER] + list(launcher_args) + ["--"] + list(args)
+    return subprocess.run(cmd, env=clean_env(env), cwd=cwd, timeout=timeout,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def measure(args, name, env=None, launcher_args=(), expect_rc=0):
+    """Run under the launcher into a fresh output folder; returns its path."""
+    out = os.path.join(workdir(name), "out")
+    proc = run(args, env=env, launcher_args=["--output", out] + list(launcher_args))
+    if not check(proc.returncode == expect_rc,
+                 "%s exited %d, expected %d; stderr: %s" % (args[0], proc.returncode,
+                                                            expect_rc, proc.stderr)):
+        print(proc.stdout)
+    return out, proc
+
+
+def load_json(out, name):
+    with open(os.path.join(out, name)) as f:
+        return json.load(f)
+
+
+class Trace:
+    """The events of an archive, per location, with definitions."""
+
+    def __init__(self, out):
+        path = os.path.join(out, "traces.otf2")
+        self.events = {}  # location name -> [event]
+        self.location_of = {}
+        with otf2.reader.open(path) as trace:
+            self.definitions = trace.definitions
+            self.regions = [r.name for r in trace.definitions.regions]
+            self.locations = list(trace.definitions.locations)
+            for loc in self.locations:
+                self.events[loc] = []
+            for location, event in trace.events:
+                self.events[location].append(event)
+            self.location_properties = list(trace.definitions.location_properties)
+            self.clock = trace.definitions.clock_properties
+
+    def of_type(self, cls):
+        return [(loc, e) for loc, evs in self.events.items() for e in evs if isinstance(e, cls)]
+
+    def count_enters(self, region_name):
+        return sum(1 for _, e in self.of_type(otf2.events.Enter) if e.region.name == region_name)
+
+
+def check_trace_consistent(trace):
+    """Every enter has its leave (properly nested), and timestamps never
+    decrease on a location.  Returns {region name: visits}."""
+    visits = {}
+    for loc, events in trace.events.items():
+        stack = []
+        last = None
+        for e in events:
+            if last is not None:
+                check(e.time >= last, "time goes back on %s: %d after %d" % (loc.name, e.time, last))
+            last = e.time
+            if isinstance(e, otf2.events.Enter):
+                stack.append(e.region.name)
+                visits[e.region.name] = visits.get(e.region.name, 0) + 1
+            elif isinstance(e, otf2.events.Leave):
+                if check(stack, "leave of %s without enter on %s" % (e.region.name, loc.name)):
+                    top = stack.pop()
+                    check(top == e.region.name,
+                          "leave of %s closes %s on %s" % (e.region.name, top, loc.name))
+        check(not stack, "regions left open on %s: %s" % (loc.name, stack))
+    return visits
+
+
+def callpath(profile, *names):
+    """The profile.json call path with this exact path, or None."""
+    for cp in profile["callpaths"]:
+        if cp["path"] == list(names):
+            return cp
+    return None
