@@ -27,7 +27,7 @@ const sm_config_var_t sm_config_vars[SM_CONFIG_COUNT] = {
 
 #define SM_FIELD(cfg, var, ctype) ((ctype *)(void *)((char *)(cfg) + (var)->offset))
 #define SM_CFIELD(cfg, var, ctype) \
-    ((const ctype *)(const void *)((const char *)(cfg) + (var)->offset))
+    ((ctype const *)(const void *)((const char *)(cfg) + (var)->offset))
 
 static size_t sm_var_index(const sm_config_var_t *var)
 {

@@ -1,0 +1,37 @@
+"""A disk that fills while writing: one error line naming the file and the
+problem, the other outputs still written, and the application's exit code
+and output kept.  /dev/full gives a real ENOSPC; a small tmpfs (when this
+machine lets us mount one) fills up under the OTF2 archive."""
+import os
+import subprocess
+
+from smtest import check, finish, program, run, workdir
+
+out = os.path.join(workdir("devfull"), "out")
+os.makedirs(out)
+os.symlink("/dev/full", os.path.join(out, "profile.txt"))
+p = run([program("exit-code"), "3"], launcher_args=["--output", out])
+check(p.returncode == 3, "exit code kept: %d" % p.returncode)
+check(p.stdout == "application output\n", "application output kept: %r" % p.stdout)
+lines = [l for l in p.stderr.splitlines() if "error" in l]
+check(any("profile.txt" in l and "No space left on device" in l for l in lines),
+      "one line names profile.txt and ENOSPC: %r" % p.stderr)
+check(len([l for l in lines if "profile.txt" in l]) == 1, "said once: %r" % p.stderr)
+check(os.path.getsize(os.path.join(out, "profile.json")) > 0, "profile.json still written")
+check(os.path.exists(os.path.join(out, "traces.otf2")), "archive still written")
+
+mnt = workdir("tmpfs")
+if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=128k", "tmpfs", mnt],
+                  stderr=subprocess.DEVNULL).returncode == 0:
+    try:
+        p = run([program("many-regions"), "2", "20000"],
+                launcher_args=["--output", os.path.join(mnt, "out")])
+        check(p.returncode == 0, "exit code kept on a full tmpfs: %d" % p.returncode)
+        check("No space left on device" in p.stderr and "traces.otf2" in p.stderr,
+              "archive failure named: %r" % p.stderr)
+        check(len(p.stderr.splitlines()) <= 6, "a few lines, not a flood: %r" % p.stderr)
+    finally:
+        subprocess.run(["umount", mnt])
+else:
+    print("tmpfs cannot be mounted here: only the /dev/full case was checked")
+finish()

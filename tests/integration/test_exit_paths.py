@@ -1,0 +1,76 @@
+"""How a run ends and what it writes: exit() from another thread, start/stop
+semantics, trace-only and profile-only runs, the default folder name, and a
+program linked with libsysmeasure run without the launcher."""
+import os
+import re
+import subprocess
+
+import otf2
+from smtest import (Trace, callpath, check, check_trace_consistent, clean_env, finish, load_json,
+                    measure, program, run, workdir)
+
+# exit(7) from a second thread while both threads have regions open.
+out, proc = measure([program("exit-from-thread")], "exit-thread", expect_rc=7)
+trace = Trace(out)
+visits = check_trace_consistent(trace)  # open regions were closed at exit
+for name in ("main region", "worker region", "inner"):
+    check(visits.get(name) == 1, "%s recorded once: %s" % (name, visits))
+profile = load_json(out, "profile.json")
+check(callpath(profile, "worker region", "inner") is not None, "worker > inner in the profile")
+
+# start/stop: the program references sysmeasure_start/stop, so measurement
+# starts off (a MeasurementOnOff at the start); user regions are recorded anyway.
+for init, expect_off_first in (("auto", True), ("yes", False)):
+    out, proc = measure([program("start-stop")], "start-stop-" + init,
+                        env={"SYSMEASURE_INIT_ENABLED": init})
+    check("active=1 pop-unpushed=no such region is open" in proc.stdout,
+          "API results seen by the program: %r" % proc.stdout)
+    trace = Trace(out)
+    visits = check_trace_consistent(trace)
+    check(visits.get("before start") == 1 and visits.get("measured") == 1,
+          "user regions always recorded (%s): %s" % (init, visits))
+    main = trace.locations[0]
+    switches = [e.measurement_mode for e in trace.events[main]
+                if isinstance(e, otf2.events.MeasurementOnOff)]
+    modes = [str(m).split(".")[-1] for m in switches]
+    expected = (["OFF"] if expect_off_first else []) + ["ON", "OFF"]
+    check(modes == expected, "measurement switches with INIT_ENABLED=%s: %s" % (init, modes))
+    meta = load_json(out, "metadata.json")
+    check(meta["unmatched_leaves"] == 1, "the unpushed pop is counted")
+
+# Trace only and profile only.
+out, _ = measure([program("exit-code")], "trace-only", launcher_args=["--no-profile"])
+check(os.path.exists(out + "/traces.otf2") and not os.path.exists(out + "/profile.txt"),
+      "--no-profile: archive, no profile: %s" % os.listdir(out))
+out, _ = measure([program("exit-code")], "profile-only", launcher_args=["--no-trace"])
+check(os.path.exists(out + "/profile.json") and not os.path.exists(out + "/traces.otf2"),
+      "--no-trace: profile, no archive: %s" % os.listdir(out))
+check(os.path.exists(out + "/metadata.json"), "metadata always written")
+
+# Default folder: sysmeasure-<program>-<date>-<time>-<pid> in the working
+# directory; two runs started together get two folders.
+cwd = workdir("default-name")
+procs = [subprocess.Popen([os.path.join(os.environ["SM_BUILDDIR"], "sysmeasure"), program("exit-code")],
+                          cwd=cwd, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+         for _ in range(2)]
+for p in procs:
+    p.communicate()
+    check(p.returncode == 0, "concurrent run exit code %d" % p.returncode)
+folders = sorted(os.listdir(cwd))
+check(len(folders) == 2 and all(re.fullmatch(r"sysmeasure-exit-code-\d{8}-\d{6}-\d+(-\d+)?", f)
+                                for f in folders), "two distinct default folders: %s" % folders)
+for f in folders:
+    check(os.path.exists(os.path.join(cwd, f, "profile.txt")), "output in %s" % f)
+
+# Without the launcher: the program runs as before and writes nothing.
+cwd = workdir("no-launcher")
+p = subprocess.run([program("exit-code"), "4"], cwd=cwd, env=clean_env(), stdout=subprocess.PIPE,
+                   stderr=subprocess.PIPE, text=True)
+check(p.returncode == 4 and p.stdout == "application output\n" and p.stderr == "",
+      "unmeasured run: rc %d, out %r, err %r" % (p.returncode, p.stdout, p.stderr))
+check(os.listdir(cwd) == [], "no output folder without the launcher: %s" % os.listdir(cwd))
+
+# The application's exit code and stdout pass through the launcher.
+p = run([program("exit-code"), "5"], cwd=workdir("rc"))
+check(p.returncode == 5 and p.stdout == "application output\n", "rc 5 and stdout kept")
+finish()
