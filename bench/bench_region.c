@@ -3,7 +3,9 @@
  *
  * Modes: profile only, trace only, both; through the user API by name and by
  * handle; and with measurement stopped (the adapter path, which checks the
- * switch and records nothing).  One thread, then all cores at once.  Output
+ * switch and records nothing).  Buffer chunks are recycled between
+ * repetitions, as in a long run that spills; "fresh memory" gives the chunks
+ * back to the system first, so that line includes first-touch page faults.  One thread, then all cores at once.  Output
  * is discarded: this measures the recording, not the writing.
  *
  *   bench-region [pairs-per-repetition]          (make bench)
@@ -91,6 +93,7 @@ static double run_loop(loop_t kind)
 
 typedef struct {
     loop_t kind;
+    int cold; /* give chunk memory back before each repetition: first-touch cost */
     double ns[REPS];
     uint64_t buffer_bytes; /* bytes of buffer the thread filled */
     uint64_t records;
@@ -109,10 +112,11 @@ static void *job_thread(void *arg)
     run_loop(j->kind); /* warm-up: creates the profile node, first chunk */
     for (int r = 0; r < REPS; r++) {
         sm_buffer_free(loc); /* keep memory flat: the bench never writes output */
-        uint64_t before = sm_buffers_in_use();
+        if (j->cold)
+            sm_buffers_release();
         j->ns[r] = run_loop(j->kind);
         if (loc->buffer.first) {
-            j->buffer_bytes = sm_buffers_in_use() - before;
+            j->buffer_bytes = sm_buffer_memory(loc);
             j->records = sm_buffer_record_count(loc);
         }
     }
@@ -121,6 +125,8 @@ static void *job_thread(void *arg)
 }
 
 /* Median over repetitions of each thread, then the mean over threads. */
+static int cold_memory;
+
 static double measure(loop_t kind, int tracing, int profiling, int threads, double *bytes_per_event)
 {
     sm_locations_set_modes(tracing, profiling, 1);
@@ -128,6 +134,7 @@ static double measure(loop_t kind, int tracing, int profiling, int threads, doub
     pthread_t *tids = calloc((size_t)threads, sizeof *tids);
     for (int i = 0; i < threads; i++) {
         jobs[i].kind = kind;
+        jobs[i].cold = cold_memory;
         pthread_create(&tids[i], NULL, job_thread, &jobs[i]);
     }
     double total = 0;
@@ -190,6 +197,10 @@ int main(int argc, char **argv)
             else
                 printf("  %-44s %8.2f ns\n", label, by_handle);
         }
+        cold_memory = 1;
+        printf("  %-44s %8.2f ns\n", "trace+profile, by handle, fresh memory",
+               measure(LOOP_HANDLE, 1, 1, threads, NULL));
+        cold_memory = 0;
         sm_measurement_on = 0;
         printf("  %-44s %8.2f ns\n", "measurement stopped (adapter path)",
                measure(LOOP_ADAPTER, 1, 1, threads, NULL));

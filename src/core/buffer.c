@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -57,22 +58,68 @@ void sm_buffer_init(sm_location_t *loc)
     loc->pos = loc->end = NULL;
 }
 
+/* Chunks a location gave back (after a spill, or when it is freed) are kept
+ * for the next one: the memory stays mapped and touched, so refilling a
+ * buffer costs no page faults.  The list never holds more than the budget
+ * (plus one chunk per thread) ever allocated. */
+static sm_chunk_t *sm_free_chunks;
+static pthread_mutex_t sm_free_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static sm_chunk_t *sm_chunk_alloc(void)
 {
-    sm_chunk_t *c = malloc(sizeof *c + sm_chunk_bytes);
-    if (!c)
-        return NULL;
+    pthread_mutex_lock(&sm_free_lock);
+    sm_chunk_t *c = sm_free_chunks;
+    if (c)
+        sm_free_chunks = c->next;
+    pthread_mutex_unlock(&sm_free_lock);
+    if (c && c->capacity != sm_chunk_bytes) { /* chunk size changed (tests) */
+        munmap(c, sizeof *c + c->capacity);
+        c = NULL;
+    }
+    if (!c) {
+        /* Mapped and populated in one call: faulting a fresh chunk in page
+         * by page from the hot path costs several times more. */
+        void *p = mmap(NULL, sizeof *c + sm_chunk_bytes, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+        if (p == MAP_FAILED)
+            return NULL;
+        c = p;
+        c->capacity = (uint32_t)sm_chunk_bytes;
+    }
     c->next = NULL;
-    c->capacity = (uint32_t)sm_chunk_bytes;
     c->used = 0;
-    __atomic_add_fetch(&sm_in_use, sizeof *c + sm_chunk_bytes, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&sm_in_use, sizeof *c + c->capacity, __ATOMIC_RELAXED);
     return c;
 }
 
 static void sm_chunk_free(sm_chunk_t *c)
 {
     __atomic_sub_fetch(&sm_in_use, sizeof *c + c->capacity, __ATOMIC_RELAXED);
-    free(c);
+    pthread_mutex_lock(&sm_free_lock);
+    c->next = sm_free_chunks;
+    sm_free_chunks = c;
+    pthread_mutex_unlock(&sm_free_lock);
+}
+
+void sm_buffers_release(void)
+{
+    pthread_mutex_lock(&sm_free_lock);
+    sm_chunk_t *c = sm_free_chunks;
+    sm_free_chunks = NULL;
+    pthread_mutex_unlock(&sm_free_lock);
+    while (c) {
+        sm_chunk_t *next = c->next;
+        munmap(c, sizeof *c + c->capacity);
+        c = next;
+    }
+}
+
+uint64_t sm_buffer_memory(const sm_location_t *loc)
+{
+    uint64_t bytes = 0;
+    for (const sm_chunk_t *c = loc->buffer.first; c; c = c->next)
+        bytes += sizeof *c + c->capacity;
+    return bytes;
 }
 
 /* Bytes used in chunk c of loc (the current chunk's end is loc->pos). */

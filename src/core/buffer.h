@@ -33,6 +33,10 @@ void sm_buffers_set_spill_dir(const char *dir) SM_HIDDEN;
 /* Bytes of chunks currently allocated in the process. */
 uint64_t sm_buffers_in_use(void) SM_HIDDEN;
 uint64_t sm_buffers_chunk_size(void) SM_HIDDEN;
+/* Return the recycled chunks to the system (end of the run). */
+void sm_buffers_release(void) SM_HIDDEN;
+/* Bytes of chunk memory loc holds now. */
+uint64_t sm_buffer_memory(const struct sm_location *loc) SM_HIDDEN;
 
 void sm_buffer_init(struct sm_location *loc) SM_HIDDEN;
 void sm_buffer_free(struct sm_location *loc) SM_HIDDEN;

@@ -11,9 +11,6 @@
 #include <string.h>
 #include <strings.h>
 
-_Static_assert(SM_CONFIG_COUNT <= sizeof(((sm_config_t *)0)->source) /
-                                          sizeof(((sm_config_t *)0)->source[0]),
-               "sm_config_t.source[] is too small for config_vars.def");
 
 /* The config key is the field name: config_vars.def keeps each field equal to
  * its NAME in lower case (test_config checks it), so no copy is made at run time. */

@@ -33,11 +33,19 @@ typedef enum {
 #define SM_CONFIG_CTYPE_PATH char *
 #define SM_CONFIG_CTYPE_ENUM int /* index into the choices */
 
+/* Index of each variable in the table. */
+enum {
+#define SM_CONFIG_VAR(field, NAME, TYPE, def, opt, choices, help) SM_CONFIG_##NAME,
+#include "config_vars.def"
+#undef SM_CONFIG_VAR
+    SM_CONFIG_COUNT
+};
+
 typedef struct sm_config {
 #define SM_CONFIG_VAR(field, NAME, TYPE, def, opt, choices, help) SM_CONFIG_CTYPE_##TYPE field;
 #include "config_vars.def"
 #undef SM_CONFIG_VAR
-    sm_config_source_t source[32]; /* where each variable's value came from */
+    sm_config_source_t source[SM_CONFIG_COUNT]; /* where each value came from */
 } sm_config_t;
 
 /* Enum values, in the order of their "choices" strings. */
@@ -55,13 +63,6 @@ typedef struct sm_config_var {
     const char *help;
     size_t offset;       /* of the field in sm_config_t */
 } sm_config_var_t;
-
-enum {
-#define SM_CONFIG_VAR(field, NAME, TYPE, def, opt, choices, help) SM_CONFIG_##NAME,
-#include "config_vars.def"
-#undef SM_CONFIG_VAR
-    SM_CONFIG_COUNT
-};
 
 extern const sm_config_var_t sm_config_vars[SM_CONFIG_COUNT];
 

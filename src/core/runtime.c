@@ -358,6 +358,7 @@ int sm_runtime_finalize(void)
         /* Everything is in the archive: the spill files can go. */
         for (uint32_t i = 0; i < n; i++)
             sm_buffer_free(sm_location_get(i));
+        sm_buffers_release();
         char spill[PATH_MAX + 8];
         snprintf(spill, sizeof spill, "%s/.spill", sm_outdir);
         rmdir(spill);

@@ -2,7 +2,7 @@
  * starts (options, environment, config file, output folder, program), so that
  * a mistake costs one line on stderr and not a whole job, then exports the
  * configuration, preloads libsysmeasure.so and execs the program. */
-#include "config.h" /* autoconf: PACKAGE_VERSION, SM_OTF2_VERSION */
+#include "sm_build.h" /* from configure: PACKAGE_VERSION, SM_OTF2_VERSION */
 
 #include "../core/config.h"
 #include "../util/log.h"
@@ -122,7 +122,7 @@ static void sm_wrap(FILE *f, const char *text, int col, int indent)
 
 static void sm_help_row(FILE *f, const char *label, const char *text)
 {
-    enum { COL = 30 };
+    enum { COL = 31 };
     int col = fprintf(f, "  %s", label);
     if (col >= COL - 1) {
         fprintf(f, "\n%*s", COL, "");
@@ -573,7 +573,7 @@ int main(int argc, char **argv)
         const char *base = strrchr(path, '/');
         if (!getcwd(cwd, sizeof cwd))
             snprintf(cwd, sizeof cwd, ".");
-        char where[2 * PATH_MAX];
+        char where[2 * PATH_MAX + 64];
         if (output)
             snprintf(where, sizeof where, "%s", output);
         else

@@ -2,7 +2,7 @@
  * format comes from the one table (config_vars.def): text for people (with the
  * values the environment sets now), troff for the man page, Markdown for
  * doc/configuration.md and JSON for scripts. */
-#include "config.h" /* autoconf: PACKAGE_VERSION, SM_OTF2_VERSION */
+#include "sm_build.h" /* from configure: PACKAGE_VERSION, SM_OTF2_VERSION */
 
 #include "../core/config.h"
 #include "../util/log.h"

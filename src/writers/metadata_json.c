@@ -1,6 +1,6 @@
 /* metadata.json: what was run, where, when, with which configuration, and
  * what sysmeasure saw of it (locations, buffer use). */
-#include "config.h" /* the build's: PACKAGE_VERSION, SM_OTF2_VERSION */
+#include "sm_build.h" /* from configure: PACKAGE_VERSION, SM_OTF2_VERSION */
 #include "writers.h"
 
 #include <errno.h>

@@ -3,7 +3,7 @@
  * layer's buffers into OTF2's event writers, so memory stays bounded (OTF2's
  * own pool per writer, flushed to disk when full); the global definitions are
  * written last, when every location's event count is known. */
-#include "config.h" /* PACKAGE_VERSION (the build's, not src/core/config.h) */
+#include "sm_build.h" /* from configure: PACKAGE_VERSION, SM_OTF2_VERSION */
 
 #include <errno.h>
 #include <ftw.h>

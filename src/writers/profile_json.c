@@ -1,5 +1,5 @@
 /* profile.json: the numbers of profile.txt, machine-readable, times in ns. */
-#include "config.h" /* the build's: PACKAGE_VERSION */
+#include "sm_build.h" /* from configure: PACKAGE_VERSION, SM_OTF2_VERSION */
 #include "writers.h"
 
 #include <errno.h>

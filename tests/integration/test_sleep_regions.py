@@ -29,7 +29,10 @@ if check(spin is not None, "worker > spin 1ms in the profile"):
     t = spin["per_thread"]
     check(len(t) == 1 and t[0]["member"] == 1, "spins on the second thread: %s" % [x["member"] for x in t])
     check(t[0]["visits"] == 5, "count 5")
-    check(abs(t[0]["inclusive"]["mean"] - 1e6) <= 1e5, "spin mean within 10%% of 1 ms: %s" % t[0]["inclusive"]["mean"])
+    # A spin can be preempted on a busy machine: never shorter than planted,
+    # and not absurdly longer.
+    check(t[0]["inclusive"]["min"] >= 1e6, "no spin shorter than 1 ms: %s" % t[0]["inclusive"]["min"])
+    check(t[0]["inclusive"]["mean"] < 5e6, "spin mean near 1 ms: %s" % t[0]["inclusive"]["mean"])
     check(spin["across_threads"]["threads"] == 1, "one thread on that path")
 
 text = open(out + "/profile.txt").read()
