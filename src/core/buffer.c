@@ -300,15 +300,9 @@ uint8_t *sm_buffer_next_chunk(sm_location_t *loc, size_t bytes)
     return loc->pos;
 }
 
-void sm_buffer_free(sm_location_t *loc)
+void sm_buffer_remove_spill(sm_location_t *loc)
 {
     sm_buffer_t *b = &loc->buffer;
-    for (sm_chunk_t *c = b->first, *next; c; c = next) {
-        next = c->next;
-        sm_chunk_free(c);
-    }
-    b->first = b->current = NULL;
-    loc->pos = loc->end = NULL;
     if (b->spill_fd >= 0) {
         close(b->spill_fd);
         b->spill_fd = -1;
@@ -318,6 +312,18 @@ void sm_buffer_free(sm_location_t *loc)
         free(b->spill_path);
         b->spill_path = NULL;
     }
+}
+
+void sm_buffer_free(sm_location_t *loc)
+{
+    sm_buffer_t *b = &loc->buffer;
+    for (sm_chunk_t *c = b->first, *next; c; c = next) {
+        next = c->next;
+        sm_chunk_free(c);
+    }
+    b->first = b->current = NULL;
+    loc->pos = loc->end = NULL;
+    sm_buffer_remove_spill(loc);
 }
 
 /* Delivers records in order.  A record written right after a spill carries a

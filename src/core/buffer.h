@@ -39,7 +39,10 @@ void sm_buffers_release(void) SM_HIDDEN;
 uint64_t sm_buffer_memory(const struct sm_location *loc) SM_HIDDEN;
 
 void sm_buffer_init(struct sm_location *loc) SM_HIDDEN;
+/* Frees loc's chunks: only when no thread can write to loc any more. */
 void sm_buffer_free(struct sm_location *loc) SM_HIDDEN;
+/* Closes and deletes loc's spill file (its events are in the archive). */
+void sm_buffer_remove_spill(struct sm_location *loc) SM_HIDDEN;
 
 /* Slow path of sm_buffer_reserve: a new chunk (allocating or spilling). */
 uint8_t *sm_buffer_next_chunk(struct sm_location *loc, size_t bytes) SM_HIDDEN;

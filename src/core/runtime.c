@@ -355,10 +355,11 @@ int sm_runtime_finalize(void)
     failures += sm_metadata_write_json(&sm_run) != 0;
 
     if (failures == 0) {
-        /* Everything is in the archive: the spill files can go. */
+        /* Everything is in the archive: the spill files can go.  Buffer
+         * memory stays: a thread that is still running may be finishing an
+         * append, and the process is ending anyway. */
         for (uint32_t i = 0; i < n; i++)
-            sm_buffer_free(sm_location_get(i));
-        sm_buffers_release();
+            sm_buffer_remove_spill(sm_location_get(i));
         char spill[PATH_MAX + 8];
         snprintf(spill, sizeof spill, "%s/.spill", sm_outdir);
         rmdir(spill);

@@ -18,6 +18,17 @@ for name in ("main region", "worker region", "inner"):
 profile = load_json(out, "profile.json")
 check(callpath(profile, "worker region", "inner") is not None, "worker > inner in the profile")
 
+# Threads still recording while the process exits: no crash, exit code kept,
+# the main thread's events intact, the archive readable.  (The busy threads'
+# last events may race with the end; they are not checked for balance.)
+for attempt in range(3):
+    out, proc = measure([program("busy-at-exit")], "busy-exit-%d" % attempt, expect_rc=9,
+                        env={"SYSMEASURE_BUFFER_SIZE": "1M", "SYSMEASURE_BUFFER_CHUNK_SIZE": "16K"})
+    trace = Trace(out)
+    check(trace.count_enters("main") == 1, "main region recorded")
+    check(trace.count_enters("busy") > 0, "busy threads recorded")
+    check(len(trace.locations) == 3, "three threads: %d" % len(trace.locations))
+
 # start/stop: the program references sysmeasure_start/stop, so measurement
 # starts off (a MeasurementOnOff at the start); user regions are recorded anyway.
 for init, expect_off_first in (("auto", True), ("yes", False)):
