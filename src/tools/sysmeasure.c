@@ -423,7 +423,8 @@ static int sm_resolve_program(const char *name, char *path, size_t len)
     return SM_EXIT_NOTFOUND;
 }
 
-/* The runtime library: the build tree's, then the installed one. */
+/* The runtime library: the build tree's, then the one installed beside this
+ * launcher, then the one in the configured libdir. */
 static int sm_find_library(char *lib, size_t len)
 {
     char exe[PATH_MAX], tried[3 * PATH_MAX] = "";
@@ -438,14 +439,14 @@ static int sm_find_library(char *lib, size_t len)
         candidates[count][0] = exe;
         candidates[count++][1] = "/.libs/libsysmeasure.so";
     }
+    if (n > 0) { /* the installation this launcher belongs to, wherever it was moved */
+        candidates[count][0] = exe;
+        candidates[count++][1] = "/../lib/libsysmeasure.so";
+    }
 #ifdef SM_LIBDIR
     candidates[count][0] = SM_LIBDIR;
     candidates[count++][1] = "/libsysmeasure.so";
 #endif
-    if (n > 0) {
-        candidates[count][0] = exe;
-        candidates[count++][1] = "/../lib/libsysmeasure.so";
-    }
     for (int i = 0; i < count; i++) {
         snprintf(lib, len, "%s%s", candidates[i][0], candidates[i][1]);
         if (access(lib, R_OK) == 0)

@@ -1,0 +1,39 @@
+#!/bin/sh
+# make install (staged with DESTDIR) installs the programs, the library, the
+# header, the pkg-config file and the man page; the installed launcher finds
+# its own library; a program built against the installed header and library
+# is measured; the library exports only the public API.
+set -u
+fail=0
+no() { echo "FAIL: $*"; fail=1; }
+stage="$(pwd)/install-stage"
+rm -rf "$stage"
+make -s -C "$SM_BUILDDIR" install DESTDIR="$stage" >install.log 2>&1 || { cat install.log; no "make install"; exit 1; }
+prefix=$(sed -n 's/^prefix = //p' "$SM_BUILDDIR/Makefile")
+libdir=$(sed -n 's/^libdir = //p' "$SM_BUILDDIR/Makefile" | sed "s|\${exec_prefix}|$prefix|")
+root="$stage$prefix"
+for f in bin/sysmeasure bin/sysmeasure-avail include/sysmeasure.h share/man/man1/sysmeasure.1; do
+    [ -e "$root/$f" ] || no "$f not installed"
+done
+for f in libsysmeasure.so pkgconfig/sysmeasure.pc; do
+    [ -e "$stage$libdir/$f" ] || no "$libdir/$f not installed"
+done
+grep -q 'SYSMEASURE_BUFFER_SIZE' "$root/share/man/man1/sysmeasure.1" || no "man page lacks the variables"
+grep -q -- '-lsysmeasure' "$stage$libdir/pkgconfig/sysmeasure.pc" || no "pkg-config file"
+
+# Only the public API (and the pthread_create wrapper) is exported.
+extra=$(nm -D --defined-only "$stage$libdir/libsysmeasure.so" | awk '{print $3}' |
+        grep -v -E '^(sysmeasure_|pthread_create$|_init$|_fini$)' || true)
+[ -z "$extra" ] || no "unexpected exported symbols: $extra"
+
+# Build against the installed header and library, run under the installed launcher.
+cat > app.c <<'EOC'
+#include <sysmeasure.h>
+int main(void) { sysmeasure_push_region("installed"); sysmeasure_pop_region("installed"); return 0; }
+EOC
+cc -I"$root/include" app.c -L"$stage$libdir" -lsysmeasure -o app || no "compile against installed header"
+LD_LIBRARY_PATH="$stage$libdir" "$root/bin/sysmeasure" --output out ./app 2>run.err || { cat run.err; no "installed launcher run"; }
+grep -q 'installed' out/profile.txt 2>/dev/null || no "region missing from profile.txt"
+env LD_PRELOAD= "$root/bin/sysmeasure-avail" | grep -q SYSMEASURE_TRACE || no "installed sysmeasure-avail"
+rm -rf "$stage"
+exit $fail
