@@ -12,6 +12,7 @@
 
 #include "clock.h"
 #include "location.h"
+#include "../util/fs.h"
 #include "../util/log.h"
 
 struct sm_chunk {
@@ -140,23 +141,6 @@ static uint64_t sm_count_records(const uint8_t *p, const uint8_t *end)
     return n;
 }
 
-static int sm_mkdir_p(const char *path)
-{
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
-}
 
 /* A spill that fails fails again at every chunk: say it once per process;
  * the exact number of lost events goes to the summary and metadata. */

@@ -184,6 +184,25 @@ static int sm_region_equal(const sm_def_table_t *t, uint32_t id, const void *key
            a->paradigm == b->paradigm;
 }
 
+/* Caller holds the lock.  The id of the entry equal to key (entry_size bytes),
+ * appended if new. */
+static uint32_t sm_def_intern_locked(sm_def_table_t *t, const void *key, uint64_t hash,
+                                     sm_def_equal_fn eq, sm_def_hash_fn hash_of)
+{
+    if (sm_def_index_grow(t, hash_of) != 0)
+        return SM_INVALID_ID;
+    uint32_t *slot = sm_def_slot(t, hash, key, eq);
+    if (*slot)
+        return *slot - 1;
+    uint32_t id = sm_def_append(t);
+    if (id == SM_INVALID_ID)
+        return id;
+    memcpy(sm_def_entry(t, id), key, t->entry_size);
+    *slot = id + 1;
+    sm_def_publish(t, id);
+    return id;
+}
+
 sm_region_id_t sm_region_define(const char *name, const char *file, uint32_t line,
                                 sm_paradigm_t paradigm, sm_region_role_t role)
 {
@@ -198,20 +217,9 @@ sm_region_id_t sm_region_define(const char *name, const char *file, uint32_t lin
         .paradigm = (uint8_t)paradigm,
         .role = (uint8_t)role,
     };
-    if (key.name == SM_INVALID_ID || sm_def_index_grow(&sm_regions, sm_region_hash_id) != 0)
-        goto out;
-    uint32_t *slot = sm_def_slot(&sm_regions, sm_region_hash_of(&key), &key, sm_region_equal);
-    if (*slot) {
-        id = *slot - 1;
-        goto out;
-    }
-    id = sm_def_append(&sm_regions);
-    if (id == SM_INVALID_ID)
-        goto out;
-    *(sm_region_def_t *)sm_def_entry(&sm_regions, id) = key;
-    *slot = id + 1;
-    sm_def_publish(&sm_regions, id);
-out:
+    if (key.name != SM_INVALID_ID && (!file || key.file != SM_INVALID_ID))
+        id = sm_def_intern_locked(&sm_regions, &key, sm_region_hash_of(&key), sm_region_equal,
+                                  sm_region_hash_id);
     pthread_mutex_unlock(&sm_def_lock);
     return id;
 }
@@ -259,21 +267,9 @@ sm_attribute_id_t sm_attribute_define(const char *name, sm_attr_type_t type)
     pthread_mutex_lock(&sm_def_lock);
     sm_attribute_id_t id = SM_INVALID_ID;
     sm_attribute_def_t key = {.name = sm_string_intern_locked(name), .type = (uint8_t)type};
-    if (key.name == SM_INVALID_ID || sm_def_index_grow(&sm_attributes, sm_attribute_hash_id) != 0)
-        goto out;
-    uint32_t *slot =
-        sm_def_slot(&sm_attributes, sm_attribute_hash_of(&key), &key, sm_attribute_equal);
-    if (*slot) {
-        id = *slot - 1;
-        goto out;
-    }
-    id = sm_def_append(&sm_attributes);
-    if (id == SM_INVALID_ID)
-        goto out;
-    *(sm_attribute_def_t *)sm_def_entry(&sm_attributes, id) = key;
-    *slot = id + 1;
-    sm_def_publish(&sm_attributes, id);
-out:
+    if (key.name != SM_INVALID_ID)
+        id = sm_def_intern_locked(&sm_attributes, &key, sm_attribute_hash_of(&key),
+                                  sm_attribute_equal, sm_attribute_hash_id);
     pthread_mutex_unlock(&sm_def_lock);
     return id;
 }

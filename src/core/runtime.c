@@ -21,6 +21,7 @@
 #include "events.h"
 #include "location.h"
 #include "../merge/profile_summary.h"
+#include "../util/fs.h"
 #include "../util/log.h"
 #include "../writers/writers.h"
 
@@ -55,32 +56,6 @@ void sm_runtime_discard_output(void)
 
 /* ---------------------------------------------------------------- output folder */
 
-static int sm_mkdirs(const char *path)
-{
-    char tmp[PATH_MAX];
-    if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-        return -1;
-    struct stat st;
-    if (stat(tmp, &st) != 0)
-        return -1;
-    if (!S_ISDIR(st.st_mode)) {
-        errno = ENOTDIR;
-        return -1;
-    }
-    return 0;
-}
 
 /* sysmeasure-<program>-<date>-<time>-<pid>, in the working directory. */
 static void sm_choose_output_dir(void)
@@ -113,7 +88,7 @@ int sm_runtime_make_output_dir(char *err, size_t errlen)
     if (!sm_outdir_made) {
         int explicit_dir = sm_cfg.output && sm_cfg.output[0];
         if (explicit_dir) {
-            rc = sm_mkdirs(sm_outdir);
+            rc = sm_mkdir_p(sm_outdir);
         } else {
             /* Our own name: it must be new.  Should another job have taken
              * it (same pid and second on another host sharing the folder),

@@ -5,6 +5,7 @@
 #include "sm_build.h" /* from configure: PACKAGE_VERSION, SM_OTF2_VERSION */
 
 #include "../core/config.h"
+#include "../util/fs.h"
 #include "../util/log.h"
 
 #include <errno.h>
@@ -310,34 +311,6 @@ static char *sm_absolute(const char *path)
     return out;
 }
 
-/* mkdir -p; 0 or -1 with errno. */
-static int sm_mkdir_p(const char *path)
-{
-    char buf[PATH_MAX];
-    struct stat st;
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    for (char *p = buf + 1;; p++) {
-        if (*p != '/' && *p != '\0')
-            continue;
-        char c = *p;
-        *p = '\0';
-        /* Many ranks may create the same folder at once: EEXIST is fine. */
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return -1;
-        if (stat(buf, &st) != 0)
-            return -1;
-        if (!S_ISDIR(st.st_mode)) {
-            errno = ENOTDIR;
-            return -1;
-        }
-        *p = c;
-        if (!c)
-            return 0;
-    }
-}
 
 /* Writable, tried by creating a file: access() does not see every reason
  * (read-only or full file systems, quotas, ACLs). 0 or -1 with errno. */

@@ -89,6 +89,22 @@ static void sm_meta_locations(sm_json_t *j)
     sm_json_array_end(j);
 }
 
+void sm_json_run_totals(sm_json_t *j, const sm_run_info_t *run)
+{
+    sm_json_key(j, "buffers");
+    sm_json_object_begin(j);
+    if (run->config)
+        sm_json_field_uint(j, "budget", run->config->buffer_size);
+    else
+        sm_json_field_null(j, "budget");
+    sm_json_field_uint(j, "chunk_size", sm_buffers_chunk_size());
+    sm_json_field_uint(j, "spills", run->spills);
+    sm_json_field_uint(j, "spilled_bytes", run->spilled_bytes);
+    sm_json_field_uint(j, "dropped_records", run->dropped_records);
+    sm_json_object_end(j);
+    sm_json_field_uint(j, "unmatched_leaves", run->unmatched_leaves);
+}
+
 int sm_metadata_write_json(const sm_run_info_t *run)
 {
     sm_json_t j;
@@ -129,18 +145,7 @@ int sm_metadata_write_json(const sm_run_info_t *run)
     sm_meta_configuration(&j, run->config);
     sm_meta_locations(&j);
 
-    sm_json_key(&j, "buffers");
-    sm_json_object_begin(&j);
-    if (run->config)
-        sm_json_field_uint(&j, "budget", run->config->buffer_size);
-    else
-        sm_json_field_null(&j, "budget");
-    sm_json_field_uint(&j, "chunk_size", sm_buffers_chunk_size());
-    sm_json_field_uint(&j, "spills", run->spills);
-    sm_json_field_uint(&j, "spilled_bytes", run->spilled_bytes);
-    sm_json_field_uint(&j, "dropped_records", run->dropped_records);
-    sm_json_object_end(&j);
-    sm_json_field_uint(&j, "unmatched_leaves", run->unmatched_leaves);
+    sm_json_run_totals(&j, run);
     sm_json_object_end(&j);
     return sm_json_close(&j);
 }

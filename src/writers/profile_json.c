@@ -173,13 +173,7 @@ int sm_profile_write_json(const sm_run_info_t *run, const sm_profile_summary_t *
     sm_json_array_end(&j);
     free(x.names);
 
-    sm_json_key(&j, "buffers");
-    sm_json_object_begin(&j);
-    sm_json_field_uint(&j, "spills", run->spills);
-    sm_json_field_uint(&j, "spilled_bytes", run->spilled_bytes);
-    sm_json_field_uint(&j, "dropped_records", run->dropped_records);
-    sm_json_object_end(&j);
-    sm_json_field_uint(&j, "unmatched_leaves", run->unmatched_leaves);
+    sm_json_run_totals(&j, run);
     sm_json_object_end(&j);
     return sm_json_close(&j);
 }

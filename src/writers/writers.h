@@ -8,6 +8,7 @@
 #include "../core/compiler.h"
 #include "../core/runtime.h"
 #include "../merge/profile_summary.h"
+#include "../util/json.h"
 
 /* traces.otf2, traces.def, traces/ : one archive, one event file per location. */
 int sm_otf2_write(const sm_run_info_t *run) SM_HIDDEN;
@@ -20,5 +21,9 @@ int sm_profile_write_json(const sm_run_info_t *run, const sm_profile_summary_t *
 
 /* metadata.json: command line, configuration, host, pid, version, dates, threads. */
 int sm_metadata_write_json(const sm_run_info_t *run) SM_HIDDEN;
+
+/* The "buffers" object (budget, chunk size, spills, dropped events) and
+ * "unmatched_leaves", shared by profile.json and metadata.json. */
+void sm_json_run_totals(sm_json_t *j, const sm_run_info_t *run) SM_HIDDEN;
 
 #endif
