@@ -26,6 +26,7 @@ static uint64_t sm_budget = 64u << 20;
 static uint64_t sm_chunk_bytes = 256u << 10;
 static uint64_t sm_in_use; /* atomic */
 static char *sm_spill_dir;
+static const char *(*sm_spill_provider)(void);
 static pthread_mutex_t sm_spill_dir_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void sm_buffers_configure(uint64_t budget_bytes, uint64_t chunk_bytes)
@@ -39,6 +40,13 @@ void sm_buffers_set_spill_dir(const char *dir)
     pthread_mutex_lock(&sm_spill_dir_lock);
     free(sm_spill_dir);
     sm_spill_dir = dir ? strdup(dir) : NULL;
+    pthread_mutex_unlock(&sm_spill_dir_lock);
+}
+
+void sm_buffers_set_spill_provider(const char *(*provider)(void))
+{
+    pthread_mutex_lock(&sm_spill_dir_lock);
+    sm_spill_provider = provider;
     pthread_mutex_unlock(&sm_spill_dir_lock);
 }
 
@@ -158,16 +166,19 @@ static int sm_spill_open(sm_location_t *loc)
         return 0;
     pthread_mutex_lock(&sm_spill_dir_lock);
     char path[4096];
-    int ok = sm_spill_dir && sm_mkdir_p(sm_spill_dir) == 0 &&
-             snprintf(path, sizeof path, "%s/%d.%u.events", sm_spill_dir, (int)getpid(),
-                      loc->id) < (int)sizeof path;
+    const char *dir = sm_spill_provider ? sm_spill_provider() : sm_spill_dir;
+    int ok = dir && sm_mkdir_p(dir) == 0 &&
+             snprintf(path, sizeof path, "%s/%d.%u.events", dir, (int)getpid(), loc->id) <
+                 (int)sizeof path;
     int saved = errno;
+    char shown[4096];
+    snprintf(shown, sizeof shown, "%s", dir ? dir : "(none)");
     pthread_mutex_unlock(&sm_spill_dir_lock);
     if (!ok) {
         if (sm_spill_first_error())
             sm_error("cannot create spill folder %s: %s; events that do not fit in "
                      "SYSMEASURE_BUFFER_SIZE are dropped and counted",
-                     sm_spill_dir ? sm_spill_dir : "(none)", strerror(sm_spill_dir ? saved : ENOENT));
+                     shown, strerror(dir ? saved : ENOENT));
         return -1;
     }
     b->spill_fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

@@ -30,6 +30,10 @@ typedef struct sm_buffer {
 void sm_buffers_configure(uint64_t budget_bytes, uint64_t chunk_bytes) SM_HIDDEN;
 /* Folder for spill files, created (with parents) at the first spill. */
 void sm_buffers_set_spill_dir(const char *dir) SM_HIDDEN;
+/* Or ask `provider` at the first spill of each location (the runtime: it
+ * creates the output folder then, under the name it chose); NULL when there
+ * is none.  Takes precedence over sm_buffers_set_spill_dir. */
+void sm_buffers_set_spill_provider(const char *(*provider)(void)) SM_HIDDEN;
 /* Bytes of chunks currently allocated in the process. */
 uint64_t sm_buffers_in_use(void) SM_HIDDEN;
 uint64_t sm_buffers_chunk_size(void) SM_HIDDEN;

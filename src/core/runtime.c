@@ -67,6 +67,11 @@ static void sm_choose_output_dir(void)
             size_t n = strlen(sm_outdir);
             snprintf(sm_outdir + n, sizeof sm_outdir - n, "/%s", sm_cfg.output);
         }
+        /* A process the launched program started: a folder of its own inside. */
+        if (sm_cfg.launched_pid > 0 && sm_cfg.launched_pid != getpid()) {
+            size_t n = strlen(sm_outdir);
+            snprintf(sm_outdir + n, sizeof sm_outdir - n, "/%s-%d", sm_program, (int)getpid());
+        }
         return;
     }
     char cwd[PATH_MAX - 512];
@@ -105,6 +110,22 @@ int sm_runtime_make_output_dir(char *err, size_t errlen)
     }
     pthread_mutex_unlock(&sm_runtime_lock);
     return rc;
+}
+
+/* Spills go to <output>/.spill: the output folder is created at the first
+ * spill, under the name this process claims (see above). */
+static const char *sm_runtime_spill_dir(void)
+{
+    static char dir[PATH_MAX + 8];
+    static int said;
+    char err[PATH_MAX + 256];
+    if (sm_runtime_make_output_dir(err, sizeof err) != 0) {
+        if (!said++)
+            sm_error("%s", err);
+        return NULL;
+    }
+    snprintf(dir, sizeof dir, "%s/.spill", sm_outdir);
+    return dir;
 }
 
 /* ---------------------------------------------------------------- start/stop detection */
@@ -223,9 +244,7 @@ int sm_runtime_init(void)
     const char *slash = strrchr(prog, '/');
     snprintf(sm_program, sizeof sm_program, "%s", slash ? slash + 1 : prog);
     sm_choose_output_dir();
-    char spill[PATH_MAX + 8];
-    snprintf(spill, sizeof spill, "%s/.spill", sm_outdir);
-    sm_buffers_set_spill_dir(spill);
+    sm_buffers_set_spill_provider(sm_runtime_spill_dir);
 
     int enabled = sm_cfg.init_enabled == SM_INIT_ENABLED_YES ||
                   (sm_cfg.init_enabled == SM_INIT_ENABLED_AUTO && !sm_program_uses_start_stop());

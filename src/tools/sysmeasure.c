@@ -529,6 +529,10 @@ int main(int argc, char **argv)
         }
     }
     sm_setenv(sm_config_vars[SM_CONFIG_ENABLE].env, "yes");
+    /* exec keeps our pid: it is the program's. */
+    char pid[32];
+    snprintf(pid, sizeof pid, "%d", (int)getpid());
+    sm_setenv(sm_config_vars[SM_CONFIG_LAUNCHED_PID].env, pid);
 
     /* The program's runtime will read exactly this environment: check the
      * whole of it now (e.g. --buffer-size against the chunk size). */

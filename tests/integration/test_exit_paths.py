@@ -73,6 +73,22 @@ check(len(folders) == 2 and all(re.fullmatch(r"sysmeasure-exit-code-\d{8}-\d{6}-
 for f in folders:
     check(os.path.exists(os.path.join(cwd, f, "profile.txt")), "output in %s" % f)
 
+# Processes the program starts are measured too; with an explicit output
+# folder each writes into <output>/<program>-<pid>, never over the program's
+# own files.
+exe = program("exit-code")
+parent = ("import subprocess, sys; subprocess.run([%r, '0']); subprocess.run([%r, '0']); sys.exit(6)"
+          % (exe, exe))
+out, proc = measure(["/usr/bin/python3", "-c", parent], "children", expect_rc=6)
+subs = sorted(d for d in os.listdir(out) if d.startswith("exit-code-"))
+check(len(subs) == 2, "one folder per child process: %s" % os.listdir(out))
+for d in subs:
+    prof = load_json(os.path.join(out, d), "profile.json")
+    check(callpath(prof, "work") is not None, "child's region in %s" % d)
+meta = load_json(out, "metadata.json")
+check(meta["command"][0] == "/usr/bin/python3", "the folder itself is the launched program's: %s"
+      % meta["command"])
+
 # Without the launcher: the program runs as before and writes nothing.
 cwd = workdir("no-launcher")
 p = subprocess.run([program("exit-code"), "4"], cwd=cwd, env=clean_env(), stdout=subprocess.PIPE,

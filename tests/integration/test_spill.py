@@ -2,9 +2,11 @@
 archive and the profile, the spills show as BufferFlush events, nothing is
 dropped, and the spill files are gone afterwards."""
 import os
+import subprocess
 
 import otf2
-from smtest import Trace, callpath, check, check_trace_consistent, finish, load_json, measure, program
+from smtest import (LAUNCHER, Trace, callpath, check, check_trace_consistent, clean_env, finish,
+                    load_json, measure, program, workdir)
 
 THREADS, ITER = 2, 20000
 out, proc = measure([program("many-regions"), str(THREADS), str(ITER)], "spill",
@@ -27,4 +29,16 @@ profile = load_json(out, "profile.json")
 step = callpath(profile, "iteration", "step")
 if check(step is not None, "iteration > step in profile"):
     check(sum(t["visits"] for t in step["per_thread"]) == 2 * THREADS * ITER, "profile step visits")
+# Spilling with the default folder name: the spill claims the folder, and the
+# outputs land in that same one folder.
+cwd = workdir("spill-default-name")
+p = subprocess.run([LAUNCHER, "--buffer-size=64K", program("many-regions"), "2", "5000"], cwd=cwd,
+                   env=clean_env({"SYSMEASURE_BUFFER_CHUNK_SIZE": "4K"}), stderr=subprocess.PIPE, text=True)
+check(p.returncode == 0, "default-name spill run: %s" % p.stderr)
+folders = os.listdir(cwd)
+check(len(folders) == 1, "one output folder: %s" % folders)
+if folders:
+    meta = load_json(os.path.join(cwd, folders[0]), "metadata.json")
+    check(meta["buffers"]["spills"] > 0, "it spilled")
+    check(os.path.exists(os.path.join(cwd, folders[0], "traces.otf2")), "archive beside the spill")
 finish()
