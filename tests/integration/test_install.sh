@@ -12,7 +12,8 @@ make -s -C "$SM_BUILDDIR" install DESTDIR="$stage" >install.log 2>&1 || { cat in
 prefix=$(sed -n 's/^prefix = //p' "$SM_BUILDDIR/Makefile")
 libdir=$(sed -n 's/^libdir = //p' "$SM_BUILDDIR/Makefile" | sed "s|\${exec_prefix}|$prefix|")
 root="$stage$prefix"
-for f in bin/sysmeasure bin/sysmeasure-avail include/sysmeasure.h share/man/man1/sysmeasure.1; do
+for f in bin/sysmeasure bin/sysmeasure-avail include/sysmeasure.h share/man/man1/sysmeasure.1 \
+         share/doc/sysmeasure/manual.md share/doc/sysmeasure/configuration.md; do
     [ -e "$root/$f" ] || no "$f not installed"
 done
 for f in libsysmeasure.so pkgconfig/sysmeasure.pc; do
