@@ -58,6 +58,21 @@ check(os.path.exists(out + "/profile.json") and not os.path.exists(out + "/trace
       "--no-trace: profile, no archive: %s" % os.listdir(out))
 check(os.path.exists(out + "/metadata.json"), "metadata always written")
 
+# A config file reaches the runtime: its values apply, and metadata.json says
+# where each came from (the environment overrides the file).
+conf = os.path.join(workdir("config"), "run.conf")
+with open(conf, "w") as f:
+    f.write("# measured with a config file\nprofile = no\nbuffer_size = 32M\nclock = monotonic\n")
+out, _ = measure([program("exit-code")], "config-run", launcher_args=["--config", conf],
+                 env={"SYSMEASURE_CLOCK": "tsc"})
+check(not os.path.exists(out + "/profile.txt") and os.path.exists(out + "/traces.otf2"),
+      "profile = no from the file: %s" % os.listdir(out))
+cfg = load_json(out, "metadata.json")["configuration"]
+check(cfg["SYSMEASURE_BUFFER_SIZE"] == {"value": "32M", "source": "config file"},
+      "buffer_size from the file: %s" % cfg["SYSMEASURE_BUFFER_SIZE"])
+check(cfg["SYSMEASURE_CLOCK"]["value"] == "tsc" and cfg["SYSMEASURE_CLOCK"]["source"] == "environment",
+      "environment overrides the file: %s" % cfg["SYSMEASURE_CLOCK"])
+
 # Default folder: sysmeasure-<program>-<date>-<time>-<pid> in the working
 # directory; two runs started together get two folders.
 cwd = workdir("default-name")

@@ -2,8 +2,14 @@
 from smtest import (Trace, callpath, check, check_trace_consistent, finish, load_json, measure,
                     program)
 
-out, proc = measure([program("sleep-regions")], "sleep")
+import sys
+
+# Both time sources: the TSC (auto, where invariant) and the CLOCK_MONOTONIC fallback.
+clock = sys.argv[1] if len(sys.argv) > 1 else "auto"
+out, proc = measure([program("sleep-regions")], "sleep-" + clock, launcher_args=["--clock", clock])
 profile = load_json(out, "profile.json")
+if clock == "monotonic":
+    check(load_json(out, "metadata.json")["clock"]["source"] == "monotonic", "monotonic clock used")
 
 sleep = callpath(profile, "outer", "sleep 20ms")
 if check(sleep is not None, "outer > sleep 20ms in the profile"):
@@ -42,4 +48,8 @@ check(len(rows) == 1 and "|     10 |" in rows[0].replace("|    10 |", "|     10 
 
 visits = check_trace_consistent(Trace(out))
 check(visits.get("sleep 20ms") == 10 and visits.get("spin 1ms") == 5, "trace visits: %s" % visits)
+if clock == "auto":
+    import subprocess
+    check(subprocess.run([sys.executable, __file__, "monotonic"]).returncode == 0,
+          "the same checks pass with --clock monotonic")
 finish()
