@@ -48,10 +48,7 @@ void sm_event_enter_attrs(sm_location_t *loc, sm_region_id_t region, uint64_t t,
         sm_event_enter(loc, region, t);
         return;
     }
-    /* Enter without its trace record, then the record with the attributes. */
-    loc->tracing = 0;
-    sm_event_enter(loc, region, t);
-    loc->tracing = 1;
+    sm_event_push_frame(loc, region, t);
     sm_trace_attrs(loc, SM_REC_ENTER, region, t, attrs, n);
 }
 
@@ -75,9 +72,7 @@ void sm_event_leave_attrs(sm_location_t *loc, sm_region_id_t region, uint64_t t,
         while (loc->sp > target)
             sm_event_leave_top(loc, t);
     }
-    loc->tracing = 0;
-    sm_event_leave_top(loc, t);
-    loc->tracing = 1;
+    sm_event_pop_frame(loc, t);
     sm_trace_attrs(loc, SM_REC_LEAVE, region, t, attrs, n);
 }
 

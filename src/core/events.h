@@ -33,10 +33,9 @@ static inline void sm_trace_record(sm_location_t *loc, sm_record_kind_t kind, ui
     SM_BUFFER_COMMIT(loc, r + 1);
 }
 
-static inline void sm_event_enter(sm_location_t *loc, sm_region_id_t region, uint64_t t)
+/* The call-path half of an enter: push a frame, find the profile node. */
+static inline void sm_event_push_frame(sm_location_t *loc, sm_region_id_t region, uint64_t t)
 {
-    if (SM_UNLIKELY(loc->closed))
-        return;
     sm_frame_t *f = loc->sp + 1;
     if (SM_UNLIKELY(f > loc->stack_limit))
         f = sm_location_grow_stack(loc);
@@ -51,12 +50,20 @@ static inline void sm_event_enter(sm_location_t *loc, sm_region_id_t region, uin
         f->node = n;
     }
     loc->sp = f;
+}
+
+static inline void sm_event_enter(sm_location_t *loc, sm_region_id_t region, uint64_t t)
+{
+    if (SM_UNLIKELY(loc->closed))
+        return;
+    sm_event_push_frame(loc, region, t);
     if (loc->tracing)
         sm_trace_record(loc, SM_REC_ENTER, region, t);
 }
 
-/* Leave the region on top of the stack. */
-static inline void sm_event_leave_top(sm_location_t *loc, uint64_t t)
+/* The call-path half of a leave: pop the top frame into the profile.
+ * Returns the region left. */
+static inline sm_region_id_t sm_event_pop_frame(sm_location_t *loc, uint64_t t)
 {
     sm_frame_t *f = loc->sp;
     uint64_t incl = t - f->start;
@@ -68,8 +75,15 @@ static inline void sm_event_leave_top(sm_location_t *loc, uint64_t t)
         sm_stat_add(&n->incl, incl);
         sm_stat_add(&n->excl, incl - f->child);
     }
+    return f->region;
+}
+
+/* Leave the region on top of the stack. */
+static inline void sm_event_leave_top(sm_location_t *loc, uint64_t t)
+{
+    sm_region_id_t region = sm_event_pop_frame(loc, t);
     if (loc->tracing)
-        sm_trace_record(loc, SM_REC_LEAVE, f->region, t);
+        sm_trace_record(loc, SM_REC_LEAVE, region, t);
 }
 
 /* A leave that does not match the top: close the regions above `region` if it
