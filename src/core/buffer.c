@@ -370,38 +370,45 @@ static int sm_replay_bytes(sm_replay_t *rp, const uint8_t *p, const uint8_t *end
     return 0;
 }
 
+/* Replays a spill file from fd; 0, the callback's value, or -1. */
+static int sm_replay_file(sm_replay_t *rp, int fd, const char *path)
+{
+    size_t cap = 1u << 20, have = 0;
+    uint8_t *buf = malloc(cap);
+    int rc = 0;
+    if (!buf)
+        return -1;
+    off_t off = 0;
+    for (;;) {
+        ssize_t n = pread(fd, buf + have, cap - have, off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            sm_error("reading spill file %s failed: %s", path, strerror(errno));
+            rc = -1;
+            break;
+        }
+        if (n == 0)
+            break;
+        off += n;
+        have += (size_t)n;
+        const uint8_t *stop;
+        if ((rc = sm_replay_bytes(rp, buf, buf + have, &stop)) != 0)
+            break;
+        have -= (size_t)(stop - buf); /* a record cut by the block edge */
+        memmove(buf, stop, have);
+    }
+    free(buf);
+    return rc;
+}
+
 int sm_buffer_for_each(sm_location_t *loc, sm_record_fn fn, void *arg)
 {
     sm_buffer_t *b = &loc->buffer;
     sm_replay_t rp = {.fn = fn, .arg = arg};
     int rc = 0;
-    if (b->spill_fd >= 0) {
-        size_t cap = 1u << 20, have = 0;
-        uint8_t *buf = malloc(cap);
-        if (!buf)
-            return -1;
-        off_t off = 0;
-        for (;;) {
-            ssize_t n = pread(b->spill_fd, buf + have, cap - have, off);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n < 0) {
-                sm_error("reading spill file %s failed: %s", b->spill_path, strerror(errno));
-                free(buf);
-                return -1;
-            }
-            if (n == 0)
-                break;
-            off += n;
-            have += (size_t)n;
-            const uint8_t *stop;
-            if ((rc = sm_replay_bytes(&rp, buf, buf + have, &stop)) != 0)
-                break;
-            have -= (size_t)(stop - buf); /* a record cut by the block edge */
-            memmove(buf, stop, have);
-        }
-        free(buf);
-    }
+    if (b->spill_fd >= 0)
+        rc = sm_replay_file(&rp, b->spill_fd, b->spill_path);
     for (sm_chunk_t *c = b->first; c && rc == 0; c = c->next) {
         const uint8_t *stop;
         rc = sm_replay_bytes(&rp, c->data, c->data + sm_chunk_used(loc, c), &stop);
@@ -409,6 +416,42 @@ int sm_buffer_for_each(sm_location_t *loc, sm_record_fn fn, void *arg)
     if (rc == 0 && rp.have_flush)
         rc = fn((const sm_record_t *)rp.flush, arg);
     return rc;
+}
+
+int sm_spill_file_for_each(const char *path, sm_record_fn fn, void *arg)
+{
+    sm_replay_t rp = {.fn = fn, .arg = arg};
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        sm_error("cannot open spill file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    int rc = sm_replay_file(&rp, fd, path);
+    close(fd);
+    if (rc == 0 && rp.have_flush)
+        rc = fn((const sm_record_t *)rp.flush, arg);
+    return rc;
+}
+
+int sm_buffer_save(sm_location_t *loc)
+{
+    sm_buffer_t *b = &loc->buffer;
+    if (sm_spill_open(loc) != 0)
+        return -1;
+    for (sm_chunk_t *c = b->first; c; c = c->next) {
+        uint32_t used = sm_chunk_used(loc, c);
+        if (sm_write_all(b->spill_fd, c->data, used) != 0) {
+            sm_error("saving the events of location %u to %s failed: %s", loc->id,
+                     b->spill_path, strerror(errno));
+            return -1;
+        }
+    }
+    /* They are on disk now: memory starts empty for anyone still reading. */
+    for (sm_chunk_t *c = b->first; c; c = c->next)
+        c->used = 0;
+    if (b->current)
+        __atomic_store_n(&loc->pos, b->current->data, __ATOMIC_RELEASE);
+    return 0;
 }
 
 static int sm_count_one(const sm_record_t *r, void *arg)

@@ -69,6 +69,13 @@ int sm_buffer_for_each(struct sm_location *loc, sm_record_fn fn, void *arg) SM_H
  * then dropped and counted). */
 int sm_buffer_spill(struct sm_location *loc) SM_HIDDEN;
 
+/* The process is ending without a collective finalize: write all of loc's
+ * records to its spill file (created if needed) for sysmeasure-merge.  The
+ * location must be closed.  0 or -1 (message printed). */
+int sm_buffer_save(struct sm_location *loc) SM_HIDDEN;
+/* Every record of a spill file left behind, in order (sysmeasure-merge). */
+int sm_spill_file_for_each(const char *path, sm_record_fn fn, void *arg) SM_HIDDEN;
+
 /* Number of records of loc (memory and spill file). */
 uint64_t sm_buffer_record_count(struct sm_location *loc) SM_HIDDEN;
 

@@ -127,3 +127,57 @@ uint64_t sm_clock_monotonic_at_init_ns(void)
 {
     return sm_cal.mono0;
 }
+
+/* ---------------------------------------------------------------- job timeline */
+
+/* Offsets to rank 0's clock, measured at MPI_Init (0) and MPI_Finalize (1). */
+static sm_clock_params_t sm_job_clock;
+
+void sm_clock_set_offset(int which, uint64_t local_ns, int64_t offset_ns)
+{
+    if (which < 0 || which > 1)
+        return;
+    sm_job_clock.have_offset[which] = 1;
+    sm_job_clock.offset_local_ns[which] = local_ns;
+    sm_job_clock.offset_ns[which] = offset_ns;
+}
+
+void sm_clock_export(sm_clock_params_t *p)
+{
+    *p = sm_job_clock;
+    p->tick0 = sm_cal.tick0;
+    p->mono0 = sm_cal.mono0;
+    p->ns_per_tick = sm_cal.ns_per_tick;
+}
+
+static int64_t sm_clock_params_offset(const sm_clock_params_t *p, uint64_t ns)
+{
+    int a = p->have_offset[0], b = p->have_offset[1];
+    if (!a && !b)
+        return 0;
+    if (!a || !b || p->offset_local_ns[1] <= p->offset_local_ns[0])
+        return p->offset_ns[b ? 1 : 0];
+    /* Linear between the two points (a constant drift), extended beyond. */
+    double slope = (double)(p->offset_ns[1] - p->offset_ns[0]) /
+                   (double)(p->offset_local_ns[1] - p->offset_local_ns[0]);
+    double dt = (double)(int64_t)(ns - p->offset_local_ns[0]);
+    return p->offset_ns[0] + (int64_t)(slope * dt);
+}
+
+uint64_t sm_clock_params_to_job_ns(const sm_clock_params_t *p, uint64_t ticks)
+{
+    double delta = ((double)(int64_t)(ticks - p->tick0)) * p->ns_per_tick;
+    uint64_t ns = (uint64_t)((int64_t)p->mono0 + (int64_t)(delta < 0 ? delta - 0.5 : delta + 0.5));
+    return ns + (uint64_t)sm_clock_params_offset(p, ns);
+}
+
+int64_t sm_clock_offset_at(uint64_t ns)
+{
+    return sm_clock_params_offset(&sm_job_clock, ns);
+}
+
+uint64_t sm_clock_to_job_ns(uint64_t ticks)
+{
+    uint64_t ns = sm_clock_to_ns(ticks);
+    return ns + (uint64_t)sm_clock_offset_at(ns);
+}

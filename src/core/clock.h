@@ -54,4 +54,23 @@ const char *sm_clock_source_name(void) SM_HIDDEN;
 uint64_t sm_clock_realtime_at_init_ns(void) SM_HIDDEN;
 uint64_t sm_clock_monotonic_at_init_ns(void) SM_HIDDEN;
 
+/* The job's timeline is rank 0's CLOCK_MONOTONIC: offsets measured at
+ * MPI_Init (which 0) and MPI_Finalize (1) map this process's ns onto it,
+ * linearly between the two.  Without offsets the map is the identity. */
+void sm_clock_set_offset(int which, uint64_t local_ns, int64_t offset_ns) SM_HIDDEN;
+
+/* The conversion as data, for a process's file that sysmeasure-merge reads:
+ * the calibration and the offsets. */
+typedef struct sm_clock_params {
+    uint64_t tick0, mono0;
+    double ns_per_tick;
+    uint32_t have_offset[2];
+    uint64_t offset_local_ns[2];
+    int64_t offset_ns[2];
+} sm_clock_params_t;
+void sm_clock_export(sm_clock_params_t *p) SM_HIDDEN;
+uint64_t sm_clock_params_to_job_ns(const sm_clock_params_t *p, uint64_t ticks) SM_HIDDEN;
+int64_t sm_clock_offset_at(uint64_t local_ns) SM_HIDDEN;
+uint64_t sm_clock_to_job_ns(uint64_t ticks) SM_HIDDEN;
+
 #endif

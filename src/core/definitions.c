@@ -26,6 +26,7 @@ static pthread_mutex_t sm_def_lock = PTHREAD_MUTEX_INITIALIZER;
 static sm_def_table_t sm_strings = {.entry_size = sizeof(char *)};
 static sm_def_table_t sm_regions = {.entry_size = sizeof(sm_region_def_t)};
 static sm_def_table_t sm_attributes = {.entry_size = sizeof(sm_attribute_def_t)};
+static sm_def_table_t sm_comms = {.entry_size = sizeof(sm_comm_def_t)};
 
 static void *sm_def_entry(const sm_def_table_t *t, uint32_t id)
 {
@@ -284,6 +285,66 @@ const sm_attribute_def_t *sm_attribute_get(sm_attribute_id_t id)
 uint32_t sm_attribute_count(void)
 {
     return __atomic_load_n(&sm_attributes.count, __ATOMIC_ACQUIRE);
+}
+
+/* ---------------------------------------------------------------- communicators */
+
+static uint64_t sm_comm_hash_of(const sm_comm_def_t *c)
+{
+    return sm_hash_u64(sm_hash_u64(14695981039346656037ull, c->key.leader), c->key.seq);
+}
+
+static uint64_t sm_comm_hash_id(const sm_def_table_t *t, uint32_t id)
+{
+    return sm_comm_hash_of(sm_def_entry(t, id));
+}
+
+static int sm_comm_equal(const sm_def_table_t *t, uint32_t id, const void *key)
+{
+    const sm_comm_def_t *a = sm_def_entry(t, id), *b = key;
+    return a->key.leader == b->key.leader && a->key.seq == b->key.seq;
+}
+
+sm_comm_id_t sm_comm_define(sm_comm_key_t key, const char *name, uint32_t size,
+                            const uint32_t *members, sm_comm_id_t parent)
+{
+    pthread_mutex_lock(&sm_def_lock);
+    sm_comm_def_t def = {.key = key, .name = SM_INVALID_ID, .size = size, .parent = parent};
+    if (name)
+        def.name = sm_string_intern_locked(name);
+    uint32_t before = sm_comms.count;
+    sm_comm_id_t id = SM_INVALID_ID;
+    if (members && size) {
+        def.members = malloc(sizeof *def.members * size);
+        if (def.members)
+            memcpy(def.members, members, sizeof *def.members * size);
+    }
+    if (!members || !size || def.members)
+        id = sm_def_intern_locked(&sm_comms, &def, sm_comm_hash_of(&def), sm_comm_equal,
+                                  sm_comm_hash_id);
+    if (id != SM_INVALID_ID && id < before) {
+        /* Known already: a new name (MPI_Comm_set_name) replaces the old. */
+        sm_comm_def_t *old = sm_def_entry(&sm_comms, id);
+        if (def.name != SM_INVALID_ID)
+            __atomic_store_n(&old->name, def.name, __ATOMIC_RELEASE);
+        free(def.members);
+    } else if (id == SM_INVALID_ID) {
+        free(def.members);
+    }
+    pthread_mutex_unlock(&sm_def_lock);
+    return id;
+}
+
+const sm_comm_def_t *sm_comm_get(sm_comm_id_t id)
+{
+    if (id >= __atomic_load_n(&sm_comms.count, __ATOMIC_ACQUIRE))
+        return NULL;
+    return sm_def_entry(&sm_comms, id);
+}
+
+uint32_t sm_comm_count(void)
+{
+    return __atomic_load_n(&sm_comms.count, __ATOMIC_ACQUIRE);
 }
 
 int sm_definitions_init(void)

@@ -77,6 +77,34 @@ sm_attribute_id_t sm_attribute_define(const char *name, sm_attr_type_t type) SM_
 const sm_attribute_def_t *sm_attribute_get(sm_attribute_id_t id) SM_HIDDEN;
 uint32_t sm_attribute_count(void) SM_HIDDEN;
 
+/* Communicators (MPI): a dense per-process id, and a key that every member
+ * computes alike, so that the definitions of all members unify to one global
+ * communicator: the world rank of the communicator's leader and a number
+ * that leader handed out. */
+typedef uint32_t sm_comm_id_t;
+
+typedef struct sm_comm_key {
+    uint32_t leader; /* world rank; SM_COMM_LEADER_SELF for MPI_COMM_SELF */
+    uint32_t seq;    /* the leader's counter; MPI_COMM_WORLD is {0, 0} */
+} sm_comm_key_t;
+
+#define SM_COMM_LEADER_SELF UINT32_MAX
+#define SM_COMM_NONE UINT32_MAX /* a communicator the adapter could not name */
+
+typedef struct sm_comm_def {
+    sm_comm_key_t key;
+    sm_string_id_t name;
+    uint32_t size;
+    uint32_t *members; /* world ranks in comm rank order; NULL: world/self */
+    sm_comm_id_t parent; /* SM_COMM_NONE when none */
+} sm_comm_def_t;
+
+/* Same key gives the same id; defining it again renames it. */
+sm_comm_id_t sm_comm_define(sm_comm_key_t key, const char *name, uint32_t size,
+                            const uint32_t *members, sm_comm_id_t parent) SM_HIDDEN;
+const sm_comm_def_t *sm_comm_get(sm_comm_id_t id) SM_HIDDEN;
+uint32_t sm_comm_count(void) SM_HIDDEN;
+
 const char *sm_paradigm_name(sm_paradigm_t p) SM_HIDDEN;
 
 #endif

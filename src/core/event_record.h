@@ -14,6 +14,19 @@ typedef enum {
     SM_REC_THREAD_CREATE,  /* ref: id of the created location */
     SM_REC_THREAD_BEGIN,   /* ref: id of the creating location */
     SM_REC_THREAD_END,
+    /* Messages and collectives (ref: communicator; see sm_msg_payload_t). */
+    SM_REC_MSG_SEND,          /* payload: peer/tag, bytes */
+    SM_REC_MSG_RECV,          /* payload: peer/tag, bytes */
+    SM_REC_MSG_ISEND,         /* payload: peer/tag, bytes, request */
+    SM_REC_MSG_ISEND_COMPLETE,/* payload: request */
+    SM_REC_MSG_IRECV_REQUEST, /* payload: request */
+    SM_REC_MSG_IRECV,         /* payload: peer/tag, bytes, request */
+    SM_REC_REQUEST_CANCELLED, /* payload: request */
+    SM_REC_COLL_BEGIN,
+    SM_REC_COLL_END,          /* aux: sm_coll_op_t; payload: root, sent, received */
+    SM_REC_ICOLL_REQUEST,     /* payload: request */
+    SM_REC_ICOLL_COMPLETE,    /* aux: op; payload: root, sent, received, request */
+    SM_REC_METRIC,            /* ref: metric (sm_transfer_kind_t); payload: value */
     SM_REC_KIND_COUNT
 } sm_record_kind_t;
 
@@ -35,6 +48,12 @@ typedef struct sm_record_attr {
         uint64_t raw;
     } value;
 } sm_record_attr_t;
+
+/* Peer and tag of a message share the first payload word. */
+static inline uint64_t sm_msg_peer_tag(uint32_t peer, uint32_t tag)
+{
+    return (uint64_t)peer | (uint64_t)tag << 32;
+}
 
 _Static_assert(sizeof(sm_record_t) == 16, "an event header is 16 bytes");
 _Static_assert(sizeof(sm_record_attr_t) == 16, "an attribute is two words");

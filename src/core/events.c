@@ -1,6 +1,7 @@
 /* The less frequent events and the slow paths of enter/leave. */
 #include "events.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 volatile uint8_t sm_measurement_on = 1;
@@ -93,4 +94,47 @@ void sm_event_thread_create(sm_location_t *loc, uint32_t created, uint64_t t)
 {
     if (loc->tracing && !loc->closed)
         sm_trace_record(loc, SM_REC_THREAD_CREATE, created, t);
+}
+
+void sm_event_record(sm_location_t *loc, sm_record_kind_t kind, uint32_t ref, uint16_t aux,
+                     uint64_t t, const uint64_t *words, uint8_t n)
+{
+    if (!loc->tracing || loc->closed)
+        return;
+    sm_record_t *r = (sm_record_t *)SM_BUFFER_RESERVE(loc, sizeof(sm_record_t) + 8u * n);
+    r->time = t;
+    r->kind = (uint8_t)kind;
+    r->words = n;
+    r->aux = aux;
+    r->ref = ref;
+    memcpy(r + 1, words, 8u * n);
+    SM_BUFFER_COMMIT(loc, (uint8_t *)(r + 1) + 8u * n);
+}
+
+void sm_event_bytes(sm_location_t *loc, uint64_t sent, uint64_t received)
+{
+    if (!loc->profiling || loc->closed)
+        return;
+    sm_profile_node_t *n = loc->sp->node;
+    if (n) {
+        n->bytes_sent += sent;
+        n->bytes_received += received;
+    }
+}
+
+void sm_event_matrix(sm_location_t *loc, uint32_t to, uint32_t n_processes, uint64_t bytes)
+{
+    if (to >= n_processes || loc->closed)
+        return;
+    if (SM_UNLIKELY(!loc->msg_matrix)) {
+        /* Once per thread; the size is the job's, fixed at MPI_Init. */
+        loc->msg_matrix = calloc(2u * (size_t)n_processes, sizeof *loc->msg_matrix);
+        if (!loc->msg_matrix)
+            return;
+        loc->msg_matrix_n = n_processes;
+    }
+    if (to >= loc->msg_matrix_n)
+        return;
+    loc->msg_matrix[2u * to]++;
+    loc->msg_matrix[2u * to + 1] += bytes;
 }

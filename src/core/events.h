@@ -127,6 +127,14 @@ void sm_event_leave_attrs(sm_location_t *loc, sm_region_id_t region, uint64_t t,
                           const sm_attr_value_t *attrs, uint32_t n) SM_HIDDEN;
 
 void sm_event_measurement(sm_location_t *loc, bool on, uint64_t t) SM_HIDDEN;
+
+/* A trace record with n payload words (messages, collectives, metrics). */
+void sm_event_record(sm_location_t *loc, sm_record_kind_t kind, uint32_t ref, uint16_t aux,
+                     uint64_t t, const uint64_t *words, uint8_t n) SM_HIDDEN;
+/* Bytes moved inside the innermost open region, for its profile. */
+void sm_event_bytes(sm_location_t *loc, uint64_t sent, uint64_t received) SM_HIDDEN;
+/* A message to process `to` of the n_processes of the job. */
+void sm_event_matrix(sm_location_t *loc, uint32_t to, uint32_t n_processes, uint64_t bytes) SM_HIDDEN;
 void sm_event_thread_create(sm_location_t *loc, uint32_t created, uint64_t t) SM_HIDDEN;
 
 #endif

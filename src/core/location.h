@@ -56,6 +56,12 @@ typedef struct sm_location {
         sm_region_id_t region;
         uint32_t immutable;        /* name is in read-only memory: no strcmp */
     } name_cache[64];
+    /* Point-to-point messages sent, per receiving process (2 words each:
+     * messages, bytes), allocated at the first send; see sm_event_matrix. */
+    uint64_t *msg_matrix;
+    uint32_t msg_matrix_n;
+    /* Running totals of the transfer metrics (I/O, one-sided bytes). */
+    uint64_t transfer_total[8];
     sm_buffer_t buffer;
     sm_profile_t profile;
     pthread_mutex_t lock;          /* for locations fed by other threads */

@@ -27,6 +27,10 @@ typedef struct sm_profile_node {
     uint64_t visits;
     sm_stat_t incl;
     sm_stat_t excl;
+    /* Data moved inside this region's own calls (messages, collectives,
+     * I/O, one-sided), added by adapters through the event layer. */
+    uint64_t bytes_sent;
+    uint64_t bytes_received;
 } sm_profile_node_t;
 
 typedef struct sm_profile_block sm_profile_block_t;

@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <link.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,8 @@
 #include "events.h"
 #include "location.h"
 #include "../merge/profile_summary.h"
+#include "../merge/process_file.h"
+#include "../merge/unify.h"
 #include "../util/fs.h"
 #include "../util/log.h"
 #include "../writers/writers.h"
@@ -37,6 +40,9 @@ static int sm_outdir_made;
 static char sm_program[256];
 static sm_run_info_t sm_run;
 static int sm_saved_argc;
+static const sm_procs_t *sm_procs;     /* the job's processes; NULL: on our own */
+static int sm_finalizing_job;          /* finalize runs collectively (MPI_Finalize) */
+static char sm_end_reason[128];        /* why the process ends early, when it does */
 static char **sm_saved_argv;
 
 const sm_config_t *sm_runtime_config(void)
@@ -126,6 +132,107 @@ static const char *sm_runtime_spill_dir(void)
     }
     snprintf(dir, sizeof dir, "%s/.spill", sm_outdir);
     return dir;
+}
+
+/* ---------------------------------------------------------------- the job */
+
+void sm_runtime_set_process_group(const sm_procs_t *procs)
+{
+    sm_procs = procs;
+    sm_run.rank = procs ? procs->rank : 0;
+    sm_run.n_ranks = procs ? procs->size : 1;
+    /* Rank 0 claims its folder now, so that the name it hands to the other
+     * ranks is the one it got (a clash adds a suffix). */
+    char err[PATH_MAX + 256];
+    if (procs && procs->rank == 0 && !(sm_cfg.output && sm_cfg.output[0]) &&
+        sm_runtime_make_output_dir(err, sizeof err) != 0)
+        sm_error("%s", err);
+}
+
+uint32_t sm_runtime_process_count(void)
+{
+    return sm_procs ? sm_procs->size : 1;
+}
+
+int sm_runtime_set_output_dir(const char *dir)
+{
+    if (!dir || !dir[0])
+        return -1;
+    pthread_mutex_lock(&sm_runtime_lock);
+    int same = strcmp(dir, sm_outdir) == 0;
+    if (!same) {
+        snprintf(sm_outdir, sizeof sm_outdir, "%s", dir);
+        sm_outdir_made = 0;
+    }
+    pthread_mutex_unlock(&sm_runtime_lock);
+    if (same && sm_outdir_made)
+        return 0;
+    int rc = sm_mkdir_p(sm_outdir);
+    if (rc != 0)
+        sm_error("cannot create output folder %s: %s", sm_outdir, strerror(errno));
+    else
+        sm_outdir_made = 1;
+    return rc;
+}
+
+void sm_runtime_clock_offset(int which, uint64_t local_ns, int64_t offset_ns)
+{
+    sm_clock_set_offset(which, local_ns, offset_ns);
+}
+
+int sm_runtime_finalize_job(void)
+{
+    sm_finalizing_job = 1;
+    return sm_runtime_finalize();
+}
+
+void sm_runtime_emergency_write(const char *reason)
+{
+    snprintf(sm_end_reason, sizeof sm_end_reason, "%s", reason ? reason : "abnormal end");
+    sm_runtime_finalize();
+}
+
+/* ---------------------------------------------------------------- fatal signals */
+
+/* A process ended by a signal still leaves its data: the output of a
+ * process on its own, or the process file of a rank.  Then the signal's
+ * previous action runs, so the process ends as it would have. */
+static const int sm_fatal_signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGSEGV,
+                                       SIGBUS,  SIGFPE, SIGILL, SIGABRT};
+#define SM_N_FATAL (sizeof sm_fatal_signals / sizeof sm_fatal_signals[0])
+static struct sigaction sm_previous_action[SM_N_FATAL];
+
+static void sm_runtime_signal(int sig)
+{
+    static volatile sig_atomic_t entered;
+    size_t k = 0;
+    while (k < SM_N_FATAL && sm_fatal_signals[k] != sig)
+        k++;
+    if (!entered++ && sm_runtime_active) {
+        snprintf(sm_end_reason, sizeof sm_end_reason, "signal %d (%s)", sig, strsignal(sig));
+        sm_runtime_finalize();
+    }
+    if (k < SM_N_FATAL)
+        sigaction(sig, &sm_previous_action[k], NULL);
+    raise(sig); /* delivered when this handler returns, with the old action */
+}
+
+static void sm_runtime_catch_signals(void)
+{
+    for (size_t k = 0; k < SM_N_FATAL; k++) {
+        struct sigaction sa, old;
+        if (sigaction(sm_fatal_signals[k], NULL, &old) != 0)
+            continue;
+        /* Leave alone what the program (or its launcher) chose to ignore. */
+        if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_IGN)
+            continue;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = sm_runtime_signal;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_RESTART;
+        if (sigaction(sm_fatal_signals[k], &sa, &sm_previous_action[k]) != 0)
+            sm_previous_action[k] = old;
+    }
 }
 
 /* ---------------------------------------------------------------- start/stop detection */
@@ -262,9 +369,11 @@ int sm_runtime_init(void)
     sm_run.start_realtime_ns = sm_clock_realtime_at_init_ns();
     sm_run.start_time = sm_clock_now();
     sm_run.clock_source = sm_clock_source_name();
+    sm_run.n_ranks = 1;
 
     atexit(sm_runtime_atexit);
     pthread_atfork(NULL, NULL, sm_runtime_after_fork_child);
+    sm_runtime_catch_signals();
     sm_runtime_active = 1;
     pthread_mutex_unlock(&sm_runtime_lock);
 
@@ -292,6 +401,146 @@ __attribute__((constructor)) static void sm_runtime_constructor(int argc, char *
 }
 
 /* ---------------------------------------------------------------- finalize */
+
+/* Sums of this process's buffer counters, over the job on rank 0. */
+static void sm_runtime_job_totals(const sm_procs_t *procs)
+{
+    uint64_t v[4] = {sm_run.spills, sm_run.spilled_bytes, sm_run.dropped_records,
+                     sm_run.unmatched_leaves};
+    if (procs->allreduce_sum_u64(procs->ctx, v, 4) == 0) {
+        sm_run.spills = v[0];
+        sm_run.spilled_bytes = v[1];
+        sm_run.dropped_records = v[2];
+        sm_run.unmatched_leaves = v[3];
+    }
+}
+
+/* The communication matrix at rank 0: every process's row (the sum over its
+ * threads), gathered.  The two matrices are NULL when no process sent any. */
+static int sm_runtime_gather_matrix(const sm_procs_t *procs, uint64_t **messages, uint64_t **bytes)
+{
+    uint32_t n = procs->size, nloc = sm_location_count();
+    uint64_t *row = calloc(2u * (size_t)n + 1, sizeof *row);
+    uint64_t *all = procs->rank == 0 ? calloc((size_t)n * (2u * n + 1), sizeof *all) : NULL;
+    int rc = -1;
+    *messages = *bytes = NULL;
+    if (row && (procs->rank != 0 || all)) {
+        for (uint32_t i = 0; i < nloc; i++) {
+            const sm_location_t *loc = sm_location_get(i);
+            for (uint32_t k = 0; loc->msg_matrix && k < loc->msg_matrix_n && k < n; k++) {
+                row[2 * k] += loc->msg_matrix[2 * k];
+                row[2 * k + 1] += loc->msg_matrix[2 * k + 1];
+                row[2u * n] += loc->msg_matrix[2 * k];
+            }
+        }
+        rc = procs->gather(procs->ctx, 0, row, sizeof *row * (2u * n + 1), all);
+    }
+    if (rc == 0 && procs->rank == 0) {
+        uint64_t total = 0;
+        for (uint32_t r = 0; r < n; r++)
+            total += all[(size_t)r * (2u * n + 1) + 2u * n];
+        *messages = total ? malloc(sizeof **messages * n * n) : NULL;
+        *bytes = total ? malloc(sizeof **bytes * n * n) : NULL;
+        for (uint32_t r = 0; *messages && *bytes && r < n; r++)
+            for (uint32_t k = 0; k < n; k++) {
+                (*messages)[(size_t)r * n + k] = all[(size_t)r * (2u * n + 1) + 2 * k];
+                (*bytes)[(size_t)r * n + k] = all[(size_t)r * (2u * n + 1) + 2 * k + 1];
+            }
+    }
+    free(row);
+    free(all);
+    return rc;
+}
+
+/* The profile of every process, gathered at rank 0 and written there. */
+static int sm_runtime_write_profile(const sm_procs_t *procs, const sm_job_t *job)
+{
+    sm_profile_summary_t *local = sm_profile_summarize();
+    uint64_t len = 0, all_len = 0;
+    void *blob = local ? sm_profile_summary_serialize(local, job->maps, procs->rank, &len) : NULL;
+    void *all = NULL;
+    int failures = 0;
+    sm_profile_summary_free(local);
+    if (!blob)
+        sm_error("building the profile summary failed: out of memory");
+    /* Take part in the gather even without a blob: the others wait for it. */
+    if (sm_tree_gather(procs, blob ? blob : "", blob ? len : 0, &all, &all_len) != 0)
+        failures++;
+    free(blob);
+    if (procs->rank == 0 && all) {
+        sm_profile_summary_t *job_summary =
+            sm_profile_summary_from_blobs(all, all_len, procs->size);
+        if (!job_summary) {
+            sm_error("building the profile summary of the job failed");
+            failures++;
+        } else {
+            failures += sm_profile_write_text(&sm_run, job, job_summary) != 0;
+            failures += sm_profile_write_json(&sm_run, job, job_summary) != 0;
+            failures += sm_profile_write_csv(&sm_run, job, job_summary) != 0;
+            sm_profile_summary_free(job_summary);
+        }
+    }
+    free(all);
+    return failures || !blob;
+}
+
+/* Everything the job writes, collectively over procs.  Returns this
+ * process's failures. */
+static int sm_runtime_write_job(const sm_procs_t *procs)
+{
+    int failures = 0;
+    sm_id_maps_t maps = {0};
+    sm_defset_t *defs = sm_unify(procs, &maps);
+    uint64_t unusable = defs == NULL;
+    if (procs->allreduce_max_u64(procs->ctx, &unusable, 1) != 0 || unusable) {
+        if (defs)
+            sm_error("the definitions of another process could not be unified; no trace or "
+                     "profile written");
+        sm_defset_free(defs);
+        sm_id_maps_free(&maps);
+        return 1;
+    }
+
+    sm_job_process_t me, *all = NULL;
+    memset(&me, 0, sizeof me);
+    me.rank = procs->rank;
+    me.pid = (int64_t)sm_run.pid;
+    size_t hl = strnlen(sm_run.hostname, sizeof me.hostname - 1);
+    memcpy(me.hostname, sm_run.hostname, hl); /* a longer name is cut */
+    if (procs->rank == 0)
+        all = calloc(procs->size, sizeof *all);
+    if (procs->gather(procs->ctx, 0, &me, sizeof me, all) != 0 || (procs->rank == 0 && !all))
+        failures++;
+
+    uint64_t *messages = NULL, *bytes = NULL;
+    if (sm_runtime_gather_matrix(procs, &messages, &bytes) != 0)
+        failures++;
+    sm_runtime_job_totals(procs);
+
+    sm_job_t job = {
+        .procs = procs,
+        .defs = defs,
+        .maps = &maps,
+        .processes = all,
+        .matrix_messages = messages,
+        .matrix_bytes = bytes,
+    };
+    if (sm_cfg.trace && sm_otf2_write(&sm_run, &job) != 0)
+        failures++;
+    if (sm_cfg.profile)
+        failures += sm_runtime_write_profile(procs, &job);
+    if (procs->rank == 0) {
+        if (messages)
+            failures += sm_comm_matrix_write(&sm_run, &job) != 0;
+        failures += sm_metadata_write_json(&sm_run, &job) != 0;
+    }
+    free(messages);
+    free(bytes);
+    free(all);
+    sm_defset_free(defs);
+    sm_id_maps_free(&maps);
+    return failures;
+}
 
 int sm_runtime_finalize(void)
 {
@@ -326,42 +575,63 @@ int sm_runtime_finalize(void)
     }
     sm_clock_finish();
 
+    /* Collective only from MPI_Finalize.  A rank that ends otherwise (exit
+     * without it, MPI_Abort, a signal) is not in step with the others: it
+     * leaves a process file for sysmeasure-merge. */
+    if (sm_procs && !sm_finalizing_job) {
+        char err[PATH_MAX + 256];
+        int rc = sm_runtime_make_output_dir(err, sizeof err);
+        if (rc != 0)
+            sm_error("%s; rank %u wrote nothing", err, (unsigned)sm_run.rank);
+        else
+            rc = sm_process_file_write(&sm_run, sm_end_reason[0] ? sm_end_reason
+                                                                 : "exit without MPI_Finalize");
+        if (rc == 0 && sm_run.rank == 0)
+            sm_warning("rank 0 ended without MPI_Finalize (%s): each rank left its data in %s; "
+                       "after the job, run: sysmeasure-merge %s",
+                       sm_end_reason[0] ? sm_end_reason : "exit without MPI_Finalize", sm_outdir,
+                       sm_outdir);
+        errno = saved_errno;
+        return rc != 0;
+    }
+    const sm_procs_t *procs = sm_procs && sm_finalizing_job ? sm_procs : sm_procs_single();
+    sm_run.rank = procs->rank;
+    sm_run.n_ranks = procs->size;
+
     int failures = 0;
     char err[PATH_MAX + 256];
     if (sm_runtime_make_output_dir(err, sizeof err) != 0) {
         sm_error("%s; no output written", err);
-        errno = saved_errno;
-        return 1;
-    }
-    if (sm_cfg.trace && sm_otf2_write(&sm_run) != 0)
-        failures++;
-    if (sm_cfg.profile) {
-        sm_profile_summary_t *summary = sm_profile_summarize();
-        if (!summary) {
-            sm_error("building the profile summary failed: out of memory");
-            failures++;
-        } else {
-            failures += sm_profile_write_text(&sm_run, summary) != 0;
-            failures += sm_profile_write_json(&sm_run, summary) != 0;
-            sm_profile_summary_free(summary);
+        if (procs->size == 1) {
+            errno = saved_errno;
+            return 1;
         }
+        failures++; /* still take part: the other processes wait for this one */
     }
-    failures += sm_metadata_write_json(&sm_run) != 0;
+    failures += sm_runtime_write_job(procs);
 
-    if (failures == 0) {
-        /* Everything is in the archive: the spill files can go.  Buffer
-         * memory stays: a thread that is still running may be finishing an
-         * append, and the process is ending anyway. */
+    /* Spill files go only when every process wrote everything. */
+    uint64_t job_failures = (uint64_t)failures;
+    if (procs->allreduce_sum_u64(procs->ctx, &job_failures, 1) != 0)
+        job_failures = 1;
+    if (job_failures == 0) {
+        /* Buffer memory stays: a thread that is still running may be
+         * finishing an append, and the process is ending anyway. */
         for (uint32_t i = 0; i < n; i++)
             sm_buffer_remove_spill(sm_location_get(i));
         char spill[PATH_MAX + 8];
         snprintf(spill, sizeof spill, "%s/.spill", sm_outdir);
         rmdir(spill);
-        if (sm_run.dropped_records)
-            sm_warning("%llu events were lost (spill failed); see metadata.json",
-                       (unsigned long long)sm_run.dropped_records);
-        sm_info(0, "%u thread%s measured, output in %s", n, n == 1 ? "" : "s", sm_outdir);
-    } else {
+        if (procs->rank == 0) {
+            if (sm_run.dropped_records)
+                sm_warning("%llu events were lost (spill failed); see metadata.json",
+                           (unsigned long long)sm_run.dropped_records);
+            if (procs->size > 1)
+                sm_info(0, "%u ranks measured, output in %s", (unsigned)procs->size, sm_outdir);
+            else
+                sm_info(0, "%u thread%s measured, output in %s", n, n == 1 ? "" : "s", sm_outdir);
+        }
+    } else if (failures) {
         sm_error("%d of the outputs in %s could not be written (see above); spill files, if "
                  "any, are kept in %s/.spill", failures, sm_outdir, sm_outdir);
     }

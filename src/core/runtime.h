@@ -10,6 +10,7 @@
 #include <sys/types.h>
 #include "compiler.h"
 #include "config.h"
+#include "../merge/procs.h"
 
 /* 1 while this process is measured (after init, before finalize). */
 extern volatile int sm_runtime_active SM_HIDDEN;
@@ -33,6 +34,9 @@ typedef struct sm_run_info {
     uint64_t spilled_bytes;
     uint64_t dropped_records;
     uint64_t unmatched_leaves;
+    /* The job: this process's rank among n_ranks (0 of 1 without MPI). */
+    uint32_t rank;
+    uint32_t n_ranks;
 } sm_run_info_t;
 
 /* Idempotent.  0 when measuring, -1 when the configuration is unusable
@@ -46,6 +50,18 @@ const sm_config_t *sm_runtime_config(void) SM_HIDDEN;
 const char *sm_runtime_output_dir(void) SM_HIDDEN;
 /* Create the output folder if needed: 0, or -1 with a message in err. */
 int sm_runtime_make_output_dir(char *err, size_t errlen) SM_HIDDEN;
+
+/* The processes of the job (set at MPI_Init): finalize becomes collective
+ * over them.  NULL: a process on its own. */
+void sm_runtime_set_process_group(const sm_procs_t *procs) SM_HIDDEN;
+uint32_t sm_runtime_process_count(void) SM_HIDDEN;
+/* The job's folder, agreed at MPI_Init; created if needed.  0 or -1. */
+int sm_runtime_set_output_dir(const char *dir) SM_HIDDEN;
+void sm_runtime_clock_offset(int which, uint64_t local_ns, int64_t offset_ns) SM_HIDDEN;
+/* Finalize collectively over the process group (from MPI_Finalize). */
+int sm_runtime_finalize_job(void) SM_HIDDEN;
+/* The process is about to end abnormally: put what was measured on disk. */
+void sm_runtime_emergency_write(const char *reason) SM_HIDDEN;
 
 /* Suppress the output for a process (fork child, tests of the core). */
 void sm_runtime_discard_output(void) SM_HIDDEN;

@@ -1,19 +1,21 @@
-/* The process's profile as one tree of call paths, unified across threads.
+/* The profile as one tree of call paths, unified across threads and ranks.
  *
  * Paths are keyed on the sequence of region ids from the root, so the tree is
- * built by inserting each member's own tree in turn: a member is anything with
- * a tree of sm_profile_node_t (here the CPU threads of this process; for the
- * MPI merge, the threads of every rank once region ids are unified).  Child
- * lookup goes through a hash table on (parent, region) so that wide trees and
- * many members stay linear in the number of nodes. */
+ * built by inserting each member's own tree in turn: locally the CPU threads
+ * of this process, for the job the threads of every rank as their blobs
+ * arrive (region ids already unified).  Child lookup goes through a hash
+ * table on (parent, region) so that wide trees and many members stay linear
+ * in the number of nodes. */
 #include "profile_summary.h"
 
 #include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "../core/clock.h"
 #include "../core/location.h"
+#include "../util/log.h"
 
 /* A path as allocated here: the public node, then what building needs.  The
  * members array follows in the same allocation. */
@@ -29,6 +31,7 @@ typedef struct sm_summary_impl {
     sm_cpath_node_t **table;  /* open addressing on (parent, region) */
     size_t table_size;        /* a power of two */
     size_t table_used;
+    sm_region_id_t *paths;    /* every member's creation path, one pool */
 } sm_summary_impl_t;
 
 static sm_summary_impl_t *sm_summary_impl(sm_profile_summary_t *s)
@@ -42,6 +45,7 @@ static void sm_cpath_members_clear(sm_cpath_member_t *m, uint32_t n)
         m[i].visits = 0;
         sm_stat_clear(&m[i].incl);
         sm_stat_clear(&m[i].excl);
+        m[i].bytes_sent = m[i].bytes_received = 0;
     }
 }
 
@@ -117,13 +121,22 @@ static sm_cpath_t *sm_summary_child(sm_summary_impl_t *im, sm_cpath_t *parent,
     return &n->path;
 }
 
+/* A path seen twice for one member (not expected from one tree, but possible
+ * when several trees or blob entries feed one member) adds up. */
+static void sm_cpath_member_merge(sm_cpath_member_t *into, const sm_cpath_member_t *from)
+{
+    into->visits += from->visits;
+    sm_stat_merge(&into->incl, &from->incl);
+    sm_stat_merge(&into->excl, &from->excl);
+    into->bytes_sent += from->bytes_sent;
+    into->bytes_received += from->bytes_received;
+}
+
 static void sm_cpath_accumulate(sm_cpath_member_t *m, const sm_profile_node_t *n)
 {
-    /* A path seen twice for one member (not expected from one tree, but
-     * possible when several trees feed one member) adds up. */
-    m->visits += n->visits;
-    sm_stat_merge(&m->incl, &n->incl);
-    sm_stat_merge(&m->excl, &n->excl);
+    sm_cpath_member_t v = {.visits = n->visits, .incl = n->incl, .excl = n->excl,
+                           .bytes_sent = n->bytes_sent, .bytes_received = n->bytes_received};
+    sm_cpath_member_merge(m, &v);
 }
 
 /* Add one member's call-path tree (region ids in this summary's numbering).
@@ -153,24 +166,127 @@ static int sm_summary_add_tree(sm_summary_impl_t *im, uint32_t member,
     }
 }
 
-/* An empty summary for n_members members. */
-static sm_summary_impl_t *sm_summary_create(uint32_t n_members)
+/* An empty summary for n_members members of n_ranks ranks (n_ranks >= 1). */
+static sm_summary_impl_t *sm_summary_create(uint32_t n_members, uint32_t n_ranks)
 {
     sm_summary_impl_t *im = calloc(1, sizeof *im);
     if (!im)
         return NULL;
     size_t nm = n_members ? n_members : 1; /* never malloc(0) */
     im->pub.n_members = n_members;
+    im->pub.n_ranks = n_ranks;
     im->pub.member_location = calloc(nm, sizeof(uint32_t));
+    im->pub.member_rank = calloc(nm, sizeof(uint32_t));
+    im->pub.member_info = calloc(nm, sizeof(sm_summary_member_t));
+    im->pub.rank_first_member = calloc((size_t)n_ranks + 1, sizeof(uint32_t));
+    im->pub.rank_ns_per_tick = calloc(n_ranks, sizeof(double));
     im->pub.root.members = malloc(nm * sizeof(sm_cpath_member_t));
     im->pub.root.region = SM_INVALID_ID;
-    im->pub.ns_per_tick = sm_clock_ns_per_tick();
-    if (!im->pub.member_location || !im->pub.root.members) {
+    im->pub.ns_per_tick = 1.0;
+    if (!im->pub.member_location || !im->pub.member_rank || !im->pub.member_info ||
+        !im->pub.rank_first_member || !im->pub.rank_ns_per_tick || !im->pub.root.members) {
         sm_profile_summary_free(&im->pub);
         return NULL;
     }
     sm_cpath_members_clear(im->pub.root.members, n_members);
+    for (uint32_t i = 0; i < n_members; i++)
+        im->pub.member_info[i].creator = im->pub.member_info[i].creator_location = SM_INVALID_ID;
     return im;
+}
+
+/* The lookup table only serves building. */
+static void sm_summary_built(sm_summary_impl_t *im)
+{
+    free(im->table);
+    im->table = NULL;
+    im->table_size = im->table_used = 0;
+}
+
+/* Member of [first, last) (sorted by location id) at location, or
+ * SM_INVALID_ID. */
+static uint32_t sm_summary_find_location(const sm_profile_summary_t *s, uint32_t first,
+                                         uint32_t last, uint32_t location)
+{
+    while (first < last) {
+        uint32_t mid = first + (last - first) / 2;
+        if (s->member_location[mid] < location)
+            first = mid + 1;
+        else if (s->member_location[mid] > location)
+            last = mid;
+        else
+            return mid;
+    }
+    return SM_INVALID_ID;
+}
+
+static int sm_u64_compare(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Creator location -> member, per rank.  Members of a rank are sorted by
+ * location id in a job summary; a local summary's given order may be any, so
+ * it searches linearly (few threads, once). */
+static void sm_summary_link_creators(sm_profile_summary_t *s, bool sorted)
+{
+    for (uint32_t i = 0; i < s->n_members; i++) {
+        sm_summary_member_t *m = &s->member_info[i];
+        if (m->creator_location == SM_INVALID_ID)
+            continue;
+        uint32_t r = s->member_rank[i];
+        uint32_t first = s->rank_first_member[r], last = s->rank_first_member[r + 1];
+        if (sorted) {
+            m->creator = sm_summary_find_location(s, first, last, m->creator_location);
+            continue;
+        }
+        for (uint32_t k = first; k < last; k++)
+            if (s->member_location[k] == m->creator_location) {
+                m->creator = k;
+                break;
+            }
+    }
+}
+
+sm_profile_summary_t *sm_profile_summary_from_threads(const sm_summary_thread_t *threads,
+                                                      uint32_t n, double ns_per_tick)
+{
+    sm_summary_impl_t *im = sm_summary_create(n, 1);
+    if (!im)
+        return NULL;
+    size_t depth = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (threads[i].creator_path)
+            depth += threads[i].creator_depth;
+    im->paths = malloc((depth ? depth : 1) * sizeof *im->paths);
+    if (!im->paths) {
+        sm_profile_summary_free(&im->pub);
+        return NULL;
+    }
+    size_t used = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const sm_summary_thread_t *t = &threads[i];
+        sm_summary_member_t *m = &im->pub.member_info[i];
+        im->pub.member_location[i] = t->location;
+        snprintf(m->name, sizeof m->name, "%s", t->name ? t->name : "");
+        m->creator_location = t->creator;
+        m->creation_path = im->paths + used;
+        if (t->creator_path) {
+            memcpy(im->paths + used, t->creator_path, t->creator_depth * sizeof *im->paths);
+            m->creation_depth = t->creator_depth;
+            used += t->creator_depth;
+        }
+        if (t->root && sm_summary_add_tree(im, i, t->root) != 0) {
+            sm_profile_summary_free(&im->pub);
+            return NULL;
+        }
+    }
+    im->pub.rank_first_member[1] = n;
+    im->pub.rank_ns_per_tick[0] = ns_per_tick;
+    im->pub.ns_per_tick = ns_per_tick;
+    sm_summary_link_creators(&im->pub, false);
+    sm_summary_built(im);
+    return &im->pub;
 }
 
 static bool sm_location_is_member(const sm_location_t *loc)
@@ -181,31 +297,28 @@ static bool sm_location_is_member(const sm_location_t *loc)
 sm_profile_summary_t *sm_profile_summarize(void)
 {
     uint32_t count = sm_location_count();
-    uint32_t n_members = 0;
+    uint32_t n = 0;
     for (uint32_t id = 0; id < count; id++)
         if (sm_location_is_member(sm_location_get(id)))
-            n_members++;
-
-    sm_summary_impl_t *im = sm_summary_create(n_members);
-    if (!im)
+            n++;
+    sm_summary_thread_t *t = calloc(n ? n : 1, sizeof *t);
+    if (!t)
         return NULL;
-    uint32_t member = 0;
-    for (uint32_t id = 0; id < count && member < n_members; id++) {
+    uint32_t k = 0;
+    for (uint32_t id = 0; id < count && k < n; id++) {
         const sm_location_t *loc = sm_location_get(id);
         if (!sm_location_is_member(loc))
             continue;
-        im->pub.member_location[member] = loc->id;
-        if (sm_summary_add_tree(im, member, &loc->profile.root) != 0) {
-            sm_profile_summary_free(&im->pub);
-            return NULL;
-        }
-        member++;
+        t[k++] = (sm_summary_thread_t){.location = loc->id,
+                                       .name = loc->name,
+                                       .creator = loc->creator,
+                                       .creator_depth = loc->creator_depth,
+                                       .creator_path = loc->creator_path,
+                                       .root = &loc->profile.root};
     }
-    /* The lookup table only serves building. */
-    free(im->table);
-    im->table = NULL;
-    im->table_size = im->table_used = 0;
-    return &im->pub;
+    sm_profile_summary_t *s = sm_profile_summary_from_threads(t, k, sm_clock_ns_per_tick());
+    free(t);
+    return s;
 }
 
 void sm_profile_summary_free(sm_profile_summary_t *s)
@@ -233,48 +346,671 @@ void sm_profile_summary_free(sm_profile_summary_t *s)
     s->root.first_child = NULL;
     free(s->root.members);
     free(s->member_location);
+    free(s->member_rank);
+    free(s->member_info);
+    free(s->rank_first_member);
+    free(s->rank_ns_per_tick);
+    free(im->paths);
     free(im->table);
     free(im);
 }
 
+/* ---------------------------------------------------------------- blob format
+ *
+ * Little-endian, fixed width, no padding:
+ *
+ *   header   u32 magic "SMPS", u32 version, u32 rank, u32 n_members,
+ *            u64 ns_per_tick (IEEE 754 bits), u64 n_nodes
+ *   members  n_members x { u32 location, u32 creator location (or ~0),
+ *            u32 name length (< 64), name bytes, u32 depth, depth x u32 region }
+ *   nodes    n_nodes x, parents before children:
+ *            { u32 parent (0 = root, else 1-based index of an earlier node),
+ *              u32 region, u32 n_entries,
+ *              n_entries x { u32 member, u64 visits, stat incl, stat excl,
+ *                            u64 bytes sent, u64 bytes received } }
+ *            stat = u64 sum, u64 min, u64 max, u64 sumsq low, u64 sumsq high
+ *
+ * Region ids are the job's unified ids; times are ticks of the rank's clock.
+ * Entries exist only for members that were on the path. */
+
+#define SM_BLOB_MAGIC 0x53504d53u /* "SMPS" in little-endian bytes */
+#define SM_BLOB_VERSION 1u
+#define SM_BLOB_HEADER 32u
+#define SM_BLOB_MEMBER_MIN 16u /* without name and path */
+#define SM_BLOB_NODE_MIN 12u
+#define SM_BLOB_ENTRY 108u
+#define SM_BLOB_NAME_MAX 63u
+
+typedef struct sm_wbuf {
+    uint8_t *p;
+    size_t len, cap;
+    bool oom;
+} sm_wbuf_t;
+
+static uint8_t *sm_wbuf_room(sm_wbuf_t *w, size_t n)
+{
+    if (w->oom)
+        return NULL;
+    if (w->cap - w->len < n) {
+        size_t cap = w->cap ? w->cap : 4096;
+        while (cap - w->len < n) {
+            if (cap > SIZE_MAX / 2) {
+                w->oom = true;
+                return NULL;
+            }
+            cap *= 2;
+        }
+        uint8_t *p = realloc(w->p, cap);
+        if (!p) {
+            w->oom = true;
+            return NULL;
+        }
+        w->p = p;
+        w->cap = cap;
+    }
+    uint8_t *at = w->p + w->len;
+    w->len += n;
+    return at;
+}
+
+static void sm_put_u32(sm_wbuf_t *w, uint32_t v)
+{
+    uint8_t *p = sm_wbuf_room(w, 4);
+    if (p)
+        for (int i = 0; i < 4; i++)
+            p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void sm_put_u64(sm_wbuf_t *w, uint64_t v)
+{
+    uint8_t *p = sm_wbuf_room(w, 8);
+    if (p)
+        for (int i = 0; i < 8; i++)
+            p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void sm_put_stat(sm_wbuf_t *w, const sm_stat_t *s)
+{
+    sm_put_u64(w, s->sum);
+    sm_put_u64(w, s->min);
+    sm_put_u64(w, s->max);
+    sm_put_u64(w, (uint64_t)s->sumsq);
+    sm_put_u64(w, (uint64_t)(s->sumsq >> 64));
+}
+
+static uint32_t sm_map_region(const sm_id_maps_t *maps, sm_region_id_t id)
+{
+    if (!maps || id == SM_INVALID_ID)
+        return id;
+    return id < maps->n_regions && maps->regions ? maps->regions[id] : SM_INVALID_ID;
+}
+
+static bool sm_member_on_path(const sm_cpath_member_t *m)
+{
+    return m->visits || m->incl.sum || m->excl.sum || m->bytes_sent || m->bytes_received;
+}
+
+typedef struct sm_ser_walk {
+    sm_wbuf_t *w;
+    const sm_profile_summary_t *s;
+    const sm_id_maps_t *maps;
+    uint32_t *index_at_depth; /* pre-order: a node's parent is the last node
+                               * seen one level up */
+    uint32_t depth_cap;
+    uint32_t next_index;
+    uint64_t count;
+} sm_ser_walk_t;
+
+static void sm_ser_count(const sm_cpath_t *p, void *arg)
+{
+    sm_ser_walk_t *x = arg;
+    if (p->depth > x->depth_cap)
+        x->depth_cap = p->depth;
+    x->count++;
+}
+
+static void sm_ser_node(const sm_cpath_t *p, void *arg)
+{
+    sm_ser_walk_t *x = arg;
+    if (p->depth == 0)
+        return;
+    uint32_t index = ++x->next_index;
+    x->index_at_depth[p->depth] = index;
+    sm_put_u32(x->w, x->index_at_depth[p->depth - 1]);
+    sm_put_u32(x->w, sm_map_region(x->maps, p->region));
+    uint32_t entries = 0;
+    for (uint32_t i = 0; i < x->s->n_members; i++)
+        entries += sm_member_on_path(&p->members[i]);
+    sm_put_u32(x->w, entries);
+    for (uint32_t i = 0; i < x->s->n_members; i++) {
+        const sm_cpath_member_t *m = &p->members[i];
+        if (!sm_member_on_path(m))
+            continue;
+        sm_put_u32(x->w, i);
+        sm_put_u64(x->w, m->visits);
+        sm_put_stat(x->w, &m->incl);
+        sm_put_stat(x->w, &m->excl);
+        sm_put_u64(x->w, m->bytes_sent);
+        sm_put_u64(x->w, m->bytes_received);
+    }
+}
+
+void *sm_profile_summary_serialize(const sm_profile_summary_t *s, const sm_id_maps_t *maps,
+                                   uint32_t rank, uint64_t *len)
+{
+    *len = 0;
+    sm_wbuf_t w = {0};
+    sm_ser_walk_t x = {.w = &w, .s = s, .maps = maps};
+    sm_cpath_walk(&s->root, sm_ser_count, &x);
+    uint64_t n_nodes = x.count - 1; /* without the root */
+    if (n_nodes >= UINT32_MAX)
+        return NULL; /* parent indices are 32-bit */
+    x.index_at_depth = calloc((size_t)x.depth_cap + 1, sizeof *x.index_at_depth);
+    if (!x.index_at_depth)
+        return NULL;
+
+    double npt = s->n_ranks ? s->rank_ns_per_tick[0] : s->ns_per_tick;
+    uint64_t npt_bits;
+    memcpy(&npt_bits, &npt, sizeof npt_bits);
+    sm_put_u32(&w, SM_BLOB_MAGIC);
+    sm_put_u32(&w, SM_BLOB_VERSION);
+    sm_put_u32(&w, rank);
+    sm_put_u32(&w, s->n_members);
+    sm_put_u64(&w, npt_bits);
+    sm_put_u64(&w, n_nodes);
+    for (uint32_t i = 0; i < s->n_members; i++) {
+        const sm_summary_member_t *m = &s->member_info[i];
+        size_t name_len = strnlen(m->name, sizeof m->name);
+        if (name_len > SM_BLOB_NAME_MAX)
+            name_len = SM_BLOB_NAME_MAX;
+        sm_put_u32(&w, s->member_location[i]);
+        sm_put_u32(&w, m->creator_location);
+        sm_put_u32(&w, (uint32_t)name_len);
+        uint8_t *p = sm_wbuf_room(&w, name_len);
+        if (p)
+            memcpy(p, m->name, name_len);
+        sm_put_u32(&w, m->creation_depth);
+        for (uint32_t d = 0; d < m->creation_depth; d++)
+            sm_put_u32(&w, sm_map_region(maps, m->creation_path[d]));
+    }
+    sm_cpath_walk(&s->root, sm_ser_node, &x);
+    free(x.index_at_depth);
+    if (w.oom) {
+        free(w.p);
+        return NULL;
+    }
+    *len = w.len;
+    return w.p;
+}
+
+/* ---------------------------------------------------------------- reading blobs */
+
+typedef struct sm_rbuf {
+    const uint8_t *p, *end;
+    bool bad; /* read past the end: every later read gives 0 */
+} sm_rbuf_t;
+
+static const uint8_t *sm_get_bytes(sm_rbuf_t *r, uint64_t n)
+{
+    if (r->bad || (uint64_t)(r->end - r->p) < n) {
+        r->bad = true;
+        return NULL;
+    }
+    const uint8_t *at = r->p;
+    r->p += n;
+    return at;
+}
+
+static uint32_t sm_get_u32(sm_rbuf_t *r)
+{
+    const uint8_t *p = sm_get_bytes(r, 4);
+    uint32_t v = 0;
+    for (int i = 0; p && i < 4; i++)
+        v |= (uint32_t)p[i] << (8 * i);
+    return v;
+}
+
+static uint64_t sm_get_u64(sm_rbuf_t *r)
+{
+    const uint8_t *p = sm_get_bytes(r, 8);
+    uint64_t v = 0;
+    for (int i = 0; p && i < 8; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+static void sm_get_stat(sm_rbuf_t *r, sm_stat_t *s)
+{
+    s->sum = sm_get_u64(r);
+    s->min = sm_get_u64(r);
+    s->max = sm_get_u64(r);
+    uint64_t lo = sm_get_u64(r), hi = sm_get_u64(r);
+    s->sumsq = (unsigned __int128)hi << 64 | lo;
+}
+
+static uint64_t sm_remaining(const sm_rbuf_t *r)
+{
+    return r->bad ? 0 : (uint64_t)(r->end - r->p);
+}
+
+/* What the first pass learns of a blob. */
+typedef struct sm_blob_head {
+    const uint8_t *blob;
+    uint64_t len;
+    uint32_t n_members;
+    uint64_t n_nodes;
+    uint64_t path_regions; /* creation paths, summed */
+    double ns_per_tick;
+} sm_blob_head_t;
+
+/* Scratch shared by the blobs, grown to the largest. */
+typedef struct sm_blob_work {
+    uint64_t *keys;   /* location << 32 | local member, sorted */
+    uint32_t *perm;   /* local member -> position in location order */
+    uint32_t members_cap;
+    sm_cpath_t **at;  /* node index -> path (the second pass) */
+    uint64_t at_cap;
+} sm_blob_work_t;
+
+static const char *sm_blob_why; /* the first problem found, for the message */
+
+static bool sm_blob_fail(const char *why)
+{
+    if (!sm_blob_why)
+        sm_blob_why = why;
+    return false;
+}
+
+static bool sm_blob_header(sm_rbuf_t *r, uint32_t rank, sm_blob_head_t *h)
+{
+    if (sm_get_u32(r) != SM_BLOB_MAGIC || r->bad)
+        return sm_blob_fail("not a profile summary");
+    if (sm_get_u32(r) != SM_BLOB_VERSION)
+        return sm_blob_fail("unknown version");
+    uint32_t blob_rank = sm_get_u32(r);
+    h->n_members = sm_get_u32(r);
+    uint64_t bits = sm_get_u64(r);
+    h->n_nodes = sm_get_u64(r);
+    if (r->bad)
+        return sm_blob_fail("truncated header");
+    if (rank != SM_INVALID_ID && blob_rank != rank)
+        return sm_blob_fail("rank differs from its record");
+    memcpy(&h->ns_per_tick, &bits, sizeof bits);
+    if (!isfinite(h->ns_per_tick) || !(h->ns_per_tick > 0))
+        return sm_blob_fail("invalid tick length");
+    /* Counts bounded by the bytes that could hold them: a corrupt count must
+     * not drive an allocation. */
+    if (h->n_members > sm_remaining(r) / SM_BLOB_MEMBER_MIN)
+        return sm_blob_fail("member count beyond the blob");
+    return true;
+}
+
+/* Sorts the members by location id into work->perm; false on a repeated
+ * location. */
+static bool sm_blob_order_members(sm_blob_work_t *work, uint32_t n)
+{
+    if (n > 1)
+        qsort(work->keys, n, sizeof *work->keys, sm_u64_compare);
+    for (uint32_t k = 0; k < n; k++) {
+        if (k && work->keys[k] >> 32 == work->keys[k - 1] >> 32)
+            return sm_blob_fail("a location appears twice");
+        work->perm[(uint32_t)work->keys[k]] = k;
+    }
+    return true;
+}
+
+static bool sm_blob_work_members(sm_blob_work_t *work, uint32_t n)
+{
+    if (n <= work->members_cap)
+        return true;
+    uint64_t *keys = realloc(work->keys, n * sizeof *keys);
+    if (keys)
+        work->keys = keys;
+    uint32_t *perm = realloc(work->perm, n * sizeof *perm);
+    if (perm)
+        work->perm = perm;
+    if (!keys || !perm)
+        return false;
+    work->members_cap = n;
+    return true;
+}
+
+/* Reads the members section.  With im, fills members base.. (in location
+ * order) and their creation paths from *pool. */
+static bool sm_blob_members(sm_rbuf_t *r, sm_blob_head_t *h, sm_blob_work_t *work,
+                            sm_summary_impl_t *im, uint32_t rank, uint32_t base,
+                            sm_region_id_t **pool)
+{
+    h->path_regions = 0;
+    const uint8_t *start = r->p;
+    for (uint32_t i = 0; i < h->n_members; i++) {
+        uint32_t location = sm_get_u32(r);
+        sm_get_u32(r); /* creator */
+        uint32_t name_len = sm_get_u32(r);
+        if (name_len > SM_BLOB_NAME_MAX)
+            return sm_blob_fail("thread name too long");
+        sm_get_bytes(r, name_len);
+        uint32_t depth = sm_get_u32(r);
+        if (r->bad || depth > sm_remaining(r) / 4)
+            return sm_blob_fail("truncated member");
+        sm_get_bytes(r, (uint64_t)depth * 4);
+        h->path_regions += depth;
+        work->keys[i] = (uint64_t)location << 32 | i;
+    }
+    if (!sm_blob_order_members(work, h->n_members))
+        return false;
+    if (!im)
+        return true;
+
+    /* Second reading of the section, now that the order is known. */
+    sm_rbuf_t again = {.p = start, .end = r->p};
+    for (uint32_t i = 0; i < h->n_members; i++) {
+        uint32_t m = base + work->perm[i];
+        sm_summary_member_t *info = &im->pub.member_info[m];
+        im->pub.member_location[m] = sm_get_u32(&again);
+        im->pub.member_rank[m] = rank;
+        info->creator_location = sm_get_u32(&again);
+        uint32_t name_len = sm_get_u32(&again);
+        memcpy(info->name, sm_get_bytes(&again, name_len), name_len);
+        info->name[name_len] = '\0';
+        info->creation_depth = sm_get_u32(&again);
+        info->creation_path = *pool;
+        for (uint32_t d = 0; d < info->creation_depth; d++)
+            *(*pool)++ = sm_get_u32(&again);
+    }
+    return true;
+}
+
+/* Reads the nodes section; with im, adds them to the tree. */
+static bool sm_blob_nodes(sm_rbuf_t *r, const sm_blob_head_t *h, sm_blob_work_t *work,
+                          sm_summary_impl_t *im, uint32_t base, bool *oom)
+{
+    if (h->n_nodes > sm_remaining(r) / SM_BLOB_NODE_MIN)
+        return sm_blob_fail("node count beyond the blob");
+    if (im && h->n_nodes + 1 > work->at_cap) {
+        sm_cpath_t **at = realloc(work->at, (size_t)(h->n_nodes + 1) * sizeof *at);
+        if (!at) {
+            *oom = true;
+            return false;
+        }
+        work->at = at;
+        work->at_cap = h->n_nodes + 1;
+    }
+    if (im)
+        work->at[0] = &im->pub.root;
+    for (uint64_t i = 1; i <= h->n_nodes; i++) {
+        uint32_t parent = sm_get_u32(r);
+        uint32_t region = sm_get_u32(r);
+        uint32_t entries = sm_get_u32(r);
+        if (r->bad)
+            return sm_blob_fail("truncated node");
+        if (parent >= i)
+            return sm_blob_fail("a node before its parent");
+        if (entries > h->n_members || entries > sm_remaining(r) / SM_BLOB_ENTRY)
+            return sm_blob_fail("entry count beyond the blob");
+        sm_cpath_t *c = NULL;
+        if (im) {
+            c = sm_summary_child(im, work->at[parent], region);
+            if (!c) {
+                *oom = true;
+                return false;
+            }
+            work->at[i] = c;
+        }
+        for (uint32_t e = 0; e < entries; e++) {
+            uint32_t member = sm_get_u32(r);
+            sm_cpath_member_t v;
+            v.visits = sm_get_u64(r);
+            sm_get_stat(r, &v.incl);
+            sm_get_stat(r, &v.excl);
+            v.bytes_sent = sm_get_u64(r);
+            v.bytes_received = sm_get_u64(r);
+            if (member >= h->n_members)
+                return sm_blob_fail("entry of an unknown member");
+            if (c)
+                sm_cpath_member_merge(&c->members[base + work->perm[member]], &v);
+        }
+    }
+    if (r->bad)
+        return sm_blob_fail("truncated node");
+    if (r->p != r->end)
+        return sm_blob_fail("bytes after the last node");
+    return true;
+}
+
+/* One blob: validated (im NULL) or added to im. */
+static bool sm_blob_read(const sm_blob_head_t *known, uint32_t rank, sm_blob_head_t *h,
+                         sm_blob_work_t *work, sm_summary_impl_t *im, uint32_t base,
+                         sm_region_id_t **pool, bool *oom)
+{
+    sm_rbuf_t r = {.p = known->blob, .end = known->blob + known->len};
+    *h = *known;
+    if (!sm_blob_header(&r, rank, h))
+        return false;
+    if (!sm_blob_work_members(work, h->n_members)) {
+        *oom = true;
+        return false;
+    }
+    return sm_blob_members(&r, h, work, im, rank, base, pool) &&
+           sm_blob_nodes(&r, h, work, im, base, oom);
+}
+
+sm_profile_summary_t *sm_profile_summary_from_blobs(const void *seq, uint64_t len,
+                                                    uint32_t n_ranks)
+{
+    if (n_ranks == 0)
+        n_ranks = 1;
+    sm_blob_head_t *heads = calloc(n_ranks, sizeof *heads);
+    if (!heads)
+        return NULL;
+    sm_blob_work_t work = {0};
+    sm_summary_impl_t *im = NULL;
+    bool oom = false;
+    uint32_t bad_rank = SM_INVALID_ID;
+    sm_blob_why = NULL;
+
+    /* First pass: every record is checked before anything is built, and
+     * the counts give the member numbering (by rank, then location). */
+    const uint8_t *p = seq, *end = p ? p + len : NULL;
+    uint32_t rank;
+    const uint8_t *blob;
+    uint64_t blob_len;
+    uint64_t members = 0, path_regions = 0;
+    while (p && p < end) {
+        p = sm_tree_next(p, end, &rank, &blob, &blob_len);
+        if (!p)
+            break;
+        if (rank >= n_ranks) {
+            sm_blob_fail("rank beyond the job");
+            bad_rank = rank;
+            goto fail;
+        }
+        if (heads[rank].blob) {
+            sm_blob_fail("rank sent two summaries");
+            bad_rank = rank;
+            goto fail;
+        }
+        if (blob_len == 0) {
+            /* The rank took part in the gather without a summary (it said
+             * why); the others still make a job profile. */
+            sm_warning("rank %u sent no profile summary; the job's profile lacks its threads",
+                       (unsigned)rank);
+            continue;
+        }
+        heads[rank].blob = blob;
+        heads[rank].len = blob_len;
+        sm_blob_head_t h;
+        if (!sm_blob_read(&heads[rank], rank, &h, &work, NULL, 0, NULL, &oom)) {
+            bad_rank = rank;
+            goto fail;
+        }
+        heads[rank] = h;
+        members += h.n_members;
+        path_regions += h.path_regions;
+    }
+    if (members >= UINT32_MAX) {
+        sm_blob_fail("too many threads");
+        goto fail;
+    }
+
+    im = sm_summary_create((uint32_t)members, n_ranks);
+    if (!im || !(im->paths = malloc((path_regions ? path_regions : 1) * sizeof *im->paths))) {
+        oom = true;
+        goto fail;
+    }
+    sm_region_id_t *pool = im->paths;
+    uint32_t base = 0;
+    bool first = true;
+    for (uint32_t r = 0; r < n_ranks; r++) {
+        im->pub.rank_first_member[r] = base;
+        if (!heads[r].blob)
+            continue;
+        im->pub.rank_ns_per_tick[r] = heads[r].ns_per_tick;
+        if (first)
+            im->pub.ns_per_tick = heads[r].ns_per_tick;
+        first = false;
+        sm_blob_head_t h;
+        if (!sm_blob_read(&heads[r], r, &h, &work, im, base, &pool, &oom)) {
+            bad_rank = r; /* only out of memory: the blob was checked */
+            goto fail;
+        }
+        base += h.n_members;
+    }
+    im->pub.rank_first_member[n_ranks] = base;
+    sm_summary_link_creators(&im->pub, true);
+    sm_summary_built(im);
+    free(heads);
+    free(work.keys);
+    free(work.perm);
+    free(work.at);
+    return &im->pub;
+
+fail:
+    if (oom)
+        sm_error("building the job's profile summary failed: out of memory");
+    else if (bad_rank != SM_INVALID_ID)
+        sm_error("the profile summary of rank %u is malformed (%s); no job profile written",
+                 (unsigned)bad_rank, sm_blob_why ? sm_blob_why : "?");
+    else
+        sm_error("the profile summaries are malformed (%s); no job profile written",
+                 sm_blob_why ? sm_blob_why : "?");
+    if (im)
+        sm_profile_summary_free(&im->pub);
+    free(heads);
+    free(work.keys);
+    free(work.perm);
+    free(work.at);
+    return NULL;
+}
+
+static void sm_set_u32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t sm_at_u32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+int sm_profile_summary_remap(void *blob, uint64_t len, const uint32_t *regions,
+                             uint32_t n_regions)
+{
+    /* Checked whole first, so that the rewrite below can trust the counts
+     * and a damaged blob stays untouched. */
+    sm_blob_work_t work = {0};
+    sm_blob_head_t h, known = {.blob = blob, .len = len};
+    bool oom = false;
+    sm_blob_why = NULL;
+    bool ok = sm_blob_read(&known, SM_INVALID_ID, &h, &work, NULL, 0, NULL, &oom);
+    free(work.keys);
+    free(work.perm);
+    free(work.at);
+    if (!ok)
+        return -1;
+    sm_id_maps_t maps = {.n_regions = n_regions, .regions = (uint32_t *)regions};
+    uint8_t *p = (uint8_t *)blob + SM_BLOB_HEADER;
+    for (uint32_t i = 0; i < h.n_members; i++) {
+        p += 8; /* location, creator */
+        p += 4 + sm_at_u32(p);
+        uint32_t depth = sm_at_u32(p);
+        p += 4;
+        for (uint32_t d = 0; d < depth; d++, p += 4)
+            sm_set_u32(p, sm_map_region(&maps, sm_at_u32(p)));
+    }
+    for (uint64_t k = 0; k < h.n_nodes; k++) {
+        sm_set_u32(p + 4, sm_map_region(&maps, sm_at_u32(p + 4)));
+        p += SM_BLOB_NODE_MIN + (uint64_t)sm_at_u32(p + 8) * SM_BLOB_ENTRY;
+    }
+    return 0;
+}
+
 /* ---------------------------------------------------------------- reading */
 
-typedef enum { SM_VALUE_INCL, SM_VALUE_EXCL, SM_VALUE_VISITS } sm_value_kind_t;
+typedef enum {
+    SM_VALUE_INCL,
+    SM_VALUE_EXCL,
+    SM_VALUE_VISITS,
+    SM_VALUE_SENT,
+    SM_VALUE_RECEIVED
+} sm_value_kind_t;
 
 /* Welford's update: one pass, no cancellation when values are large and close
  * (time sums in ns of many similar threads). */
+typedef struct sm_spread_acc {
+    sm_spread_t r;
+    double mean, m2;
+} sm_spread_acc_t;
+
+static void sm_spread_begin(sm_spread_acc_t *a)
+{
+    memset(a, 0, sizeof *a);
+    a->r.min_member = a->r.max_member = SM_INVALID_ID;
+}
+
+static void sm_spread_add(sm_spread_acc_t *a, double x, uint32_t who)
+{
+    sm_spread_t *r = &a->r;
+    r->n++;
+    /* Strict comparisons: the lowest member (rank) wins a tie. */
+    if (r->n == 1 || x < r->min) {
+        r->min = x;
+        r->min_member = who;
+    }
+    if (r->n == 1 || x > r->max) {
+        r->max = x;
+        r->max_member = who;
+    }
+    double d = x - a->mean;
+    a->mean += d / r->n;
+    a->m2 += d * (x - a->mean);
+}
+
+static sm_spread_t sm_spread_end(sm_spread_acc_t *a)
+{
+    if (a->r.n) {
+        a->r.mean = a->mean;
+        a->r.stddev = a->m2 > 0 ? sqrt(a->m2 / a->r.n) : 0.0; /* population */
+    }
+    return a->r;
+}
+
 static sm_spread_t sm_cpath_spread(const sm_profile_summary_t *s, const sm_cpath_t *p,
                                    sm_value_kind_t kind)
 {
-    sm_spread_t r;
-    memset(&r, 0, sizeof r);
-    r.min_member = r.max_member = SM_INVALID_ID;
-    double mean = 0, m2 = 0;
+    sm_spread_acc_t a;
+    sm_spread_begin(&a);
     for (uint32_t i = 0; i < s->n_members; i++) {
         const sm_cpath_member_t *m = &p->members[i];
         if (m->visits == 0)
             continue;
+        double npt = sm_summary_member_ns_per_tick(s, i);
         double x = kind == SM_VALUE_VISITS ? (double)m->visits
-                 : (double)(kind == SM_VALUE_INCL ? m->incl.sum : m->excl.sum) * s->ns_per_tick;
-        r.n++;
-        /* Strict comparisons: the lowest member wins a tie. */
-        if (r.n == 1 || x < r.min) {
-            r.min = x;
-            r.min_member = i;
-        }
-        if (r.n == 1 || x > r.max) {
-            r.max = x;
-            r.max_member = i;
-        }
-        double d = x - mean;
-        mean += d / r.n;
-        m2 += d * (x - mean);
+                 : (double)(kind == SM_VALUE_INCL ? m->incl.sum : m->excl.sum) * npt;
+        sm_spread_add(&a, x, i);
     }
-    if (r.n) {
-        r.mean = mean;
-        r.stddev = m2 > 0 ? sqrt(m2 / r.n) : 0.0; /* population */
-    }
-    return r;
+    return sm_spread_end(&a);
 }
 
 sm_spread_t sm_cpath_spread_time(const sm_profile_summary_t *s, const sm_cpath_t *p,
@@ -286,6 +1022,192 @@ sm_spread_t sm_cpath_spread_time(const sm_profile_summary_t *s, const sm_cpath_t
 sm_spread_t sm_cpath_spread_visits(const sm_profile_summary_t *s, const sm_cpath_t *p)
 {
     return sm_cpath_spread(s, p, SM_VALUE_VISITS);
+}
+
+void sm_cpath_rank_total(const sm_profile_summary_t *s, const sm_cpath_t *p, uint32_t rank,
+                         sm_cpath_rank_total_t *out)
+{
+    memset(out, 0, sizeof *out);
+    if (rank >= s->n_ranks)
+        return;
+    /* Ticks add up exactly within a rank (one clock); ns only at the end. */
+    uint64_t incl = 0, excl = 0;
+    for (uint32_t i = s->rank_first_member[rank]; i < s->rank_first_member[rank + 1]; i++) {
+        const sm_cpath_member_t *m = &p->members[i];
+        out->threads += m->visits != 0;
+        out->visits += m->visits;
+        incl += m->incl.sum;
+        excl += m->excl.sum;
+        out->bytes_sent += m->bytes_sent;
+        out->bytes_received += m->bytes_received;
+    }
+    out->incl_ns = (double)incl * s->rank_ns_per_tick[rank];
+    out->excl_ns = (double)excl * s->rank_ns_per_tick[rank];
+}
+
+static sm_spread_t sm_cpath_spread_ranks(const sm_profile_summary_t *s, const sm_cpath_t *p,
+                                         sm_value_kind_t kind)
+{
+    sm_spread_acc_t a;
+    sm_spread_begin(&a);
+    for (uint32_t r = 0; r < s->n_ranks; r++) {
+        sm_cpath_rank_total_t t;
+        sm_cpath_rank_total(s, p, r, &t);
+        if (t.threads == 0)
+            continue;
+        double x = kind == SM_VALUE_INCL   ? t.incl_ns
+                 : kind == SM_VALUE_EXCL   ? t.excl_ns
+                 : kind == SM_VALUE_VISITS ? (double)t.visits
+                 : kind == SM_VALUE_SENT   ? (double)t.bytes_sent
+                                           : (double)t.bytes_received;
+        sm_spread_add(&a, x, r);
+    }
+    return sm_spread_end(&a);
+}
+
+sm_spread_t sm_cpath_spread_ranks_time(const sm_profile_summary_t *s, const sm_cpath_t *p,
+                                       int exclusive)
+{
+    return sm_cpath_spread_ranks(s, p, exclusive ? SM_VALUE_EXCL : SM_VALUE_INCL);
+}
+
+sm_spread_t sm_cpath_spread_ranks_visits(const sm_profile_summary_t *s, const sm_cpath_t *p)
+{
+    return sm_cpath_spread_ranks(s, p, SM_VALUE_VISITS);
+}
+
+sm_spread_t sm_cpath_spread_ranks_bytes(const sm_profile_summary_t *s, const sm_cpath_t *p,
+                                        int received)
+{
+    return sm_cpath_spread_ranks(s, p, received ? SM_VALUE_RECEIVED : SM_VALUE_SENT);
+}
+
+/* ---------------------------------------------------------------- region totals */
+
+typedef struct sm_totals_walk {
+    const sm_profile_summary_t *s;
+    sm_region_select_fn select;
+    void *arg;
+    uint32_t *slot_of;      /* region -> slot, SM_INVALID_ID: none yet */
+    uint32_t max_region;    /* first walk */
+    bool any;
+    sm_region_total_t *totals;
+    uint32_t n_slots;
+    double *rank_time;      /* [slot][rank] */
+    uint8_t *rank_called;   /* [slot][rank] */
+} sm_totals_walk_t;
+
+static bool sm_totals_selected(sm_totals_walk_t *x, const sm_cpath_t *p)
+{
+    return p->depth > 0 && p->region != SM_INVALID_ID && x->select(p->region, x->arg);
+}
+
+static void sm_totals_scan(const sm_cpath_t *p, void *arg)
+{
+    sm_totals_walk_t *x = arg;
+    if (!sm_totals_selected(x, p))
+        return;
+    if (!x->any || p->region > x->max_region)
+        x->max_region = p->region;
+    x->any = true;
+}
+
+static void sm_totals_slot(const sm_cpath_t *p, void *arg)
+{
+    sm_totals_walk_t *x = arg;
+    if (sm_totals_selected(x, p) && x->slot_of[p->region] == SM_INVALID_ID)
+        x->slot_of[p->region] = x->n_slots++;
+}
+
+static void sm_totals_add(const sm_cpath_t *p, void *arg)
+{
+    sm_totals_walk_t *x = arg;
+    if (!sm_totals_selected(x, p))
+        return;
+    const sm_profile_summary_t *s = x->s;
+    uint32_t slot = x->slot_of[p->region];
+    sm_region_total_t *t = &x->totals[slot];
+    t->region = p->region;
+    /* A call of the region inside itself is already in the outer call's
+     * inclusive time. */
+    bool nested = false;
+    for (const sm_cpath_t *q = p->parent; q && q->depth > 0 && !nested; q = q->parent)
+        nested = q->region == p->region;
+    for (uint32_t i = 0; i < s->n_members; i++) {
+        const sm_cpath_member_t *m = &p->members[i];
+        if (!sm_member_on_path(m))
+            continue;
+        uint32_t r = s->member_rank[i];
+        size_t k = (size_t)slot * s->n_ranks + r;
+        t->calls += m->visits;
+        t->bytes_sent += m->bytes_sent;
+        t->bytes_received += m->bytes_received;
+        if (m->visits)
+            x->rank_called[k] = 1;
+        if (!nested)
+            x->rank_time[k] += (double)m->incl.sum * s->rank_ns_per_tick[r];
+    }
+}
+
+static int sm_region_total_compare(const void *a, const void *b)
+{
+    const sm_region_total_t *x = a, *y = b;
+    if (x->time_ns != y->time_ns)
+        return x->time_ns > y->time_ns ? -1 : 1;
+    return x->region < y->region ? -1 : x->region > y->region;
+}
+
+sm_region_total_t *sm_profile_region_totals(const sm_profile_summary_t *s,
+                                            sm_region_select_fn select, void *arg,
+                                            uint32_t *n)
+{
+    *n = 0;
+    sm_totals_walk_t x = {.s = s, .select = select, .arg = arg};
+    sm_cpath_walk(&s->root, sm_totals_scan, &x);
+    if (!x.any)
+        return NULL;
+    x.slot_of = malloc(((size_t)x.max_region + 1) * sizeof *x.slot_of);
+    if (!x.slot_of)
+        goto oom;
+    memset(x.slot_of, 0xff, ((size_t)x.max_region + 1) * sizeof *x.slot_of);
+    sm_cpath_walk(&s->root, sm_totals_slot, &x);
+    size_t cells = (size_t)x.n_slots * s->n_ranks;
+    x.totals = calloc(x.n_slots, sizeof *x.totals);
+    x.rank_time = calloc(cells, sizeof *x.rank_time);
+    x.rank_called = calloc(cells, 1);
+    if (!x.totals || !x.rank_time || !x.rank_called)
+        goto oom;
+    sm_cpath_walk(&s->root, sm_totals_add, &x);
+    for (uint32_t k = 0; k < x.n_slots; k++) {
+        sm_region_total_t *t = &x.totals[k];
+        t->max_rank = SM_INVALID_ID;
+        for (uint32_t r = 0; r < s->n_ranks; r++) {
+            size_t c = (size_t)k * s->n_ranks + r;
+            if (!x.rank_called[c])
+                continue;
+            double v = x.rank_time[c];
+            t->time_ns += v;
+            t->ranks++;
+            if (t->max_rank == SM_INVALID_ID || v > t->max_rank_ns) {
+                t->max_rank_ns = v;
+                t->max_rank = r;
+            }
+        }
+        t->mean_rank_ns = t->ranks ? t->time_ns / t->ranks : 0.0;
+    }
+    qsort(x.totals, x.n_slots, sizeof *x.totals, sm_region_total_compare);
+    free(x.slot_of);
+    free(x.rank_time);
+    free(x.rank_called);
+    *n = x.n_slots;
+    return x.totals;
+oom:
+    free(x.slot_of);
+    free(x.totals);
+    free(x.rank_time);
+    free(x.rank_called);
+    *n = UINT32_MAX;
+    return NULL;
 }
 
 /* Visits root itself, then its subtree: pre-order, without recursion. */

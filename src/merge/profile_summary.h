@@ -1,19 +1,32 @@
-/* The profile of the process as one tree of call paths, unified across its
- * locations (threads): for each path, each member's visits and time statistics,
- * and the spread of a value across members.  Merging across ranks (MPI) will
- * build on the same structure. */
+/* The profile as one tree of call paths, unified across threads and, at
+ * finalize, across the ranks of the job.
+ *
+ * Each process builds a local summary (members = its CPU threads, region ids
+ * = its own), serializes it with region ids mapped to the job's unified ids,
+ * and rank 0 rebuilds the job summary from every rank's blob (members = every
+ * thread of every rank, ordered by rank, then location id).  A process
+ * without MPI goes through the same path as a job of one rank.
+ *
+ * For each path and member: visits, inclusive/exclusive time statistics (in
+ * the member's own clock ticks: ranks may run on hosts with different tick
+ * lengths) and bytes moved.  Spreads summarise a value across members
+ * (threads) or across ranks (per rank, the sum over its threads). */
 #ifndef SM_PROFILE_SUMMARY_H
 #define SM_PROFILE_SUMMARY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include "../core/compiler.h"
 #include "../core/definitions.h"
 #include "../core/profile.h"
+#include "unify.h"
 
 typedef struct sm_cpath_member {
     uint64_t visits;  /* 0: this member never was on the path */
-    sm_stat_t incl;   /* ticks */
-    sm_stat_t excl;   /* ticks */
+    sm_stat_t incl;   /* ticks of the member's rank */
+    sm_stat_t excl;   /* ticks of the member's rank */
+    uint64_t bytes_sent;     /* in the path's own calls */
+    uint64_t bytes_received;
 } sm_cpath_member_t;
 
 typedef struct sm_cpath {
@@ -25,30 +38,124 @@ typedef struct sm_cpath {
     sm_cpath_member_t *members; /* [n_members] */
 } sm_cpath_t;
 
+/* What the writers need about a member without the live location. */
+typedef struct sm_summary_member {
+    char name[64];                       /* the location's name */
+    uint32_t creator;                    /* member that created this thread, or
+                                          * SM_INVALID_ID (none, or not a member) */
+    uint32_t creator_location;           /* its location id on the same rank, or
+                                          * SM_INVALID_ID when no thread created it */
+    uint32_t creation_depth;             /* regions open in the creator then */
+    const sm_region_id_t *creation_path; /* those regions, outermost first */
+} sm_summary_member_t;
+
 typedef struct sm_profile_summary {
     uint32_t n_members;
-    uint32_t *member_location; /* location id of each member */
+    uint32_t *member_location;        /* location id of each member (on its rank) */
+    uint32_t *member_rank;            /* rank of each member; 0 in a local summary */
+    sm_summary_member_t *member_info; /* [n_members] */
+    uint32_t n_ranks;                 /* 1 in a local summary */
+    /* Members of rank r are [rank_first_member[r], rank_first_member[r + 1]). */
+    uint32_t *rank_first_member;      /* [n_ranks + 1] */
+    double *rank_ns_per_tick;         /* [n_ranks]; 0 for a rank without a blob */
     sm_cpath_t root;
-    double ns_per_tick;
+    double ns_per_tick;               /* of the lowest rank present (for headers) */
 } sm_profile_summary_t;
 
-/* Across the members that visited a path: mean, min, max and population
- * standard deviation of one value, with the members that hold min and max. */
+/* Across the members (or ranks) that visited a path: mean, min, max and
+ * population standard deviation of one value, with the members (or ranks)
+ * that hold min and max; on a tie, the lowest. */
 typedef struct sm_spread {
     uint32_t n;
     double mean, min, max, stddev;
-    uint32_t min_member, max_member;
+    uint32_t min_member, max_member; /* ranks, for the across-ranks spreads */
 } sm_spread_t;
 
-/* Built from every CPU-thread location with a profile. */
+/* One rank's share of a path: the sums over its threads. */
+typedef struct sm_cpath_rank_total {
+    uint32_t threads; /* threads of the rank that visited the path */
+    uint64_t visits;
+    double incl_ns, excl_ns;
+    uint64_t bytes_sent, bytes_received;
+} sm_cpath_rank_total_t;
+
+/* A thread as the local summary reads it (see sm_location_t). */
+typedef struct sm_summary_thread {
+    uint32_t location;
+    const char *name;
+    uint32_t creator;                    /* location id, or SM_INVALID_ID */
+    uint32_t creator_depth;
+    const sm_region_id_t *creator_path;
+    const sm_profile_node_t *root;       /* its call-path tree */
+} sm_summary_thread_t;
+
+/* The local summary of every CPU-thread location with a profile. */
 sm_profile_summary_t *sm_profile_summarize(void) SM_HIDDEN;
+/* The same from given trees (members in the given order; tests). */
+sm_profile_summary_t *sm_profile_summary_from_threads(const sm_summary_thread_t *threads,
+                                                      uint32_t n, double ns_per_tick) SM_HIDDEN;
 void sm_profile_summary_free(sm_profile_summary_t *s) SM_HIDDEN;
 
-/* Spread across members of the inclusive (or exclusive) time sum, in ns. */
+/* A local summary as a blob for rank 0, region ids mapped through
+ * maps->regions (NULL maps: ids kept; an id beyond the map becomes
+ * SM_INVALID_ID, named "?").  malloc'd; NULL when out of memory. */
+void *sm_profile_summary_serialize(const sm_profile_summary_t *s, const sm_id_maps_t *maps,
+                                   uint32_t rank, uint64_t *len) SM_HIDDEN;
+/* The job summary from the records {rank, len, blob} of sm_tree_gather.
+ * NULL when out of memory or when a record is malformed, repeats a rank or
+ * names a rank >= n_ranks (message printed).  Ranks without a record, or
+ * with an empty one (a rank that could not build its blob), have no
+ * members. */
+sm_profile_summary_t *sm_profile_summary_from_blobs(const void *seq, uint64_t len,
+                                                    uint32_t n_ranks) SM_HIDDEN;
+/* Maps the region ids of a blob in place through regions[n_regions] (a
+ * per-process file's blob, written with its own ids, into the job's ids;
+ * an id beyond the map becomes SM_INVALID_ID).  0, or -1 when the blob is
+ * malformed (then it is left as it was). */
+int sm_profile_summary_remap(void *blob, uint64_t len, const uint32_t *regions,
+                             uint32_t n_regions) SM_HIDDEN;
+
+static inline double sm_summary_member_ns_per_tick(const sm_profile_summary_t *s, uint32_t m)
+{
+    return s->rank_ns_per_tick[s->member_rank[m]];
+}
+
+/* Across members (threads) of the inclusive (or exclusive) time sum, in ns. */
 sm_spread_t sm_cpath_spread_time(const sm_profile_summary_t *s, const sm_cpath_t *p,
                                  int exclusive) SM_HIDDEN;
-/* Spread across members of the visit count. */
+/* Across members of the visit count. */
 sm_spread_t sm_cpath_spread_visits(const sm_profile_summary_t *s, const sm_cpath_t *p) SM_HIDDEN;
+
+/* Rank r's sums over its threads on p. */
+void sm_cpath_rank_total(const sm_profile_summary_t *s, const sm_cpath_t *p, uint32_t rank,
+                         sm_cpath_rank_total_t *out) SM_HIDDEN;
+/* Across the ranks that visited p (any of their threads) of the per-rank
+ * sums: inclusive/exclusive time in ns, visits, bytes sent (or received). */
+sm_spread_t sm_cpath_spread_ranks_time(const sm_profile_summary_t *s, const sm_cpath_t *p,
+                                       int exclusive) SM_HIDDEN;
+sm_spread_t sm_cpath_spread_ranks_visits(const sm_profile_summary_t *s,
+                                         const sm_cpath_t *p) SM_HIDDEN;
+sm_spread_t sm_cpath_spread_ranks_bytes(const sm_profile_summary_t *s, const sm_cpath_t *p,
+                                        int received) SM_HIDDEN;
+
+/* A region summed over every call path where it appears (the MPI section). */
+typedef struct sm_region_total {
+    sm_region_id_t region;
+    uint64_t calls;           /* visits on all those paths */
+    double time_ns;           /* inclusive; nested calls of itself not again */
+    uint32_t ranks;           /* ranks that called it */
+    double mean_rank_ns;      /* time per calling rank */
+    double max_rank_ns;
+    uint32_t max_rank;        /* lowest on a tie */
+    uint64_t bytes_sent, bytes_received;
+} sm_region_total_t;
+typedef bool (*sm_region_select_fn)(sm_region_id_t region, void *arg);
+/* The regions for which select holds, by time_ns descending (then region
+ * id); malloc'd array of *n (NULL with *n = 0 when none or out of memory:
+ * *n = UINT32_MAX then). */
+sm_region_total_t *sm_profile_region_totals(const sm_profile_summary_t *s,
+                                            sm_region_select_fn select, void *arg,
+                                            uint32_t *n) SM_HIDDEN;
 
 /* Depth-first, parents first, children in first-seen order. */
 typedef void (*sm_cpath_visit_fn)(const sm_cpath_t *p, void *arg);

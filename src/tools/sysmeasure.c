@@ -8,14 +8,18 @@
 #include "../util/fs.h"
 #include "../util/log.h"
 
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <link.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -185,6 +189,21 @@ static void sm_give(sm_options_t *opts, const sm_config_var_t *var, const char *
 }
 
 /* Returns the index of the program in argv. */
+/* Whether an ENUM variable offers this choice ("auto|yes|no"). */
+static bool sm_enum_has(const sm_config_var_t *var, const char *choice)
+{
+    size_t n = strlen(choice);
+    if (var->type != SM_CONFIG_TYPE_ENUM || !var->choices)
+        return false;
+    for (const char *p = var->choices; *p;) {
+        size_t k = strcspn(p, "|");
+        if (k == n && !strncmp(p, choice, n))
+            return true;
+        p += k + (p[k] == '|');
+    }
+    return false;
+}
+
 static int sm_parse_options(int argc, char **argv, sm_options_t *opts)
 {
     int i = 1;
@@ -213,7 +232,7 @@ static int sm_parse_options(int argc, char **argv, sm_options_t *opts)
             var = sm_find_option(name, len);
             if (!var && len > 3 && !strncmp(name, "no-", 3)) {
                 var = sm_find_option(name + 3, len - 3);
-                if (var && var->type != SM_CONFIG_TYPE_BOOL)
+                if (var && var->type != SM_CONFIG_TYPE_BOOL && !sm_enum_has(var, "no"))
                     var = NULL;
                 negated = true;
             }
@@ -224,7 +243,9 @@ static int sm_parse_options(int argc, char **argv, sm_options_t *opts)
                 if (value)
                     sm_die(SM_EXIT_USAGE, "option '--%.*s' takes no value", (int)len, name);
                 sm_give(opts, var, "no");
-            } else if (var->type == SM_CONFIG_TYPE_BOOL) {
+            } else if (var->type == SM_CONFIG_TYPE_BOOL ||
+                       (!value && sm_enum_has(var, "yes"))) {
+                /* --mpi means --mpi=yes for choices that have "yes". */
                 sm_give(opts, var, value ? value : "yes");
             } else if (var == sm_verbose_var) {
                 /* --verbose N would swallow the program name: only --verbose=N. */
@@ -396,39 +417,101 @@ static int sm_resolve_program(const char *name, char *path, size_t len)
     return SM_EXIT_NOTFOUND;
 }
 
-/* The runtime library: the build tree's, then the one installed beside this
- * launcher, then the one in the configured libdir. */
-static int sm_find_library(char *lib, size_t len)
+/* One of our libraries: the build tree's, then the one installed beside
+ * this launcher, then the one in the configured libdir.  0, or -1 with the
+ * places tried in `tried`. */
+static int sm_find_library(const char *name, char *lib, size_t len, char *tried, size_t tlen)
 {
-    char exe[PATH_MAX], tried[3 * PATH_MAX] = "";
+    char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    const char *candidates[3][2];
+    const char *dirs[3];
+    const char *subdirs[3];
     int count = 0;
+    tried[0] = '\0';
     if (n > 0) {
         exe[n] = '\0';
         char *slash = strrchr(exe, '/');
         if (slash)
             *slash = '\0';
-        candidates[count][0] = exe;
-        candidates[count++][1] = "/.libs/libsysmeasure.so";
-    }
-    if (n > 0) { /* the installation this launcher belongs to, wherever it was moved */
-        candidates[count][0] = exe;
-        candidates[count++][1] = "/../lib/libsysmeasure.so";
+        dirs[count] = exe;
+        subdirs[count++] = "/.libs/";
+        /* the installation this launcher belongs to, wherever it was moved */
+        dirs[count] = exe;
+        subdirs[count++] = "/../lib/";
     }
 #ifdef SM_LIBDIR
-    candidates[count][0] = SM_LIBDIR;
-    candidates[count++][1] = "/libsysmeasure.so";
+    dirs[count] = SM_LIBDIR;
+    subdirs[count++] = "/";
 #endif
     for (int i = 0; i < count; i++) {
-        snprintf(lib, len, "%s%s", candidates[i][0], candidates[i][1]);
+        snprintf(lib, len, "%s%s%s", dirs[i], subdirs[i], name);
         if (access(lib, R_OK) == 0)
             return 0;
         size_t t = strlen(tried);
-        snprintf(tried + t, sizeof tried - t, "%s%s", t ? ", " : "", lib);
+        snprintf(tried + t, tlen - t, "%s%s", t ? ", " : "", lib);
     }
-    sm_error("cannot find the runtime library libsysmeasure.so (looked for %s)", tried);
     return -1;
+}
+
+/* Whether the program loads an MPI library, directly or through another
+ * library: its dynamic loader lists what it would load (as ldd does),
+ * without running the program. */
+static bool sm_program_uses_mpi(const char *path)
+{
+    char interp[PATH_MAX] = "";
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return false;
+    ElfW(Ehdr) eh;
+    if (fread(&eh, sizeof eh, 1, f) == 1 && !memcmp(eh.e_ident, ELFMAG, SELFMAG) &&
+        eh.e_ident[EI_CLASS] == (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32)) {
+        for (int i = 0; i < eh.e_phnum && !interp[0]; i++) {
+            ElfW(Phdr) ph;
+            if (fseek(f, (long)(eh.e_phoff + (ElfW(Off))i * eh.e_phentsize), SEEK_SET) != 0 ||
+                fread(&ph, sizeof ph, 1, f) != 1)
+                break;
+            if (ph.p_type == PT_INTERP && ph.p_filesz < sizeof interp &&
+                fseek(f, (long)ph.p_offset, SEEK_SET) == 0 &&
+                fread(interp, 1, ph.p_filesz, f) == ph.p_filesz)
+                interp[ph.p_filesz] = '\0';
+        }
+    }
+    fclose(f);
+    if (!interp[0])
+        return false; /* a script or a static program: no MPI library to wrap */
+
+    int fds[2];
+    if (pipe(fds) != 0)
+        return false;
+    pid_t child = fork();
+    if (child == 0) {
+        dup2(fds[1], 1);
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0)
+            dup2(devnull, 2);
+        close(fds[0]);
+        close(fds[1]);
+        unsetenv("LD_PRELOAD");
+        execl(interp, interp, "--list", path, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    bool found = false;
+    FILE *out = child > 0 ? fdopen(fds[0], "r") : NULL;
+    char line[PATH_MAX + 128];
+    while (out && fgets(line, sizeof line, out)) {
+        /* "\tlibmpi.so.40 => /usr/lib/.../libmpi.so.40 (0x...)" */
+        const char *name = line + strspn(line, " \t");
+        if (!strncmp(name, "libmpi", 6) || !strncmp(name, "libmpich", 8))
+            found = true;
+    }
+    if (out)
+        fclose(out);
+    else
+        close(fds[0]);
+    if (child > 0)
+        waitpid(child, NULL, 0);
+    return found;
 }
 
 static void sm_setenv(const char *name, const char *value)
@@ -541,10 +624,26 @@ int main(int argc, char **argv)
         sm_die(SM_EXIT_USAGE, "%s", err);
     sm_config_free(&check);
 
-    char lib[PATH_MAX];
-    if (sm_find_library(lib, sizeof lib) != 0)
+    char lib[PATH_MAX], tried[3 * PATH_MAX + 16];
+    if (sm_find_library("libsysmeasure.so", lib, sizeof lib, tried, sizeof tried) != 0) {
+        sm_error("cannot find the runtime library libsysmeasure.so (looked for %s)", tried);
         exit(SM_EXIT_USAGE);
+    }
+    /* The MPI wrappers go first, so they come before libmpi in the lookup. */
+    bool mpi = cfg.mpi == SM_MPI_YES || (cfg.mpi == SM_MPI_AUTO && sm_program_uses_mpi(path));
+    char mpilib[PATH_MAX];
+    if (mpi && sm_find_library("libsysmeasure-mpi.so", mpilib, sizeof mpilib, tried,
+                               sizeof tried) != 0) {
+        if (cfg.mpi == SM_MPI_YES)
+            sm_die(SM_EXIT_USAGE, "--mpi: this sysmeasure was built without MPI support "
+                   "(libsysmeasure-mpi.so not found; looked for %s)", tried);
+        sm_warning("%s uses MPI, but this sysmeasure was built without MPI support: its MPI "
+                   "calls are not measured", name);
+        mpi = false;
+    }
     sm_set_preload(lib);
+    if (mpi)
+        sm_set_preload(mpilib);
 
     if (sm_log_verbosity() >= 1) {
         char cwd[PATH_MAX] = ".";

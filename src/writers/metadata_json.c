@@ -105,7 +105,25 @@ void sm_json_run_totals(sm_json_t *j, const sm_run_info_t *run)
     sm_json_field_uint(j, "unmatched_leaves", run->unmatched_leaves);
 }
 
-int sm_metadata_write_json(const sm_run_info_t *run)
+/* The processes of the job: rank, pid, host. */
+static void sm_meta_processes(sm_json_t *j, const sm_run_info_t *run, const sm_job_t *job)
+{
+    uint32_t n = job && job->procs ? job->procs->size : 1;
+    sm_json_field_uint(j, "ranks", n);
+    sm_json_key(j, "processes");
+    sm_json_array_begin(j);
+    for (uint32_t r = 0; r < n; r++) {
+        const sm_job_process_t *p = job && job->processes ? &job->processes[r] : NULL;
+        sm_json_object_begin_inline(j);
+        sm_json_field_uint(j, "rank", r);
+        sm_json_field_int(j, "pid", p ? p->pid : (int64_t)run->pid);
+        sm_json_field_string(j, "host", p ? p->hostname : run->hostname);
+        sm_json_object_end(j);
+    }
+    sm_json_array_end(j);
+}
+
+int sm_metadata_write_json(const sm_run_info_t *run, const sm_job_t *job)
 {
     sm_json_t j;
     if (sm_json_open(&j, run->output_dir, "metadata.json") != 0)
@@ -143,6 +161,8 @@ int sm_metadata_write_json(const sm_run_info_t *run)
     sm_json_object_end(&j);
 
     sm_meta_configuration(&j, run->config);
+    sm_meta_processes(&j, run, job);
+    /* This process's (rank 0's) threads; the others' are in the archive. */
     sm_meta_locations(&j);
 
     sm_json_run_totals(&j, run);

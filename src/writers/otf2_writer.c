@@ -1,8 +1,12 @@
-/* The OTF2 writer: one archive (traces.otf2, traces.def, traces/) in the run's
- * output folder.  Events are streamed location by location from the event
- * layer's buffers into OTF2's event writers, so memory stays bounded (OTF2's
- * own pool per writer, flushed to disk when full); the global definitions are
- * written last, when every location's event count is known. */
+/* The OTF2 writer: one archive (traces.otf2, traces.def, traces/) for the
+ * whole job in its output folder.  Every process opens the archive
+ * collectively (OTF2's collective callbacks come from the job's process
+ * group) and streams its own locations' events from the event layer's
+ * buffers into OTF2's event writers, translating its ids into the job's
+ * unified ones and its timestamps onto rank 0's clock.  Memory stays bounded
+ * (OTF2's own pool per writer, flushed to disk when full).  Then each process
+ * sends what the global definitions need of it (its locations, their event
+ * counts, time range) to rank 0 along the tree, and rank 0 writes them. */
 #include "sm_build.h" /* from configure: PACKAGE_VERSION, SM_OTF2_VERSION */
 
 #include <errno.h>
@@ -19,9 +23,11 @@
 #include <otf2/otf2.h>
 
 #include "../core/clock.h"
+#include "../core/adapter_api.h"
 #include "../core/definitions.h"
 #include "../core/event_record.h"
 #include "../core/location.h"
+#include "../merge/image.h"
 #include "../util/log.h"
 #include "writers.h"
 
@@ -37,10 +43,9 @@
 #define SM_OTF2_HAVE_KOKKOS_HIP 1
 #endif
 
-/* Fixed ids of the one thread contingent (pthread creation/begin/end). */
-#define SM_OTF2_GROUP_THREAD_LOCATIONS 0
-#define SM_OTF2_GROUP_THREAD_MEMBERS 1
-#define SM_OTF2_COMM_THREADS 0
+/* Transfer metrics (sm_transfer_kind_t): one metric class each, same ids. */
+static const char *const sm_otf2_metric_names[SM_XFER_KIND_COUNT] = {
+    "MPI-IO bytes read", "MPI-IO bytes written", "RMA bytes put", "RMA bytes got"};
 
 /* The first error OTF2 reported through its error callback (which is
  * process-wide, hence a static; the writer runs once, at finalize). */
@@ -53,8 +58,10 @@ static sm_otf2_error_t sm_otf2_reported;
 
 typedef struct sm_otf2_writer {
     const sm_run_info_t *run;
-    uint32_t rank; /* 0 of 1 until the MPI work gives each rank its range */
+    const sm_job_t *job;
     uint32_t n_ranks;
+    uint32_t n_comms;     /* the job's communicators: OTF2 comm ids 0..n-1 */
+    uint64_t unknown_comm;/* message events on a communicator left unnamed */
     OTF2_Archive *archive;
     OTF2_EvtWriter *evt;  /* the location being written */
     /* A writer is open (not closed successfully).  After a failure its
@@ -63,8 +70,8 @@ typedef struct sm_otf2_writer {
      * them, so the archive is then left open. */
     bool writer_open;
     OTF2_AttributeList *attrs;
-    sm_location_t *loc;
-    uint32_t n_locations; /* snapshot taken before writing */
+    const sm_image_t *img;         /* the process being written */
+    sm_image_location_t loc;       /* the location being written */
 
     /* Timestamps (ns): per location, and over the whole archive. */
     uint64_t last_ns;
@@ -74,6 +81,7 @@ typedef struct sm_otf2_writer {
     uint64_t clamps;
     uint64_t skipped_attrs;
     bool thread_events; /* a thread contingent is referenced */
+    bool metric_events; /* transfer metrics are referenced */
 
     /* First failure: an OTF2 code, or a reason of our own (NULL-handle calls). */
     OTF2_ErrorCode failed_code;
@@ -81,7 +89,7 @@ typedef struct sm_otf2_writer {
 
     /* Locations whose spill files could not be read back. */
     uint32_t spill_failures;
-    const sm_location_t *first_spill_failure;
+    char first_spill_failure[96];
 
     OTF2_StringRef next_string; /* ids after the interned strings */
 } sm_otf2_writer_t;
@@ -198,10 +206,11 @@ static void sm_otf2_report_failure(const sm_otf2_writer_t *w)
 
 /* ---------------------------------------------------------------- events */
 
-/* Ticks to ns, never going back on a location (readers require it). */
+/* Ticks to ns on the job's timeline (rank 0's clock), never going back on a
+ * location (readers require it). */
 static uint64_t sm_otf2_time(sm_otf2_writer_t *w, uint64_t ticks)
 {
-    uint64_t ns = sm_clock_to_ns(ticks);
+    uint64_t ns = w->img->to_ns(w->img->ctx, ticks);
     if (w->loc_has_time && ns < w->last_ns) {
         ns = w->last_ns;
         w->clamps++;
@@ -223,8 +232,9 @@ static OTF2_AttributeList *sm_otf2_attributes(sm_otf2_writer_t *w, const sm_reco
                                               OTF2_ErrorCode *rc)
 {
     uint32_t n = rec->aux;
-    uint32_t n_attributes = sm_attribute_count();
-    uint32_t n_strings = sm_string_count();
+    const sm_id_maps_t *maps = w->img->maps;
+    uint32_t n_attributes = maps->n_attributes;
+    uint32_t n_strings = maps->n_strings;
     const unsigned char *p = sm_record_payload(rec);
     bool any = false;
 
@@ -236,7 +246,7 @@ static OTF2_AttributeList *sm_otf2_attributes(sm_otf2_writer_t *w, const sm_reco
         memcpy(&a, p + i * sizeof a, sizeof a); /* no alignment assumption */
         const sm_attribute_def_t *def =
             a.attribute < n_attributes ? sm_attribute_get((sm_attribute_id_t)a.attribute) : NULL;
-        OTF2_AttributeRef ref = (OTF2_AttributeRef)a.attribute;
+        OTF2_AttributeRef ref = def ? maps->attributes[a.attribute] : 0;
         if (!def || OTF2_AttributeList_TestAttributeByID(w->attrs, ref)) {
             w->skipped_attrs++;
             continue;
@@ -253,7 +263,8 @@ static OTF2_AttributeList *sm_otf2_attributes(sm_otf2_writer_t *w, const sm_reco
                 w->skipped_attrs++;
                 continue;
             }
-            *rc = OTF2_AttributeList_AddStringRef(w->attrs, ref, (OTF2_StringRef)a.value.string);
+            *rc = OTF2_AttributeList_AddStringRef(w->attrs, ref,
+                                                  maps->strings[a.value.string]);
             break;
         default:
             w->skipped_attrs++;
@@ -264,6 +275,111 @@ static OTF2_AttributeList *sm_otf2_attributes(sm_otf2_writer_t *w, const sm_reco
         any = true;
     }
     return any ? w->attrs : NULL;
+}
+
+/* The job's id of a region or communicator of this process. */
+static uint32_t sm_otf2_region(const sm_otf2_writer_t *w, uint32_t local)
+{
+    const sm_id_maps_t *m = w->img->maps;
+    return local < m->n_regions ? m->regions[local] : OTF2_UNDEFINED_REGION;
+}
+
+static bool sm_otf2_comm(sm_otf2_writer_t *w, uint32_t local, OTF2_CommRef *ref)
+{
+    const sm_id_maps_t *m = w->img->maps;
+    if (local >= m->n_comms || m->comms[local] == SM_INVALID_ID) {
+        w->unknown_comm++;
+        return false;
+    }
+    *ref = m->comms[local];
+    return true;
+}
+
+/* The thread contingent of this process: a pthread communicator after the
+ * job's MPI communicators, one per process. */
+static OTF2_CommRef sm_otf2_thread_comm(const sm_otf2_writer_t *w, uint32_t rank)
+{
+    return w->n_comms + rank;
+}
+
+/* Payload word i of a record (0 when absent). */
+static uint64_t sm_otf2_word(const sm_record_t *rec, unsigned i)
+{
+    uint64_t v = 0;
+    if (i < rec->words)
+        memcpy(&v, (const uint8_t *)sm_record_payload(rec) + 8u * i, sizeof v);
+    return v;
+}
+
+static uint32_t sm_otf2_root(uint64_t root)
+{
+    return root == SM_NO_ROOT ? OTF2_UNDEFINED_UINT32 : (uint32_t)root;
+}
+
+/* Messages, requests, collectives and metrics. */
+static OTF2_ErrorCode sm_otf2_message_record(sm_otf2_writer_t *w, const sm_record_t *rec)
+{
+    OTF2_EvtWriter *e = w->evt;
+    OTF2_CommRef comm = OTF2_UNDEFINED_COMM;
+    uint64_t pt = sm_otf2_word(rec, 0);
+    uint32_t peer = (uint32_t)pt, tag = (uint32_t)(pt >> 32);
+    uint64_t t;
+
+    switch (rec->kind) {
+    case SM_REC_MSG_SEND:
+    case SM_REC_MSG_RECV:
+    case SM_REC_MSG_ISEND:
+    case SM_REC_MSG_IRECV:
+    case SM_REC_COLL_END:
+    case SM_REC_ICOLL_COMPLETE:
+        if (!sm_otf2_comm(w, rec->ref, &comm))
+            return OTF2_SUCCESS; /* counted; a reader could not place it */
+        break;
+    default:
+        break;
+    }
+    t = sm_otf2_time(w, rec->time);
+    switch (rec->kind) {
+    case SM_REC_MSG_SEND:
+        return OTF2_EvtWriter_MpiSend(e, NULL, t, peer, comm, tag, sm_otf2_word(rec, 1));
+    case SM_REC_MSG_RECV:
+        return OTF2_EvtWriter_MpiRecv(e, NULL, t, peer, comm, tag, sm_otf2_word(rec, 1));
+    case SM_REC_MSG_ISEND:
+        return OTF2_EvtWriter_MpiIsend(e, NULL, t, peer, comm, tag, sm_otf2_word(rec, 1),
+                                       sm_otf2_word(rec, 2));
+    case SM_REC_MSG_IRECV:
+        return OTF2_EvtWriter_MpiIrecv(e, NULL, t, peer, comm, tag, sm_otf2_word(rec, 1),
+                                       sm_otf2_word(rec, 2));
+    case SM_REC_MSG_ISEND_COMPLETE:
+        return OTF2_EvtWriter_MpiIsendComplete(e, NULL, t, pt);
+    case SM_REC_MSG_IRECV_REQUEST:
+        return OTF2_EvtWriter_MpiIrecvRequest(e, NULL, t, pt);
+    case SM_REC_REQUEST_CANCELLED:
+        return OTF2_EvtWriter_MpiRequestCancelled(e, NULL, t, pt);
+    case SM_REC_COLL_BEGIN:
+        return OTF2_EvtWriter_MpiCollectiveBegin(e, NULL, t);
+    case SM_REC_COLL_END:
+        return OTF2_EvtWriter_MpiCollectiveEnd(e, NULL, t, (OTF2_CollectiveOp)rec->aux, comm,
+                                               sm_otf2_root(pt), sm_otf2_word(rec, 1),
+                                               sm_otf2_word(rec, 2));
+    case SM_REC_ICOLL_REQUEST:
+        return OTF2_EvtWriter_NonBlockingCollectiveRequest(e, NULL, t, pt);
+    case SM_REC_ICOLL_COMPLETE:
+        return OTF2_EvtWriter_NonBlockingCollectiveComplete(
+            e, NULL, t, (OTF2_CollectiveOp)rec->aux, comm, sm_otf2_root(pt),
+            sm_otf2_word(rec, 1), sm_otf2_word(rec, 2), sm_otf2_word(rec, 3));
+    case SM_REC_METRIC: {
+        if (rec->ref >= SM_XFER_KIND_COUNT)
+            return OTF2_SUCCESS;
+        OTF2_Type type = OTF2_TYPE_UINT64;
+        OTF2_MetricValue v;
+        v.unsigned_int = pt;
+        w->metric_events = true;
+        return OTF2_EvtWriter_Metric(e, NULL, t, rec->ref, 1, &type, &v);
+    }
+    default:
+        return OTF2_SUCCESS;
+    }
 }
 
 /* sm_buffer_for_each callback: one record into the event writer.  Returns 1
@@ -285,9 +401,9 @@ static int sm_otf2_record(const sm_record_t *rec, void *arg)
                 break;
         }
         if (rec->kind == SM_REC_ENTER)
-            rc = OTF2_EvtWriter_Enter(w->evt, al, t, rec->ref);
+            rc = OTF2_EvtWriter_Enter(w->evt, al, t, sm_otf2_region(w, rec->ref));
         else
-            rc = OTF2_EvtWriter_Leave(w->evt, al, t, rec->ref);
+            rc = OTF2_EvtWriter_Leave(w->evt, al, t, sm_otf2_region(w, rec->ref));
         break;
     }
     case SM_REC_BUFFER_FLUSH: {
@@ -295,7 +411,7 @@ static int sm_otf2_record(const sm_record_t *rec, void *arg)
         t = sm_otf2_time(w, rec->time);
         if (rec->words >= 1)
             memcpy(&stop_ticks, sm_record_payload(rec), sizeof stop_ticks);
-        stop = sm_clock_to_ns(stop_ticks);
+        stop = w->img->to_ns(w->img->ctx, stop_ticks);
         if (stop < t)
             stop = t;
         if (stop > w->max_ns)
@@ -312,49 +428,57 @@ static int sm_otf2_record(const sm_record_t *rec, void *arg)
      * ThreadBegin: the created location's id on both sides. */
     case SM_REC_THREAD_CREATE:
         t = sm_otf2_time(w, rec->time);
-        rc = OTF2_EvtWriter_ThreadCreate(w->evt, NULL, t, SM_OTF2_COMM_THREADS, rec->ref);
+        rc = OTF2_EvtWriter_ThreadCreate(w->evt, NULL, t, sm_otf2_thread_comm(w, w->img->rank),
+                                         rec->ref);
         w->thread_events = true;
         break;
     /* Only threads with a recorded creator begin and end in OTF2: a
      * ThreadBegin must match a ThreadCreate, and the main thread (or one
      * created unseen) has none. */
     case SM_REC_THREAD_BEGIN:
-        if (rec->ref == SM_INVALID_ID || w->loc->creator == SM_INVALID_ID)
+        if (rec->ref == SM_INVALID_ID || w->loc.creator == SM_INVALID_ID)
             return 0;
         t = sm_otf2_time(w, rec->time);
-        rc = OTF2_EvtWriter_ThreadBegin(w->evt, NULL, t, SM_OTF2_COMM_THREADS, w->loc->id);
+        rc = OTF2_EvtWriter_ThreadBegin(w->evt, NULL, t, sm_otf2_thread_comm(w, w->img->rank),
+                                        w->loc.id);
         w->thread_events = true;
         break;
     case SM_REC_THREAD_END:
-        if (w->loc->creator == SM_INVALID_ID)
+        if (w->loc.creator == SM_INVALID_ID)
             return 0;
         t = sm_otf2_time(w, rec->time);
-        rc = OTF2_EvtWriter_ThreadEnd(w->evt, NULL, t, SM_OTF2_COMM_THREADS, w->loc->id);
+        rc = OTF2_EvtWriter_ThreadEnd(w->evt, NULL, t, sm_otf2_thread_comm(w, w->img->rank),
+                                      w->loc.id);
         w->thread_events = true;
         break;
     default:
-        return 0; /* a kind this writer does not know (yet) */
+        if (rec->kind < SM_REC_KIND_COUNT)
+            rc = sm_otf2_message_record(w, rec);
+        break; /* a kind this writer does not know: skipped */
     }
     return sm_otf2_ok(w, rc) ? 0 : 1;
 }
 
-/* One location's events; its event count in *n_events. */
-static bool sm_otf2_write_location_events(sm_otf2_writer_t *w, sm_location_t *loc,
-                                          uint64_t *n_events)
+/* Location i of the current image: its events; its event count in *n_events. */
+static bool sm_otf2_write_location_events(sm_otf2_writer_t *w, uint32_t i, uint64_t *n_events)
 {
-    w->evt = OTF2_Archive_GetEvtWriter(w->archive, sm_otf2_location_ref(w->rank, loc->id));
+    const sm_image_t *img = w->img;
+    free(w->loc.creation_path);
+    w->loc.creation_path = NULL;
+    if (img->location(img->ctx, i, &w->loc) != 0)
+        return sm_otf2_got(w, NULL, "a location of the process cannot be read");
+    w->evt = OTF2_Archive_GetEvtWriter(w->archive, sm_otf2_location_ref(img->rank, w->loc.id));
     w->writer_open = w->evt != NULL;
     if (!sm_otf2_got(w, w->evt, "cannot create an event writer"))
         return false;
-    w->loc = loc;
     w->loc_has_time = false;
-    int rc = sm_buffer_for_each(loc, sm_otf2_record, w);
+    int rc = img->for_each(img->ctx, i, sm_otf2_record, w);
     if (rc > 0)
         return false; /* OTF2 failure, already noted */
-    if (rc < 0) {
+    if (rc < 0 && w->spill_failures++ == 0) {
         /* The rest of the archive is still worth having: go on, report later. */
-        if (w->spill_failures++ == 0)
-            w->first_spill_failure = loc;
+        snprintf(w->first_spill_failure, sizeof w->first_spill_failure,
+                 "location %" PRIu32 " (%s) of rank %" PRIu32, w->loc.id, w->loc.name, img->rank);
     }
     if (!sm_otf2_ok(w, OTF2_EvtWriter_GetNumberOfEvents(w->evt, n_events)))
         return false;
@@ -363,6 +487,165 @@ static bool sm_otf2_write_location_events(sm_otf2_writer_t *w, sm_location_t *lo
     w->evt = NULL;
     w->writer_open = false;
     return true;
+}
+
+/* ---------------------------------------------------------------- what rank 0 learns */
+
+/* One location as the global definitions need it. */
+typedef struct sm_otf2_loc_info {
+    uint32_t id;
+    uint32_t type;     /* sm_location_type_t */
+    uint64_t n_events;
+    uint32_t creator;  /* location id in the same process, or SM_INVALID_ID */
+    char name[64];
+    char *creation_path; /* "a > b", region names; NULL when no creator */
+} sm_otf2_loc_info_t;
+
+/* One process as the global definitions need it. */
+typedef struct sm_otf2_proc_info {
+    uint32_t n_locations;
+    uint8_t any_time, thread_events, metric_events, any_gpu;
+    uint64_t min_ns, max_ns;
+    sm_otf2_loc_info_t *locations;
+} sm_otf2_proc_info_t;
+
+typedef struct sm_otf2_buf {
+    uint8_t *p;
+    uint64_t len, cap;
+    bool failed;
+} sm_otf2_buf_t;
+
+static void sm_otf2_put(sm_otf2_buf_t *b, const void *src, uint64_t n)
+{
+    if (b->failed)
+        return;
+    if (b->len + n > b->cap) {
+        uint64_t cap = b->cap ? b->cap * 2 : 1024;
+        while (cap < b->len + n)
+            cap *= 2;
+        uint8_t *p = realloc(b->p, cap);
+        if (!p) {
+            b->failed = true;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, src, n);
+    b->len += n;
+}
+
+/* What the global definitions need of one image (its time range, flags set
+ * while its events were written, and its locations with their event
+ * counts): a header, then each location. */
+static void *sm_otf2_proc_blob(sm_otf2_writer_t *w, const uint64_t *n_events, uint64_t *len)
+{
+    const sm_image_t *img = w->img;
+    sm_otf2_buf_t b = {0};
+    sm_otf2_proc_info_t h = {
+        .n_locations = img->n_locations,
+        .any_time = w->any_time,
+        .thread_events = w->thread_events,
+        .metric_events = w->metric_events,
+        .min_ns = w->min_ns,
+        .max_ns = w->max_ns,
+    };
+    if (!w->any_time) {
+        h.min_ns = img->to_ns(img->ctx, img->start_ticks);
+        h.max_ns = img->to_ns(img->ctx, img->end_ticks);
+    }
+    sm_otf2_put(&b, &h, sizeof h);
+    for (uint32_t i = 0; i < img->n_locations; i++) {
+        sm_otf2_loc_info_t li;
+        sm_image_location_t il;
+        memset(&li, 0, sizeof li);
+        if (img->location(img->ctx, i, &il) != 0) {
+            b.failed = true;
+            break;
+        }
+        li.id = il.id;
+        li.type = il.type;
+        li.n_events = n_events[i];
+        li.creator = il.creator;
+        memcpy(li.name, il.name, sizeof li.name);
+        uint32_t plen = il.creation_path ? (uint32_t)strlen(il.creation_path) : 0;
+        h.any_gpu |= il.type == SM_LOCATION_GPU_STREAM;
+        sm_otf2_put(&b, &li, sizeof li);
+        sm_otf2_put(&b, &plen, sizeof plen);
+        sm_otf2_put(&b, il.creation_path ? il.creation_path : "", plen);
+        free(il.creation_path);
+    }
+    if (!b.failed)
+        memcpy(b.p, &h, sizeof h); /* any_gpu is known now */
+    if (b.failed) {
+        free(b.p);
+        return NULL;
+    }
+    *len = b.len;
+    return b.p;
+}
+
+static void sm_otf2_procs_free(sm_otf2_proc_info_t *procs, uint32_t n)
+{
+    for (uint32_t r = 0; procs && r < n; r++) {
+        for (uint32_t i = 0; procs[r].locations && i < procs[r].n_locations; i++)
+            free(procs[r].locations[i].creation_path);
+        free(procs[r].locations);
+    }
+    free(procs);
+}
+
+/* Rank 0: every process's part, by rank.  NULL on malformed input. */
+static sm_otf2_proc_info_t *sm_otf2_procs_parse(const void *all, uint64_t len, uint32_t n_ranks)
+{
+    sm_otf2_proc_info_t *procs = calloc(n_ranks, sizeof *procs);
+    const uint8_t *p = all, *end = p + len, *blob;
+    uint32_t rank;
+    uint64_t blen;
+    bool bad = !procs;
+    while (!bad && (p = sm_tree_next(p, end, &rank, &blob, &blen)) != NULL) {
+        const uint8_t *q = blob, *qend = blob + blen;
+        sm_otf2_proc_info_t h;
+        if (rank >= n_ranks || blen < sizeof h || procs[rank].locations) {
+            bad = true;
+            break;
+        }
+        memcpy(&h, q, sizeof h);
+        q += sizeof h;
+        h.locations = calloc(h.n_locations ? h.n_locations : 1, sizeof *h.locations);
+        if (!h.locations || h.n_locations > blen / sizeof(sm_otf2_loc_info_t)) {
+            free(h.locations);
+            bad = true;
+            break;
+        }
+        procs[rank] = h;
+        for (uint32_t i = 0; i < h.n_locations && !bad; i++) {
+            sm_otf2_loc_info_t *li = &procs[rank].locations[i];
+            uint32_t plen;
+            if ((uint64_t)(qend - q) < sizeof *li + sizeof plen) {
+                bad = true;
+                break;
+            }
+            memcpy(li, q, sizeof *li);
+            q += sizeof *li;
+            li->name[sizeof li->name - 1] = '\0';
+            li->creation_path = NULL;
+            memcpy(&plen, q, sizeof plen);
+            q += sizeof plen;
+            if ((uint64_t)(qend - q) < plen) {
+                bad = true;
+                break;
+            }
+            if (li->creator != SM_INVALID_ID)
+                li->creation_path = strndup((const char *)q, plen);
+            q += plen;
+        }
+    }
+    if (bad) {
+        sm_otf2_procs_free(procs, n_ranks);
+        return NULL;
+    }
+    return procs;
 }
 
 /* ---------------------------------------------------------------- definitions */
@@ -482,55 +765,6 @@ static bool sm_otf2_string_property(sm_otf2_writer_t *w, OTF2_GlobalDefWriter *g
                                                                     OTF2_TYPE_STRING, v));
 }
 
-/* The names of the regions open in the creator, outermost first: "a > b". */
-static char *sm_otf2_creation_path(const sm_location_t *loc)
-{
-    static const char sep[] = " > ";
-    size_t len = 1;
-    for (uint32_t i = 0; i < loc->creator_depth; i++) {
-        const char *n = sm_region_name(loc->creator_path[i]);
-        len += strlen(n ? n : "?") + sizeof sep - 1;
-    }
-    char *s = malloc(len), *p = s;
-    if (!s)
-        return NULL;
-    for (uint32_t i = 0; i < loc->creator_depth; i++) {
-        const char *n = sm_region_name(loc->creator_path[i]);
-        size_t l = strlen(n ? n : "?");
-        if (i) {
-            memcpy(p, sep, sizeof sep - 1);
-            p += sizeof sep - 1;
-        }
-        memcpy(p, n ? n : "?", l);
-        p += l;
-    }
-    *p = '\0';
-    return s;
-}
-
-/* Creator name and creation path of threads created by another thread. */
-static bool sm_otf2_lineage(sm_otf2_writer_t *w, OTF2_GlobalDefWriter *g, const sm_location_t *loc)
-{
-    char name[sizeof loc->name + 32];
-    const sm_location_t *creator =
-        loc->creator < w->n_locations ? sm_location_get(loc->creator) : NULL;
-    OTF2_LocationRef ref = sm_otf2_location_ref(w->rank, loc->id);
-
-    if (creator)
-        snprintf(name, sizeof name, "%.*s", (int)sizeof creator->name, creator->name);
-    else
-        snprintf(name, sizeof name, "location %" PRIu32, loc->creator);
-    if (!sm_otf2_string_property(w, g, ref, "created by", name))
-        return false;
-
-    char *path = sm_otf2_creation_path(loc);
-    if (!sm_otf2_got(w, path, strerror(ENOMEM)))
-        return false;
-    bool ok = sm_otf2_string_property(w, g, ref, "creation path", path);
-    free(path);
-    return ok;
-}
-
 static OTF2_LocationType sm_otf2_location_type(sm_location_type_t t)
 {
     switch (t) {
@@ -545,93 +779,267 @@ static OTF2_LocationType sm_otf2_location_type(sm_location_type_t t)
     }
 }
 
-/* The thread contingent of ThreadCreate/Begin/End: a pthread Comm over all
- * CPU-thread locations. */
-static bool sm_otf2_thread_contingent(sm_otf2_writer_t *w, OTF2_GlobalDefWriter *g)
+/* ---------------------------------------------------------------- global definitions */
+
+/* Creator name and creation path of threads created by another thread. */
+static bool sm_otf2_lineage(sm_otf2_writer_t *w, OTF2_GlobalDefWriter *g, uint32_t rank,
+                            const sm_otf2_proc_info_t *proc, const sm_otf2_loc_info_t *li)
 {
-    uint32_t n = 0;
-    uint64_t *members = malloc(sizeof *members * (w->n_locations ? w->n_locations : 1));
+    char name[96];
+    const sm_otf2_loc_info_t *creator = NULL;
+    for (uint32_t i = 0; i < proc->n_locations && !creator; i++)
+        if (proc->locations[i].id == li->creator)
+            creator = &proc->locations[i];
+    if (creator)
+        snprintf(name, sizeof name, "%s", creator->name);
+    else
+        snprintf(name, sizeof name, "location %" PRIu32, li->creator);
+    OTF2_LocationRef ref = sm_otf2_location_ref(rank, li->id);
+    return sm_otf2_string_property(w, g, ref, "created by", name) &&
+           sm_otf2_string_property(w, g, ref, "creation path",
+                                   li->creation_path ? li->creation_path : "");
+}
+
+/* Group ids: the MPI locations group, one group per MPI communicator, then
+ * two per process for its thread contingent. */
+#define SM_OTF2_GROUP_MPI_LOCATIONS 0
+static uint32_t sm_otf2_comm_group(uint32_t comm)
+{
+    return 1 + comm;
+}
+
+static uint32_t sm_otf2_thread_group(const sm_otf2_writer_t *w, uint32_t rank, int members)
+{
+    return 1 + w->n_comms + 2 * rank + (uint32_t)members;
+}
+
+/* MPI: rank r is its process's first location; each communicator is a group
+ * of ranks (world ranks index the locations group). */
+static bool sm_otf2_mpi_comms(sm_otf2_writer_t *w, OTF2_GlobalDefWriter *g)
+{
+    const sm_defset_t *d = w->job->defs;
+    uint32_t n = w->n_ranks;
+    uint64_t *members = malloc(sizeof *members * (n ? n : 1));
+    OTF2_StringRef s;
     if (!sm_otf2_got(w, members, strerror(ENOMEM)))
         return false;
-    for (uint32_t i = 0; i < w->n_locations; i++) {
-        const sm_location_t *loc = sm_location_get(i);
-        if (loc && loc->type == SM_LOCATION_CPU_THREAD)
-            members[n++] = sm_otf2_location_ref(w->rank, loc->id);
-    }
-    OTF2_StringRef s_locations, s_threads, s_comm;
-    bool ok = sm_otf2_extra_string(w, g, "pthread locations", &s_locations) &&
+    for (uint32_t r = 0; r < n; r++)
+        members[r] = sm_otf2_location_ref(r, 0);
+    bool ok = sm_otf2_extra_string(w, g, "MPI ranks", &s) &&
               sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteGroup(
-                                g, SM_OTF2_GROUP_THREAD_LOCATIONS, s_locations,
-                                OTF2_GROUP_TYPE_COMM_LOCATIONS, OTF2_PARADIGM_PTHREAD,
-                                OTF2_GROUP_FLAG_NONE, n, members));
-    /* The communicator's group lists indexes into the locations group. */
-    for (uint32_t i = 0; i < n; i++)
-        members[i] = i;
-    ok = ok && sm_otf2_extra_string(w, g, "pthread thread members", &s_threads) &&
-         sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteGroup(g, SM_OTF2_GROUP_THREAD_MEMBERS, s_threads,
-                                                       OTF2_GROUP_TYPE_COMM_GROUP,
-                                                       OTF2_PARADIGM_PTHREAD, OTF2_GROUP_FLAG_NONE,
-                                                       n, members)) &&
-         sm_otf2_extra_string(w, g, "pthread threads", &s_comm) &&
-         sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteComm(g, SM_OTF2_COMM_THREADS, s_comm,
-                                                      SM_OTF2_GROUP_THREAD_MEMBERS,
-                                                      OTF2_UNDEFINED_COMM, OTF2_COMM_FLAG_NONE));
+                                g, SM_OTF2_GROUP_MPI_LOCATIONS, s, OTF2_GROUP_TYPE_COMM_LOCATIONS,
+                                OTF2_PARADIGM_MPI, OTF2_GROUP_FLAG_NONE, n, members));
+    for (uint32_t c = 0; ok && c < w->n_comms; c++) {
+        const sm_comm_def_t *def = sm_defset_comm_get(d, c);
+        char name[96];
+        OTF2_GroupType type = OTF2_GROUP_TYPE_COMM_GROUP;
+        uint32_t size = def->size;
+        uint64_t *m = NULL;
+        if (def->key.leader == SM_COMM_LEADER_SELF) {
+            type = OTF2_GROUP_TYPE_COMM_SELF;
+            size = 0;
+        } else {
+            if (!def->members)
+                size = n; /* MPI_COMM_WORLD */
+            m = malloc(sizeof *m * (size ? size : 1));
+            if (!sm_otf2_got(w, m, strerror(ENOMEM)))
+                break;
+            for (uint32_t i = 0; i < size; i++)
+                m[i] = def->members ? def->members[i] : i;
+        }
+        const char *cname = sm_defset_string_get(d, def->name);
+        if (!cname) {
+            snprintf(name, sizeof name, "communicator %" PRIu32 ".%" PRIu32, def->key.leader,
+                     def->key.seq);
+            cname = name;
+        }
+        OTF2_StringRef gs;
+        ok = sm_otf2_extra_string(w, g, cname, &gs) &&
+             sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteGroup(g, sm_otf2_comm_group(c), gs, type,
+                                                           OTF2_PARADIGM_MPI, OTF2_GROUP_FLAG_NONE,
+                                                           size, m));
+        free(m);
+        OTF2_CommRef parent = def->parent < w->n_comms ? def->parent : OTF2_UNDEFINED_COMM;
+        ok = ok && sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteComm(g, c, gs, sm_otf2_comm_group(c),
+                                                                parent, OTF2_COMM_FLAG_NONE));
+    }
     free(members);
     return ok;
 }
 
-static const char *sm_otf2_host(const sm_run_info_t *run)
+/* Each process's thread contingent (ThreadCreate/Begin/End): a pthread comm
+ * over its CPU-thread locations; sequence numbers are location ids. */
+static bool sm_otf2_thread_contingents(sm_otf2_writer_t *w, OTF2_GlobalDefWriter *g,
+                                       const sm_otf2_proc_info_t *procs)
 {
-    return run->hostname[0] ? run->hostname : "unknown";
+    bool ok = true;
+    for (uint32_t r = 0; ok && r < w->n_ranks; r++) {
+        const sm_otf2_proc_info_t *p = &procs[r];
+        uint32_t n = 0;
+        uint64_t *members = malloc(sizeof *members * (p->n_locations ? p->n_locations : 1));
+        if (!sm_otf2_got(w, members, strerror(ENOMEM)))
+            return false;
+        for (uint32_t i = 0; i < p->n_locations; i++)
+            if (p->locations[i].type == SM_LOCATION_CPU_THREAD)
+                members[n++] = sm_otf2_location_ref(r, p->locations[i].id);
+        char name[64];
+        OTF2_StringRef s_locations, s_threads, s_comm;
+        snprintf(name, sizeof name, "pthread locations of rank %" PRIu32, r);
+        ok = sm_otf2_extra_string(w, g, name, &s_locations) &&
+             sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteGroup(
+                               g, sm_otf2_thread_group(w, r, 0), s_locations,
+                               OTF2_GROUP_TYPE_COMM_LOCATIONS, OTF2_PARADIGM_PTHREAD,
+                               OTF2_GROUP_FLAG_NONE, n, members));
+        /* The communicator's group lists indexes into the locations group. */
+        for (uint32_t i = 0; i < n; i++)
+            members[i] = i;
+        snprintf(name, sizeof name, "pthread threads of rank %" PRIu32, r);
+        ok = ok && sm_otf2_extra_string(w, g, name, &s_threads) &&
+             sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteGroup(
+                               g, sm_otf2_thread_group(w, r, 1), s_threads,
+                               OTF2_GROUP_TYPE_COMM_GROUP, OTF2_PARADIGM_PTHREAD,
+                               OTF2_GROUP_FLAG_NONE, n, members)) &&
+             sm_otf2_extra_string(w, g, name, &s_comm) &&
+             sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteComm(g, sm_otf2_thread_comm(w, r), s_comm,
+                                                          sm_otf2_thread_group(w, r, 1),
+                                                          OTF2_UNDEFINED_COMM,
+                                                          OTF2_COMM_FLAG_NONE));
+        free(members);
+    }
+    return ok;
 }
 
-/* Wall-clock ns of a CLOCK_MONOTONIC ns value. */
+static bool sm_otf2_metrics(sm_otf2_writer_t *w, OTF2_GlobalDefWriter *g)
+{
+    OTF2_StringRef s_unit, s_desc;
+    if (!sm_otf2_extra_string(w, g, "bytes", &s_unit) ||
+        !sm_otf2_extra_string(w, g, "running total of this location", &s_desc))
+        return false;
+    for (uint32_t k = 0; k < SM_XFER_KIND_COUNT; k++) {
+        OTF2_StringRef s_name;
+        OTF2_MetricMemberRef member = k;
+        if (!sm_otf2_extra_string(w, g, sm_otf2_metric_names[k], &s_name) ||
+            !sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteMetricMember(
+                               g, k, s_name, s_desc, OTF2_METRIC_TYPE_OTHER,
+                               OTF2_METRIC_ACCUMULATED_START, OTF2_TYPE_UINT64,
+                               OTF2_BASE_DECIMAL, 0, s_unit)) ||
+            !sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteMetricClass(g, k, 1, &member,
+                                                                 OTF2_METRIC_ASYNCHRONOUS,
+                                                                 OTF2_RECORDER_KIND_ABSTRACT)))
+            return false;
+    }
+    return true;
+}
+
+/* Wall-clock ns of a CLOCK_MONOTONIC ns value (rank 0's clock). */
 static uint64_t sm_otf2_realtime_of(uint64_t monotonic_ns)
 {
     int64_t delta = (int64_t)(monotonic_ns - sm_clock_monotonic_at_init_ns());
     return sm_clock_realtime_at_init_ns() + (uint64_t)delta;
 }
 
-static bool sm_otf2_write_global_defs(sm_otf2_writer_t *w, OTF2_GlobalDefWriter *g,
-                                      const uint64_t *n_events)
+/* System tree: the job, one node per host, one location group per process. */
+static bool sm_otf2_system_tree(sm_otf2_writer_t *w, OTF2_GlobalDefWriter *g,
+                                const sm_otf2_proc_info_t *procs)
 {
-    const sm_run_info_t *run = w->run;
-    /* Regions and attributes first, then strings: everything those two
-     * reference exists in the string snapshot. */
-    uint32_t n_regions = sm_region_count();
-    uint32_t n_attributes = sm_attribute_count();
-    uint32_t n_strings = sm_string_count();
+    const sm_job_process_t *jp = w->job->processes;
+    uint32_t n = w->n_ranks, n_nodes = 0;
+    uint32_t *node_of = calloc(n ? n : 1, sizeof *node_of);
+    OTF2_StringRef s_machine = 0, s_job = 0, s_node = 0, s_host = 0;
+    char text[160];
+    if (!sm_otf2_got(w, node_of, strerror(ENOMEM)))
+        return false;
+    bool ok = sm_otf2_extra_string(w, g, "machine", &s_machine) &&
+              sm_otf2_extra_string(w, g, "job", &s_job) &&
+              sm_otf2_extra_string(w, g, "node", &s_node) &&
+              sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteSystemTreeNode(
+                                g, 0, s_job, s_machine, OTF2_UNDEFINED_SYSTEM_TREE_NODE));
+    /* One node per distinct host name, in order of first appearance. */
+    for (uint32_t r = 0; ok && r < n; r++) {
+        const char *host = jp && jp[r].hostname[0] ? jp[r].hostname : "unknown";
+        uint32_t k = 0;
+        while (k < r && strcmp(jp && jp[k].hostname[0] ? jp[k].hostname : "unknown", host) != 0)
+            k++;
+        if (k < r) {
+            node_of[r] = node_of[k];
+            continue;
+        }
+        node_of[r] = 1 + n_nodes++;
+        ok = sm_otf2_extra_string(w, g, host, &s_host) &&
+             sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteSystemTreeNode(g, node_of[r], s_host, s_node,
+                                                                    0));
+    }
+    for (uint32_t r = 0; ok && r < n; r++) {
+        OTF2_StringRef s_process;
+        if (n > 1)
+            snprintf(text, sizeof text, "MPI Rank %" PRIu32, r);
+        else
+            snprintf(text, sizeof text, "Process %" PRId64, jp ? jp[r].pid : (int64_t)w->run->pid);
+        ok = sm_otf2_extra_string(w, g, text, &s_process) &&
+             sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteLocationGroup(
+                               g, sm_otf2_process_group_ref(r), s_process,
+                               OTF2_LOCATION_GROUP_TYPE_PROCESS, node_of[r],
+                               OTF2_UNDEFINED_LOCATION_GROUP));
+    }
+#ifdef SM_OTF2_HAVE_ACCELERATOR_GROUP
+    for (uint32_t r = 0; ok && r < n; r++) {
+        OTF2_StringRef s_gpu;
+        if (!procs[r].any_gpu)
+            continue;
+        snprintf(text, sizeof text, "GPU streams of rank %" PRIu32, r);
+        ok = sm_otf2_extra_string(w, g, text, &s_gpu) &&
+             sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteLocationGroup(
+                               g, sm_otf2_accelerator_group_ref(r, n), s_gpu,
+                               OTF2_LOCATION_GROUP_TYPE_ACCELERATOR, node_of[r],
+                               sm_otf2_process_group_ref(r)));
+    }
+#else
+    (void)procs;
+#endif
+    free(node_of);
+    return ok;
+}
+
+static bool sm_otf2_write_global_defs(sm_otf2_writer_t *w, OTF2_GlobalDefWriter *g,
+                                      const sm_otf2_proc_info_t *procs)
+{
+    const sm_defset_t *d = w->job->defs;
+    uint32_t n_regions = sm_defset_region_count(d);
+    uint32_t n_attributes = sm_defset_attribute_count(d);
+    uint32_t n_strings = sm_defset_string_count(d);
     w->next_string = n_strings;
 
-    /* Clock: ns since boot (CLOCK_MONOTONIC), anchored to wall-clock time. */
-    uint64_t offset, length;
-    if (w->any_time) {
-        offset = w->min_ns;
-        length = w->max_ns - w->min_ns;
-    } else {
-        offset = sm_clock_to_ns(run->start_time);
-        uint64_t end = sm_clock_to_ns(run->end_time);
-        length = end > offset ? end - offset : 0;
+    /* Clock: ns of rank 0's CLOCK_MONOTONIC, anchored to wall-clock time. */
+    bool any = false, threads = false, metrics = false;
+    uint64_t lo = 0, hi = 0;
+    for (uint32_t r = 0; r < w->n_ranks; r++) {
+        const sm_otf2_proc_info_t *p = &procs[r];
+        if (!any || p->min_ns < lo)
+            lo = p->min_ns;
+        if (!any || p->max_ns > hi)
+            hi = p->max_ns;
+        any = true;
+        threads |= p->thread_events;
+        metrics |= p->metric_events;
     }
     if (!sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteClockProperties(
-                           g, UINT64_C(1000000000), offset, length, sm_otf2_realtime_of(offset))))
+                           g, UINT64_C(1000000000), lo, hi > lo ? hi - lo : 0,
+                           sm_otf2_realtime_of(lo))))
         return false;
 
     for (uint32_t i = 0; i < n_strings; i++) {
-        const char *s = sm_string_get(i);
+        const char *s = sm_defset_string_get(d, i);
         if (!sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteString(g, i, s ? s : "")))
             return false;
     }
 
-    /* Paradigms: those of the regions, and pthread for thread events. */
+    /* Paradigms: those of the regions, pthread for thread events, MPI for
+     * communicators. */
     bool used[256] = {false};
-    for (uint32_t i = 0; i < n_regions; i++) {
-        const sm_region_def_t *r = sm_region_get(i);
-        if (r)
-            used[sm_otf2_paradigm(r->paradigm)] = true;
-    }
-    if (w->thread_events)
-        used[OTF2_PARADIGM_PTHREAD] = true;
+    for (uint32_t i = 0; i < n_regions; i++)
+        used[sm_otf2_paradigm(sm_defset_region_get(d, i)->paradigm)] = true;
+    used[OTF2_PARADIGM_PTHREAD] |= threads;
+    used[OTF2_PARADIGM_MPI] |= w->n_comms > 0;
     for (unsigned p = 0; p < 256; p++) {
         const char *name;
         OTF2_ParadigmClass cls;
@@ -648,10 +1056,8 @@ static bool sm_otf2_write_global_defs(sm_otf2_writer_t *w, OTF2_GlobalDefWriter 
         return false;
 
     for (uint32_t i = 0; i < n_attributes; i++) {
-        const sm_attribute_def_t *a = sm_attribute_get(i);
+        const sm_attribute_def_t *a = sm_defset_attribute_get(d, i);
         OTF2_Type type;
-        if (!a)
-            continue;
         switch (a->type) {
         case SM_ATTR_INT64:
             type = OTF2_TYPE_INT64;
@@ -670,9 +1076,7 @@ static bool sm_otf2_write_global_defs(sm_otf2_writer_t *w, OTF2_GlobalDefWriter 
     }
 
     for (uint32_t i = 0; i < n_regions; i++) {
-        const sm_region_def_t *r = sm_region_get(i);
-        if (!r)
-            continue;
+        const sm_region_def_t *r = sm_defset_region_get(d, i);
         OTF2_StringRef file = r->file < n_strings ? r->file : OTF2_UNDEFINED_STRING;
         if (!sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteRegion(
                                g, i, r->name, r->name, s_empty, sm_otf2_role(r->role),
@@ -681,60 +1085,38 @@ static bool sm_otf2_write_global_defs(sm_otf2_writer_t *w, OTF2_GlobalDefWriter 
             return false;
     }
 
-    /* System tree: this host, one process on it. */
-    char text[320];
-    OTF2_StringRef s_host, s_node, s_process;
-    const char *host = sm_otf2_host(run);
-    snprintf(text, sizeof text, "Process %ld", (long)run->pid);
-    if (!sm_otf2_extra_string(w, g, host, &s_host) ||
-        !sm_otf2_extra_string(w, g, "node", &s_node) ||
-        !sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteSystemTreeNode(g, 0, s_host, s_node,
-                                                                OTF2_UNDEFINED_SYSTEM_TREE_NODE)) ||
-        !sm_otf2_extra_string(w, g, text, &s_process) ||
-        !sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteLocationGroup(
-                           g, sm_otf2_process_group_ref(w->rank), s_process,
-                           OTF2_LOCATION_GROUP_TYPE_PROCESS, 0, OTF2_UNDEFINED_LOCATION_GROUP)))
+    if (!sm_otf2_system_tree(w, g, procs))
         return false;
+
+    char text[96];
+    for (uint32_t r = 0; r < w->n_ranks; r++) {
+        for (uint32_t i = 0; i < procs[r].n_locations; i++) {
+            const sm_otf2_loc_info_t *li = &procs[r].locations[i];
+            OTF2_StringRef s_name;
+            OTF2_LocationGroupRef group = sm_otf2_process_group_ref(r);
 #ifdef SM_OTF2_HAVE_ACCELERATOR_GROUP
-    bool any_gpu = false;
-    for (uint32_t i = 0; i < w->n_locations && !any_gpu; i++) {
-        const sm_location_t *loc = sm_location_get(i);
-        any_gpu = loc && loc->type == SM_LOCATION_GPU_STREAM;
+            if (li->type == SM_LOCATION_GPU_STREAM)
+                group = sm_otf2_accelerator_group_ref(r, w->n_ranks);
+#endif
+            snprintf(text, sizeof text, "%s", li->name);
+            if (!sm_otf2_extra_string(w, g, text, &s_name) ||
+                !sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteLocation(
+                                   g, sm_otf2_location_ref(r, li->id), s_name,
+                                   sm_otf2_location_type(li->type), li->n_events, group)))
+                return false;
+        }
     }
-    OTF2_StringRef s_gpu;
-    snprintf(text, sizeof text, "GPU streams of process %ld", (long)run->pid);
-    if (any_gpu && (!sm_otf2_extra_string(w, g, text, &s_gpu) ||
-                    !sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteLocationGroup(
-                                       g, sm_otf2_accelerator_group_ref(w->rank, w->n_ranks), s_gpu,
-                                       OTF2_LOCATION_GROUP_TYPE_ACCELERATOR, 0,
-                                       sm_otf2_process_group_ref(w->rank)))))
+    for (uint32_t r = 0; r < w->n_ranks; r++)
+        for (uint32_t i = 0; i < procs[r].n_locations; i++)
+            if (procs[r].locations[i].creator != SM_INVALID_ID &&
+                !sm_otf2_lineage(w, g, r, &procs[r], &procs[r].locations[i]))
+                return false;
+
+    if (w->n_comms && !sm_otf2_mpi_comms(w, g))
         return false;
-#endif
-
-    for (uint32_t i = 0; i < w->n_locations; i++) {
-        const sm_location_t *loc = sm_location_get(i);
-        OTF2_StringRef s_name;
-        if (!loc)
-            continue;
-        OTF2_LocationGroupRef group = sm_otf2_process_group_ref(w->rank);
-#ifdef SM_OTF2_HAVE_ACCELERATOR_GROUP
-        if (loc->type == SM_LOCATION_GPU_STREAM)
-            group = sm_otf2_accelerator_group_ref(w->rank, w->n_ranks);
-#endif
-        snprintf(text, sizeof text, "%.*s", (int)sizeof loc->name, loc->name);
-        if (!sm_otf2_extra_string(w, g, text, &s_name) ||
-            !sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteLocation(
-                               g, sm_otf2_location_ref(w->rank, loc->id), s_name,
-                               sm_otf2_location_type(loc->type), n_events[i], group)))
-            return false;
-    }
-    for (uint32_t i = 0; i < w->n_locations; i++) {
-        const sm_location_t *loc = sm_location_get(i);
-        if (loc && loc->creator != SM_INVALID_ID && !sm_otf2_lineage(w, g, loc))
-            return false;
-    }
-
-    return !w->thread_events || sm_otf2_thread_contingent(w, g);
+    if (threads && !sm_otf2_thread_contingents(w, g, procs))
+        return false;
+    return !metrics || sm_otf2_metrics(w, g);
 }
 
 /* ---------------------------------------------------------------- the archive */
@@ -762,125 +1144,213 @@ static void sm_otf2_remove_previous(const char *dir)
     unlink(path);
 }
 
-static bool sm_otf2_write_archive(sm_otf2_writer_t *w, uint64_t *n_events)
+/* Whether any process failed so far (all processes take the same path
+ * afterwards, so no one waits in a collective the others left). */
+static bool sm_otf2_any_failed(sm_otf2_writer_t *w, bool failed_here)
+{
+    const sm_procs_t *p = w->job->procs;
+    uint64_t v = failed_here;
+    if (p->size > 1 && p->allreduce_max_u64(p->ctx, &v, 1) != 0)
+        v = 1;
+    return v != 0;
+}
+
+/* One image's events; its part of the global definitions appended to seq
+ * (as sm_tree_gather would: rank, length, bytes). */
+static bool sm_otf2_write_image_events(sm_otf2_writer_t *w, const sm_image_t *img,
+                                       sm_otf2_buf_t *seq)
+{
+    w->img = img;
+    w->any_time = w->thread_events = w->metric_events = false;
+    w->min_ns = w->max_ns = 0;
+    uint64_t *n_events = calloc(img->n_locations ? img->n_locations : 1, sizeof *n_events);
+    bool ok = sm_otf2_got(w, n_events, strerror(ENOMEM));
+    for (uint32_t i = 0; ok && i < img->n_locations; i++)
+        ok = sm_otf2_write_location_events(w, i, &n_events[i]);
+    uint64_t len = 0;
+    void *blob = ok ? sm_otf2_proc_blob(w, n_events, &len) : NULL;
+    ok = ok && sm_otf2_got(w, blob, strerror(ENOMEM));
+    if (ok) {
+        sm_otf2_put(seq, &img->rank, sizeof img->rank);
+        sm_otf2_put(seq, &len, sizeof len);
+        sm_otf2_put(seq, blob, len);
+        ok = sm_otf2_got(w, seq->failed ? NULL : seq->p, strerror(ENOMEM));
+    }
+    free(blob);
+    free(n_events);
+    return ok;
+}
+
+/* Steps that are collective in OTF2 run on every process; after each, all
+ * agree whether to go on. */
+static bool sm_otf2_write_archive(sm_otf2_writer_t *w, const sm_image_t *imgs, uint32_t n_imgs,
+                                  bool *others_failed)
 {
     static const OTF2_FlushCallbacks flush = {sm_otf2_pre_flush, NULL};
     const sm_run_info_t *run = w->run;
+    const sm_procs_t *procs = w->job->procs;
     char description[512];
+    bool ok;
 
-    sm_otf2_remove_previous(run->output_dir);
+    if (procs->rank == 0)
+        sm_otf2_remove_previous(run->output_dir);
+    if (procs->size > 1)
+        procs->barrier(procs->ctx);
     w->archive = OTF2_Archive_Open(run->output_dir, SM_OTF2_ARCHIVE_NAME, OTF2_FILEMODE_WRITE,
                                    SM_OTF2_EVT_CHUNK, SM_OTF2_DEF_CHUNK, OTF2_SUBSTRATE_POSIX,
                                    OTF2_COMPRESSION_NONE);
-    if (!sm_otf2_got(w, w->archive, "cannot create the archive"))
-        return false;
-    snprintf(description, sizeof description, "sysmeasure trace of %s (pid %ld on %s)",
-             run->program ? run->program : "a program", (long)run->pid, sm_otf2_host(run));
-    if (!sm_otf2_ok(w, OTF2_Archive_SetFlushCallbacks(w->archive, &flush, NULL)) ||
-        !sm_otf2_ok(w, OTF2_Archive_SetSerialCollectiveCallbacks(w->archive)) ||
-        !sm_otf2_ok(w, OTF2_Archive_SetCreator(w->archive, "sysmeasure " PACKAGE_VERSION)) ||
-        !sm_otf2_ok(w, OTF2_Archive_SetMachineName(w->archive, sm_otf2_host(run))) ||
-        !sm_otf2_ok(w, OTF2_Archive_SetDescription(w->archive, description)))
-        return false;
-
-    w->attrs = OTF2_AttributeList_New();
-    if (!sm_otf2_got(w, w->attrs, strerror(ENOMEM)))
-        return false;
+    ok = sm_otf2_got(w, w->archive, "cannot create the archive") &&
+         sm_otf2_ok(w, OTF2_Archive_SetFlushCallbacks(w->archive, &flush, NULL));
+    if (ok && procs->otf2_collectives(procs->ctx, w->archive) != 0) {
+        w->failed_reason = "cannot set up the collective operations of the archive";
+        ok = false;
+    }
+    if (w->n_ranks > 1)
+        snprintf(description, sizeof description, "sysmeasure trace of %s (%" PRIu32 " ranks)",
+                 run->program ? run->program : "a program", w->n_ranks);
+    else
+        snprintf(description, sizeof description, "sysmeasure trace of %s (pid %ld on %s)",
+                 run->program ? run->program : "a program", (long)run->pid,
+                 run->hostname[0] ? run->hostname : "unknown");
+    ok = ok && sm_otf2_ok(w, OTF2_Archive_SetCreator(w->archive, "sysmeasure " PACKAGE_VERSION)) &&
+         sm_otf2_ok(w, OTF2_Archive_SetMachineName(w->archive,
+                                                   run->hostname[0] ? run->hostname : "unknown")) &&
+         sm_otf2_ok(w, OTF2_Archive_SetDescription(w->archive, description));
+    if (ok) {
+        w->attrs = OTF2_AttributeList_New();
+        ok = sm_otf2_got(w, w->attrs, strerror(ENOMEM));
+    }
+    if (sm_otf2_any_failed(w, !ok))
+        goto others;
 
     /* Events, one location at a time. */
-    if (!sm_otf2_ok(w, OTF2_Archive_OpenEvtFiles(w->archive)))
-        return false;
-    for (uint32_t i = 0; i < w->n_locations; i++) {
-        sm_location_t *loc = sm_location_get(i);
-        if (loc && !sm_otf2_write_location_events(w, loc, &n_events[i]))
-            return false;
+    sm_otf2_buf_t seq = {0};
+    ok = sm_otf2_ok(w, OTF2_Archive_OpenEvtFiles(w->archive));
+    for (uint32_t k = 0; ok && k < n_imgs; k++)
+        ok = sm_otf2_write_image_events(w, &imgs[k], &seq);
+    if (sm_otf2_any_failed(w, !ok)) {
+        free(seq.p);
+        goto others;
     }
-    if (!sm_otf2_ok(w, OTF2_Archive_CloseEvtFiles(w->archive)))
-        return false;
+    ok = sm_otf2_ok(w, OTF2_Archive_CloseEvtFiles(w->archive));
 
     /* Local definitions: none, but readers expect a file per location. */
-    if (!sm_otf2_ok(w, OTF2_Archive_OpenDefFiles(w->archive)))
-        return false;
-    for (uint32_t i = 0; i < w->n_locations; i++) {
-        const sm_location_t *loc = sm_location_get(i);
-        if (!loc)
-            continue;
-        OTF2_DefWriter *d =
-            OTF2_Archive_GetDefWriter(w->archive, sm_otf2_location_ref(w->rank, loc->id));
-        w->writer_open = d != NULL;
-        if (!sm_otf2_got(w, d, "cannot create a definition writer") ||
-            !sm_otf2_ok(w, OTF2_Archive_CloseDefWriter(w->archive, d)))
-            return false;
-        w->writer_open = false;
+    ok = ok && sm_otf2_ok(w, OTF2_Archive_OpenDefFiles(w->archive));
+    for (uint32_t k = 0; ok && k < n_imgs; k++) {
+        for (uint32_t i = 0; ok && i < imgs[k].n_locations; i++) {
+            sm_image_location_t il;
+            ok = imgs[k].location(imgs[k].ctx, i, &il) == 0;
+            if (!ok)
+                break;
+            free(il.creation_path);
+            OTF2_DefWriter *d = OTF2_Archive_GetDefWriter(
+                w->archive, sm_otf2_location_ref(imgs[k].rank, il.id));
+            w->writer_open = d != NULL;
+            ok = sm_otf2_got(w, d, "cannot create a definition writer") &&
+                 sm_otf2_ok(w, OTF2_Archive_CloseDefWriter(w->archive, d));
+            if (ok)
+                w->writer_open = false;
+        }
     }
-    if (!sm_otf2_ok(w, OTF2_Archive_CloseDefFiles(w->archive)))
-        return false;
+    ok = ok && sm_otf2_ok(w, OTF2_Archive_CloseDefFiles(w->archive));
+    if (sm_otf2_any_failed(w, !ok)) {
+        free(seq.p);
+        goto others;
+    }
 
-    OTF2_GlobalDefWriter *g = OTF2_Archive_GetGlobalDefWriter(w->archive);
-    w->writer_open = g != NULL;
-    if (!sm_otf2_got(w, g, "cannot create the global definition writer") ||
-        !sm_otf2_write_global_defs(w, g, n_events) ||
-        !sm_otf2_ok(w, OTF2_Archive_CloseGlobalDefWriter(w->archive, g)))
-        return false;
-    w->writer_open = false;
+    /* What the global definitions need of every process, at rank 0: the
+     * images of this process (all of them when merging), or one per process
+     * along the tree. */
+    void *all = seq.p;
+    uint64_t all_len = seq.len;
+    if (procs->size > 1) {
+        const uint8_t *blob = NULL;
+        uint64_t blen = 0;
+        uint32_t r;
+        sm_tree_next(seq.p, seq.p + seq.len, &r, &blob, &blen);
+        all = NULL;
+        if (sm_tree_gather(procs, blob ? (const void *)blob : "", blen, &all, &all_len) != 0)
+            ok = sm_otf2_got(w, NULL, "cannot gather the locations of the job");
+        free(seq.p);
+    }
+    if (ok && procs->rank == 0) {
+        sm_otf2_proc_info_t *infos = sm_otf2_procs_parse(all, all_len, w->n_ranks);
+        ok = sm_otf2_got(w, infos, "the locations of another process could not be read");
+        OTF2_GlobalDefWriter *g = ok ? OTF2_Archive_GetGlobalDefWriter(w->archive) : NULL;
+        w->writer_open = g != NULL;
+        ok = ok && sm_otf2_got(w, g, "cannot create the global definition writer") &&
+             sm_otf2_write_global_defs(w, g, infos) &&
+             sm_otf2_ok(w, OTF2_Archive_CloseGlobalDefWriter(w->archive, g));
+        if (ok)
+            w->writer_open = false;
+        sm_otf2_procs_free(infos, w->n_ranks);
+    }
+    free(all);
+    if (sm_otf2_any_failed(w, !ok))
+        goto others;
 
     OTF2_ErrorCode rc = OTF2_Archive_Close(w->archive);
     w->archive = NULL;
     return sm_otf2_ok(w, rc);
+
+others:
+    /* A process failed: if it was another, this one says nothing more; the
+     * archive stays open (closing is collective and may flush broken
+     * buffers, see writer_open). */
+    *others_failed = ok;
+    w->archive = NULL;
+    return false;
 }
 
-int sm_otf2_write(const sm_run_info_t *run)
+int sm_otf2_write_images(const sm_run_info_t *run, const sm_job_t *job, const sm_image_t *imgs,
+                         uint32_t n_imgs)
 {
     sm_otf2_writer_t w;
     memset(&w, 0, sizeof w);
     w.run = run;
-    w.rank = 0;
-    w.n_ranks = 1;
+    w.job = job;
+    w.n_ranks = job->n_ranks ? job->n_ranks : job->procs->size;
+    w.n_comms = sm_defset_comm_count(job->defs);
     w.failed_code = OTF2_SUCCESS;
-    w.n_locations = sm_location_count();
 
     memset(&sm_otf2_reported, 0, sizeof sm_otf2_reported);
     sm_otf2_reported.code = OTF2_SUCCESS;
     OTF2_ErrorCallback previous = OTF2_Error_RegisterCallback(sm_otf2_error_callback,
                                                               &sm_otf2_reported);
-
-    uint64_t *n_events = calloc(w.n_locations ? w.n_locations : 1, sizeof *n_events);
-    bool ok = sm_otf2_got(&w, n_events, strerror(ENOMEM)) && sm_otf2_write_archive(&w, n_events);
-
-    if (!ok) {
-        /* Close what can be closed safely (see writer_open; the process is
-         * ending, so what is left open is only leaked); later errors add
-         * nothing to the first one. */
-        sm_otf2_error_t first = sm_otf2_reported;
-        if (w.archive && !w.writer_open)
-            OTF2_Archive_Close(w.archive);
-        sm_otf2_reported = first;
+    bool others_failed = false;
+    bool ok = sm_otf2_write_archive(&w, imgs, n_imgs, &others_failed);
+    if (!ok && !others_failed)
         sm_otf2_report_failure(&w);
-    }
     if (w.attrs)
         OTF2_AttributeList_Delete(w.attrs);
-    free(n_events);
+    free(w.loc.creation_path);
     OTF2_Error_RegisterCallback(previous, NULL);
 
     if (!ok)
-        return -1;
+        return others_failed ? 0 : -1;
     if (w.clamps)
         sm_info(1, "OTF2: %" PRIu64 " timestamps that went backwards on their location were clamped",
                 w.clamps);
     if (w.skipped_attrs)
         sm_info(1, "OTF2: %" PRIu64 " event attributes were unknown or repeated and left out",
                 w.skipped_attrs);
+    if (w.unknown_comm)
+        sm_info(1, "OTF2: %" PRIu64 " message events on an unnamed communicator were left out",
+                w.unknown_comm);
     if (w.spill_failures) {
-        const sm_location_t *loc = w.first_spill_failure;
         sm_error("writing OTF2 archive %s/%s.otf2 failed: cannot read back the spilled events of "
-                 "location %" PRIu32 " (%.*s, %s)%s",
-                 run->output_dir, SM_OTF2_ARCHIVE_NAME, loc->id, (int)sizeof loc->name, loc->name,
-                 loc->buffer.spill_path ? loc->buffer.spill_path : "no spill file",
+                 "%s%s", run->output_dir, SM_OTF2_ARCHIVE_NAME, w.first_spill_failure,
                  w.spill_failures > 1 ? " and of others; the archive lacks them"
                                       : "; the archive lacks them");
         return -1;
     }
-    sm_info(2, "OTF2: wrote %s/%s.otf2 (%" PRIu32 " locations)", run->output_dir,
-            SM_OTF2_ARCHIVE_NAME, w.n_locations);
+    sm_info(2, "OTF2: wrote %s/%s.otf2", run->output_dir, SM_OTF2_ARCHIVE_NAME);
     return 0;
+}
+
+int sm_otf2_write(const sm_run_info_t *run, const sm_job_t *job)
+{
+    sm_image_t self;
+    sm_image_live(&self, job->procs->rank, job->maps, run->start_time, run->end_time);
+    return sm_otf2_write_images(run, job, &self, 1);
 }

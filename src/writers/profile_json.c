@@ -1,58 +1,68 @@
-/* profile.json: the numbers of profile.txt, machine-readable, times in ns. */
+/* profile.json: the numbers of profile.txt and more, machine-readable, times
+ * in ns: per path the per-thread statistics, the spread across threads, the
+ * per-rank sums and their spread across ranks; the MPI functions and the
+ * communication matrix.  Nothing is cut for large jobs. */
 #include "sm_build.h" /* from configure: PACKAGE_VERSION, SM_OTF2_VERSION */
-#include "writers.h"
+#include "summary_common.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "../core/definitions.h"
-#include "../core/location.h"
 #include "../util/json.h"
 #include "../util/log.h"
 
 typedef struct sm_pjson {
     sm_json_t *j;
+    const sm_job_t *job;
     const sm_profile_summary_t *s;
     const char **names; /* path names, root first, reused between paths */
     uint32_t names_cap;
 } sm_pjson_t;
 
-/* Location id -> member index, SM_INVALID_ID when not a member. */
-static uint32_t sm_pjson_member_of(const sm_profile_summary_t *s, uint32_t location)
-{
-    for (uint32_t i = 0; i < s->n_members; i++)
-        if (s->member_location[i] == location)
-            return i;
-    return SM_INVALID_ID;
-}
-
-static void sm_pjson_member_or_null(sm_json_t *j, const char *key, uint32_t member)
+static void sm_pjson_id_or_null(sm_json_t *j, const char *key, uint32_t id)
 {
     sm_json_key(j, key);
-    if (member == SM_INVALID_ID)
+    if (id == SM_INVALID_ID)
         sm_json_null(j);
     else
-        sm_json_uint(j, member);
+        sm_json_uint(j, id);
 }
 
-static void sm_pjson_threads(sm_json_t *j, const sm_profile_summary_t *s)
+static void sm_pjson_processes(sm_json_t *j, const sm_job_t *job, uint32_t n)
+{
+    sm_json_key(j, "processes");
+    sm_json_array_begin(j);
+    for (uint32_t r = 0; job && job->processes && r < n; r++) {
+        const sm_job_process_t *p = &job->processes[r];
+        sm_json_object_begin_inline(j);
+        sm_json_field_uint(j, "rank", p->rank);
+        sm_json_field_int(j, "pid", p->pid);
+        char host[sizeof p->hostname + 1];
+        snprintf(host, sizeof host, "%.*s", (int)sizeof p->hostname, p->hostname);
+        sm_json_field_string(j, "host", host);
+        sm_json_object_end(j);
+    }
+    sm_json_array_end(j);
+}
+
+static void sm_pjson_threads(sm_json_t *j, const sm_job_t *job, const sm_profile_summary_t *s)
 {
     sm_json_key(j, "threads");
     sm_json_array_begin(j);
     for (uint32_t i = 0; i < s->n_members; i++) {
-        const sm_location_t *loc = sm_location_get(s->member_location[i]);
+        const sm_summary_member_t *m = &s->member_info[i];
         sm_json_object_begin_inline(j);
         sm_json_field_uint(j, "member", i);
+        sm_json_field_uint(j, "rank", s->member_rank[i]);
         sm_json_field_uint(j, "location", s->member_location[i]);
-        sm_json_field_string(j, "name", loc ? loc->name : NULL);
-        uint32_t creator = loc && loc->creator != SM_INVALID_ID
-                               ? sm_pjson_member_of(s, loc->creator) : SM_INVALID_ID;
-        sm_pjson_member_or_null(j, "created_by", creator);
+        sm_json_field_string(j, "name", m->name);
+        sm_pjson_id_or_null(j, "created_by", m->creator);
         sm_json_key(j, "creation_path");
         sm_json_array_begin_inline(j);
-        for (uint32_t d = 0; loc && loc->creator_path && d < loc->creator_depth; d++)
-            sm_json_string(j, sm_region_name(loc->creator_path[d]));
+        for (uint32_t d = 0; d < m->creation_depth; d++)
+            sm_json_string(j, sm_job_region_name(job, m->creation_path[d]));
         sm_json_array_end(j);
         sm_json_object_end(j);
     }
@@ -75,17 +85,65 @@ static void sm_pjson_stat(sm_json_t *j, const char *key, const sm_stat_t *st, ui
     sm_json_object_end(j);
 }
 
-static void sm_pjson_spread(sm_json_t *j, const char *key, sm_spread_t sp)
+/* who: "thread" or "rank", naming the min_/max_ keys. */
+static void sm_pjson_spread(sm_json_t *j, const char *key, sm_spread_t sp, const char *who)
 {
+    char kmin[16], kmax[16];
+    snprintf(kmin, sizeof kmin, "min_%s", who);
+    snprintf(kmax, sizeof kmax, "max_%s", who);
     sm_json_key(j, key);
     sm_json_object_begin_inline(j);
     sm_json_field_double(j, "mean", sp.mean);
     sm_json_field_double(j, "min", sp.min);
-    sm_pjson_member_or_null(j, "min_thread", sp.min_member);
+    sm_pjson_id_or_null(j, kmin, sp.min_member);
     sm_json_field_double(j, "max", sp.max);
-    sm_pjson_member_or_null(j, "max_thread", sp.max_member);
+    sm_pjson_id_or_null(j, kmax, sp.max_member);
     sm_json_field_double(j, "stddev", sp.stddev);
     sm_json_object_end(j);
+}
+
+static void sm_pjson_per_thread(sm_json_t *j, const sm_profile_summary_t *s, const sm_cpath_t *p)
+{
+    sm_json_key(j, "per_thread");
+    sm_json_array_begin(j);
+    for (uint32_t i = 0; i < s->n_members && !j->err; i++) {
+        const sm_cpath_member_t *m = &p->members[i];
+        if (!m->visits)
+            continue;
+        double npt = sm_summary_member_ns_per_tick(s, i);
+        sm_json_object_begin_inline(j); /* one line per thread: large jobs have many */
+        sm_json_field_uint(j, "member", i);
+        sm_json_field_uint(j, "rank", s->member_rank[i]);
+        sm_json_field_uint(j, "visits", m->visits);
+        sm_pjson_stat(j, "inclusive", &m->incl, m->visits, npt);
+        sm_pjson_stat(j, "exclusive", &m->excl, m->visits, npt);
+        sm_json_field_uint(j, "bytes_sent", m->bytes_sent);
+        sm_json_field_uint(j, "bytes_received", m->bytes_received);
+        sm_json_object_end(j);
+    }
+    sm_json_array_end(j);
+}
+
+static void sm_pjson_per_rank(sm_json_t *j, const sm_profile_summary_t *s, const sm_cpath_t *p)
+{
+    sm_json_key(j, "per_rank");
+    sm_json_array_begin(j);
+    for (uint32_t r = 0; r < s->n_ranks && !j->err; r++) {
+        sm_cpath_rank_total_t t;
+        sm_cpath_rank_total(s, p, r, &t);
+        if (!t.threads)
+            continue;
+        sm_json_object_begin_inline(j);
+        sm_json_field_uint(j, "rank", r);
+        sm_json_field_uint(j, "threads", t.threads);
+        sm_json_field_uint(j, "visits", t.visits);
+        sm_json_field_double(j, "inclusive", t.incl_ns);
+        sm_json_field_double(j, "exclusive", t.excl_ns);
+        sm_json_field_uint(j, "bytes_sent", t.bytes_sent);
+        sm_json_field_uint(j, "bytes_received", t.bytes_received);
+        sm_json_object_end(j);
+    }
+    sm_json_array_end(j);
 }
 
 static void sm_pjson_callpath(const sm_cpath_t *p, void *arg)
@@ -106,7 +164,7 @@ static void sm_pjson_callpath(const sm_cpath_t *p, void *arg)
         x->names_cap = cap;
     }
     for (const sm_cpath_t *q = p; q && q->depth > 0; q = q->parent)
-        x->names[q->depth - 1] = sm_region_name(q->region);
+        x->names[q->depth - 1] = sm_job_region_name(x->job, q->region);
 
     sm_json_object_begin(j);
     sm_json_key(j, "path");
@@ -114,46 +172,74 @@ static void sm_pjson_callpath(const sm_cpath_t *p, void *arg)
     for (uint32_t d = 0; d < p->depth; d++)
         sm_json_string(j, x->names[d]);
     sm_json_array_end(j);
-    sm_json_field_string(j, "region", sm_region_name(p->region));
+    sm_json_field_string(j, "region", x->names[p->depth - 1]);
     sm_json_field_uint(j, "depth", p->depth - 1);
-    const sm_region_def_t *def = sm_region_get(p->region);
+    const sm_region_def_t *def = x->job && x->job->defs
+                                     ? sm_defset_region_get(x->job->defs, p->region) : NULL;
     sm_json_field_string(j, "paradigm",
                          sm_paradigm_name(def ? (sm_paradigm_t)def->paradigm : SM_PARADIGM_COUNT));
     if (def && def->file != SM_INVALID_ID)
-        sm_json_field_string(j, "file", sm_string_get(def->file));
+        sm_json_field_string(j, "file", sm_defset_string_get(x->job->defs, def->file));
     if (def && def->line)
         sm_json_field_uint(j, "line", def->line);
 
-    sm_json_key(j, "per_thread");
-    sm_json_array_begin(j);
-    for (uint32_t i = 0; i < s->n_members; i++) {
-        const sm_cpath_member_t *m = &p->members[i];
-        if (!m->visits)
-            continue;
-        sm_json_object_begin(j);
-        sm_json_field_uint(j, "member", i);
-        sm_json_field_uint(j, "visits", m->visits);
-        sm_pjson_stat(j, "inclusive", &m->incl, m->visits, s->ns_per_tick);
-        sm_pjson_stat(j, "exclusive", &m->excl, m->visits, s->ns_per_tick);
-        sm_json_object_end(j);
-    }
-    sm_json_array_end(j);
-
+    sm_pjson_per_thread(j, s, p);
     sm_spread_t visits = sm_cpath_spread_visits(s, p);
     sm_json_key(j, "across_threads");
     sm_json_object_begin(j);
     sm_json_field_uint(j, "threads", visits.n);
-    sm_pjson_spread(j, "visits", visits);
-    sm_pjson_spread(j, "inclusive", sm_cpath_spread_time(s, p, 0));
-    sm_pjson_spread(j, "exclusive", sm_cpath_spread_time(s, p, 1));
+    sm_pjson_spread(j, "visits", visits, "thread");
+    sm_pjson_spread(j, "inclusive", sm_cpath_spread_time(s, p, 0), "thread");
+    sm_pjson_spread(j, "exclusive", sm_cpath_spread_time(s, p, 1), "thread");
+    sm_json_object_end(j);
+
+    sm_pjson_per_rank(j, s, p);
+    sm_spread_t rvisits = sm_cpath_spread_ranks_visits(s, p);
+    sm_json_key(j, "across_ranks");
+    sm_json_object_begin(j);
+    sm_json_field_uint(j, "ranks", rvisits.n);
+    sm_pjson_spread(j, "visits", rvisits, "rank");
+    sm_pjson_spread(j, "inclusive", sm_cpath_spread_ranks_time(s, p, 0), "rank");
+    sm_pjson_spread(j, "exclusive", sm_cpath_spread_ranks_time(s, p, 1), "rank");
+    sm_pjson_spread(j, "bytes_sent", sm_cpath_spread_ranks_bytes(s, p, 0), "rank");
+    sm_pjson_spread(j, "bytes_received", sm_cpath_spread_ranks_bytes(s, p, 1), "rank");
     sm_json_object_end(j);
     sm_json_object_end(j);
 }
 
-int sm_profile_write_json(const sm_run_info_t *run, const sm_profile_summary_t *summary)
+/* Per MPI function over all its call paths; ENOMEM or 0. */
+static int sm_pjson_mpi(sm_json_t *j, const sm_job_t *job, const sm_profile_summary_t *s)
 {
-    if (!summary) { /* sm_profile_summarize ran out of memory */
-        sm_error("writing %s/profile.json failed: %s", run->output_dir, strerror(ENOMEM));
+    uint32_t n;
+    sm_region_total_t *tot = sm_profile_region_totals(s, sm_job_region_is_mpi, (void *)job, &n);
+    if (n == UINT32_MAX)
+        return ENOMEM;
+    sm_json_key(j, "mpi");
+    sm_json_array_begin(j);
+    for (uint32_t i = 0; i < n; i++) {
+        const sm_region_total_t *f = &tot[i];
+        sm_json_object_begin_inline(j);
+        sm_json_field_string(j, "function", sm_job_region_name(job, f->region));
+        sm_json_field_uint(j, "calls", f->calls);
+        sm_json_field_uint(j, "ranks", f->ranks);
+        sm_json_field_double(j, "time", f->time_ns);
+        sm_json_field_double(j, "time_per_rank_mean", f->mean_rank_ns);
+        sm_json_field_double(j, "time_per_rank_max", f->max_rank_ns);
+        sm_pjson_id_or_null(j, "max_rank", f->max_rank);
+        sm_json_field_uint(j, "bytes_sent", f->bytes_sent);
+        sm_json_field_uint(j, "bytes_received", f->bytes_received);
+        sm_json_object_end(j);
+    }
+    sm_json_array_end(j);
+    free(tot);
+    return 0;
+}
+
+int sm_profile_write_json(const sm_run_info_t *run, const sm_job_t *job,
+                          const sm_profile_summary_t *summary)
+{
+    if (!summary) { /* the summary could not be built (message printed) */
+        sm_error("writing %s/profile.json failed: no profile summary", run->output_dir);
         return -1;
     }
     sm_json_t j;
@@ -164,15 +250,22 @@ int sm_profile_write_json(const sm_run_info_t *run, const sm_profile_summary_t *
     sm_json_field_string(&j, "time_unit", "ns");
     sm_json_field_string(&j, "program", run->program);
     sm_json_field_int(&j, "pid", run->pid);
-    sm_pjson_threads(&j, summary);
+    sm_json_field_uint(&j, "ranks", summary->n_ranks);
+    sm_pjson_processes(&j, job, sm_job_ranks(job));
+    sm_pjson_threads(&j, job, summary);
 
-    sm_pjson_t x = {.j = &j, .s = summary};
+    sm_pjson_t x = {.j = &j, .job = job, .s = summary};
     sm_json_key(&j, "callpaths");
     sm_json_array_begin(&j);
     sm_cpath_walk(&summary->root, sm_pjson_callpath, &x);
     sm_json_array_end(&j);
     free(x.names);
 
+    int rc = sm_pjson_mpi(&j, job, summary);
+    if (rc && !j.err)
+        j.err = rc;
+    sm_json_key(&j, "comm_matrix");
+    sm_comm_matrix_json(&j, job);
     sm_json_run_totals(&j, run);
     sm_json_object_end(&j);
     return sm_json_close(&j);

@@ -1,53 +1,27 @@
 /* profile.txt: the call-path profile as box-drawn text tables, in the layout of
  * the ROCm Systems Profiler's wall_clock.txt (one row per thread and path, a
- * |N>>> prefix naming the thread), followed by the same paths across threads. */
-#include "writers.h"
+ * |N>>> prefix naming the thread), followed by the same paths across threads;
+ * for a job of several ranks also across ranks, then the MPI functions and
+ * the communication matrix.  The text stays readable for large jobs: per-
+ * thread rows and the matrix are cut (profile.json and the CSV files have
+ * everything). */
+#include "summary_common.h"
 
 #include <errno.h>
-#include <locale.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "../core/definitions.h"
-#include "../core/location.h"
 #include "../util/json.h"
 #include "../util/log.h"
 
-/* ---------------------------------------------------------------- output */
-
-typedef struct sm_text_out {
-    FILE *f;
-    int err; /* errno of the first failed write */
-} sm_text_out_t;
-
-static void sm_text_failed(sm_text_out_t *o)
-{
-    if (!o->err)
-        o->err = errno ? errno : EIO;
-}
-
-static void sm_text_printf(sm_text_out_t *o, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void sm_text_printf(sm_text_out_t *o, const char *fmt, ...)
-{
-    if (o->err) /* the file is incomplete anyway: stop writing */
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    if (vfprintf(o->f, fmt, ap) < 0)
-        sm_text_failed(o);
-    va_end(ap);
-}
-
-static void sm_text_repeat(sm_text_out_t *o, char c, size_t n)
-{
-    for (size_t i = 0; i < n && !o->err; i++)
-        if (putc(c, o->f) == EOF)
-            sm_text_failed(o);
-}
+/* Threads with per-thread rows and a legend line, ranks with a full matrix,
+ * pairs listed beyond that. */
+#define SM_TEXT_MAX_MEMBERS 16
+#define SM_TEXT_MAX_MATRIX 16
+#define SM_TEXT_TOP_PAIRS 20
 
 /* Columns line up by characters, not bytes: count UTF-8 lead bytes. */
 static size_t sm_text_width(const char *s)
@@ -79,7 +53,7 @@ static void sm_text_sanitize(char *s)
 /* Every row's cells are formatted twice, once to measure the columns and
  * once to print them, so that a table of many threads x many paths needs no
  * memory beyond one row. */
-#define SM_TABLE_MAX_COLS 12
+#define SM_TABLE_MAX_COLS 18 /* the matrix: sender, 16 ranks, total */
 #define SM_CELL_SIZE 64      /* numbers and short words */
 #define SM_LABEL_SIZE 1024   /* the label: prefix, indentation, name */
 #define SM_LABEL_MAX_INDENT 32 /* levels; DEPTH tells deeper ones apart */
@@ -96,7 +70,7 @@ typedef struct sm_table {
     const char *align; /* per column: 'l' or 'r' */
     size_t ncols;
     size_t width[SM_TABLE_MAX_COLS];
-    sm_text_out_t *out; /* NULL while measuring */
+    sm_out_t *out; /* NULL while measuring */
     size_t rows;
 } sm_table_t;
 
@@ -117,15 +91,15 @@ static const char *sm_row_cell(const sm_row_t *row, size_t c)
     return c == 0 ? row->label : row->cell[c];
 }
 
-static void sm_table_cell(sm_text_out_t *o, const char *s, size_t width, char align)
+static void sm_table_cell(sm_out_t *o, const char *s, size_t width, char align)
 {
     size_t w = sm_text_width(s);
     size_t pad = width > w ? width - w : 0;
     if (align == 'r')
-        sm_text_repeat(o, ' ', pad);
-    sm_text_printf(o, "%s", s);
+        sm_out_repeat(o, ' ', pad);
+    sm_out_printf(o, "%s", s);
     if (align != 'r')
-        sm_text_repeat(o, ' ', pad);
+        sm_out_repeat(o, ' ', pad);
 }
 
 /* One row: widens the columns while measuring, else prints it. */
@@ -140,13 +114,13 @@ static void sm_table_row(sm_table_t *t, const sm_row_t *row)
         }
         return;
     }
-    sm_text_printf(t->out, "|");
+    sm_out_printf(t->out, "|");
     for (size_t c = 0; c < t->ncols; c++) {
-        sm_text_printf(t->out, " ");
+        sm_out_printf(t->out, " ");
         sm_table_cell(t->out, sm_row_cell(row, c), t->width[c], t->align[c]);
-        sm_text_printf(t->out, " |");
+        sm_out_printf(t->out, " |");
     }
-    sm_text_printf(t->out, "\n");
+    sm_out_printf(t->out, "\n");
 }
 
 /* Characters between the outer bars. */
@@ -160,7 +134,7 @@ static size_t sm_table_inner(const sm_table_t *t)
 
 /* After measuring: |---| |title| |---| | HEAD | ... | |----|---|, then
  * switch to printing. */
-static void sm_table_begin(sm_table_t *t, sm_text_out_t *o)
+static void sm_table_begin(sm_table_t *t, sm_out_t *o)
 {
     size_t title = strlen(t->title);
     size_t inner = sm_table_inner(t);
@@ -170,36 +144,36 @@ static void sm_table_begin(sm_table_t *t, sm_text_out_t *o)
     }
     t->out = o;
     t->rows = 0;
-    sm_text_printf(o, "|");
-    sm_text_repeat(o, '-', inner);
-    sm_text_printf(o, "|\n|");
-    sm_text_repeat(o, ' ', (inner - title) / 2);
-    sm_text_printf(o, "%s", t->title);
-    sm_text_repeat(o, ' ', inner - title - (inner - title) / 2);
-    sm_text_printf(o, "|\n|");
-    sm_text_repeat(o, '-', inner);
-    sm_text_printf(o, "|\n|");
+    sm_out_printf(o, "|");
+    sm_out_repeat(o, '-', inner);
+    sm_out_printf(o, "|\n|");
+    sm_out_repeat(o, ' ', (inner - title) / 2);
+    sm_out_printf(o, "%s", t->title);
+    sm_out_repeat(o, ' ', inner - title - (inner - title) / 2);
+    sm_out_printf(o, "|\n|");
+    sm_out_repeat(o, '-', inner);
+    sm_out_printf(o, "|\n|");
     for (size_t c = 0; c < t->ncols; c++) { /* headings centred */
         size_t w = sm_text_width(t->heads[c]);
         size_t left = (t->width[c] - w) / 2;
-        sm_text_repeat(o, ' ', 1 + left);
-        sm_text_printf(o, "%s", t->heads[c]);
-        sm_text_repeat(o, ' ', t->width[c] - w - left + 1);
-        sm_text_printf(o, "|");
+        sm_out_repeat(o, ' ', 1 + left);
+        sm_out_printf(o, "%s", t->heads[c]);
+        sm_out_repeat(o, ' ', t->width[c] - w - left + 1);
+        sm_out_printf(o, "|");
     }
-    sm_text_printf(o, "\n|");
+    sm_out_printf(o, "\n|");
     for (size_t c = 0; c < t->ncols; c++) {
-        sm_text_repeat(o, '-', t->width[c] + 2);
-        sm_text_printf(o, "|");
+        sm_out_repeat(o, '-', t->width[c] + 2);
+        sm_out_printf(o, "|");
     }
-    sm_text_printf(o, "\n");
+    sm_out_printf(o, "\n");
 }
 
 static void sm_table_end(sm_table_t *t)
 {
-    sm_text_printf(t->out, "|");
-    sm_text_repeat(t->out, '-', sm_table_inner(t));
-    sm_text_printf(t->out, "|\n");
+    sm_out_printf(t->out, "|");
+    sm_out_repeat(t->out, '-', sm_table_inner(t));
+    sm_out_printf(t->out, "|\n");
 }
 
 /* ---------------------------------------------------------------- values */
@@ -222,21 +196,23 @@ static const sm_time_unit_t *sm_time_unit_for(double ns)
     return &sm_time_units[n - 1];
 }
 
-/* prefix, then "main", "|_run", "  |_step": the indentation of the
- * wall_clock tables, bounded so that deep recursion keeps rows short. */
-static void sm_text_label(char *buf, size_t len, const char *prefix, const sm_cpath_t *p)
+
+/* The whole file's context. */
+typedef struct sm_text {
+    sm_out_t *o;
+    const sm_run_info_t *run;
+    const sm_job_t *job;
+    const sm_profile_summary_t *s;
+    sm_row_t *row;
+    bool multi;         /* more than one rank */
+    uint32_t shown;     /* members with per-thread rows */
+} sm_text_t;
+
+/* Name cut at SM_LABEL_MAX_NAME characters (C++ templates), sanitized. */
+static void sm_text_name_into(char *name, size_t room, const char *s)
 {
-    uint32_t level = p->depth > 1 ? p->depth - 2 : 0;
-    if (level > SM_LABEL_MAX_INDENT)
-        level = SM_LABEL_MAX_INDENT;
-    int n = snprintf(buf, len, "%s%*s%s", prefix, (int)(2 * level), "", p->depth > 1 ? "|_" : "");
-    if (n < 0 || (size_t)n >= len)
-        return;
-    char *name = buf + n;
-    size_t room = len - (size_t)n;
-    snprintf(name, room, "%s", sm_region_name(p->region));
+    snprintf(name, room, "%s", s);
     sm_text_sanitize(name);
-    /* Cut long names (C++ templates) at a character boundary. */
     size_t chars = 0;
     for (char *q = name; *q; q++) {
         if ((*q & 0xC0) == 0x80 || ++chars <= SM_LABEL_MAX_NAME)
@@ -245,6 +221,29 @@ static void sm_text_label(char *buf, size_t len, const char *prefix, const sm_cp
             memcpy(q, "...", 4);
         break;
     }
+}
+
+/* prefix, then "main", "|_run", "  |_step": the indentation of the
+ * wall_clock tables, bounded so that deep recursion keeps rows short. */
+static void sm_text_label(const sm_text_t *x, char *buf, size_t len, const char *prefix,
+                          const sm_cpath_t *p)
+{
+    uint32_t level = p->depth > 1 ? p->depth - 2 : 0;
+    if (level > SM_LABEL_MAX_INDENT)
+        level = SM_LABEL_MAX_INDENT;
+    int n = snprintf(buf, len, "%s%*s%s", prefix, (int)(2 * level), "", p->depth > 1 ? "|_" : "");
+    if (n < 0 || (size_t)n >= len)
+        return;
+    sm_text_name_into(buf + n, len - (size_t)n, sm_job_region_name(x->job, p->region));
+}
+
+/* A member as the tables name it: its number, and its rank in a job. */
+static void sm_text_member(const sm_text_t *x, char *buf, size_t len, uint32_t m)
+{
+    if (x->multi)
+        snprintf(buf, len, "%u (rank %u)", (unsigned)m, (unsigned)x->s->member_rank[m]);
+    else
+        snprintf(buf, len, "%u", (unsigned)m);
 }
 
 /* ---------------------------------------------------------------- the tables */
@@ -257,10 +256,16 @@ static const char *const sm_across_heads[] = {"LABEL",  "THREADS",    "COUNT", "
                                               "UNITS",  "MEAN",       "MIN",   "MIN THREAD",
                                               "MAX",    "MAX THREAD", "STDDEV"};
 
+static const char *const sm_ranks_heads[] = {
+    "LABEL",     "RANKS",    "COUNT",       "UNITS",     "INCL MEAN", "INCL MIN",
+    "MIN RANK",  "INCL MAX", "MAX RANK",    "INCL STDDEV", "EXCL MEAN", "EXCL MIN",
+    "MIN RANK",  "EXCL MAX", "MAX RANK",    "EXCL STDDEV"};
+
+typedef enum { SM_TABLE_THREAD, SM_TABLE_THREADS, SM_TABLE_RANKS } sm_table_kind_t;
+
 typedef struct sm_text_walk {
-    const sm_profile_summary_t *summary;
+    const sm_text_t *x;
     sm_table_t *table;
-    sm_row_t *row;
     uint32_t member;
 } sm_text_walk_t;
 
@@ -272,7 +277,7 @@ static void sm_thread_row(const sm_cpath_t *p, void *arg)
     const sm_cpath_member_t *m = &p->members[w->member];
     if (p->depth == 0 || m->visits == 0)
         return;
-    double npt = w->summary->ns_per_tick;
+    double npt = sm_summary_member_ns_per_tick(w->x->s, w->member);
     double sum = (double)m->incl.sum * npt;
     double mean = sm_stat_mean(&m->incl, m->visits) * npt;
     double min = (double)m->incl.min * npt;
@@ -280,10 +285,10 @@ static void sm_thread_row(const sm_cpath_t *p, void *arg)
     double var = sm_stat_variance(&m->incl, m->visits) * npt * npt;
     double self = m->incl.sum ? 100.0 * (double)m->excl.sum / (double)m->incl.sum : 100.0;
     const sm_time_unit_t *u = sm_time_unit_for(sum);
-    sm_row_t *row = w->row;
+    sm_row_t *row = w->x->row;
     char prefix[24];
     snprintf(prefix, sizeof prefix, "|%u>>> ", (unsigned)w->member);
-    sm_text_label(row->label, sizeof row->label, prefix, p);
+    sm_text_label(w->x, row->label, sizeof row->label, prefix, p);
     SM_CELL(row, 1, "%llu", (unsigned long long)m->visits);
     SM_CELL(row, 2, "%u", (unsigned)(p->depth - 1));
     SM_CELL(row, 3, "wall_clock");
@@ -298,29 +303,34 @@ static void sm_thread_row(const sm_cpath_t *p, void *arg)
     sm_table_row(w->table, row);
 }
 
+static uint64_t sm_cpath_visits(const sm_profile_summary_t *s, const sm_cpath_t *p)
+{
+    uint64_t visits = 0;
+    for (uint32_t i = 0; i < s->n_members; i++)
+        visits += p->members[i].visits;
+    return visits;
+}
+
 static void sm_across_row(const sm_cpath_t *p, void *arg)
 {
     sm_text_walk_t *w = arg;
     if (p->depth == 0)
         return;
-    const sm_profile_summary_t *s = w->summary;
-    uint64_t visits = 0;
-    for (uint32_t i = 0; i < s->n_members; i++)
-        visits += p->members[i].visits;
-    sm_spread_t sp = sm_cpath_spread_time(s, p, 0);
-    sm_row_t *row = w->row;
-    sm_text_label(row->label, sizeof row->label, "", p);
+    const sm_text_t *x = w->x;
+    sm_spread_t sp = sm_cpath_spread_time(x->s, p, 0);
+    sm_row_t *row = x->row;
+    sm_text_label(x, row->label, sizeof row->label, "", p);
     SM_CELL(row, 1, "%u", (unsigned)sp.n);
-    SM_CELL(row, 2, "%llu", (unsigned long long)visits);
+    SM_CELL(row, 2, "%llu", (unsigned long long)sm_cpath_visits(x->s, p));
     SM_CELL(row, 3, "wall_clock");
     if (sp.n) {
         const sm_time_unit_t *u = sm_time_unit_for(sp.max);
         SM_CELL(row, 4, "%s", u->name);
         SM_CELL(row, 5, "%.6f", sp.mean / u->ns);
         SM_CELL(row, 6, "%.6f", sp.min / u->ns);
-        SM_CELL(row, 7, "%u", (unsigned)sp.min_member);
+        sm_text_member(x, row->cell[7], SM_CELL_SIZE, sp.min_member);
         SM_CELL(row, 8, "%.6f", sp.max / u->ns);
-        SM_CELL(row, 9, "%u", (unsigned)sp.max_member);
+        sm_text_member(x, row->cell[9], SM_CELL_SIZE, sp.max_member);
         SM_CELL(row, 10, "%.6f", sp.stddev / u->ns);
     } else { /* on the tree, but no thread completed a visit */
         for (int c = 4; c < 11; c++)
@@ -329,38 +339,215 @@ static void sm_across_row(const sm_cpath_t *p, void *arg)
     sm_table_row(w->table, row);
 }
 
-/* Walk (measure or print) the rows of one table. */
-static void sm_text_rows(sm_table_t *t, const sm_profile_summary_t *s, sm_row_t *row,
-                         bool per_thread)
+/* Six cells from first: mean, min, min rank, max, max rank, stddev. */
+static void sm_ranks_cells(sm_row_t *row, int first, sm_spread_t sp, const sm_time_unit_t *u)
 {
-    sm_text_walk_t w = {.summary = s, .table = t, .row = row};
-    if (!per_thread) {
-        sm_cpath_walk(&s->root, sm_across_row, &w);
+    SM_CELL(row, first, "%.6f", sp.mean / u->ns);
+    SM_CELL(row, first + 1, "%.6f", sp.min / u->ns);
+    SM_CELL(row, first + 2, "%u", (unsigned)sp.min_member);
+    SM_CELL(row, first + 3, "%.6f", sp.max / u->ns);
+    SM_CELL(row, first + 4, "%u", (unsigned)sp.max_member);
+    SM_CELL(row, first + 5, "%.6f", sp.stddev / u->ns);
+}
+
+static void sm_ranks_row(const sm_cpath_t *p, void *arg)
+{
+    sm_text_walk_t *w = arg;
+    if (p->depth == 0)
         return;
+    const sm_text_t *x = w->x;
+    sm_spread_t incl = sm_cpath_spread_ranks_time(x->s, p, 0);
+    sm_row_t *row = x->row;
+    sm_text_label(x, row->label, sizeof row->label, "", p);
+    SM_CELL(row, 1, "%u", (unsigned)incl.n);
+    SM_CELL(row, 2, "%llu", (unsigned long long)sm_cpath_visits(x->s, p));
+    if (incl.n) {
+        const sm_time_unit_t *u = sm_time_unit_for(incl.max);
+        SM_CELL(row, 3, "%s", u->name);
+        sm_ranks_cells(row, 4, incl, u);
+        sm_ranks_cells(row, 10, sm_cpath_spread_ranks_time(x->s, p, 1), u);
+    } else {
+        for (int c = 3; c < 16; c++)
+            SM_CELL(row, c, "-");
     }
-    for (w.member = 0; w.member < s->n_members; w.member++)
-        sm_cpath_walk(&s->root, sm_thread_row, &w);
+    sm_table_row(w->table, row);
+}
+
+/* Walk (measure or print) the rows of one table. */
+static void sm_text_rows(sm_table_t *t, const sm_text_t *x, sm_table_kind_t kind)
+{
+    sm_text_walk_t w = {.x = x, .table = t};
+    if (kind == SM_TABLE_THREADS)
+        sm_cpath_walk(&x->s->root, sm_across_row, &w);
+    else if (kind == SM_TABLE_RANKS)
+        sm_cpath_walk(&x->s->root, sm_ranks_row, &w);
+    else
+        for (w.member = 0; w.member < x->shown; w.member++)
+            sm_cpath_walk(&x->s->root, sm_thread_row, &w);
 }
 
 /* One table: measure, then print. */
-static void sm_text_table(sm_text_out_t *o, const sm_profile_summary_t *s, sm_row_t *row,
-                          bool per_thread)
+static void sm_text_table(const sm_text_t *x, sm_table_kind_t kind)
 {
     sm_table_t t;
-    if (per_thread)
+    if (kind == SM_TABLE_THREAD)
         sm_table_init(&t, "CALL-PATH PROFILE PER THREAD", sm_thread_heads, "lrrllrrrrrrr", 12);
-    else
+    else if (kind == SM_TABLE_THREADS)
         sm_table_init(&t, "CALL-PATH PROFILE ACROSS THREADS", sm_across_heads, "lrrllrrrrrr", 11);
-    sm_text_rows(&t, s, row, per_thread);
-    sm_table_begin(&t, o);
-    sm_text_rows(&t, s, row, per_thread);
+    else
+        sm_table_init(&t, "CALL-PATH PROFILE ACROSS RANKS (per rank: sum over its threads)",
+                      sm_ranks_heads, "lrrlrrrrrrrrrrrr", 16);
+    sm_text_rows(&t, x, kind);
+    sm_table_begin(&t, x->o);
+    sm_text_rows(&t, x, kind);
     sm_table_end(&t);
+}
+
+/* ---------------------------------------------------------------- MPI */
+
+static const char *const sm_mpi_heads[] = {"FUNCTION",  "CALLS",    "RANKS",    "UNITS",
+                                           "TOTAL",     "MEAN/RANK", "MAX/RANK", "MAX RANK",
+                                           "BYTES SENT", "BYTES RECEIVED"};
+
+static void sm_mpi_rows(sm_table_t *t, const sm_text_t *x, const sm_region_total_t *tot,
+                        uint32_t n)
+{
+    sm_row_t *row = x->row;
+    for (uint32_t i = 0; i < n; i++) {
+        const sm_region_total_t *f = &tot[i];
+        const sm_time_unit_t *u = sm_time_unit_for(f->time_ns);
+        sm_text_name_into(row->label, sizeof row->label, sm_job_region_name(x->job, f->region));
+        SM_CELL(row, 1, "%llu", (unsigned long long)f->calls);
+        SM_CELL(row, 2, "%u", (unsigned)f->ranks);
+        SM_CELL(row, 3, "%s", u->name);
+        SM_CELL(row, 4, "%.6f", f->time_ns / u->ns);
+        SM_CELL(row, 5, "%.6f", f->mean_rank_ns / u->ns);
+        SM_CELL(row, 6, "%.6f", f->max_rank_ns / u->ns);
+        if (f->max_rank != SM_INVALID_ID)
+            SM_CELL(row, 7, "%u", (unsigned)f->max_rank);
+        else
+            SM_CELL(row, 7, "-");
+        SM_CELL(row, 8, "%llu", (unsigned long long)f->bytes_sent);
+        SM_CELL(row, 9, "%llu", (unsigned long long)f->bytes_received);
+        sm_table_row(t, row);
+    }
+}
+
+/* Per MPI function, over every call path where it appears. */
+static int sm_text_mpi(const sm_text_t *x)
+{
+    uint32_t n;
+    sm_region_total_t *tot = sm_profile_region_totals(x->s, sm_job_region_is_mpi,
+                                                      (void *)x->job, &n);
+    if (n == UINT32_MAX)
+        return ENOMEM;
+    if (n) {
+        sm_out_printf(x->o, "\n");
+        sm_table_t t;
+        sm_table_init(&t, "MPI FUNCTIONS (summed over their call paths)", sm_mpi_heads,
+                      "lrrlrrrrrr", 10);
+        sm_mpi_rows(&t, x, tot, n);
+        sm_table_begin(&t, x->o);
+        sm_mpi_rows(&t, x, tot, n);
+        sm_table_end(&t);
+    }
+    free(tot);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- matrix */
+
+static void sm_matrix_rows(sm_table_t *t, const sm_text_t *x, const uint64_t *cells,
+                           uint32_t n)
+{
+    sm_row_t *row = x->row;
+    for (uint32_t s = 0; s < n; s++) {
+        uint64_t total = 0;
+        snprintf(row->label, sizeof row->label, "%u", (unsigned)s);
+        for (uint32_t r = 0; r < n; r++) {
+            uint64_t v = cells[(size_t)s * n + r];
+            total += v;
+            SM_CELL(row, 1 + r, "%llu", (unsigned long long)v);
+        }
+        SM_CELL(row, 1 + n, "%llu", (unsigned long long)total);
+        sm_table_row(t, row);
+    }
+}
+
+static void sm_matrix_table(const sm_text_t *x, const char *title, const uint64_t *cells,
+                            uint32_t n)
+{
+    char names[SM_TEXT_MAX_MATRIX][12];
+    const char *heads[SM_TABLE_MAX_COLS];
+    char align[SM_TABLE_MAX_COLS + 1];
+    heads[0] = "SENDER";
+    for (uint32_t r = 0; r < n; r++) {
+        snprintf(names[r], sizeof names[r], "%u", (unsigned)r);
+        heads[1 + r] = names[r];
+    }
+    heads[1 + n] = "TOTAL";
+    memset(align, 'r', n + 2);
+    align[n + 2] = '\0';
+    sm_table_t t;
+    sm_table_init(&t, title, heads, align, n + 2);
+    sm_matrix_rows(&t, x, cells, n);
+    sm_table_begin(&t, x->o);
+    sm_matrix_rows(&t, x, cells, n);
+    sm_table_end(&t);
+}
+
+static const char *const sm_pair_heads[] = {"SENDER", "RECEIVER", "MESSAGES", "BYTES"};
+
+static void sm_pair_rows(sm_table_t *t, const sm_text_t *x, const sm_comm_pair_t *pairs,
+                         uint32_t n)
+{
+    sm_row_t *row = x->row;
+    for (uint32_t i = 0; i < n; i++) {
+        snprintf(row->label, sizeof row->label, "%u", (unsigned)pairs[i].sender);
+        SM_CELL(row, 1, "%u", (unsigned)pairs[i].receiver);
+        SM_CELL(row, 2, "%llu", (unsigned long long)pairs[i].messages);
+        SM_CELL(row, 3, "%llu", (unsigned long long)pairs[i].bytes);
+        sm_table_row(t, row);
+    }
+}
+
+static void sm_text_matrix(const sm_text_t *x)
+{
+    const sm_job_t *job = x->job;
+    if (!sm_comm_matrix_any(job)) {
+        sm_out_printf(x->o, "communication matrix: no point-to-point messages were recorded\n");
+        return;
+    }
+    uint32_t n = sm_job_ranks(job);
+    if (n <= SM_TEXT_MAX_MATRIX) {
+        /* Short titles: a long one would widen the narrow columns. */
+        sm_out_printf(x->o, "point-to-point communication matrix (row: sender rank, column: "
+                            "receiver rank):\n\n");
+        sm_matrix_table(x, "MESSAGES", job->matrix_messages, n);
+        sm_out_printf(x->o, "\n");
+        sm_matrix_table(x, "BYTES", job->matrix_bytes, n);
+        return;
+    }
+    sm_comm_pair_t top[SM_TEXT_TOP_PAIRS];
+    uint32_t k = sm_comm_matrix_top(job, top, SM_TEXT_TOP_PAIRS);
+    sm_table_t t;
+    char title[48];
+    snprintf(title, sizeof title, "TOP %u PAIRS BY BYTES", (unsigned)k);
+    sm_out_printf(x->o, "point-to-point communication, the sender-receiver pairs (world ranks) "
+                        "that moved the most bytes:\n\n");
+    sm_table_init(&t, title, sm_pair_heads, "rrrr", 4);
+    sm_pair_rows(&t, x, top, k);
+    sm_table_begin(&t, x->o);
+    sm_pair_rows(&t, x, top, k);
+    sm_table_end(&t);
+    sm_out_printf(x->o, "the full matrix of the %u ranks: comm_matrix.csv, comm_matrix.json\n",
+                  (unsigned)n);
 }
 
 /* ---------------------------------------------------------------- header */
 
 /* Shell-like quoting, so that the command can be read back unambiguously. */
-static void sm_text_command(sm_text_out_t *o, int argc, char **argv)
+static void sm_text_command(sm_out_t *o, int argc, char **argv)
 {
     for (int i = 0; i < argc && argv && argv[i]; i++) {
         const char *a = argv[i];
@@ -369,163 +556,180 @@ static void sm_text_command(sm_text_out_t *o, int argc, char **argv)
             if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
                         "_-+=./,:@%^", *p))
                 plain = false;
-        sm_text_printf(o, "%s", i ? " " : "");
+        sm_out_printf(o, "%s", i ? " " : "");
         if (plain) {
-            sm_text_printf(o, "%s", a);
+            sm_out_printf(o, "%s", a);
             continue;
         }
-        sm_text_printf(o, "'");
+        sm_out_printf(o, "'");
         for (const char *p = a; *p; p++) {
             if (*p == '\'')
-                sm_text_printf(o, "'\\''");
+                sm_out_printf(o, "'\\''");
             else
-                sm_text_printf(o, "%c", (unsigned char)*p < 0x20 ? '?' : *p);
+                sm_out_printf(o, "%c", (unsigned char)*p < 0x20 ? '?' : *p);
         }
-        sm_text_printf(o, "'");
+        sm_out_printf(o, "'");
     }
-    sm_text_printf(o, "\n");
+    sm_out_printf(o, "\n");
 }
 
-/* Location id -> member index, SM_INVALID_ID when not a member. */
-static uint32_t sm_text_member_of(const sm_profile_summary_t *s, uint32_t location)
-{
-    for (uint32_t i = 0; i < s->n_members; i++)
-        if (s->member_location[i] == location)
-            return i;
-    return SM_INVALID_ID;
-}
-
-static void sm_text_name(sm_text_out_t *o, const char *name, const char *missing)
+static void sm_text_name(sm_out_t *o, const char *name, const char *missing)
 {
     char buf[256];
     snprintf(buf, sizeof buf, "%s", name && *name ? name : missing);
     sm_text_sanitize(buf);
-    sm_text_printf(o, "%s", buf);
+    sm_out_printf(o, "%s", buf);
 }
 
-static void sm_text_legend(sm_text_out_t *o, const sm_profile_summary_t *s)
+static void sm_text_legend(const sm_text_t *x)
 {
-    for (uint32_t i = 0; i < s->n_members; i++) {
-        const sm_location_t *loc = sm_location_get(s->member_location[i]);
-        sm_text_printf(o, "  thread %u: ", (unsigned)i);
-        if (!loc) {
-            sm_text_printf(o, "location %u\n", (unsigned)s->member_location[i]);
-            continue;
-        }
-        sm_text_name(o, loc->name, "(unnamed)");
-        if (loc->creator != SM_INVALID_ID) {
-            uint32_t cm = sm_text_member_of(s, loc->creator);
-            if (cm != SM_INVALID_ID)
-                sm_text_printf(o, ", created by thread %u", (unsigned)cm);
+    const sm_profile_summary_t *s = x->s;
+    uint32_t shown = s->n_members < SM_TEXT_MAX_MEMBERS ? s->n_members : SM_TEXT_MAX_MEMBERS;
+    for (uint32_t i = 0; i < shown; i++) {
+        const sm_summary_member_t *m = &s->member_info[i];
+        sm_out_printf(x->o, "  thread %u: ", (unsigned)i);
+        if (x->multi)
+            sm_out_printf(x->o, "rank %u, ", (unsigned)s->member_rank[i]);
+        sm_text_name(x->o, m->name, "(unnamed)");
+        if (m->creator_location != SM_INVALID_ID) {
+            if (m->creator != SM_INVALID_ID)
+                sm_out_printf(x->o, ", created by thread %u", (unsigned)m->creator);
             else
-                sm_text_printf(o, ", created by location %u", (unsigned)loc->creator);
-            for (uint32_t d = 0; d < loc->creator_depth && loc->creator_path; d++) {
-                sm_text_printf(o, "%s", d ? " > " : " in ");
-                sm_text_name(o, sm_region_name(loc->creator_path[d]), "?");
+                sm_out_printf(x->o, ", created by location %u", (unsigned)m->creator_location);
+            for (uint32_t d = 0; d < m->creation_depth; d++) {
+                sm_out_printf(x->o, "%s", d ? " > " : " in ");
+                sm_text_name(x->o, sm_job_region_name(x->job, m->creation_path[d]), "?");
             }
         }
-        sm_text_printf(o, "\n");
+        sm_out_printf(x->o, "\n");
     }
+    if (shown < s->n_members)
+        sm_out_printf(x->o, "  ... and %u more threads: see \"threads\" in profile.json\n",
+                      (unsigned)(s->n_members - shown));
 }
 
-static void sm_text_header(sm_text_out_t *o, const sm_run_info_t *run,
-                           const sm_profile_summary_t *s)
+static int sm_text_compare_str(const void *a, const void *b)
 {
-    sm_text_printf(o, "sysmeasure call-path profile (wall-clock time)\n\n");
-    sm_text_printf(o, "program     : ");
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Distinct host names of the job's processes; 0 when unknown. */
+static uint32_t sm_text_hosts(const sm_job_t *job, uint32_t n)
+{
+    if (!job || !job->processes || n == 0)
+        return 0;
+    const char **names = malloc(n * sizeof *names);
+    if (!names)
+        return 0;
+    for (uint32_t i = 0; i < n; i++)
+        names[i] = job->processes[i].hostname;
+    qsort(names, n, sizeof *names, sm_text_compare_str);
+    uint32_t hosts = 1;
+    for (uint32_t i = 1; i < n; i++)
+        hosts += strcmp(names[i], names[i - 1]) != 0;
+    free(names);
+    return hosts;
+}
+
+static void sm_text_header(const sm_text_t *x)
+{
+    sm_out_t *o = x->o;
+    const sm_run_info_t *run = x->run;
+    const sm_profile_summary_t *s = x->s;
+    sm_out_printf(o, "sysmeasure call-path profile (wall-clock time)\n\n");
+    sm_out_printf(o, "program     : ");
     sm_text_name(o, run->program, "(unknown)");
-    sm_text_printf(o, "\ncommand     : ");
+    sm_out_printf(o, "\ncommand     : ");
     sm_text_command(o, run->argc, run->argv);
-    sm_text_printf(o, "pid         : %ld\n", (long)run->pid);
-    sm_text_printf(o, "host        : ");
+    if (x->multi) {
+        uint32_t hosts = sm_text_hosts(x->job, sm_job_ranks(x->job));
+        sm_out_printf(o, "ranks       : %u", (unsigned)s->n_ranks);
+        if (hosts)
+            sm_out_printf(o, " on %u host%s", (unsigned)hosts, hosts == 1 ? "" : "s");
+        sm_out_printf(o, "\npid         : %ld (rank 0)\n", (long)run->pid);
+    } else {
+        sm_out_printf(o, "pid         : %ld\n", (long)run->pid);
+    }
+    sm_out_printf(o, "host        : ");
     sm_text_name(o, run->hostname, "(unknown)");
-    sm_text_printf(o, "\nthreads     : %u\n", (unsigned)s->n_members);
-    sm_text_printf(o, "time source : %s (1 tick = %.6g ns)\n",
-                   run->clock_source ? run->clock_source : "unknown", s->ns_per_tick);
-    sm_text_printf(o, "\n");
+    sm_out_printf(o, "%s\nthreads     : %u\n", x->multi ? " (rank 0)" : "", (unsigned)s->n_members);
+    sm_out_printf(o, "time source : %s (1 tick = %.6g ns%s)\n",
+                  run->clock_source ? run->clock_source : "unknown", s->ns_per_tick,
+                  x->multi ? " on rank 0" : "");
+    sm_out_printf(o, "\n");
     if (s->n_members) {
-        sm_text_printf(o, "threads (|N>>> in the labels):\n");
-        sm_text_legend(o, s);
-        sm_text_printf(o, "\n");
+        sm_out_printf(o, "threads (|N>>> in the labels):\n");
+        sm_text_legend(x);
+        sm_out_printf(o, "\n");
     }
 }
 
-static void sm_text_footer(sm_text_out_t *o, const sm_run_info_t *run)
+static void sm_text_footer(sm_out_t *o, const sm_run_info_t *run)
 {
     bool any = run->spills || run->dropped_records || run->unmatched_leaves;
     if (any)
-        sm_text_printf(o, "\n");
+        sm_out_printf(o, "\n");
     if (run->spills)
-        sm_text_printf(o, "buffer spills    : %llu (%llu bytes written to disk)\n",
-                       (unsigned long long)run->spills, (unsigned long long)run->spilled_bytes);
+        sm_out_printf(o, "buffer spills    : %llu (%llu bytes written to disk)\n",
+                      (unsigned long long)run->spills, (unsigned long long)run->spilled_bytes);
     if (run->dropped_records)
-        sm_text_printf(o, "dropped events   : %llu (lost, a spill could not be written)\n",
-                       (unsigned long long)run->dropped_records);
+        sm_out_printf(o, "dropped events   : %llu (lost, a spill could not be written)\n",
+                      (unsigned long long)run->dropped_records);
     if (run->unmatched_leaves)
-        sm_text_printf(o, "unmatched leaves : %llu (region exits that matched no open region)\n",
-                       (unsigned long long)run->unmatched_leaves);
+        sm_out_printf(o, "unmatched leaves : %llu (region exits that matched no open region)\n",
+                      (unsigned long long)run->unmatched_leaves);
 }
 
 /* ---------------------------------------------------------------- writer */
 
-static int sm_text_body(sm_text_out_t *o, const sm_run_info_t *run,
-                        const sm_profile_summary_t *s)
+static int sm_text_body(sm_text_t *x)
 {
-    sm_text_header(o, run, s);
+    const sm_profile_summary_t *s = x->s;
+    sm_text_header(x);
     if (!s->root.first_child) {
-        sm_text_printf(o, "no call paths were recorded\n");
+        sm_out_printf(x->o, "no call paths were recorded\n");
     } else {
-        sm_row_t *row = malloc(sizeof *row);
-        if (!row)
-            return ENOMEM;
-        sm_text_table(o, s, row, true);
-        sm_text_printf(o, "\n");
-        sm_text_table(o, s, row, false);
-        free(row);
+        sm_text_table(x, SM_TABLE_THREAD);
+        if (x->shown < s->n_members)
+            sm_out_printf(x->o, "(per-thread rows of the first %u of %u threads; all are in "
+                          "profile.json and profile.csv)\n", (unsigned)x->shown,
+                          (unsigned)s->n_members);
+        sm_out_printf(x->o, "\n");
+        sm_text_table(x, SM_TABLE_THREADS);
+        if (x->multi) {
+            sm_out_printf(x->o, "\n");
+            sm_text_table(x, SM_TABLE_RANKS);
+        }
+        int rc = sm_text_mpi(x);
+        if (rc)
+            return rc;
     }
-    sm_text_footer(o, run);
+    if (x->multi) {
+        sm_out_printf(x->o, "\n");
+        sm_text_matrix(x);
+    }
+    sm_text_footer(x->o, x->run);
     return 0;
 }
 
-int sm_profile_write_text(const sm_run_info_t *run, const sm_profile_summary_t *summary)
+int sm_profile_write_text(const sm_run_info_t *run, const sm_job_t *job,
+                          const sm_profile_summary_t *summary)
 {
-    size_t len = strlen(run->output_dir) + sizeof "/profile.txt";
-    char *path = malloc(len);
-    if (!path) {
-        sm_error("writing %s/profile.txt failed: %s", run->output_dir, strerror(ENOMEM));
+    if (!summary) { /* the summary could not be built (message printed) */
+        sm_error("writing %s/profile.txt failed: no profile summary", run->output_dir);
         return -1;
     }
-    snprintf(path, len, "%s/profile.txt", run->output_dir);
-    if (!summary) { /* sm_profile_summarize ran out of memory */
-        sm_error("writing %s failed: %s", path, strerror(ENOMEM));
-        free(path);
+    sm_out_t o;
+    if (sm_out_open(&o, run->output_dir, "profile.txt") != 0)
         return -1;
-    }
-    sm_text_out_t o = {.f = fopen(path, "we"), .err = 0};
-    if (!o.f) {
-        sm_error("writing %s failed: %s", path, strerror(errno));
-        free(path);
-        return -1;
-    }
-    /* The application may have set a locale with a decimal comma. */
-    locale_t c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
-    locale_t old = c_locale ? uselocale(c_locale) : (locale_t)0;
-
-    int rc = sm_text_body(&o, run, summary);
-    if (rc && !o.err)
-        o.err = rc;
-    if (fflush(o.f) == EOF || ferror(o.f))
-        sm_text_failed(&o);
-    errno = 0;
-    if (fclose(o.f) == EOF)
-        sm_text_failed(&o);
-
-    if (old)
-        uselocale(old);
-    if (c_locale)
-        freelocale(c_locale);
-    if (o.err)
-        sm_error("writing %s failed: %s", path, strerror(o.err));
-    free(path);
-    return o.err ? -1 : 0;
+    sm_text_t x = {.o = &o, .run = run, .job = job, .s = summary,
+                   .multi = summary->n_ranks > 1,
+                   .shown = summary->n_members < SM_TEXT_MAX_MEMBERS ? summary->n_members
+                                                                    : SM_TEXT_MAX_MEMBERS};
+    x.row = malloc(sizeof *x.row);
+    int rc = x.row ? sm_text_body(&x) : ENOMEM;
+    free(x.row);
+    if (rc)
+        sm_out_fail(&o, rc);
+    return sm_out_close(&o);
 }

@@ -1,26 +1,68 @@
-/* Output writers.  Each reads the event layer (locations, buffers, definitions,
- * the profile summary) and writes one format into the run's output folder.
- * Each returns 0, or -1 after printing one line naming the file and the
- * problem (for example a full disk). */
+/* Output writers.  Each reads the event layer (locations, buffers), the job's
+ * unified definitions and the job's profile summary, and writes one format
+ * into the job's output folder.  Each returns 0, or -1 after printing one
+ * line naming the file and the problem (for example a full disk).
+ *
+ * The OTF2 writer runs on every process (collectively: one archive, each
+ * process writes its own locations); the summary writers run on rank 0 only. */
 #ifndef SM_WRITERS_H
 #define SM_WRITERS_H
 
 #include "../core/compiler.h"
 #include "../core/runtime.h"
+#include "../merge/procs.h"
 #include "../merge/profile_summary.h"
+#include "../merge/unify.h"
 #include "../util/json.h"
 
-/* traces.otf2, traces.def, traces/ : one archive, one event file per location. */
-int sm_otf2_write(const sm_run_info_t *run) SM_HIDDEN;
+/* One process of the job as rank 0 reports it (metadata, system tree). */
+typedef struct sm_job_process {
+    uint32_t rank;
+    int64_t pid;
+    char hostname[64];
+} sm_job_process_t;
 
-/* profile.txt: per-thread call-path table, then the same paths across threads. */
-int sm_profile_write_text(const sm_run_info_t *run, const sm_profile_summary_t *summary) SM_HIDDEN;
+/* What every writer needs to know about the job beyond this process. */
+typedef struct sm_job {
+    const sm_procs_t *procs;   /* rank, size and the transport */
+    uint32_t n_ranks;          /* ranks of the job: procs->size, or the processes
+                                * sysmeasure-merge reads (0: procs->size) */
+    const sm_defset_t *defs;   /* unified definitions */
+    const sm_id_maps_t *maps;  /* this process's ids -> defs */
+    /* Rank 0 only: every process, in rank order (n = procs->size). */
+    const sm_job_process_t *processes;
+    /* Rank 0 only: the point-to-point communication matrix, row = sender,
+     * column = receiver (world ranks), n x n each; NULL without messages. */
+    const uint64_t *matrix_messages;
+    const uint64_t *matrix_bytes;
+} sm_job_t;
 
-/* profile.json: the same numbers, machine-readable. */
-int sm_profile_write_json(const sm_run_info_t *run, const sm_profile_summary_t *summary) SM_HIDDEN;
+/* traces.otf2, traces.def, traces/ : one archive, one event file per location.
+ * sm_otf2_write writes this process's part; sm_otf2_write_images the parts
+ * of several processes from one (sysmeasure-merge). */
+int sm_otf2_write(const sm_run_info_t *run, const sm_job_t *job) SM_HIDDEN;
+struct sm_image;
+int sm_otf2_write_images(const sm_run_info_t *run, const sm_job_t *job,
+                         const struct sm_image *imgs, uint32_t n_imgs) SM_HIDDEN;
 
-/* metadata.json: command line, configuration, host, pid, version, dates, threads. */
-int sm_metadata_write_json(const sm_run_info_t *run) SM_HIDDEN;
+/* profile.txt: per-thread call-path table, then the same paths across
+ * threads and across ranks; the MPI section and the communication matrix. */
+int sm_profile_write_text(const sm_run_info_t *run, const sm_job_t *job,
+                          const sm_profile_summary_t *summary) SM_HIDDEN;
+
+/* profile.json (and profile.csv): the same numbers, machine-readable. */
+int sm_profile_write_json(const sm_run_info_t *run, const sm_job_t *job,
+                          const sm_profile_summary_t *summary) SM_HIDDEN;
+int sm_profile_write_csv(const sm_run_info_t *run, const sm_job_t *job,
+                         const sm_profile_summary_t *summary) SM_HIDDEN;
+
+/* comm_matrix.csv / .json: the communication matrix of job (nothing when it
+ * has none). */
+int sm_comm_matrix_write(const sm_run_info_t *run, const sm_job_t *job) SM_HIDDEN;
+
+/* metadata.json: command line, configuration, hosts, ranks, pids, version,
+ * dates, threads. */
+int sm_metadata_write_json(const sm_run_info_t *run, const sm_job_t *job) SM_HIDDEN;
 
 /* The "buffers" object (budget, chunk size, spills, dropped events) and
  * "unmatched_leaves", shared by profile.json and metadata.json. */

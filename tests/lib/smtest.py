@@ -131,3 +131,100 @@ def callpath(profile, *names):
         if cp["path"] == list(names):
             return cp
     return None
+
+
+# ---------------------------------------------------------------- MPI
+
+MPIRUN = os.environ.get("MPIRUN", "mpirun")
+
+
+def mpi_env(extra=None):
+    env = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+    env.update(extra or {})
+    return env
+
+
+def mpi_measure(np, args, name, launcher_args=(), expect_rc=0, env=None, timeout=300, out=None):
+    """mpirun -np N sysmeasure --output OUT -- args; returns (out, proc)."""
+    out = out or os.path.join(workdir(name), "out")
+    cmd = [MPIRUN, "-np", str(np), "--oversubscribe", LAUNCHER, "--output", out] + \
+        list(launcher_args) + ["--"] + list(args)
+    proc = subprocess.run(cmd, env=clean_env(mpi_env(env)), timeout=timeout,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if expect_rc is not None and not check(proc.returncode == expect_rc,
+                                           "%s exited %d, expected %d; stderr: %s"
+                                           % (" ".join(args), proc.returncode, expect_rc,
+                                              proc.stderr[-3000:])):
+        print(proc.stdout)
+    return out, proc
+
+
+def location_rank(loc):
+    """The MPI rank of a location (its location group is 'MPI Rank r')."""
+    name = loc.group.name
+    return int(name.split()[-1]) if name.startswith("MPI Rank") else 0
+
+
+def comm_world_ranks(comm, n_ranks):
+    """World ranks of a communicator's members, in comm rank order."""
+    g = comm.group
+    if g.group_type == otf2.GroupType.COMM_SELF:
+        return None
+    return list(g.members)
+
+
+def check_messages(trace, n_ranks):
+    """Every send has exactly one matching receive (communicator, world ranks,
+    tag, bytes), and no receive completes before its send began.  Returns the
+    number of matched messages."""
+    sends, recvs = {}, {}
+    for loc, events in trace.events.items():
+        me = location_rank(loc)
+        for e in events:
+            if isinstance(e, (otf2.events.MpiSend, otf2.events.MpiIsend)):
+                members = comm_world_ranks(e.communicator, n_ranks)
+                dst = members[e.receiver] if members else me
+                key = (e.communicator.name, me, dst, e.msg_tag, e.msg_length)
+                sends.setdefault(key, []).append(e.time)
+            elif isinstance(e, (otf2.events.MpiRecv, otf2.events.MpiIrecv)):
+                members = comm_world_ranks(e.communicator, n_ranks)
+                src = members[e.sender] if members else me
+                key = (e.communicator.name, src, me, e.msg_tag, e.msg_length)
+                recvs.setdefault(key, []).append(e.time)
+    matched = 0
+    for key in set(sends) | set(recvs):
+        s, r = sorted(sends.get(key, [])), sorted(recvs.get(key, []))
+        if not check(len(s) == len(r), "message %s: %d sends, %d receives" % (key, len(s), len(r))):
+            continue
+        for ts, tr in zip(s, r):
+            check(tr >= ts, "message %s received at %d before it was sent at %d" % (key, tr, ts))
+        matched += len(s)
+    return matched
+
+
+def collective_counts(trace):
+    """{(communicator name, op): {rank: count}} from MpiCollectiveEnd and
+    NonBlockingCollectiveComplete."""
+    counts = {}
+    for loc, events in trace.events.items():
+        me = location_rank(loc)
+        for e in events:
+            if isinstance(e, (otf2.events.MpiCollectiveEnd,
+                              otf2.events.NonBlockingCollectiveComplete)):
+                key = (e.communicator.name, str(e.collective_op).split(".")[-1])
+                counts.setdefault(key, {}).setdefault(me, 0)
+                counts[key][me] += 1
+    return counts
+
+
+def region_visits_by_rank(trace):
+    """{region name: {rank: enters}}."""
+    out = {}
+    for loc, events in trace.events.items():
+        me = location_rank(loc)
+        for e in events:
+            if isinstance(e, otf2.events.Enter):
+                d = out.setdefault(e.region.name, {})
+                d[me] = d.get(me, 0) + 1
+    return out

@@ -1,0 +1,194 @@
+/* The table behind sysmeasure_adapter_api(): the core's entry points for the
+ * adapter libraries (MPI, Kokkos).  Each event entry is gated like the
+ * in-core adapters: nothing is recorded while the calling thread does not
+ * measure. */
+#include "adapter_api.h"
+
+#include <string.h>
+
+#include "clock.h"
+#include "events.h"
+#include "location.h"
+#include "runtime.h"
+
+/* The location of the calling thread when it records now, else NULL. */
+static inline sm_location_t *sm_api_location(void)
+{
+    if (SM_UNLIKELY(!sm_runtime_active))
+        return NULL;
+    sm_location_t *loc = sm_location_current();
+    return sm_measuring(loc) && !loc->closed ? loc : NULL;
+}
+
+static int sm_api_runtime_active(void)
+{
+    return sm_runtime_active;
+}
+
+static int sm_api_measuring(void)
+{
+    return sm_api_location() != NULL;
+}
+
+static void sm_api_enter(sm_region_id_t region)
+{
+    if (SM_LIKELY(sm_runtime_active))
+        sm_adapter_enter(region);
+}
+
+static void sm_api_leave(sm_region_id_t region)
+{
+    if (SM_LIKELY(sm_runtime_active))
+        sm_adapter_leave(region);
+}
+
+/* ---------------------------------------------------------------- messages */
+
+static void sm_api_message(sm_record_kind_t kind, sm_comm_id_t comm, uint32_t peer, uint32_t tag,
+                           uint64_t bytes, uint32_t peer_process, uint64_t request,
+                           int with_request)
+{
+    sm_location_t *loc = sm_api_location();
+    if (!loc)
+        return;
+    int sending = kind == SM_REC_MSG_SEND || kind == SM_REC_MSG_ISEND;
+    uint64_t w[3] = {sm_msg_peer_tag(peer, tag), bytes, request};
+    sm_event_record(loc, kind, comm, 0, sm_clock_now(), w, (uint8_t)(with_request ? 3 : 2));
+    sm_event_bytes(loc, sending ? bytes : 0, sending ? 0 : bytes);
+    if (sending && peer_process != UINT32_MAX)
+        sm_event_matrix(loc, peer_process, sm_runtime_process_count(), bytes);
+}
+
+static void sm_api_msg_send(sm_comm_id_t comm, uint32_t peer, uint32_t tag, uint64_t bytes,
+                            uint32_t peer_process)
+{
+    sm_api_message(SM_REC_MSG_SEND, comm, peer, tag, bytes, peer_process, 0, 0);
+}
+
+static void sm_api_msg_recv(sm_comm_id_t comm, uint32_t peer, uint32_t tag, uint64_t bytes,
+                            uint32_t peer_process)
+{
+    sm_api_message(SM_REC_MSG_RECV, comm, peer, tag, bytes, peer_process, 0, 0);
+}
+
+static void sm_api_msg_isend(sm_comm_id_t comm, uint32_t peer, uint32_t tag, uint64_t bytes,
+                             uint32_t peer_process, uint64_t request)
+{
+    sm_api_message(SM_REC_MSG_ISEND, comm, peer, tag, bytes, peer_process, request, 1);
+}
+
+static void sm_api_msg_irecv(sm_comm_id_t comm, uint32_t peer, uint32_t tag, uint64_t bytes,
+                             uint32_t peer_process, uint64_t request)
+{
+    sm_api_message(SM_REC_MSG_IRECV, comm, peer, tag, bytes, peer_process, request, 1);
+}
+
+static void sm_api_request_event(sm_record_kind_t kind, uint64_t request)
+{
+    sm_location_t *loc = sm_api_location();
+    if (loc)
+        sm_event_record(loc, kind, 0, 0, sm_clock_now(), &request, 1);
+}
+
+static void sm_api_msg_isend_complete(uint64_t request)
+{
+    sm_api_request_event(SM_REC_MSG_ISEND_COMPLETE, request);
+}
+
+static void sm_api_msg_irecv_request(uint64_t request)
+{
+    sm_api_request_event(SM_REC_MSG_IRECV_REQUEST, request);
+}
+
+static void sm_api_request_cancelled(uint64_t request)
+{
+    sm_api_request_event(SM_REC_REQUEST_CANCELLED, request);
+}
+
+static void sm_api_icoll_request(uint64_t request)
+{
+    sm_api_request_event(SM_REC_ICOLL_REQUEST, request);
+}
+
+/* ---------------------------------------------------------------- collectives */
+
+static void sm_api_coll_begin(void)
+{
+    sm_location_t *loc = sm_api_location();
+    if (loc)
+        sm_event_record(loc, SM_REC_COLL_BEGIN, 0, 0, sm_clock_now(), NULL, 0);
+}
+
+static void sm_api_coll_end(sm_coll_op_t op, sm_comm_id_t comm, uint32_t root, uint64_t sent,
+                            uint64_t received)
+{
+    sm_location_t *loc = sm_api_location();
+    if (!loc)
+        return;
+    uint64_t w[3] = {root, sent, received};
+    sm_event_record(loc, SM_REC_COLL_END, comm, (uint16_t)op, sm_clock_now(), w, 3);
+    sm_event_bytes(loc, sent, received);
+}
+
+static void sm_api_icoll_complete(sm_coll_op_t op, sm_comm_id_t comm, uint32_t root, uint64_t sent,
+                                  uint64_t received, uint64_t request)
+{
+    sm_location_t *loc = sm_api_location();
+    if (!loc)
+        return;
+    uint64_t w[4] = {root, sent, received, request};
+    sm_event_record(loc, SM_REC_ICOLL_COMPLETE, comm, (uint16_t)op, sm_clock_now(), w, 4);
+    sm_event_bytes(loc, sent, received);
+}
+
+/* ---------------------------------------------------------------- transfers */
+
+static void sm_api_transfer(sm_transfer_kind_t kind, uint64_t bytes)
+{
+    sm_location_t *loc = sm_api_location();
+    if (!loc || (unsigned)kind >= SM_XFER_KIND_COUNT)
+        return;
+    uint64_t total = loc->transfer_total[kind] += bytes;
+    sm_event_record(loc, SM_REC_METRIC, (uint32_t)kind, 0, sm_clock_now(), &total, 1);
+    int outgoing = kind == SM_XFER_IO_WRITE || kind == SM_XFER_RMA_PUT;
+    sm_event_bytes(loc, outgoing ? bytes : 0, outgoing ? 0 : bytes);
+}
+
+/* ---------------------------------------------------------------- the table */
+
+static const sm_adapter_api_t sm_adapter_api_v1 = {
+    .version = SM_ADAPTER_API_VERSION,
+    .size = sizeof(sm_adapter_api_t),
+    .runtime_init = sm_runtime_init,
+    .runtime_active = sm_api_runtime_active,
+    .set_process_group = sm_runtime_set_process_group,
+    .set_output_dir = sm_runtime_set_output_dir,
+    .output_dir = sm_runtime_output_dir,
+    .clock_offset = sm_runtime_clock_offset,
+    .finalize = sm_runtime_finalize_job,
+    .emergency_write = sm_runtime_emergency_write,
+    .region_define = sm_region_define,
+    .comm_define = sm_comm_define,
+    .measuring = sm_api_measuring,
+    .enter = sm_api_enter,
+    .leave = sm_api_leave,
+    .msg_send = sm_api_msg_send,
+    .msg_recv = sm_api_msg_recv,
+    .msg_isend = sm_api_msg_isend,
+    .msg_isend_complete = sm_api_msg_isend_complete,
+    .msg_irecv_request = sm_api_msg_irecv_request,
+    .msg_irecv = sm_api_msg_irecv,
+    .request_cancelled = sm_api_request_cancelled,
+    .coll_begin = sm_api_coll_begin,
+    .coll_end = sm_api_coll_end,
+    .icoll_request = sm_api_icoll_request,
+    .icoll_complete = sm_api_icoll_complete,
+    .transfer = sm_api_transfer,
+};
+
+SM_EXPORT const sm_adapter_api_t *sysmeasure_adapter_api(unsigned version);
+
+const sm_adapter_api_t *sysmeasure_adapter_api(unsigned version)
+{
+    return version == SM_ADAPTER_API_VERSION ? &sm_adapter_api_v1 : NULL;
+}

@@ -1,0 +1,420 @@
+/* Process files: write one in an ending process, read them back in
+ * sysmeasure-merge (see process_file.h).  The layout is this machine's
+ * integers in a fixed order, with a magic and a version; the reader checks
+ * every length against the file. */
+#include "process_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../core/location.h"
+#include "../util/fs.h"
+#include "../util/log.h"
+#include "profile_summary.h"
+
+#define SM_PF_MAGIC 0x46504d53u /* "SMPF" */
+#define SM_PF_VERSION 1u
+
+typedef struct sm_pf_buf {
+    uint8_t *p;
+    uint64_t len, cap;
+    int failed;
+} sm_pf_buf_t;
+
+static void sm_pf_put(sm_pf_buf_t *b, const void *src, uint64_t n)
+{
+    if (b->failed)
+        return;
+    if (b->len + n > b->cap) {
+        uint64_t cap = b->cap ? b->cap * 2 : 65536;
+        while (cap < b->len + n)
+            cap *= 2;
+        uint8_t *p = realloc(b->p, cap);
+        if (!p) {
+            b->failed = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, src, n);
+    b->len += n;
+}
+
+#define SM_PF_PUT(b, v) sm_pf_put((b), &(v), sizeof(v))
+
+static void sm_pf_put_blob(sm_pf_buf_t *b, const void *p, uint64_t n)
+{
+    SM_PF_PUT(b, n);
+    sm_pf_put(b, p ? p : "", n);
+}
+
+static void sm_pf_put_string(sm_pf_buf_t *b, const char *s)
+{
+    uint32_t n = s ? (uint32_t)strlen(s) : 0;
+    SM_PF_PUT(b, n);
+    sm_pf_put(b, s ? s : "", n);
+}
+
+/* Identity maps over this process's definitions (the merge maps them). */
+static int sm_pf_identity(sm_id_maps_t *m)
+{
+    memset(m, 0, sizeof *m);
+    m->n_strings = sm_string_count();
+    m->n_regions = sm_region_count();
+    m->n_attributes = sm_attribute_count();
+    m->n_comms = sm_comm_count();
+    uint32_t **arrays[] = {&m->strings, &m->regions, &m->attributes, &m->comms};
+    uint32_t counts[] = {m->n_strings, m->n_regions, m->n_attributes, m->n_comms};
+    for (int k = 0; k < 4; k++) {
+        *arrays[k] = malloc(sizeof **arrays[k] * (counts[k] + 1u));
+        if (!*arrays[k])
+            return -1;
+        for (uint32_t i = 0; i < counts[k]; i++)
+            (*arrays[k])[i] = i;
+    }
+    return 0;
+}
+
+int sm_process_file_write(const sm_run_info_t *run, const char *reason)
+{
+    char dir[PATH_MAX], path[PATH_MAX + 64], tmp[PATH_MAX + 80];
+    uint32_t n_locations = sm_location_count();
+    int failed = 0;
+
+    /* Events first: every location's records into its spill file. */
+    for (uint32_t i = 0; i < n_locations; i++) {
+        sm_location_t *loc = sm_location_get(i);
+        if (loc->tracing && sm_buffer_save(loc) != 0)
+            failed = 1;
+    }
+
+    sm_pf_buf_t b = {0};
+    uint32_t magic = SM_PF_MAGIC, version = SM_PF_VERSION;
+    SM_PF_PUT(&b, magic);
+    SM_PF_PUT(&b, version);
+    SM_PF_PUT(&b, run->rank);
+    SM_PF_PUT(&b, run->n_ranks);
+    int64_t pid = run->pid;
+    SM_PF_PUT(&b, pid);
+    char host[64] = "", program[256] = "", why[256] = "";
+    snprintf(host, sizeof host, "%.63s", run->hostname);
+    snprintf(program, sizeof program, "%s", run->program ? run->program : "");
+    snprintf(why, sizeof why, "%s", reason ? reason : "");
+    SM_PF_PUT(&b, host);
+    SM_PF_PUT(&b, program);
+    SM_PF_PUT(&b, why);
+    SM_PF_PUT(&b, run->start_realtime_ns);
+    SM_PF_PUT(&b, run->end_realtime_ns);
+    SM_PF_PUT(&b, run->start_time);
+    SM_PF_PUT(&b, run->end_time);
+    sm_clock_params_t clock;
+    sm_clock_export(&clock);
+    SM_PF_PUT(&b, clock);
+    SM_PF_PUT(&b, run->spills);
+    SM_PF_PUT(&b, run->spilled_bytes);
+    SM_PF_PUT(&b, run->dropped_records);
+    SM_PF_PUT(&b, run->unmatched_leaves);
+
+    sm_defset_t *defs = sm_defset_from_process();
+    uint64_t len = 0;
+    void *blob = defs ? sm_defset_serialize(defs, &len) : NULL;
+    failed |= blob == NULL;
+    sm_pf_put_blob(&b, blob, blob ? len : 0);
+    free(blob);
+    sm_defset_free(defs);
+
+    sm_id_maps_t identity;
+    sm_profile_summary_t *summary = NULL;
+    blob = NULL;
+    len = 0;
+    if (run->config && run->config->profile && sm_pf_identity(&identity) == 0 &&
+        (summary = sm_profile_summarize()) != NULL)
+        blob = sm_profile_summary_serialize(summary, &identity, run->rank, &len);
+    sm_pf_put_blob(&b, blob, blob ? len : 0);
+    free(blob);
+    sm_profile_summary_free(summary);
+    sm_id_maps_free(&identity);
+
+    /* Messages sent, per receiving rank, over all threads. */
+    uint32_t n = run->n_ranks ? run->n_ranks : 1;
+    SM_PF_PUT(&b, n);
+    for (uint32_t k = 0; k < n; k++) {
+        uint64_t pair[2] = {0, 0};
+        for (uint32_t i = 0; i < n_locations; i++) {
+            const sm_location_t *loc = sm_location_get(i);
+            if (loc->msg_matrix && k < loc->msg_matrix_n) {
+                pair[0] += loc->msg_matrix[2 * k];
+                pair[1] += loc->msg_matrix[2 * k + 1];
+            }
+        }
+        sm_pf_put(&b, pair, sizeof pair);
+    }
+
+    SM_PF_PUT(&b, n_locations);
+    sm_image_t self;
+    sm_image_live(&self, run->rank, NULL, run->start_time, run->end_time);
+    for (uint32_t i = 0; i < n_locations; i++) {
+        const sm_location_t *loc = sm_location_get(i);
+        sm_image_location_t il;
+        if (self.location(self.ctx, i, &il) != 0)
+            memset(&il, 0, sizeof il);
+        uint32_t w[3] = {il.id, il.type, il.creator};
+        sm_pf_put(&b, w, sizeof w);
+        SM_PF_PUT(&b, il.name);
+        sm_pf_put_string(&b, il.creation_path);
+        free(il.creation_path);
+        const char *events = loc->buffer.spill_path;
+        const char *base = events ? strrchr(events, '/') : NULL;
+        sm_pf_put_string(&b, base ? base + 1 : NULL);
+    }
+
+    if (b.failed) {
+        sm_error("writing the process file of rank %u failed: out of memory", (unsigned)run->rank);
+        free(b.p);
+        return -1;
+    }
+    snprintf(dir, sizeof dir, "%s/%s", run->output_dir, SM_PROCESS_FILE_DIR);
+    snprintf(path, sizeof path, "%s/rank-%u.smp", dir, (unsigned)run->rank);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    int fd = sm_mkdir_p(dir) == 0 ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
+    const uint8_t *p = b.p;
+    uint64_t left = b.len;
+    while (fd >= 0 && left) {
+        ssize_t k = write(fd, p, left);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            break;
+        p += k;
+        left -= (uint64_t)k;
+    }
+    int saved = errno;
+    if (fd < 0 || left || close(fd) != 0 || rename(tmp, path) != 0) {
+        sm_error("writing process file %s failed: %s", path, strerror(fd < 0 || left ? saved : errno));
+        if (fd >= 0)
+            unlink(tmp);
+        free(b.p);
+        return -1;
+    }
+    free(b.p);
+    return failed ? -1 : 0;
+}
+
+/* ---------------------------------------------------------------- reading */
+
+typedef struct sm_pf_reader {
+    const uint8_t *p, *end;
+    int bad;
+} sm_pf_reader_t;
+
+static const void *sm_pf_take(sm_pf_reader_t *r, uint64_t n)
+{
+    if (r->bad || (uint64_t)(r->end - r->p) < n) {
+        r->bad = 1;
+        return NULL;
+    }
+    const void *at = r->p;
+    r->p += n;
+    return at;
+}
+
+static void sm_pf_get(sm_pf_reader_t *r, void *dst, uint64_t n)
+{
+    const void *at = sm_pf_take(r, n);
+    if (at)
+        memcpy(dst, at, n);
+    else
+        memset(dst, 0, n);
+}
+
+#define SM_PF_GET(r, v) sm_pf_get((r), &(v), sizeof(v))
+
+static void *sm_pf_get_blob(sm_pf_reader_t *r, uint64_t *len)
+{
+    SM_PF_GET(r, *len);
+    const void *at = sm_pf_take(r, *len);
+    void *copy = at ? malloc(*len ? *len : 1) : NULL;
+    if (copy)
+        memcpy(copy, at, *len);
+    else
+        r->bad = 1;
+    return copy;
+}
+
+static char *sm_pf_get_string(sm_pf_reader_t *r)
+{
+    uint32_t n = 0;
+    SM_PF_GET(r, n);
+    const char *at = sm_pf_take(r, n);
+    return at ? strndup(at, n) : NULL;
+}
+
+void sm_process_file_free(sm_process_file_t *f)
+{
+    if (!f)
+        return;
+    for (uint32_t i = 0; f->locations && i < f->n_locations; i++) {
+        free(f->locations[i].creation_path);
+        if (f->events)
+            free(f->events[i]);
+    }
+    free(f->locations);
+    free(f->events);
+    free(f->defs);
+    free(f->profile);
+    free(f->matrix_row);
+    free(f->path);
+    sm_id_maps_free(&f->maps);
+    free(f);
+}
+
+sm_process_file_t *sm_process_file_read(const char *path, char *err, size_t errlen)
+{
+    FILE *in = fopen(path, "rb");
+    if (!in) {
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    uint8_t *data = NULL;
+    size_t len = 0, cap = 0, n;
+    do {
+        if (len == cap) {
+            cap = cap ? cap * 2 : 1 << 16;
+            uint8_t *d = realloc(data, cap);
+            if (!d) {
+                free(data);
+                fclose(in);
+                snprintf(err, errlen, "reading %s: out of memory", path);
+                return NULL;
+            }
+            data = d;
+        }
+        n = fread(data + len, 1, cap - len, in);
+        len += n;
+    } while (n > 0);
+    fclose(in);
+
+    sm_process_file_t *f = calloc(1, sizeof *f);
+    sm_pf_reader_t r = {data, data + len, 0};
+    uint32_t magic = 0, version = 0;
+    SM_PF_GET(&r, magic);
+    SM_PF_GET(&r, version);
+    if (!f || magic != SM_PF_MAGIC || version != SM_PF_VERSION) {
+        snprintf(err, errlen, "%s is not a sysmeasure process file (or of another version)", path);
+        free(data);
+        free(f);
+        return NULL;
+    }
+    f->path = strdup(path);
+    SM_PF_GET(&r, f->rank);
+    SM_PF_GET(&r, f->n_ranks);
+    SM_PF_GET(&r, f->pid);
+    SM_PF_GET(&r, f->hostname);
+    SM_PF_GET(&r, f->program);
+    SM_PF_GET(&r, f->reason);
+    f->hostname[sizeof f->hostname - 1] = f->program[sizeof f->program - 1] = '\0';
+    f->reason[sizeof f->reason - 1] = '\0';
+    SM_PF_GET(&r, f->start_realtime_ns);
+    SM_PF_GET(&r, f->end_realtime_ns);
+    SM_PF_GET(&r, f->start_ticks);
+    SM_PF_GET(&r, f->end_ticks);
+    SM_PF_GET(&r, f->clock);
+    SM_PF_GET(&r, f->spills);
+    SM_PF_GET(&r, f->spilled_bytes);
+    SM_PF_GET(&r, f->dropped_records);
+    SM_PF_GET(&r, f->unmatched_leaves);
+    f->defs = sm_pf_get_blob(&r, &f->defs_len);
+    f->profile = sm_pf_get_blob(&r, &f->profile_len);
+    uint32_t n_row = 0;
+    SM_PF_GET(&r, n_row);
+    if (!r.bad && (uint64_t)n_row * 16u <= (uint64_t)(r.end - r.p)) {
+        f->matrix_row = malloc(16u * (size_t)(n_row ? n_row : 1));
+        if (f->matrix_row)
+            sm_pf_get(&r, f->matrix_row, 16u * (uint64_t)n_row);
+    }
+    r.bad |= n_row != f->n_ranks || !f->matrix_row;
+    SM_PF_GET(&r, f->n_locations);
+    if (!r.bad && f->n_locations <= len / 16) {
+        f->locations = calloc(f->n_locations + 1u, sizeof *f->locations);
+        f->events = calloc(f->n_locations + 1u, sizeof *f->events);
+    }
+    r.bad |= !f->locations || !f->events;
+    char *slash = strrchr(f->path, '/');
+    for (uint32_t i = 0; !r.bad && i < f->n_locations; i++) {
+        sm_image_location_t *l = &f->locations[i];
+        uint32_t w[3];
+        SM_PF_GET(&r, w);
+        l->id = w[0];
+        l->type = w[1];
+        l->creator = w[2];
+        SM_PF_GET(&r, l->name);
+        l->name[sizeof l->name - 1] = '\0';
+        char *cp = sm_pf_get_string(&r);
+        l->creation_path = cp && cp[0] ? cp : NULL;
+        if (!l->creation_path)
+            free(cp);
+        char *ev = sm_pf_get_string(&r);
+        /* The spill files sit in <output>/.spill, beside <output>/.ranks. */
+        if (ev && ev[0] && slash) {
+            size_t need = (size_t)(slash - f->path) + strlen(ev) + 16;
+            f->events[i] = malloc(need);
+            if (f->events[i])
+                snprintf(f->events[i], need, "%.*s/../.spill/%s", (int)(slash - f->path),
+                         f->path, ev);
+        }
+        free(ev);
+    }
+    free(data);
+    if (r.bad) {
+        snprintf(err, errlen, "%s is truncated or damaged", path);
+        sm_process_file_free(f);
+        return NULL;
+    }
+    return f;
+}
+
+/* ---------------------------------------------------------------- as an image */
+
+static int sm_pf_location(void *ctx, uint32_t i, sm_image_location_t *out)
+{
+    const sm_process_file_t *f = ctx;
+    if (i >= f->n_locations)
+        return -1;
+    *out = f->locations[i];
+    out->creation_path = f->locations[i].creation_path ? strdup(f->locations[i].creation_path) : NULL;
+    return 0;
+}
+
+static int sm_pf_for_each(void *ctx, uint32_t i, sm_record_fn fn, void *arg)
+{
+    const sm_process_file_t *f = ctx;
+    if (i >= f->n_locations)
+        return -1;
+    return f->events[i] ? sm_spill_file_for_each(f->events[i], fn, arg) : 0;
+}
+
+static uint64_t sm_pf_to_ns(void *ctx, uint64_t ticks)
+{
+    const sm_process_file_t *f = ctx;
+    return sm_clock_params_to_job_ns(&f->clock, ticks);
+}
+
+void sm_process_file_image(sm_process_file_t *f, sm_image_t *img)
+{
+    memset(img, 0, sizeof *img);
+    img->rank = f->rank;
+    img->maps = &f->maps;
+    img->n_locations = f->n_locations;
+    img->start_ticks = f->start_ticks;
+    img->end_ticks = f->end_ticks;
+    img->ctx = f;
+    img->location = sm_pf_location;
+    img->for_each = sm_pf_for_each;
+    img->to_ns = sm_pf_to_ns;
+}

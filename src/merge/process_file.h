@@ -1,0 +1,50 @@
+/* What one process leaves behind when the job cannot finish collectively (a
+ * rank that calls MPI_Abort, is killed, or never calls MPI_Finalize): its
+ * events in its spill files (<output>/.spill), and a process file
+ * <output>/.ranks/rank-<r>.smp with everything else: definitions, locations,
+ * profile, message counts, clock.  sysmeasure-merge turns the files of all
+ * ranks into the job's archive and summaries. */
+#ifndef SM_PROCESS_FILE_H
+#define SM_PROCESS_FILE_H
+
+#include <stdint.h>
+#include "../core/clock.h"
+#include "../core/compiler.h"
+#include "../core/runtime.h"
+#include "image.h"
+
+#define SM_PROCESS_FILE_DIR ".ranks"
+
+typedef struct sm_process_file {
+    char *path;
+    uint32_t rank, n_ranks;
+    int64_t pid;
+    char hostname[64];
+    char program[256];
+    char reason[256];           /* why the process wrote it */
+    uint64_t start_realtime_ns, end_realtime_ns;
+    uint64_t start_ticks, end_ticks;
+    sm_clock_params_t clock;
+    uint64_t spills, spilled_bytes, dropped_records, unmatched_leaves;
+    void *defs;                 /* serialized definition set */
+    uint64_t defs_len;
+    void *profile;              /* serialized profile summary (its own ids) */
+    uint64_t profile_len;
+    uint64_t *matrix_row;       /* n_ranks pairs: messages, bytes sent to each */
+    uint32_t n_locations;
+    sm_image_location_t *locations;
+    char **events;              /* per location: spill file path, or NULL (no events) */
+    sm_id_maps_t maps;          /* filled by the merge */
+} sm_process_file_t;
+
+/* In the ending process, after its locations are closed.  0 or -1 (message
+ * printed). */
+int sm_process_file_write(const sm_run_info_t *run, const char *reason) SM_HIDDEN;
+
+/* The merge tool's side. */
+sm_process_file_t *sm_process_file_read(const char *path, char *err, size_t errlen) SM_HIDDEN;
+void sm_process_file_free(sm_process_file_t *f) SM_HIDDEN;
+/* The file as an image for the OTF2 writer (maps must be filled). */
+void sm_process_file_image(sm_process_file_t *f, sm_image_t *img) SM_HIDDEN;
+
+#endif

@@ -1,0 +1,738 @@
+/* Definition sets, their serialized form, and their unification across the
+ * processes of a job along a binomial tree (see unify.h). */
+#include "unify.h"
+
+#include <otf2/otf2.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../util/log.h"
+
+#define SM_DEFSET_MAGIC 0x53444d53u /* "SMDS" */
+#define SM_DEFSET_VERSION 1u
+
+/* One kind of definition: a growing array of entries and an open-addressing
+ * index of id + 1 (0 = empty) keyed by the entry's content. */
+typedef struct sm_dtab {
+    void *entries;
+    size_t entry_size;
+    uint32_t count, capacity;
+    uint32_t *index;
+    uint32_t index_size;
+} sm_dtab_t;
+
+struct sm_defset {
+    sm_dtab_t strings;    /* char * */
+    sm_dtab_t regions;    /* sm_region_def_t */
+    sm_dtab_t attributes; /* sm_attribute_def_t */
+    sm_dtab_t comms;      /* sm_comm_def_t */
+};
+
+static void *sm_dtab_at(const sm_dtab_t *t, uint32_t id)
+{
+    return (char *)t->entries + (size_t)id * t->entry_size;
+}
+
+static uint64_t sm_fnv(const void *p, size_t n, uint64_t h)
+{
+    const unsigned char *s = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ s[i]) * 1099511628211ull;
+    return h;
+}
+
+#define SM_FNV_START 14695981039346656037ull
+
+typedef uint64_t (*sm_dtab_hash_fn)(const void *entry);
+typedef int (*sm_dtab_eq_fn)(const void *a, const void *b);
+
+static int sm_dtab_reindex(sm_dtab_t *t, sm_dtab_hash_fn hash)
+{
+    uint32_t size = t->index_size ? t->index_size * 2 : 256;
+    uint32_t *index = calloc(size, sizeof *index);
+    if (!index)
+        return -1;
+    for (uint32_t id = 0; id < t->count; id++) {
+        uint32_t i = (uint32_t)hash(sm_dtab_at(t, id)) & (size - 1);
+        while (index[i])
+            i = (i + 1) & (size - 1);
+        index[i] = id + 1;
+    }
+    free(t->index);
+    t->index = index;
+    t->index_size = size;
+    return 0;
+}
+
+/* The id of the entry equal to key; a copy of key appended if new (*added). */
+static uint32_t sm_dtab_intern(sm_dtab_t *t, const void *key, sm_dtab_hash_fn hash,
+                               sm_dtab_eq_fn eq, int *added)
+{
+    *added = 0;
+    if ((t->count + 1) * 2 >= t->index_size && sm_dtab_reindex(t, hash) != 0)
+        return SM_INVALID_ID;
+    uint32_t mask = t->index_size - 1, i = (uint32_t)hash(key) & mask;
+    for (; t->index[i]; i = (i + 1) & mask)
+        if (eq(sm_dtab_at(t, t->index[i] - 1), key))
+            return t->index[i] - 1;
+    if (t->count == t->capacity) {
+        uint32_t cap = t->capacity ? t->capacity * 2 : 64;
+        void *e = realloc(t->entries, (size_t)cap * t->entry_size);
+        if (!e)
+            return SM_INVALID_ID;
+        t->entries = e;
+        t->capacity = cap;
+    }
+    uint32_t id = t->count++;
+    memcpy(sm_dtab_at(t, id), key, t->entry_size);
+    t->index[i] = id + 1;
+    *added = 1;
+    return id;
+}
+
+static uint64_t sm_string_hash(const void *e)
+{
+    const char *s = *(char *const *)e;
+    return sm_fnv(s, strlen(s), SM_FNV_START);
+}
+
+static int sm_string_eq(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b) == 0;
+}
+
+static uint64_t sm_region_hash(const void *e)
+{
+    const sm_region_def_t *r = e;
+    uint32_t k[4] = {r->name, r->file, r->line, r->paradigm};
+    return sm_fnv(k, sizeof k, SM_FNV_START);
+}
+
+static int sm_region_eq(const void *a, const void *b)
+{
+    const sm_region_def_t *x = a, *y = b;
+    return x->name == y->name && x->file == y->file && x->line == y->line &&
+           x->paradigm == y->paradigm;
+}
+
+static uint64_t sm_attribute_hash(const void *e)
+{
+    const sm_attribute_def_t *a = e;
+    uint32_t k[2] = {a->name, a->type};
+    return sm_fnv(k, sizeof k, SM_FNV_START);
+}
+
+static int sm_attribute_eq(const void *a, const void *b)
+{
+    const sm_attribute_def_t *x = a, *y = b;
+    return x->name == y->name && x->type == y->type;
+}
+
+static uint64_t sm_comm_hash(const void *e)
+{
+    const sm_comm_def_t *c = e;
+    return sm_fnv(&c->key, sizeof c->key, SM_FNV_START);
+}
+
+static int sm_comm_eq(const void *a, const void *b)
+{
+    const sm_comm_def_t *x = a, *y = b;
+    return x->key.leader == y->key.leader && x->key.seq == y->key.seq;
+}
+
+/* ---------------------------------------------------------------- a set */
+
+sm_defset_t *sm_defset_new(void)
+{
+    sm_defset_t *d = calloc(1, sizeof *d);
+    if (!d)
+        return NULL;
+    d->strings.entry_size = sizeof(char *);
+    d->regions.entry_size = sizeof(sm_region_def_t);
+    d->attributes.entry_size = sizeof(sm_attribute_def_t);
+    d->comms.entry_size = sizeof(sm_comm_def_t);
+    return d;
+}
+
+void sm_defset_free(sm_defset_t *d)
+{
+    if (!d)
+        return;
+    for (uint32_t i = 0; i < d->strings.count; i++)
+        free(*(char **)sm_dtab_at(&d->strings, i));
+    for (uint32_t i = 0; i < d->comms.count; i++)
+        free(((sm_comm_def_t *)sm_dtab_at(&d->comms, i))->members);
+    sm_dtab_t *tabs[] = {&d->strings, &d->regions, &d->attributes, &d->comms};
+    for (size_t i = 0; i < sizeof tabs / sizeof tabs[0]; i++) {
+        free(tabs[i]->entries);
+        free(tabs[i]->index);
+    }
+    free(d);
+}
+
+uint32_t sm_defset_string(sm_defset_t *d, const char *s)
+{
+    int added;
+    if (!s)
+        return SM_INVALID_ID;
+    uint32_t id = sm_dtab_intern(&d->strings, &s, sm_string_hash, sm_string_eq, &added);
+    if (added) {
+        char *copy = strdup(s);
+        if (!copy) {
+            d->strings.count--; /* not indexed for good: rebuild the index */
+            sm_dtab_reindex(&d->strings, sm_string_hash);
+            return SM_INVALID_ID;
+        }
+        *(char **)sm_dtab_at(&d->strings, id) = copy;
+    }
+    return id;
+}
+
+static uint32_t sm_defset_region_ids(sm_defset_t *d, uint32_t name, uint32_t file, uint32_t line,
+                                     uint8_t paradigm, uint8_t role)
+{
+    int added;
+    sm_region_def_t r = {.name = name, .file = file, .line = line, .paradigm = paradigm,
+                         .role = role};
+    if (name == SM_INVALID_ID)
+        return SM_INVALID_ID;
+    return sm_dtab_intern(&d->regions, &r, sm_region_hash, sm_region_eq, &added);
+}
+
+uint32_t sm_defset_region(sm_defset_t *d, const char *name, const char *file, uint32_t line,
+                          uint8_t paradigm, uint8_t role)
+{
+    uint32_t f = file ? sm_defset_string(d, file) : SM_INVALID_ID;
+    return sm_defset_region_ids(d, sm_defset_string(d, name), f, line, paradigm, role);
+}
+
+uint32_t sm_defset_attribute(sm_defset_t *d, const char *name, uint8_t type)
+{
+    int added;
+    sm_attribute_def_t a = {.name = sm_defset_string(d, name), .type = type};
+    if (a.name == SM_INVALID_ID)
+        return SM_INVALID_ID;
+    return sm_dtab_intern(&d->attributes, &a, sm_attribute_hash, sm_attribute_eq, &added);
+}
+
+static uint32_t sm_defset_comm_ids(sm_defset_t *d, sm_comm_key_t key, uint32_t name,
+                                   uint32_t size, const uint32_t *members, uint32_t parent)
+{
+    int added;
+    sm_comm_def_t c = {.key = key, .name = name, .size = size, .members = NULL,
+                       .parent = parent};
+    uint32_t id = sm_dtab_intern(&d->comms, &c, sm_comm_hash, sm_comm_eq, &added);
+    if (id == SM_INVALID_ID)
+        return id;
+    sm_comm_def_t *e = sm_dtab_at(&d->comms, id);
+    /* Fill in what an earlier definition of the same key lacked. */
+    if (e->name == SM_INVALID_ID)
+        e->name = name;
+    if (e->parent == SM_COMM_NONE)
+        e->parent = parent;
+    if (!e->members && members && size) {
+        e->members = malloc(sizeof *members * size);
+        if (e->members) {
+            memcpy(e->members, members, sizeof *members * size);
+            e->size = size;
+        }
+    }
+    if (!e->size)
+        e->size = size;
+    return id;
+}
+
+uint32_t sm_defset_comm(sm_defset_t *d, sm_comm_key_t key, const char *name, uint32_t size,
+                        const uint32_t *members, uint32_t parent)
+{
+    uint32_t n = name ? sm_defset_string(d, name) : SM_INVALID_ID;
+    return sm_defset_comm_ids(d, key, n, size, members, parent);
+}
+
+uint32_t sm_defset_string_count(const sm_defset_t *d)
+{
+    return d->strings.count;
+}
+
+uint32_t sm_defset_region_count(const sm_defset_t *d)
+{
+    return d->regions.count;
+}
+
+uint32_t sm_defset_attribute_count(const sm_defset_t *d)
+{
+    return d->attributes.count;
+}
+
+uint32_t sm_defset_comm_count(const sm_defset_t *d)
+{
+    return d->comms.count;
+}
+
+const char *sm_defset_string_get(const sm_defset_t *d, uint32_t id)
+{
+    return id < d->strings.count ? *(char **)sm_dtab_at(&d->strings, id) : NULL;
+}
+
+const sm_region_def_t *sm_defset_region_get(const sm_defset_t *d, uint32_t id)
+{
+    return id < d->regions.count ? sm_dtab_at(&d->regions, id) : NULL;
+}
+
+const sm_attribute_def_t *sm_defset_attribute_get(const sm_defset_t *d, uint32_t id)
+{
+    return id < d->attributes.count ? sm_dtab_at(&d->attributes, id) : NULL;
+}
+
+const sm_comm_def_t *sm_defset_comm_get(const sm_defset_t *d, uint32_t id)
+{
+    return id < d->comms.count ? sm_dtab_at(&d->comms, id) : NULL;
+}
+
+const char *sm_defset_region_name(const sm_defset_t *d, uint32_t id)
+{
+    const sm_region_def_t *r = sm_defset_region_get(d, id);
+    const char *s = r ? sm_defset_string_get(d, r->name) : NULL;
+    return s ? s : "?";
+}
+
+/* ---------------------------------------------------------------- serialized form */
+
+typedef struct sm_wbuf {
+    uint8_t *p;
+    uint64_t len, cap;
+    int failed;
+} sm_wbuf_t;
+
+static void sm_wbuf_put(sm_wbuf_t *b, const void *src, uint64_t n)
+{
+    if (b->failed)
+        return;
+    if (b->len + n > b->cap) {
+        uint64_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + n)
+            cap *= 2;
+        uint8_t *p = realloc(b->p, cap);
+        if (!p) {
+            b->failed = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, src, n);
+    b->len += n;
+}
+
+static void sm_wbuf_u32(sm_wbuf_t *b, uint32_t v)
+{
+    sm_wbuf_put(b, &v, sizeof v);
+}
+
+void *sm_defset_serialize(const sm_defset_t *d, uint64_t *len)
+{
+    sm_wbuf_t b = {0};
+    sm_wbuf_u32(&b, SM_DEFSET_MAGIC);
+    sm_wbuf_u32(&b, SM_DEFSET_VERSION);
+    sm_wbuf_u32(&b, d->strings.count);
+    for (uint32_t i = 0; i < d->strings.count; i++) {
+        const char *s = *(char **)sm_dtab_at(&d->strings, i);
+        uint32_t n = (uint32_t)strlen(s);
+        sm_wbuf_u32(&b, n);
+        sm_wbuf_put(&b, s, n);
+    }
+    sm_wbuf_u32(&b, d->regions.count);
+    for (uint32_t i = 0; i < d->regions.count; i++) {
+        const sm_region_def_t *r = sm_dtab_at(&d->regions, i);
+        uint32_t w[5] = {r->name, r->file, r->line, r->paradigm, r->role};
+        sm_wbuf_put(&b, w, sizeof w);
+    }
+    sm_wbuf_u32(&b, d->attributes.count);
+    for (uint32_t i = 0; i < d->attributes.count; i++) {
+        const sm_attribute_def_t *a = sm_dtab_at(&d->attributes, i);
+        uint32_t w[2] = {a->name, a->type};
+        sm_wbuf_put(&b, w, sizeof w);
+    }
+    sm_wbuf_u32(&b, d->comms.count);
+    for (uint32_t i = 0; i < d->comms.count; i++) {
+        const sm_comm_def_t *c = sm_dtab_at(&d->comms, i);
+        uint32_t w[6] = {c->key.leader, c->key.seq, c->name, c->size, c->parent,
+                         c->members ? 1u : 0u};
+        sm_wbuf_put(&b, w, sizeof w);
+        if (c->members)
+            sm_wbuf_put(&b, c->members, sizeof *c->members * c->size);
+    }
+    if (b.failed) {
+        free(b.p);
+        return NULL;
+    }
+    *len = b.len;
+    return b.p;
+}
+
+typedef struct sm_rbuf {
+    const uint8_t *p, *end;
+    int bad;
+} sm_rbuf_t;
+
+static const void *sm_rbuf_take(sm_rbuf_t *r, uint64_t n)
+{
+    if (r->bad || (uint64_t)(r->end - r->p) < n) {
+        r->bad = 1;
+        return NULL;
+    }
+    const void *at = r->p;
+    r->p += n;
+    return at;
+}
+
+static uint32_t sm_rbuf_u32(sm_rbuf_t *r)
+{
+    uint32_t v = 0;
+    const void *at = sm_rbuf_take(r, sizeof v);
+    if (at)
+        memcpy(&v, at, sizeof v);
+    return v;
+}
+
+void sm_id_maps_free(sm_id_maps_t *m)
+{
+    if (!m)
+        return;
+    free(m->strings);
+    free(m->regions);
+    free(m->attributes);
+    free(m->comms);
+    memset(m, 0, sizeof *m);
+}
+
+/* A blob's string id in d, SM_INVALID_ID passing through. */
+static uint32_t sm_map_id(const uint32_t *map, uint32_t n, uint32_t id, int *bad)
+{
+    if (id == SM_INVALID_ID)
+        return id;
+    if (id >= n) {
+        *bad = 1;
+        return SM_INVALID_ID;
+    }
+    return map[id];
+}
+
+int sm_defset_merge_blob(sm_defset_t *d, const void *blob, uint64_t len, sm_id_maps_t *maps)
+{
+    sm_rbuf_t r = {blob, (const uint8_t *)blob + len, 0};
+    sm_id_maps_t m = {0};
+    int bad = 0;
+    if (sm_rbuf_u32(&r) != SM_DEFSET_MAGIC || sm_rbuf_u32(&r) != SM_DEFSET_VERSION)
+        return -1;
+
+    m.n_strings = sm_rbuf_u32(&r);
+    if (r.bad || m.n_strings > len)
+        return -1;
+    m.strings = malloc(sizeof *m.strings * (m.n_strings + 1u));
+    for (uint32_t i = 0; m.strings && i < m.n_strings && !r.bad; i++) {
+        uint32_t n = sm_rbuf_u32(&r);
+        const char *s = sm_rbuf_take(&r, n);
+        char *copy = s ? strndup(s, n) : NULL;
+        m.strings[i] = copy ? sm_defset_string(d, copy) : SM_INVALID_ID;
+        bad |= m.strings[i] == SM_INVALID_ID;
+        free(copy);
+    }
+
+    m.n_regions = sm_rbuf_u32(&r);
+    if (!r.bad && m.n_regions <= len)
+        m.regions = malloc(sizeof *m.regions * (m.n_regions + 1u));
+    for (uint32_t i = 0; m.regions && i < m.n_regions && !r.bad; i++) {
+        uint32_t w[5];
+        const void *at = sm_rbuf_take(&r, sizeof w);
+        if (!at)
+            break;
+        memcpy(w, at, sizeof w);
+        uint32_t name = sm_map_id(m.strings, m.n_strings, w[0], &bad);
+        uint32_t file = sm_map_id(m.strings, m.n_strings, w[1], &bad);
+        m.regions[i] = sm_defset_region_ids(d, name, file, w[2], (uint8_t)w[3], (uint8_t)w[4]);
+    }
+
+    m.n_attributes = sm_rbuf_u32(&r);
+    if (!r.bad && m.n_attributes <= len)
+        m.attributes = malloc(sizeof *m.attributes * (m.n_attributes + 1u));
+    for (uint32_t i = 0; m.attributes && i < m.n_attributes && !r.bad; i++) {
+        uint32_t w[2];
+        const void *at = sm_rbuf_take(&r, sizeof w);
+        if (!at)
+            break;
+        memcpy(w, at, sizeof w);
+        int added;
+        sm_attribute_def_t a = {.name = sm_map_id(m.strings, m.n_strings, w[0], &bad),
+                                .type = (uint8_t)w[1]};
+        m.attributes[i] =
+            sm_dtab_intern(&d->attributes, &a, sm_attribute_hash, sm_attribute_eq, &added);
+    }
+
+    /* Communicators: parents may come later in the blob, so they are mapped
+     * in a second pass. */
+    m.n_comms = sm_rbuf_u32(&r);
+    uint32_t *parents = NULL;
+    if (!r.bad && m.n_comms <= len) {
+        m.comms = malloc(sizeof *m.comms * (m.n_comms + 1u));
+        parents = malloc(sizeof *parents * (m.n_comms + 1u));
+    }
+    for (uint32_t i = 0; m.comms && parents && i < m.n_comms && !r.bad; i++) {
+        uint32_t w[6];
+        const void *at = sm_rbuf_take(&r, sizeof w);
+        if (!at)
+            break;
+        memcpy(w, at, sizeof w);
+        const uint32_t *members = NULL;
+        if (w[5]) {
+            if ((uint64_t)w[3] * 4u > len) {
+                r.bad = 1;
+                break;
+            }
+            members = sm_rbuf_take(&r, (uint64_t)w[3] * 4u);
+        }
+        uint32_t *aligned = NULL;
+        if (members && w[3]) {
+            aligned = malloc(sizeof *aligned * w[3]);
+            if (aligned)
+                memcpy(aligned, members, sizeof *aligned * w[3]);
+        }
+        sm_comm_key_t key = {w[0], w[1]};
+        m.comms[i] = sm_defset_comm_ids(d, key, sm_map_id(m.strings, m.n_strings, w[2], &bad),
+                                        w[3], aligned, SM_COMM_NONE);
+        free(aligned);
+        parents[i] = w[4];
+    }
+    for (uint32_t i = 0; m.comms && parents && !r.bad && i < m.n_comms; i++) {
+        if (parents[i] == SM_COMM_NONE || m.comms[i] == SM_INVALID_ID)
+            continue;
+        sm_comm_def_t *e = sm_dtab_at(&d->comms, m.comms[i]);
+        if (e->parent == SM_COMM_NONE && parents[i] < m.n_comms)
+            e->parent = m.comms[parents[i]];
+    }
+    free(parents);
+
+    if (r.bad || bad || !m.strings || !m.regions || !m.attributes || !m.comms) {
+        sm_id_maps_free(&m);
+        return -1;
+    }
+    if (maps)
+        *maps = m;
+    else
+        sm_id_maps_free(&m);
+    return 0;
+}
+
+sm_defset_t *sm_defset_from_process(void)
+{
+    sm_defset_t *d = sm_defset_new();
+    if (!d)
+        return NULL;
+    /* In id order, so that the set's ids equal the core's. */
+    uint32_t n = sm_string_count();
+    for (uint32_t i = 0; i < n; i++)
+        sm_defset_string(d, sm_string_get(i) ? sm_string_get(i) : "");
+    n = sm_region_count();
+    for (uint32_t i = 0; i < n; i++) {
+        const sm_region_def_t *r = sm_region_get(i);
+        sm_defset_region_ids(d, r->name, r->file, r->line, r->paradigm, r->role);
+    }
+    n = sm_attribute_count();
+    for (uint32_t i = 0; i < n; i++) {
+        const sm_attribute_def_t *a = sm_attribute_get(i);
+        int added;
+        sm_attribute_def_t copy = *a;
+        sm_dtab_intern(&d->attributes, &copy, sm_attribute_hash, sm_attribute_eq, &added);
+    }
+    n = sm_comm_count();
+    for (uint32_t i = 0; i < n; i++) {
+        const sm_comm_def_t *c = sm_comm_get(i);
+        sm_defset_comm_ids(d, c->key, __atomic_load_n(&c->name, __ATOMIC_ACQUIRE), c->size,
+                           c->members, c->parent);
+    }
+    return d;
+}
+
+/* ---------------------------------------------------------------- the tree */
+
+/* Binomial tree rooted at 0: a process with bit k set (its lowest set bit)
+ * sends to rank - 2^k after receiving from rank + 2^j for each j < k. */
+sm_defset_t *sm_unify(const sm_procs_t *procs, sm_id_maps_t *maps)
+{
+    sm_defset_t *acc = sm_defset_from_process();
+    void *blob = NULL;
+    uint64_t len = 0;
+    int failed = acc == NULL;
+
+    for (uint32_t mask = 1; mask < procs->size; mask <<= 1) {
+        if (procs->rank & mask) {
+            blob = failed ? NULL : sm_defset_serialize(acc, &len);
+            if (!blob) {
+                failed = 1;
+                len = 0;
+            }
+            /* Send even when empty, so the parent is not left waiting. */
+            if (procs->send(procs->ctx, procs->rank - mask, blob ? blob : "", len) != 0)
+                failed = 1;
+            free(blob);
+            blob = NULL;
+            break;
+        }
+        if (procs->rank + mask < procs->size) {
+            void *child = NULL;
+            uint64_t clen = 0;
+            if (procs->recv(procs->ctx, procs->rank + mask, &child, &clen) != 0 ||
+                (!failed && sm_defset_merge_blob(acc, child, clen, NULL) != 0))
+                failed = 1;
+            free(child);
+        }
+    }
+
+    /* The root's union, to everyone. */
+    if (procs->rank == 0) {
+        blob = failed ? NULL : sm_defset_serialize(acc, &len);
+        if (!blob)
+            len = 0;
+    }
+    if (procs->size > 1 && procs->bcast(procs->ctx, 0, &blob, &len) != 0)
+        failed = 1;
+    sm_defset_t *global = acc;
+    if (procs->rank != 0) {
+        sm_defset_free(acc);
+        global = sm_defset_new();
+        if (!global || !blob || !len || sm_defset_merge_blob(global, blob, len, NULL) != 0)
+            failed = 1;
+    }
+    free(blob);
+
+    /* This process's ids in the union: every local definition is in it. */
+    sm_defset_t *local = failed ? NULL : sm_defset_from_process();
+    void *own = local ? sm_defset_serialize(local, &len) : NULL;
+    if (!own || sm_defset_merge_blob(global, own, len, maps) != 0)
+        failed = 1;
+    free(own);
+    sm_defset_free(local);
+    if (failed) {
+        sm_error("unifying the definitions of the job's processes failed; no trace or profile "
+                 "written by rank %u",
+                 (unsigned)procs->rank);
+        sm_defset_free(global);
+        return NULL;
+    }
+    return global;
+}
+
+int sm_tree_gather(const sm_procs_t *procs, const void *blob, uint64_t len, void **out,
+                   uint64_t *out_len)
+{
+    sm_wbuf_t b = {0};
+    int failed = 0;
+    sm_wbuf_u32(&b, procs->rank);
+    sm_wbuf_put(&b, &len, sizeof len);
+    sm_wbuf_put(&b, blob, len);
+    *out = NULL;
+    *out_len = 0;
+    for (uint32_t mask = 1; mask < procs->size; mask <<= 1) {
+        if (procs->rank & mask) {
+            if (procs->send(procs->ctx, procs->rank - mask, b.failed ? "" : (void *)b.p,
+                            b.failed ? 0 : b.len) != 0)
+                failed = 1;
+            free(b.p);
+            return failed || b.failed ? -1 : 0;
+        }
+        if (procs->rank + mask < procs->size) {
+            void *child = NULL;
+            uint64_t clen = 0;
+            if (procs->recv(procs->ctx, procs->rank + mask, &child, &clen) != 0)
+                failed = 1;
+            else
+                sm_wbuf_put(&b, child, clen);
+            free(child);
+        }
+    }
+    if (b.failed || failed) {
+        free(b.p);
+        return -1;
+    }
+    *out = b.p;
+    *out_len = b.len;
+    return 0;
+}
+
+const uint8_t *sm_tree_next(const uint8_t *p, const uint8_t *end, uint32_t *rank,
+                            const uint8_t **blob, uint64_t *len)
+{
+    if (!p || (uint64_t)(end - p) < sizeof(uint32_t) + sizeof(uint64_t))
+        return NULL;
+    memcpy(rank, p, sizeof *rank);
+    memcpy(len, p + sizeof *rank, sizeof *len);
+    p += sizeof *rank + sizeof *len;
+    if ((uint64_t)(end - p) < *len)
+        return NULL;
+    *blob = p;
+    return p + *len;
+}
+
+/* ---------------------------------------------------------------- a group of one */
+
+static int sm_single_send(void *ctx, uint32_t dest, const void *buf, uint64_t len)
+{
+    (void)ctx, (void)dest, (void)buf, (void)len;
+    return -1; /* there is no one to send to */
+}
+
+static int sm_single_recv(void *ctx, uint32_t src, void **buf, uint64_t *len)
+{
+    (void)ctx, (void)src, (void)buf, (void)len;
+    return -1;
+}
+
+static int sm_single_bcast(void *ctx, uint32_t root, void **buf, uint64_t *len)
+{
+    (void)ctx, (void)root, (void)buf, (void)len;
+    return 0;
+}
+
+static int sm_single_barrier(void *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+
+static int sm_single_gather(void *ctx, uint32_t root, const void *sendbuf, uint64_t len,
+                            void *recvbuf)
+{
+    (void)ctx, (void)root;
+    memmove(recvbuf, sendbuf, len);
+    return 0;
+}
+
+static int sm_single_allreduce(void *ctx, uint64_t *values, uint32_t n)
+{
+    (void)ctx, (void)values, (void)n;
+    return 0;
+}
+
+static int sm_single_otf2(void *ctx, void *archive)
+{
+    (void)ctx;
+    return OTF2_Archive_SetSerialCollectiveCallbacks(archive) == OTF2_SUCCESS ? 0 : -1;
+}
+
+const sm_procs_t *sm_procs_single(void)
+{
+    static const sm_procs_t single = {
+        .rank = 0,
+        .size = 1,
+        .ctx = NULL,
+        .send = sm_single_send,
+        .recv = sm_single_recv,
+        .bcast = sm_single_bcast,
+        .barrier = sm_single_barrier,
+        .gather = sm_single_gather,
+        .allreduce_max_u64 = sm_single_allreduce,
+        .allreduce_sum_u64 = sm_single_allreduce,
+        .otf2_collectives = sm_single_otf2,
+    };
+    return &single;
+}

@@ -1,0 +1,270 @@
+/* sysmeasure-merge FOLDER: the archive and summaries of a job that could not
+ * finish them itself (a rank called MPI_Abort, was killed, or the program
+ * never called MPI_Finalize).  Each rank left a process file in
+ * FOLDER/.ranks and its events in FOLDER/.spill; this reads them all and
+ * runs the same unification and writers as MPI_Finalize would have, in one
+ * process. */
+#include "sm_build.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../core/runtime.h"
+#include "../merge/image.h"
+#include "../merge/process_file.h"
+#include "../merge/profile_summary.h"
+#include "../merge/unify.h"
+#include "../util/log.h"
+#include "../writers/writers.h"
+
+enum { SM_MERGE_OK = 0, SM_MERGE_FAILED = 1, SM_MERGE_USAGE = 2 };
+
+static void sm_merge_usage(FILE *f)
+{
+    fprintf(f, "usage: sysmeasure-merge [-v] FOLDER\n"
+               "Writes FOLDER/traces.otf2, profile.txt, profile.json, profile.csv and\n"
+               "metadata.json from the process files that the ranks of a job left in\n"
+               "FOLDER/.ranks when they could not write them together (MPI_Abort, a\n"
+               "signal, no MPI_Finalize).\n");
+}
+
+static int sm_merge_by_rank(const void *a, const void *b)
+{
+    const sm_process_file_t *x = *(sm_process_file_t *const *)a;
+    const sm_process_file_t *y = *(sm_process_file_t *const *)b;
+    return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+/* Every rank-*.smp in FOLDER/.ranks, by rank.  Exits on errors. */
+static sm_process_file_t **sm_merge_load(const char *folder, uint32_t *count)
+{
+    char dir[PATH_MAX + 16], path[PATH_MAX + 300], err[PATH_MAX + 400];
+    snprintf(dir, sizeof dir, "%s/%s", folder, SM_PROCESS_FILE_DIR);
+    DIR *d = opendir(dir);
+    if (!d) {
+        sm_error("%s has no process files (%s: %s): nothing to merge", folder, dir,
+                 strerror(errno));
+        exit(SM_MERGE_FAILED);
+    }
+    sm_process_file_t **files = NULL;
+    uint32_t n = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (strncmp(e->d_name, "rank-", 5) != 0 || len < 5 || strcmp(e->d_name + len - 4, ".smp"))
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        sm_process_file_t *f = sm_process_file_read(path, err, sizeof err);
+        if (!f) {
+            sm_error("%s; it is left out", err);
+            continue;
+        }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            sm_process_file_t **more = realloc(files, sizeof *files * cap);
+            if (!more) {
+                sm_error("out of memory");
+                exit(SM_MERGE_FAILED);
+            }
+            files = more;
+        }
+        files[n++] = f;
+    }
+    closedir(d);
+    if (!n) {
+        sm_error("%s has no readable process files (.ranks/rank-*.smp): nothing to merge", folder);
+        exit(SM_MERGE_FAILED);
+    }
+    qsort(files, n, sizeof *files, sm_merge_by_rank);
+    for (uint32_t i = 1; i < n; i++)
+        if (files[i]->rank == files[i - 1]->rank) {
+            sm_error("%s and %s are both rank %u (two jobs in one folder?)", files[i - 1]->path,
+                     files[i]->path, (unsigned)files[i]->rank);
+            exit(SM_MERGE_FAILED);
+        }
+    *count = n;
+    return files;
+}
+
+int main(int argc, char **argv)
+{
+    int verbose = 0, argi = 1;
+    sm_runtime_discard_output(); /* never measure ourselves */
+    for (; argi < argc && argv[argi][0] == '-'; argi++) {
+        if (!strcmp(argv[argi], "-h") || !strcmp(argv[argi], "--help")) {
+            sm_merge_usage(stdout);
+            return SM_MERGE_OK;
+        } else if (!strcmp(argv[argi], "-v") || !strcmp(argv[argi], "--verbose")) {
+            verbose++;
+        } else if (!strcmp(argv[argi], "--version")) {
+            printf("sysmeasure-merge %s\n", PACKAGE_VERSION);
+            return SM_MERGE_OK;
+        } else {
+            sm_error("unknown option '%s' (sysmeasure-merge --help)", argv[argi]);
+            return SM_MERGE_USAGE;
+        }
+    }
+    if (argi + 1 != argc) {
+        sm_error(argi >= argc ? "no folder given (usage: sysmeasure-merge FOLDER)"
+                              : "one folder only (usage: sysmeasure-merge FOLDER)");
+        return SM_MERGE_USAGE;
+    }
+    sm_log_set_verbosity(verbose);
+    char folder[PATH_MAX];
+    struct stat st;
+    if (stat(argv[argi], &st) != 0 || !S_ISDIR(st.st_mode)) {
+        sm_error("%s is not a folder%s%s", argv[argi], errno ? ": " : "",
+                 errno ? strerror(errno) : "");
+        return SM_MERGE_USAGE;
+    }
+    if (!realpath(argv[argi], folder))
+        snprintf(folder, sizeof folder, "%s", argv[argi]);
+
+    uint32_t n_files = 0;
+    sm_process_file_t **files = sm_merge_load(folder, &n_files);
+    uint32_t n_ranks = 0;
+    for (uint32_t i = 0; i < n_files; i++) {
+        if (files[i]->n_ranks > n_ranks)
+            n_ranks = files[i]->n_ranks;
+        if (files[i]->rank + 1 > n_ranks)
+            n_ranks = files[i]->rank + 1;
+    }
+    if (n_files < n_ranks)
+        sm_warning("%u of the job's %u ranks left a process file; the output has only theirs "
+                   "(a rank killed with SIGKILL writes nothing)",
+                   (unsigned)n_files, (unsigned)n_ranks);
+    for (uint32_t i = 0; i < n_files; i++)
+        sm_info(1, "rank %u (pid %lld on %s): %s", (unsigned)files[i]->rank,
+                (long long)files[i]->pid, files[i]->hostname, files[i]->reason);
+
+    /* Definitions, unified in rank order (rank 0's ids stay as they were). */
+    sm_defset_t *defs = sm_defset_new();
+    if (!defs) {
+        sm_error("out of memory");
+        return SM_MERGE_FAILED;
+    }
+    for (uint32_t i = 0; i < n_files; i++)
+        if (sm_defset_merge_blob(defs, files[i]->defs, files[i]->defs_len, &files[i]->maps) != 0) {
+            sm_error("the definitions in %s are damaged", files[i]->path);
+            return SM_MERGE_FAILED;
+        }
+
+    /* The job as the writers see it: one process holding every rank. */
+    sm_job_process_t *processes = calloc(n_ranks, sizeof *processes);
+    uint64_t *messages = calloc((size_t)n_ranks * n_ranks, sizeof *messages);
+    uint64_t *bytes = calloc((size_t)n_ranks * n_ranks, sizeof *bytes);
+    sm_image_t *imgs = calloc(n_files, sizeof *imgs);
+    if (!processes || !messages || !bytes || !imgs) {
+        sm_error("out of memory");
+        return SM_MERGE_FAILED;
+    }
+    uint64_t any_message = 0;
+    for (uint32_t r = 0; r < n_ranks; r++) {
+        processes[r].rank = r;
+        snprintf(processes[r].hostname, sizeof processes[r].hostname, "(no data)");
+    }
+    sm_run_info_t run;
+    memset(&run, 0, sizeof run);
+    run.output_dir = folder;
+    run.rank = 0;
+    run.n_ranks = n_ranks;
+    run.clock_source = "merged";
+    for (uint32_t i = 0; i < n_files; i++) {
+        sm_process_file_t *f = files[i];
+        processes[f->rank].pid = f->pid;
+        memcpy(processes[f->rank].hostname, f->hostname, sizeof processes[f->rank].hostname);
+        for (uint32_t k = 0; k < f->n_ranks && k < n_ranks; k++) {
+            messages[(size_t)f->rank * n_ranks + k] = f->matrix_row[2 * k];
+            bytes[(size_t)f->rank * n_ranks + k] = f->matrix_row[2 * k + 1];
+            any_message += f->matrix_row[2 * k];
+        }
+        sm_process_file_image(f, &imgs[i]);
+        run.spills += f->spills;
+        run.spilled_bytes += f->spilled_bytes;
+        run.dropped_records += f->dropped_records;
+        run.unmatched_leaves += f->unmatched_leaves;
+        if (!run.start_realtime_ns || f->start_realtime_ns < run.start_realtime_ns)
+            run.start_realtime_ns = f->start_realtime_ns;
+        if (f->end_realtime_ns > run.end_realtime_ns)
+            run.end_realtime_ns = f->end_realtime_ns;
+    }
+    run.program = files[0]->program;
+    run.pid = (pid_t)files[0]->pid;
+    snprintf(run.hostname, sizeof run.hostname, "%s", files[0]->hostname);
+    run.start_time = files[0]->start_ticks;
+    run.end_time = files[0]->end_ticks;
+
+    sm_job_t job = {
+        .procs = sm_procs_single(),
+        .n_ranks = n_ranks,
+        .defs = defs,
+        .maps = &files[0]->maps,
+        .processes = processes,
+        .matrix_messages = any_message ? messages : NULL,
+        .matrix_bytes = any_message ? bytes : NULL,
+    };
+    int failures = 0;
+    failures += sm_otf2_write_images(&run, &job, imgs, n_files) != 0;
+
+    /* Profiles: each rank's, in the job's region ids, as the tree would
+     * have gathered them. */
+    uint64_t seq_len = 0;
+    for (uint32_t i = 0; i < n_files; i++)
+        seq_len += sizeof(uint32_t) + sizeof(uint64_t) + files[i]->profile_len;
+    uint8_t *seq = malloc(seq_len ? seq_len : 1), *p = seq;
+    int profiles = 0;
+    for (uint32_t i = 0; seq && i < n_files; i++) {
+        sm_process_file_t *f = files[i];
+        if (!f->profile_len)
+            continue;
+        if (sm_profile_summary_remap(f->profile, f->profile_len, f->maps.regions,
+                                     f->maps.n_regions) != 0) {
+            sm_error("the profile in %s is damaged; it is left out", f->path);
+            continue;
+        }
+        memcpy(p, &f->rank, sizeof f->rank);
+        memcpy(p + sizeof f->rank, &f->profile_len, sizeof f->profile_len);
+        memcpy(p + sizeof f->rank + sizeof f->profile_len, f->profile, f->profile_len);
+        p += sizeof f->rank + sizeof f->profile_len + f->profile_len;
+        profiles++;
+    }
+    if (profiles) {
+        sm_profile_summary_t *summary =
+            sm_profile_summary_from_blobs(seq, (uint64_t)(p - seq), n_ranks);
+        if (!summary) {
+            sm_error("building the profile summary of the job failed");
+            failures++;
+        } else {
+            failures += sm_profile_write_text(&run, &job, summary) != 0;
+            failures += sm_profile_write_json(&run, &job, summary) != 0;
+            failures += sm_profile_write_csv(&run, &job, summary) != 0;
+            sm_profile_summary_free(summary);
+        }
+    }
+    free(seq);
+    if (job.matrix_messages)
+        failures += sm_comm_matrix_write(&run, &job) != 0;
+    failures += sm_metadata_write_json(&run, &job) != 0;
+
+    if (failures) {
+        sm_error("%d of the outputs in %s could not be written (see above)", failures, folder);
+        return SM_MERGE_FAILED;
+    }
+    fprintf(stderr, "sysmeasure-merge: %u of %u ranks merged into %s\n", (unsigned)n_files,
+            (unsigned)n_ranks, folder);
+    for (uint32_t i = 0; i < n_files; i++)
+        sm_process_file_free(files[i]);
+    free(files);
+    free(imgs);
+    free(processes);
+    free(messages);
+    free(bytes);
+    sm_defset_free(defs);
+    return SM_MERGE_OK;
+}

@@ -1,0 +1,118 @@
+/* comm_matrix.csv and comm_matrix.json: the point-to-point communication
+ * matrix of the job (row = sender, column = receiver, world ranks), as the
+ * non-zero pairs, so that the files grow with the pairs that talk, not with
+ * the square of the ranks. */
+#include "summary_common.h"
+
+#include <string.h>
+#include "../util/json.h"
+
+bool sm_comm_matrix_any(const sm_job_t *job)
+{
+    if (!job || !job->matrix_messages || !job->matrix_bytes)
+        return false;
+    uint64_t n = sm_job_ranks(job);
+    for (uint64_t k = 0; k < n * n; k++)
+        if (job->matrix_messages[k] || job->matrix_bytes[k])
+            return true;
+    return false;
+}
+
+/* Whether a ranks before b in the top list. */
+static bool sm_comm_pair_before(const sm_comm_pair_t *a, const sm_comm_pair_t *b)
+{
+    if (a->bytes != b->bytes)
+        return a->bytes > b->bytes;
+    if (a->messages != b->messages)
+        return a->messages > b->messages;
+    if (a->sender != b->sender)
+        return a->sender < b->sender;
+    return a->receiver < b->receiver;
+}
+
+uint32_t sm_comm_matrix_top(const sm_job_t *job, sm_comm_pair_t *top, uint32_t max)
+{
+    if (!sm_comm_matrix_any(job) || max == 0)
+        return 0;
+    uint32_t n = sm_job_ranks(job), used = 0;
+    /* One pass keeping the best max in order: n^2 cells, max small. */
+    for (uint32_t s = 0; s < n; s++) {
+        for (uint32_t r = 0; r < n; r++) {
+            size_t k = (size_t)s * n + r;
+            sm_comm_pair_t c = {s, r, job->matrix_messages[k], job->matrix_bytes[k]};
+            if (!c.messages && !c.bytes)
+                continue;
+            if (used == max && !sm_comm_pair_before(&c, &top[max - 1]))
+                continue;
+            uint32_t i = used < max ? used++ : max - 1;
+            while (i > 0 && sm_comm_pair_before(&c, &top[i - 1])) {
+                top[i] = top[i - 1];
+                i--;
+            }
+            top[i] = c;
+        }
+    }
+    return used;
+}
+
+void sm_comm_matrix_json(sm_json_t *j, const sm_job_t *job)
+{
+    if (!sm_comm_matrix_any(job)) {
+        sm_json_null(j);
+        return;
+    }
+    uint32_t n = sm_job_ranks(job);
+    uint64_t messages = 0, bytes = 0;
+    for (size_t k = 0; k < (size_t)n * n; k++) {
+        messages += job->matrix_messages[k];
+        bytes += job->matrix_bytes[k];
+    }
+    sm_json_object_begin(j);
+    sm_json_field_uint(j, "ranks", n);
+    sm_json_field_uint(j, "messages", messages);
+    sm_json_field_uint(j, "bytes", bytes);
+    sm_json_key(j, "pairs");
+    sm_json_array_begin(j);
+    for (uint32_t s = 0; s < n && !j->err; s++) {
+        for (uint32_t r = 0; r < n; r++) {
+            size_t k = (size_t)s * n + r;
+            if (!job->matrix_messages[k] && !job->matrix_bytes[k])
+                continue;
+            sm_json_object_begin_inline(j);
+            sm_json_field_uint(j, "sender", s);
+            sm_json_field_uint(j, "receiver", r);
+            sm_json_field_uint(j, "messages", job->matrix_messages[k]);
+            sm_json_field_uint(j, "bytes", job->matrix_bytes[k]);
+            sm_json_object_end(j);
+        }
+    }
+    sm_json_array_end(j);
+    sm_json_object_end(j);
+}
+
+int sm_comm_matrix_write(const sm_run_info_t *run, const sm_job_t *job)
+{
+    if (!sm_comm_matrix_any(job))
+        return 0;
+    uint32_t n = sm_job_ranks(job);
+    sm_out_t o;
+    if (sm_out_open(&o, run->output_dir, "comm_matrix.csv") != 0)
+        return -1;
+    sm_out_printf(&o, "sender,receiver,messages,bytes\n");
+    for (uint32_t s = 0; s < n && !o.err; s++) {
+        for (uint32_t r = 0; r < n; r++) {
+            size_t k = (size_t)s * n + r;
+            if (job->matrix_messages[k] || job->matrix_bytes[k])
+                sm_out_printf(&o, "%u,%u,%llu,%llu\n", (unsigned)s, (unsigned)r,
+                              (unsigned long long)job->matrix_messages[k],
+                              (unsigned long long)job->matrix_bytes[k]);
+        }
+    }
+    int rc = sm_out_close(&o);
+
+    sm_json_t j;
+    if (sm_json_open(&j, run->output_dir, "comm_matrix.json") != 0)
+        return -1;
+    sm_comm_matrix_json(&j, job);
+    return sm_json_close(&j) != 0 || rc != 0 ? -1 : 0;
+}

@@ -1,0 +1,139 @@
+/* profile.csv: one row per (call path, rank, thread) that was on the path,
+ * a tidy table for pandas or R.  Times in ns like profile.json; a path is
+ * named by its id, its parent's id (0: top level) and its region names
+ * joined with " > ". */
+#include "summary_common.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "../util/log.h"
+
+typedef struct sm_pcsv {
+    sm_out_t *o;
+    const sm_job_t *job;
+    const sm_profile_summary_t *s;
+    uint64_t next_id;
+    uint64_t *id_at_depth;  /* pre-order: a path's parent is the last one a level up */
+    uint32_t depth_cap;
+    char *path;             /* the joined names, grown as needed */
+    size_t path_cap;
+} sm_pcsv_t;
+
+static void sm_pcsv_depth(const sm_cpath_t *p, void *arg)
+{
+    sm_pcsv_t *x = arg;
+    if (p->depth > x->depth_cap)
+        x->depth_cap = p->depth;
+}
+
+/* The joined names of p into x->path; false when out of memory. */
+static bool sm_pcsv_path(sm_pcsv_t *x, const sm_cpath_t *p)
+{
+    size_t len = 0;
+    for (const sm_cpath_t *q = p; q->depth > 0; q = q->parent)
+        len += strlen(sm_job_region_name(x->job, q->region)) + 3;
+    if (len + 1 > x->path_cap) {
+        char *path = realloc(x->path, len + 1);
+        if (!path)
+            return false;
+        x->path = path;
+        x->path_cap = len + 1;
+    }
+    /* Filled from the end: the walk up meets the innermost name first. */
+    size_t at = len;
+    x->path[at] = '\0';
+    for (const sm_cpath_t *q = p; q->depth > 0; q = q->parent) {
+        const char *name = sm_job_region_name(x->job, q->region);
+        size_t n = strlen(name);
+        at -= n;
+        memcpy(x->path + at, name, n);
+        if (q->depth > 1) {
+            at -= 3;
+            memcpy(x->path + at, " > ", 3);
+        }
+    }
+    if (at) /* the 3 bytes counted for the outermost name's separator */
+        memmove(x->path, x->path + at, len - at + 1);
+    return true;
+}
+
+/* ns to the picosecond, trailing zeros dropped: "4046.007", "60000000".
+ * Finer digits would only be noise of the tick conversion. */
+static const char *sm_pcsv_ns(char *buf, size_t len, double ns)
+{
+    snprintf(buf, len, "%.3f", ns);
+    char *dot = strchr(buf, '.');
+    if (dot) {
+        char *end = buf + strlen(buf);
+        while (end > dot + 1 && end[-1] == '0')
+            *--end = '\0';
+        if (end == dot + 1)
+            *dot = '\0';
+    }
+    return buf;
+}
+
+static void sm_pcsv_row(const sm_cpath_t *p, void *arg)
+{
+    sm_pcsv_t *x = arg;
+    if (p->depth == 0 || x->o->err)
+        return;
+    uint64_t id = ++x->next_id;
+    x->id_at_depth[p->depth] = id;
+    if (!sm_pcsv_path(x, p)) {
+        sm_out_fail(x->o, ENOMEM);
+        return;
+    }
+    const sm_profile_summary_t *s = x->s;
+    for (uint32_t i = 0; i < s->n_members; i++) {
+        const sm_cpath_member_t *m = &p->members[i];
+        if (!m->visits && !m->bytes_sent && !m->bytes_received)
+            continue;
+        double npt = sm_summary_member_ns_per_tick(s, i);
+        sm_out_printf(x->o, "%llu,%llu,%u,", (unsigned long long)id,
+                      (unsigned long long)x->id_at_depth[p->depth - 1], (unsigned)(p->depth - 1));
+        sm_csv_field(x->o, sm_job_region_name(x->job, p->region));
+        sm_out_printf(x->o, ",");
+        sm_csv_field(x->o, x->path);
+        /* Empty min/max without visits (R and pandas read NA). */
+        char isum[48], imin[48] = "", imax[48] = "", esum[48], emin[48] = "", emax[48] = "";
+        sm_pcsv_ns(isum, sizeof isum, (double)m->incl.sum * npt);
+        sm_pcsv_ns(esum, sizeof esum, (double)m->excl.sum * npt);
+        if (m->visits) {
+            sm_pcsv_ns(imin, sizeof imin, (double)m->incl.min * npt);
+            sm_pcsv_ns(imax, sizeof imax, (double)m->incl.max * npt);
+            sm_pcsv_ns(emin, sizeof emin, (double)m->excl.min * npt);
+            sm_pcsv_ns(emax, sizeof emax, (double)m->excl.max * npt);
+        }
+        sm_out_printf(x->o, ",%u,%u,%u,%llu,%s,%s,%s,%s,%s,%s,%llu,%llu\n",
+                      (unsigned)s->member_rank[i], (unsigned)i, (unsigned)s->member_location[i],
+                      (unsigned long long)m->visits, isum, imin, imax, esum, emin, emax,
+                      (unsigned long long)m->bytes_sent, (unsigned long long)m->bytes_received);
+    }
+}
+
+int sm_profile_write_csv(const sm_run_info_t *run, const sm_job_t *job,
+                         const sm_profile_summary_t *summary)
+{
+    if (!summary) { /* the summary could not be built (message printed) */
+        sm_error("writing %s/profile.csv failed: no profile summary", run->output_dir);
+        return -1;
+    }
+    sm_out_t o;
+    if (sm_out_open(&o, run->output_dir, "profile.csv") != 0)
+        return -1;
+    sm_out_printf(&o, "path_id,parent_id,depth,region,path,rank,thread,location,visits,"
+                      "incl_sum_ns,incl_min_ns,incl_max_ns,excl_sum_ns,excl_min_ns,excl_max_ns,"
+                      "bytes_sent,bytes_received\n");
+    sm_pcsv_t x = {.o = &o, .job = job, .s = summary};
+    sm_cpath_walk(&summary->root, sm_pcsv_depth, &x);
+    x.id_at_depth = calloc((size_t)x.depth_cap + 1, sizeof *x.id_at_depth);
+    if (x.id_at_depth)
+        sm_cpath_walk(&summary->root, sm_pcsv_row, &x);
+    else
+        sm_out_fail(&o, ENOMEM);
+    free(x.id_at_depth);
+    free(x.path);
+    return sm_out_close(&o);
+}

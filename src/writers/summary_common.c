@@ -1,0 +1,115 @@
+/* Helpers shared by the summary writers: see summary_common.h. */
+#include "summary_common.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include "../util/log.h"
+
+int sm_out_open(sm_out_t *o, const char *dir, const char *name)
+{
+    memset(o, 0, sizeof *o);
+    size_t len = strlen(dir) + 1 + strlen(name) + 1;
+    o->path = malloc(len);
+    if (!o->path) {
+        sm_error("writing %s/%s failed: %s", dir, name, strerror(ENOMEM));
+        return -1;
+    }
+    snprintf(o->path, len, "%s/%s", dir, name);
+    o->f = fopen(o->path, "we"); /* close-on-exec: the application may exec */
+    if (!o->f) {
+        sm_error("writing %s failed: %s", o->path, strerror(errno));
+        free(o->path);
+        o->path = NULL;
+        return -1;
+    }
+    o->c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+    o->old_locale = o->c_locale ? uselocale(o->c_locale) : (locale_t)0;
+    return 0;
+}
+
+void sm_out_fail(sm_out_t *o, int err)
+{
+    if (!o->err)
+        o->err = err ? err : EIO;
+}
+
+void sm_out_printf(sm_out_t *o, const char *fmt, ...)
+{
+    if (o->err)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    if (vfprintf(o->f, fmt, ap) < 0)
+        sm_out_fail(o, errno);
+    va_end(ap);
+}
+
+void sm_out_repeat(sm_out_t *o, char c, size_t n)
+{
+    for (size_t i = 0; i < n && !o->err; i++)
+        if (putc(c, o->f) == EOF)
+            sm_out_fail(o, errno);
+}
+
+int sm_out_close(sm_out_t *o)
+{
+    if (fflush(o->f) == EOF || ferror(o->f))
+        sm_out_fail(o, errno);
+    errno = 0;
+    if (fclose(o->f) == EOF)
+        sm_out_fail(o, errno);
+    if (o->old_locale)
+        uselocale(o->old_locale);
+    if (o->c_locale)
+        freelocale(o->c_locale);
+    if (o->err)
+        sm_error("writing %s failed: %s", o->path, strerror(o->err));
+    free(o->path);
+    int rc = o->err ? -1 : 0;
+    memset(o, 0, sizeof *o);
+    return rc;
+}
+
+void sm_csv_field(sm_out_t *o, const char *s)
+{
+    if (!s)
+        return; /* an empty field */
+    if (!strpbrk(s, ",\"\r\n")) {
+        bool plain = true;
+        for (const unsigned char *p = (const unsigned char *)s; *p && plain; p++)
+            plain = *p >= 0x20 && *p != 0x7f;
+        if (plain) {
+            sm_out_printf(o, "%s", s);
+            return;
+        }
+    }
+    sm_out_repeat(o, '"', 1);
+    for (const unsigned char *p = (const unsigned char *)s; *p && !o->err; p++) {
+        if (*p == '"')
+            sm_out_repeat(o, '"', 2);
+        else
+            sm_out_repeat(o, *p < 0x20 || *p == 0x7f ? '?' : (char)*p, 1);
+    }
+    sm_out_repeat(o, '"', 1);
+}
+
+const char *sm_job_region_name(const sm_job_t *job, sm_region_id_t id)
+{
+    return job && job->defs ? sm_defset_region_name(job->defs, id) : "?";
+}
+
+bool sm_job_region_is_mpi(sm_region_id_t id, void *arg)
+{
+    const sm_job_t *job = arg;
+    const sm_region_def_t *def = job && job->defs ? sm_defset_region_get(job->defs, id) : NULL;
+    return def && def->paradigm == SM_PARADIGM_MPI;
+}
+
+uint32_t sm_job_ranks(const sm_job_t *job)
+{
+    if (job && job->n_ranks)
+        return job->n_ranks;
+    return job && job->procs && job->procs->size ? job->procs->size : 1;
+}

@@ -1,0 +1,60 @@
+/* Helpers shared by the summary writers (profile.txt, profile.json,
+ * profile.csv, comm_matrix.csv/.json): output files with one error report,
+ * CSV fields, names from the job's definitions, the communication matrix. */
+#ifndef SM_SUMMARY_COMMON_H
+#define SM_SUMMARY_COMMON_H
+
+#include <locale.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "writers.h"
+
+/* A text file of the output folder.  Numbers print in the C locale (the
+ * application may use a decimal comma); the first failed write is kept and
+ * later writes are skipped (the file is incomplete anyway). */
+typedef struct sm_out {
+    FILE *f;
+    char *path;
+    int err;
+    locale_t c_locale, old_locale;
+} sm_out_t;
+
+/* dir/name: 0, or -1 after one line naming the file. */
+int sm_out_open(sm_out_t *o, const char *dir, const char *name) SM_HIDDEN;
+void sm_out_printf(sm_out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)))
+    SM_HIDDEN;
+void sm_out_repeat(sm_out_t *o, char c, size_t n) SM_HIDDEN;
+/* Record an error of our own (ENOMEM) as the file's failure. */
+void sm_out_fail(sm_out_t *o, int err) SM_HIDDEN;
+/* Flush and close: 0, or -1 after one line naming the file and the error. */
+int sm_out_close(sm_out_t *o) SM_HIDDEN;
+
+/* One CSV field (RFC 4180): quoted when it holds a comma, a quote or a line
+ * break; control characters become '?' so that every row is one line. */
+void sm_csv_field(sm_out_t *o, const char *s) SM_HIDDEN;
+
+/* Region name in the job's definitions, "?" when unknown. */
+const char *sm_job_region_name(const sm_job_t *job, sm_region_id_t id) SM_HIDDEN;
+/* An sm_region_select_fn (arg: the job): regions of paradigm MPI. */
+bool sm_job_region_is_mpi(sm_region_id_t id, void *job) SM_HIDDEN;
+
+/* Ranks of the job: job->n_ranks, else procs->size, else 1. */
+uint32_t sm_job_ranks(const sm_job_t *job) SM_HIDDEN;
+
+/* ---- communication matrix ---- */
+typedef struct sm_comm_pair {
+    uint32_t sender, receiver;
+    uint64_t messages, bytes;
+} sm_comm_pair_t;
+
+/* Whether the job has a matrix with any message. */
+bool sm_comm_matrix_any(const sm_job_t *job) SM_HIDDEN;
+/* The up to max pairs with the most bytes (then messages, then lower ranks
+ * first), in that order; returns how many. */
+uint32_t sm_comm_matrix_top(const sm_job_t *job, sm_comm_pair_t *top, uint32_t max) SM_HIDDEN;
+/* {"ranks", "messages", "bytes", "pairs": [{sender, receiver, messages,
+ * bytes}] (non-zero pairs, row-major)}, or null without a matrix. */
+void sm_comm_matrix_json(sm_json_t *j, const sm_job_t *job) SM_HIDDEN;
+
+#endif
