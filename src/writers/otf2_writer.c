@@ -808,9 +808,17 @@ static uint32_t sm_otf2_comm_group(uint32_t comm)
     return 1 + comm;
 }
 
-static uint32_t sm_otf2_thread_group(const sm_otf2_writer_t *w, uint32_t rank, int members)
+/* OTF2 allows one locations group per paradigm: for pthread it lists the
+ * CPU threads of every rank, and each rank's contingent is a group of
+ * indexes into it. */
+static uint32_t sm_otf2_thread_locations_group(const sm_otf2_writer_t *w)
 {
-    return 1 + w->n_comms + 2 * rank + (uint32_t)members;
+    return 1 + w->n_comms;
+}
+
+static uint32_t sm_otf2_thread_members_group(const sm_otf2_writer_t *w, uint32_t rank)
+{
+    return 2 + w->n_comms + rank;
 }
 
 /* MPI: rank r is its process's first location; each communicator is a group
@@ -872,40 +880,44 @@ static bool sm_otf2_mpi_comms(sm_otf2_writer_t *w, OTF2_GlobalDefWriter *g)
 static bool sm_otf2_thread_contingents(sm_otf2_writer_t *w, OTF2_GlobalDefWriter *g,
                                        const sm_otf2_proc_info_t *procs)
 {
-    bool ok = true;
+    uint64_t total = 0;
+    for (uint32_t r = 0; r < w->n_ranks; r++)
+        total += procs[r].n_locations;
+    uint64_t *all = malloc(sizeof *all * (total ? total : 1));
+    uint64_t *index = malloc(sizeof *index * (total ? total : 1));
+    uint32_t n = 0;
+    OTF2_StringRef s;
+    bool ok = sm_otf2_got(w, all && index ? all : NULL, strerror(ENOMEM));
+    for (uint32_t r = 0; ok && r < w->n_ranks; r++)
+        for (uint32_t i = 0; i < procs[r].n_locations; i++)
+            if (procs[r].locations[i].type == SM_LOCATION_CPU_THREAD)
+                all[n++] = sm_otf2_location_ref(r, procs[r].locations[i].id);
+    ok = ok && sm_otf2_extra_string(w, g, "pthread locations", &s) &&
+         sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteGroup(
+                           g, sm_otf2_thread_locations_group(w), s,
+                           OTF2_GROUP_TYPE_COMM_LOCATIONS, OTF2_PARADIGM_PTHREAD,
+                           OTF2_GROUP_FLAG_NONE, n, all));
+    uint32_t at = 0;
     for (uint32_t r = 0; ok && r < w->n_ranks; r++) {
-        const sm_otf2_proc_info_t *p = &procs[r];
-        uint32_t n = 0;
-        uint64_t *members = malloc(sizeof *members * (p->n_locations ? p->n_locations : 1));
-        if (!sm_otf2_got(w, members, strerror(ENOMEM)))
-            return false;
-        for (uint32_t i = 0; i < p->n_locations; i++)
-            if (p->locations[i].type == SM_LOCATION_CPU_THREAD)
-                members[n++] = sm_otf2_location_ref(r, p->locations[i].id);
+        uint32_t k = 0;
+        for (uint32_t i = 0; i < procs[r].n_locations; i++)
+            if (procs[r].locations[i].type == SM_LOCATION_CPU_THREAD)
+                index[k++] = at++;
         char name[64];
-        OTF2_StringRef s_locations, s_threads, s_comm;
-        snprintf(name, sizeof name, "pthread locations of rank %" PRIu32, r);
-        ok = sm_otf2_extra_string(w, g, name, &s_locations) &&
-             sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteGroup(
-                               g, sm_otf2_thread_group(w, r, 0), s_locations,
-                               OTF2_GROUP_TYPE_COMM_LOCATIONS, OTF2_PARADIGM_PTHREAD,
-                               OTF2_GROUP_FLAG_NONE, n, members));
-        /* The communicator's group lists indexes into the locations group. */
-        for (uint32_t i = 0; i < n; i++)
-            members[i] = i;
+        OTF2_StringRef s_threads;
         snprintf(name, sizeof name, "pthread threads of rank %" PRIu32, r);
-        ok = ok && sm_otf2_extra_string(w, g, name, &s_threads) &&
+        ok = sm_otf2_extra_string(w, g, name, &s_threads) &&
              sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteGroup(
-                               g, sm_otf2_thread_group(w, r, 1), s_threads,
+                               g, sm_otf2_thread_members_group(w, r), s_threads,
                                OTF2_GROUP_TYPE_COMM_GROUP, OTF2_PARADIGM_PTHREAD,
-                               OTF2_GROUP_FLAG_NONE, n, members)) &&
-             sm_otf2_extra_string(w, g, name, &s_comm) &&
-             sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteComm(g, sm_otf2_thread_comm(w, r), s_comm,
-                                                          sm_otf2_thread_group(w, r, 1),
+                               OTF2_GROUP_FLAG_NONE, k, index)) &&
+             sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteComm(g, sm_otf2_thread_comm(w, r), s_threads,
+                                                          sm_otf2_thread_members_group(w, r),
                                                           OTF2_UNDEFINED_COMM,
                                                           OTF2_COMM_FLAG_NONE));
-        free(members);
     }
+    free(all);
+    free(index);
     return ok;
 }
 

@@ -166,12 +166,13 @@ def location_rank(loc):
     return int(name.split()[-1]) if name.startswith("MPI Rank") else 0
 
 
-def comm_world_ranks(comm, n_ranks):
-    """World ranks of a communicator's members, in comm rank order."""
+def comm_world_ranks(comm, n_ranks=None):
+    """World ranks of a communicator's members, in comm rank order (the
+    reader gives them as the ranks' locations)."""
     g = comm.group
     if g.group_type == otf2.GroupType.COMM_SELF:
         return None
-    return list(g.members)
+    return [location_rank(m) if hasattr(m, "group") else int(m) for m in g.members]
 
 
 def check_messages(trace, n_ranks):
@@ -212,7 +213,9 @@ def collective_counts(trace):
         for e in events:
             if isinstance(e, (otf2.events.MpiCollectiveEnd,
                               otf2.events.NonBlockingCollectiveComplete)):
-                key = (e.communicator.name, str(e.collective_op).split(".")[-1])
+                members = comm_world_ranks(e.communicator)
+                key = (e.communicator.name + (" %s" % members if members else ""),
+                       str(e.collective_op).split(".")[-1])
                 counts.setdefault(key, {}).setdefault(me, 0)
                 counts[key][me] += 1
     return counts

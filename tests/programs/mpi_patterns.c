@@ -135,7 +135,7 @@ static void collectives(void)
 
 static void nonblocking(void)
 {
-    /* Everyone sends 4 ints to rank 0 (tag = rank); rank 0 receives from
+    /* Everyone sends 4 ints to rank 0 (tag 1); rank 0 receives from
      * MPI_ANY_SOURCE with Waitany, the others Waitall. */
     int out[4] = {rank, rank, rank, rank};
     if (rank == 0) {
@@ -143,20 +143,20 @@ static void nonblocking(void)
         MPI_Request *r = malloc(sizeof *r * (n ? n : 1));
         int (*in)[4] = calloc((size_t)(n ? n : 1), sizeof *in);
         for (int i = 0; i < n; i++)
-            MPI_Irecv(in[i], 4, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &r[i]);
+            MPI_Irecv(in[i], 4, MPI_INT, MPI_ANY_SOURCE, 1, MPI_COMM_WORLD, &r[i]);
         int seen = 0;
         for (int i = 0; i < n; i++) {
             int idx;
             MPI_Status st;
             MPI_Waitany(n, r, &idx, &st);
-            EXPECT(idx >= 0 && in[idx][0] == st.MPI_SOURCE && st.MPI_TAG == st.MPI_SOURCE);
+            EXPECT(idx >= 0 && in[idx][0] == st.MPI_SOURCE && st.MPI_TAG == 1);
             seen |= 1 << st.MPI_SOURCE;
         }
         EXPECT(seen == ((1 << size) - 2));
         free(r), free(in);
     } else {
         MPI_Request r[1];
-        MPI_Isend(out, 4, MPI_INT, 0, rank, MPI_COMM_WORLD, &r[0]);
+        MPI_Isend(out, 4, MPI_INT, 0, 1, MPI_COMM_WORLD, &r[0]);
         MPI_Waitall(1, r, MPI_STATUSES_IGNORE);
     }
 
@@ -221,9 +221,9 @@ static void comms(void)
 
 static void imbalance(void)
 {
-    sysmeasure_region_begin("imbalanced");
+    sysmeasure_push_region("imbalanced");
     sleep_ms((rank + 1) * 20);
-    sysmeasure_region_end("imbalanced");
+    sysmeasure_pop_region("imbalanced");
     MPI_Barrier(MPI_COMM_WORLD);
 }
 

@@ -1,0 +1,464 @@
+/* The MPI adapter: the link to the core (sm_mpi_api), the begin/end of every
+ * wrapped call, the wrappers' scratch arrays, and the life cycle
+ * (MPI_Init: process group, output folder, MPI_COMM_WORLD/SELF, clock
+ * offsets; MPI_Finalize: clock offsets, the core's collective finalize).
+ *
+ * sysmeasure's own MPI traffic goes through PMPI_* on a private duplicate of
+ * MPI_COMM_WORLD, so the wrappers never see it. */
+#define _GNU_SOURCE
+#include "mpi_adapter.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mpi_comm.h"
+#include "mpi_hooks.h"
+#include "mpi_procs.h"
+#include "mpi_request.h"
+
+/* Exported by libsysmeasure.so: NULL for a version it does not serve. */
+SM_EXPORT const sm_adapter_api_t *sysmeasure_adapter_api(unsigned version);
+
+const sm_adapter_api_t *sm_mpi_api;
+
+int sm_mpi_on;
+uint32_t sm_mpi_world_rank;
+uint32_t sm_mpi_world_size = 1;
+uint32_t sm_mpi_world_token;
+MPI_Comm sm_mpi_private_comm = MPI_COMM_NULL;
+
+/* Set: every wrapper calls straight through (no core, a process group that
+ * could not be measured, after MPI_Finalize). */
+static int sm_mpi_pass = 1;
+static int sm_mpi_init_done;
+
+static sm_procs_t sm_mpi_procs;
+
+#define SM_MPI_TAG_CLOCK 7101
+#ifndef SM_MPI_CLOCK_ROUNDS
+#define SM_MPI_CLOCK_ROUNDS 10
+#endif
+
+void sm_mpi_warn(const char *fmt, ...)
+{
+    int saved_errno = errno;
+    char line[1024] = "sysmeasure: ";
+    size_t p = strlen(line);
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line + p, sizeof line - p - 1, fmt, ap);
+    va_end(ap);
+    if (n >= 0) {
+        p += (size_t)n < sizeof line - p - 1 ? (size_t)n : sizeof line - p - 2;
+        line[p++] = '\n';
+        /* One write: lines of several ranks do not interleave. */
+        if (write(STDERR_FILENO, line, p) < 0) {
+            /* nowhere else to say it */
+        }
+    }
+    errno = saved_errno;
+}
+
+__attribute__((constructor)) static void sm_mpi_adapter_load(void)
+{
+    const sm_adapter_api_t *api = sysmeasure_adapter_api(SM_ADAPTER_API_VERSION);
+    if (!api || api->version != SM_ADAPTER_API_VERSION || api->size < sizeof(sm_adapter_api_t))
+        return;
+    sm_mpi_api = api;
+    __atomic_store_n(&sm_mpi_pass, 0, __ATOMIC_RELEASE);
+}
+
+/* ---------------------------------------------------------------- calls */
+
+static SM_TLS uint32_t sm_mpi_depth;
+static SM_TLS uint32_t sm_mpi_cur_fn = UINT32_MAX;
+
+/* Region ids, + 1 (0: not defined yet). */
+static uint32_t sm_mpi_regions[SM_MPI_FN_COUNT];
+
+uint32_t sm_mpi_current_fn(void)
+{
+    return sm_mpi_depth ? sm_mpi_cur_fn : UINT32_MAX;
+}
+
+const char *sm_mpi_function_name(uint32_t fn)
+{
+    return fn < SM_MPI_FN_COUNT ? sm_mpi_functions[fn].name : NULL;
+}
+
+static uint32_t sm_mpi_region_define(uint32_t fn)
+{
+    /* Before the core is up (calls before MPI_Init): nothing to enter. */
+    if (!sm_mpi_api->runtime_active())
+        return SM_INVALID_ID;
+    const sm_mpi_function_info_t *f = &sm_mpi_functions[fn];
+    sm_region_id_t r = sm_mpi_api->region_define(f->name, NULL, 0, SM_PARADIGM_MPI,
+                                                 (sm_region_role_t)f->role);
+    if (r == SM_INVALID_ID)
+        return SM_INVALID_ID; /* core not up yet: try again next time */
+    __atomic_store_n(&sm_mpi_regions[fn], r + 1, __ATOMIC_RELAXED);
+    return r;
+}
+
+static SM_NOINLINE uint32_t sm_mpi_region_of_slow(uint32_t fn)
+{
+    int saved_errno = errno;
+    uint32_t r = sm_mpi_region_define(fn);
+    errno = saved_errno;
+    return r;
+}
+
+/* Every call goes through wrappers with hooks, measured or not on this
+ * thread (the core's enter/leave/event entries do nothing on a thread that
+ * does not measure): the communicator and request tables must see every
+ * creation, and a communicator's creation is collective over its members,
+ * which need not all measure at the same time.  Only nesting (an MPI call
+ * made by an MPI call) and an inactive adapter call straight through. */
+int sm_mpi_call_begin(sm_mpi_call_t *call, uint32_t fn)
+{
+    if (SM_UNLIKELY(__atomic_load_n(&sm_mpi_pass, __ATOMIC_RELAXED)) || sm_mpi_depth ||
+        SM_UNLIKELY(fn >= SM_MPI_FN_COUNT))
+        return 0;
+    sm_mpi_depth = 1;
+    sm_mpi_cur_fn = fn;
+    call->fn = fn;
+    uint32_t r = __atomic_load_n(&sm_mpi_regions[fn], __ATOMIC_RELAXED) - 1;
+    if (SM_UNLIKELY(r == SM_INVALID_ID))
+        r = sm_mpi_region_of_slow(fn);
+    call->region = r;
+    if (SM_LIKELY(r != SM_INVALID_ID))
+        sm_mpi_api->enter(r); /* the core's entries leave errno alone */
+    return 1;
+}
+
+/* MPI_Init/Init_thread, MPI_Finalize, MPI_Abort (see mpi_wrapper_support.h):
+ * only nesting calls straight through, so that their hooks always run. */
+int sm_mpi_call_begin_lifecycle(sm_mpi_call_t *call, uint32_t fn)
+{
+    if (sm_mpi_depth)
+        return 0;
+    sm_mpi_depth = 1;
+    sm_mpi_cur_fn = fn;
+    call->fn = fn;
+    call->region = SM_INVALID_ID;
+    if (sm_mpi_api && !__atomic_load_n(&sm_mpi_pass, __ATOMIC_RELAXED) && fn < SM_MPI_FN_COUNT) {
+        uint32_t r = __atomic_load_n(&sm_mpi_regions[fn], __ATOMIC_RELAXED) - 1;
+        if (r == SM_INVALID_ID)
+            r = sm_mpi_region_of_slow(fn);
+        call->region = r;
+        if (r != SM_INVALID_ID)
+            sm_mpi_api->enter(r);
+    }
+    return 1;
+}
+
+void sm_mpi_call_end(sm_mpi_call_t *call)
+{
+    if (SM_LIKELY(call->region != SM_INVALID_ID))
+        sm_mpi_api->leave(call->region);
+    sm_mpi_depth = 0;
+}
+
+/* ---------------------------------------------------------------- scratch */
+
+typedef struct sm_mpi_scratch {
+    MPI_Status *statuses;
+    MPI_Request *requests;
+    MPI_Fint *fints;
+    size_t n_statuses, n_requests, n_fints;
+} sm_mpi_scratch_t;
+
+static SM_TLS sm_mpi_scratch_t sm_mpi_scratch;
+static pthread_key_t sm_mpi_scratch_key;
+static pthread_once_t sm_mpi_scratch_once = PTHREAD_ONCE_INIT;
+
+/* At thread exit (not before): the arrays of a thread that made MPI calls. */
+static void sm_mpi_scratch_release(void *p)
+{
+    sm_mpi_scratch_t *s = p;
+    free(s->statuses);
+    free(s->requests);
+    free(s->fints);
+    memset(s, 0, sizeof *s);
+}
+
+static void sm_mpi_scratch_key_create(void)
+{
+    if (pthread_key_create(&sm_mpi_scratch_key, sm_mpi_scratch_release) != 0)
+        sm_mpi_scratch_key = (pthread_key_t)-1;
+}
+
+static SM_NOINLINE void *sm_mpi_scratch_grow(void **arr, size_t *cap, size_t want, size_t elem)
+{
+    size_t n = *cap ? *cap : 16;
+    while (n < want)
+        n *= 2;
+    void *p = realloc(*arr, n * elem);
+    if (!p)
+        return NULL;
+    if (!*cap) {
+        pthread_once(&sm_mpi_scratch_once, sm_mpi_scratch_key_create);
+        if (sm_mpi_scratch_key != (pthread_key_t)-1)
+            pthread_setspecific(sm_mpi_scratch_key, &sm_mpi_scratch);
+    }
+    *arr = p;
+    *cap = n;
+    return p;
+}
+
+MPI_Status *sm_mpi_scratch_statuses(int n)
+{
+    size_t want = n > 0 ? (size_t)n : 1;
+    if (SM_LIKELY(want <= sm_mpi_scratch.n_statuses))
+        return sm_mpi_scratch.statuses;
+    return sm_mpi_scratch_grow((void **)&sm_mpi_scratch.statuses, &sm_mpi_scratch.n_statuses,
+                               want, sizeof(MPI_Status));
+}
+
+MPI_Request *sm_mpi_scratch_requests(int n)
+{
+    size_t want = n > 0 ? (size_t)n : 1;
+    if (SM_LIKELY(want <= sm_mpi_scratch.n_requests))
+        return sm_mpi_scratch.requests;
+    return sm_mpi_scratch_grow((void **)&sm_mpi_scratch.requests, &sm_mpi_scratch.n_requests,
+                               want, sizeof(MPI_Request));
+}
+
+MPI_Fint *sm_mpi_scratch_fint(int n)
+{
+    size_t want = n > 0 ? (size_t)n : 1;
+    if (SM_LIKELY(want <= sm_mpi_scratch.n_fints))
+        return sm_mpi_scratch.fints;
+    return sm_mpi_scratch_grow((void **)&sm_mpi_scratch.fints, &sm_mpi_scratch.n_fints, want,
+                               sizeof(MPI_Fint));
+}
+
+/* ---------------------------------------------------------------- clocks */
+
+static inline uint64_t sm_mpi_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Rank 0 serves the other ranks one after the other: each sends
+ * SM_MPI_CLOCK_ROUNDS empty pings and gets rank 0's clock back; the round
+ * trip with the shortest time gives offset = rank 0's time - the midpoint
+ * of the round trip on the local clock.  Cost: (size - 1) * rounds round
+ * trips in sequence at rank 0 (at 512 ranks and 2-3 us per round trip,
+ * 10-15 ms), once at MPI_Init and once at MPI_Finalize. */
+/* This boot of this machine's kernel: processes that share it share
+ * CLOCK_MONOTONIC exactly, so their offset is 0 with no error at all. */
+static void sm_mpi_boot_id(char id[40])
+{
+    memset(id, 0, 40);
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f) {
+        if (!fgets(id, 40, f))
+            id[0] = '\0';
+        fclose(f);
+    }
+}
+
+static void sm_mpi_clock_sync(int which)
+{
+    MPI_Comm comm = sm_mpi_private_comm;
+    char boot[40], root_boot[40];
+    sm_mpi_boot_id(boot);
+    memcpy(root_boot, boot, sizeof boot);
+    int unknown = !boot[0];
+    if (PMPI_Bcast(root_boot, (int)sizeof root_boot, MPI_CHAR, 0, comm) != MPI_SUCCESS)
+        unknown = 1;
+    /* 1: this rank must measure its offset (another machine, or unknown). */
+    int measure = unknown || !root_boot[0] || memcmp(boot, root_boot, sizeof boot) != 0;
+    int *who = sm_mpi_world_rank == 0 ? calloc(sm_mpi_world_size, sizeof *who) : NULL;
+    if (PMPI_Gather(&measure, 1, MPI_INT, who, 1, MPI_INT, 0, comm) != MPI_SUCCESS && who)
+        for (uint32_t r = 0; r < sm_mpi_world_size; r++)
+            who[r] = 1;
+    if (sm_mpi_world_rank == 0) {
+        for (uint32_t r = 1; r < sm_mpi_world_size; r++) {
+            for (int i = 0; (!who || who[r]) && i < SM_MPI_CLOCK_ROUNDS; i++) {
+                if (PMPI_Recv(NULL, 0, MPI_BYTE, (int)r, SM_MPI_TAG_CLOCK, comm,
+                              MPI_STATUS_IGNORE) != MPI_SUCCESS)
+                    break;
+                uint64_t t = sm_mpi_now_ns();
+                if (PMPI_Send(&t, 1, MPI_UINT64_T, (int)r, SM_MPI_TAG_CLOCK, comm) != MPI_SUCCESS)
+                    break;
+            }
+        }
+        free(who);
+        sm_mpi_api->clock_offset(which, sm_mpi_now_ns(), 0);
+        return;
+    }
+    if (!measure) {
+        sm_mpi_api->clock_offset(which, sm_mpi_now_ns(), 0);
+        return;
+    }
+    uint64_t best_rtt = UINT64_MAX, best_mid = 0;
+    int64_t best_off = 0;
+    for (int i = 0; i < SM_MPI_CLOCK_ROUNDS; i++) {
+        uint64_t remote = 0, t0 = sm_mpi_now_ns();
+        if (PMPI_Sendrecv(NULL, 0, MPI_BYTE, 0, SM_MPI_TAG_CLOCK, &remote, 1, MPI_UINT64_T, 0,
+                          SM_MPI_TAG_CLOCK, comm, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            break;
+        uint64_t t1 = sm_mpi_now_ns();
+        if (t1 - t0 < best_rtt) {
+            best_rtt = t1 - t0;
+            best_mid = t0 + (t1 - t0) / 2;
+            best_off = (int64_t)(remote - best_mid);
+        }
+    }
+    if (best_rtt != UINT64_MAX)
+        sm_mpi_api->clock_offset(which, best_mid, best_off);
+}
+
+/* ---------------------------------------------------------------- life cycle */
+
+/* A number for this MPI_COMM_WORLD, different from that of another job with
+ * high probability (host, pid, time). */
+static uint32_t sm_mpi_make_token(void)
+{
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const char *p = host; *p; p++)
+        h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+    h ^= (uint64_t)getpid() * 0x9E3779B97F4A7C15ull;
+    h ^= sm_mpi_now_ns() * 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 29;
+    uint32_t t = (uint32_t)(h ^ (h >> 32));
+    return t ? t : 1;
+}
+
+/* Rank 0 claims the output folder (the core creates it, so that a clash
+ * with another job is detected there) and hands its final name and the job
+ * token to everyone. */
+typedef struct sm_mpi_init_msg {
+    uint32_t token;
+    uint32_t dir_len; /* 0: no folder to agree on */
+    char dir[PATH_MAX];
+} sm_mpi_init_msg_t;
+
+static void sm_mpi_agree_output(void)
+{
+    const sm_adapter_api_t *api = sm_mpi_api;
+    static sm_mpi_init_msg_t m;
+    memset(&m, 0, sizeof m);
+    if (sm_mpi_world_rank == 0) {
+        m.token = sm_mpi_make_token();
+        const char *dir = api->output_dir();
+        if (dir && dir[0]) {
+            char mine[PATH_MAX];
+            snprintf(mine, sizeof mine, "%s", dir);
+            api->set_output_dir(mine); /* says itself when it fails */
+            dir = api->output_dir();   /* as created: possibly made unique */
+            size_t len = dir ? strlen(dir) : 0;
+            if (len > 0 && len < sizeof m.dir) {
+                memcpy(m.dir, dir, len + 1);
+                m.dir_len = (uint32_t)len;
+            }
+        }
+    }
+    if (PMPI_Bcast(&m, (int)sizeof m, MPI_BYTE, 0, sm_mpi_private_comm) != MPI_SUCCESS) {
+        if (sm_mpi_world_rank != 0) {
+            const char *own = api->output_dir();
+            sm_mpi_warn("rank %u: could not learn rank 0's output folder; writing to %s",
+                        sm_mpi_world_rank, own ? own : "?");
+            m.token = sm_mpi_make_token();
+        }
+        m.dir_len = 0;
+    }
+    sm_mpi_world_token = m.token;
+    if (sm_mpi_world_rank != 0 && m.dir_len > 0) {
+        m.dir[sizeof m.dir - 1] = 0;
+        api->set_output_dir(m.dir);
+    }
+}
+
+void sm_mpi_hook_initialized(void)
+{
+    const sm_adapter_api_t *api = sm_mpi_api;
+    if (!api || __atomic_exchange_n(&sm_mpi_init_done, 1, __ATOMIC_ACQ_REL))
+        return;
+    int saved_errno = errno;
+    int measured = api->runtime_init() == 0;
+    int rank = 0, size = 1;
+    if (PMPI_Comm_rank(MPI_COMM_WORLD, &rank) != MPI_SUCCESS ||
+        PMPI_Comm_size(MPI_COMM_WORLD, &size) != MPI_SUCCESS ||
+        PMPI_Comm_dup(MPI_COMM_WORLD, &sm_mpi_private_comm) != MPI_SUCCESS) {
+        sm_mpi_warn("rank %d: cannot set up sysmeasure's communicator; MPI is not measured", rank);
+        sm_mpi_private_comm = MPI_COMM_NULL;
+        __atomic_store_n(&sm_mpi_pass, 1, __ATOMIC_RELAXED);
+        errno = saved_errno;
+        return;
+    }
+    PMPI_Comm_set_errhandler(sm_mpi_private_comm, MPI_ERRORS_RETURN);
+    PMPI_Comm_set_name(sm_mpi_private_comm, "sysmeasure");
+    sm_mpi_world_rank = (uint32_t)rank;
+    sm_mpi_world_size = (uint32_t)size;
+
+    /* All or none: a process group where some processes are not measured
+     * would wait for them at every collective step. */
+    int flags[3] = {measured, !measured, measured ? size - rank : 0}, any[3] = {0, 0, 0};
+    if (PMPI_Allreduce(flags, any, 3, MPI_INT, MPI_MAX, sm_mpi_private_comm) != MPI_SUCCESS) {
+        any[0] = measured;
+        any[1] = 1;
+        any[2] = size - rank;
+    }
+    if (!measured || any[1]) {
+        if (measured && rank == size - any[2])
+            sm_mpi_warn("only some of the %d MPI processes are measured; MPI calls are not "
+                        "recorded and every process writes its own output",
+                        size);
+        PMPI_Comm_free(&sm_mpi_private_comm);
+        __atomic_store_n(&sm_mpi_pass, 1, __ATOMIC_RELAXED);
+        errno = saved_errno;
+        return;
+    }
+
+    sm_mpi_procs_setup(&sm_mpi_procs, sm_mpi_private_comm);
+    api->set_process_group(&sm_mpi_procs);
+    sm_mpi_agree_output();
+    sm_mpi_comm_init();
+    sm_mpi_types_init();
+    sm_mpi_clock_sync(0);
+    __atomic_store_n(&sm_mpi_on, 1, __ATOMIC_RELEASE);
+    errno = saved_errno;
+}
+
+void sm_mpi_hook_finalizing(void)
+{
+    const sm_adapter_api_t *api = sm_mpi_api;
+    if (!api || !__atomic_load_n(&sm_mpi_on, __ATOMIC_ACQUIRE))
+        return;
+    int saved_errno = errno;
+    sm_mpi_clock_sync(1);
+    __atomic_store_n(&sm_mpi_on, 0, __ATOMIC_RELEASE);
+    api->finalize();
+    __atomic_store_n(&sm_mpi_pass, 1, __ATOMIC_RELEASE);
+    sm_mpi_comm_fini();
+    sm_mpi_procs_teardown();
+    PMPI_Comm_free(&sm_mpi_private_comm);
+    errno = saved_errno;
+}
+
+void sm_mpi_hook_aborting(MPI_Comm comm, int errorcode)
+{
+    (void)comm;
+    const sm_adapter_api_t *api = sm_mpi_api;
+    if (!api)
+        return;
+    char reason[64];
+    snprintf(reason, sizeof reason, "MPI_Abort called with code %d", errorcode);
+    __atomic_store_n(&sm_mpi_on, 0, __ATOMIC_RELEASE);
+    api->emergency_write(reason);
+    __atomic_store_n(&sm_mpi_pass, 1, __ATOMIC_RELEASE);
+}
