@@ -1,0 +1,101 @@
+"""Jobs that cannot finish together: a rank calls MPI_Abort, the job is
+killed, the program never calls MPI_Finalize.  Every rank leaves its data
+(process file and events) and sysmeasure-merge turns them into a readable
+archive and summaries.  MPI_Finalize from an atexit handler finishes
+normally.  An MPI program without the launcher is unaffected, and the
+launcher loads the MPI wrappers only into MPI programs."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from smtest import (BUILD, LAUNCHER, MPIRUN, Trace, check, check_messages, check_trace_consistent,
+                    clean_env, finish, load_json, mpi_env, mpi_measure, program,
+                    region_visits_by_rank, workdir)
+
+if os.environ.get("SM_HAVE_MPI", "yes") != "yes":
+    print("built without MPI")
+    sys.exit(77)
+
+PROG = program("mpi-patterns")
+MERGE = os.path.join(BUILD, "sysmeasure-merge")
+
+
+def merged(out, what, n=4):
+    ranks = sorted(os.listdir(os.path.join(out, ".ranks"))) if os.path.isdir(os.path.join(out, ".ranks")) else []
+    check(ranks == ["rank-%d.smp" % r for r in range(n)], "%s: a process file per rank: %s" % (what, ranks))
+    check(not os.path.exists(os.path.join(out, "traces.otf2")), "%s: no archive before the merge" % what)
+    proc = subprocess.run([MERGE, out], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    check(proc.returncode == 0, "%s: sysmeasure-merge exits 0: %s" % (what, proc.stderr))
+    check("%d of %d ranks merged" % (n, n) in proc.stderr, "%s: merge says so: %s" % (what, proc.stderr))
+    trace = Trace(out)
+    check_trace_consistent(trace)
+    check(len({l.group.name for l in trace.locations if l.group.name.startswith("MPI Rank")}) == n,
+          "%s: every rank in the merged archive" % what)
+    check(check_messages(trace, n) >= 12, "%s: the ring's 12 messages matched" % what)
+    profile = load_json(out, "profile.json")
+    check(any(c["path"] == ["MPI_Send"] for c in profile["callpaths"]), "%s: MPI_Send in the profile" % what)
+    return trace
+
+
+# ---- MPI_Abort on rank 1: the job ends with its code; the data is merged
+out, proc = mpi_measure(4, [PROG, "abort"], "abort", expect_rc=None)
+check(proc.returncode != 0, "an aborted job fails: %d" % proc.returncode)
+check("sysmeasure-merge " + out in proc.stderr, "rank 0 says how to merge: %s" % proc.stderr[-500:])
+trace = merged(out, "abort")
+check(region_visits_by_rank(trace).get("MPI_Abort") == {1: 1}, "MPI_Abort on rank 1")
+
+# ---- killed mid-run (SIGTERM to mpirun, which forwards it)
+out = os.path.join(workdir("killed"), "out")
+cmd = [MPIRUN, "-np", "4", "--oversubscribe", LAUNCHER, "--output", out, "--", PROG, "hang"]
+job = subprocess.Popen(cmd, env=clean_env(mpi_env()), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+line = job.stdout.readline()
+check(line.strip() == "ready", "the job runs: %r" % line)
+time.sleep(0.5)
+job.send_signal(signal.SIGTERM)
+try:
+    job.communicate(timeout=60)
+except subprocess.TimeoutExpired:
+    job.kill()
+    check(False, "the killed job ends")
+merged(out, "killed")
+
+# ---- no MPI_Finalize at all
+out, proc = mpi_measure(4, [PROG, "nofinalize"], "nofinalize", expect_rc=None)
+merged(out, "nofinalize")
+
+# ---- MPI_Finalize from an atexit handler: the normal, collective output
+out, proc = mpi_measure(4, [PROG, "atexit"], "atexit")
+trace = Trace(out)
+check_trace_consistent(trace)
+check(check_messages(trace, 4) == 12, "atexit: 12 matched messages")
+check(not os.path.exists(os.path.join(out, ".ranks")), "atexit: no process files")
+
+# ---- sysmeasure-merge errors: one line, an exit status
+empty = workdir("merge-empty")
+proc = subprocess.run([MERGE, empty], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+check(proc.returncode == 1 and proc.stderr.count("\n") == 1 and "nothing to merge" in proc.stderr,
+      "merge of a folder without process files: %d %r" % (proc.returncode, proc.stderr))
+proc = subprocess.run([MERGE, empty + "/missing"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+check(proc.returncode == 2 and "is not a folder" in proc.stderr, "merge of a missing folder: %r" % proc.stderr)
+
+# ---- without the launcher, an MPI program is unaffected
+cwd = workdir("nolauncher")
+proc = subprocess.run([MPIRUN, "-np", "2", "--oversubscribe", PROG, "ring"], cwd=cwd,
+                      env=clean_env(mpi_env()), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+check(proc.returncode == 0 and os.listdir(cwd) == [], "no launcher: rc 0, nothing written: %s" % os.listdir(cwd))
+
+# ---- the MPI wrappers go only into MPI programs (auto), or as told
+def preload(args, extra=()):
+    proc = subprocess.run([LAUNCHER, "-vv", "--output", os.path.join(workdir("preload"), "o")] +
+                          list(extra) + ["--"] + args, env=clean_env(mpi_env()),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = [l for l in proc.stderr.splitlines() if "LD_PRELOAD=" in l]
+    return lines[0] if lines else ""
+check("libsysmeasure-mpi" in preload([PROG, "ring"]), "an MPI program gets the wrappers")
+check("libsysmeasure-mpi" not in preload([program("exit-code"), "0"]), "a non-MPI program does not")
+check("libsysmeasure-mpi" not in preload([PROG, "ring"], ["--no-mpi"]), "--no-mpi")
+check("libsysmeasure-mpi" in preload([program("exit-code"), "0"], ["--mpi"]), "--mpi")
+finish()
