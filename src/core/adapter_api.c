@@ -36,10 +36,40 @@ static void sm_api_enter(sm_region_id_t region)
         sm_adapter_enter(region);
 }
 
+/* Events inside an intercepted call share the call's timestamps: those
+ * recorded at its start take its enter time, those at its end take one time
+ * that the leave reuses.  One clock read at each end, however many events. */
+static inline uint64_t sm_api_start_time(const sm_location_t *loc)
+{
+    return loc->sp != loc->stack ? loc->sp->start : sm_clock_now();
+}
+
+/* The stamp belongs to the open frame (not to an earlier one at the same
+ * depth, left some other way). */
+static inline bool sm_api_stamped(const sm_location_t *loc)
+{
+    return loc->stamp_frame == loc->sp && loc->stamp >= loc->sp->start;
+}
+
+static inline uint64_t sm_api_end_time(sm_location_t *loc)
+{
+    if (!sm_api_stamped(loc)) {
+        loc->stamp = sm_clock_now();
+        loc->stamp_frame = loc->sp;
+    }
+    return loc->stamp;
+}
+
 static void sm_api_leave(sm_region_id_t region)
 {
-    if (SM_LIKELY(sm_runtime_active))
-        sm_adapter_leave(region);
+    if (SM_UNLIKELY(!sm_runtime_active))
+        return;
+    sm_location_t *loc = sm_location_current();
+    if (SM_LIKELY(loc->sp->region == region && loc->sp != loc->stack && !loc->closed)) {
+        uint64_t t = sm_api_stamped(loc) ? loc->stamp : sm_clock_now();
+        loc->stamp_frame = NULL;
+        sm_event_leave_top(loc, t);
+    }
 }
 
 /* ---------------------------------------------------------------- messages */
@@ -53,7 +83,9 @@ static void sm_api_message(sm_record_kind_t kind, sm_comm_id_t comm, uint32_t pe
         return;
     int sending = kind == SM_REC_MSG_SEND || kind == SM_REC_MSG_ISEND;
     uint64_t w[3] = {sm_msg_peer_tag(peer, tag), bytes, request};
-    sm_event_record(loc, kind, comm, 0, sm_clock_now(), w, (uint8_t)(with_request ? 3 : 2));
+    /* Sends are recorded as the call starts, receives as it ends. */
+    uint64_t t = sending ? sm_api_start_time(loc) : sm_api_end_time(loc);
+    sm_event_record(loc, kind, comm, 0, t, w, (uint8_t)(with_request ? 3 : 2));
     sm_event_bytes(loc, sending ? bytes : 0, sending ? 0 : bytes);
     if (sending && peer_process != UINT32_MAX)
         sm_event_matrix(loc, peer_process, sm_runtime_process_count(), bytes);
@@ -86,8 +118,13 @@ static void sm_api_msg_irecv(sm_comm_id_t comm, uint32_t peer, uint32_t tag, uin
 static void sm_api_request_event(sm_record_kind_t kind, uint64_t request)
 {
     sm_location_t *loc = sm_api_location();
-    if (loc)
-        sm_event_record(loc, kind, 0, 0, sm_clock_now(), &request, 1);
+    if (!loc)
+        return;
+    /* Requests are made as the call starts; completions and cancels are
+     * seen as it ends. */
+    int at_start = kind == SM_REC_MSG_IRECV_REQUEST || kind == SM_REC_ICOLL_REQUEST;
+    uint64_t t = at_start ? sm_api_start_time(loc) : sm_api_end_time(loc);
+    sm_event_record(loc, kind, 0, 0, t, &request, 1);
 }
 
 static void sm_api_msg_isend_complete(uint64_t request)
@@ -116,7 +153,7 @@ static void sm_api_coll_begin(void)
 {
     sm_location_t *loc = sm_api_location();
     if (loc)
-        sm_event_record(loc, SM_REC_COLL_BEGIN, 0, 0, sm_clock_now(), NULL, 0);
+        sm_event_record(loc, SM_REC_COLL_BEGIN, 0, 0, sm_api_start_time(loc), NULL, 0);
 }
 
 static void sm_api_coll_end(sm_coll_op_t op, sm_comm_id_t comm, uint32_t root, uint64_t sent,
@@ -126,7 +163,7 @@ static void sm_api_coll_end(sm_coll_op_t op, sm_comm_id_t comm, uint32_t root, u
     if (!loc)
         return;
     uint64_t w[3] = {root, sent, received};
-    sm_event_record(loc, SM_REC_COLL_END, comm, (uint16_t)op, sm_clock_now(), w, 3);
+    sm_event_record(loc, SM_REC_COLL_END, comm, (uint16_t)op, sm_api_end_time(loc), w, 3);
     sm_event_bytes(loc, sent, received);
 }
 
@@ -137,7 +174,7 @@ static void sm_api_icoll_complete(sm_coll_op_t op, sm_comm_id_t comm, uint32_t r
     if (!loc)
         return;
     uint64_t w[4] = {root, sent, received, request};
-    sm_event_record(loc, SM_REC_ICOLL_COMPLETE, comm, (uint16_t)op, sm_clock_now(), w, 4);
+    sm_event_record(loc, SM_REC_ICOLL_COMPLETE, comm, (uint16_t)op, sm_api_end_time(loc), w, 4);
     sm_event_bytes(loc, sent, received);
 }
 
@@ -149,7 +186,7 @@ static void sm_api_transfer(sm_transfer_kind_t kind, uint64_t bytes)
     if (!loc || (unsigned)kind >= SM_XFER_KIND_COUNT)
         return;
     uint64_t total = loc->transfer_total[kind] += bytes;
-    sm_event_record(loc, SM_REC_METRIC, (uint32_t)kind, 0, sm_clock_now(), &total, 1);
+    sm_event_record(loc, SM_REC_METRIC, (uint32_t)kind, 0, sm_api_end_time(loc), &total, 1);
     int outgoing = kind == SM_XFER_IO_WRITE || kind == SM_XFER_RMA_PUT;
     sm_event_bytes(loc, outgoing ? bytes : 0, outgoing ? 0 : bytes);
 }

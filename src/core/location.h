@@ -38,6 +38,11 @@ typedef struct sm_location {
     uint8_t profiling;
     uint8_t thread_enabled;  /* sysmeasure_start/stop_thread */
     uint8_t closed;          /* no more events: thread ended or finalized */
+    /* A timestamp taken by an event right before a leave (a message
+     * received, a collective ended), for that leave to reuse: it belongs to
+     * the frame stamp_frame.  Saves a clock read per MPI call. */
+    const struct sm_frame *stamp_frame;
+    uint64_t stamp;
 
     /* --- cold --- */
     sm_frame_t *stack;
