@@ -26,6 +26,7 @@
 #include "../merge/unify.h"
 #include "../util/fs.h"
 #include "../util/log.h"
+#include "../writers/summary_common.h"
 #include "../writers/writers.h"
 
 extern char **environ;
@@ -452,6 +453,35 @@ static int sm_runtime_gather_matrix(const sm_procs_t *procs, uint64_t **messages
     return rc;
 }
 
+/* The short summary rank 0 prints for a job: the share of the ranks' time
+ * spent in MPI, and the functions that took most of it. */
+static char sm_job_summary_line[320];
+
+static void sm_runtime_note_mpi_share(const sm_job_t *job, const sm_profile_summary_t *s)
+{
+    uint32_t n = 0;
+    sm_region_total_t *tot = sm_profile_region_totals(s, sm_job_region_is_mpi, (void *)job, &n);
+    double wall = (double)(sm_run.end_time - sm_run.start_time) * sm_clock_ns_per_tick();
+    if (!tot || !n || n == UINT32_MAX || wall <= 0) {
+        free(tot);
+        return;
+    }
+    double mpi = 0;
+    for (uint32_t i = 0; i < n; i++)
+        mpi += tot[i].time_ns;
+    double all = wall * job->procs->size;
+    size_t len = (size_t)snprintf(sm_job_summary_line, sizeof sm_job_summary_line,
+                                  "; MPI %.1f%% of the ranks' time (", 100.0 * mpi / all);
+    for (uint32_t i = 0; i < n && i < 3 && len < sizeof sm_job_summary_line; i++)
+        len += (size_t)snprintf(sm_job_summary_line + len, sizeof sm_job_summary_line - len,
+                                "%s%s %.1f%%", i ? ", " : "",
+                                sm_defset_region_name(job->defs, tot[i].region),
+                                100.0 * tot[i].time_ns / all);
+    if (len < sizeof sm_job_summary_line)
+        snprintf(sm_job_summary_line + len, sizeof sm_job_summary_line - len, ")");
+    free(tot);
+}
+
 /* The profile of every process, gathered at rank 0 and written there. */
 static int sm_runtime_write_profile(const sm_procs_t *procs, const sm_job_t *job)
 {
@@ -477,6 +507,8 @@ static int sm_runtime_write_profile(const sm_procs_t *procs, const sm_job_t *job
             failures += sm_profile_write_text(&sm_run, job, job_summary) != 0;
             failures += sm_profile_write_json(&sm_run, job, job_summary) != 0;
             failures += sm_profile_write_csv(&sm_run, job, job_summary) != 0;
+            if (procs->size > 1)
+                sm_runtime_note_mpi_share(job, job_summary);
             sm_profile_summary_free(job_summary);
         }
     }
@@ -627,7 +659,8 @@ int sm_runtime_finalize(void)
                 sm_warning("%llu events were lost (spill failed); see metadata.json",
                            (unsigned long long)sm_run.dropped_records);
             if (procs->size > 1)
-                sm_info(0, "%u ranks measured, output in %s", (unsigned)procs->size, sm_outdir);
+                sm_info(0, "%u ranks measured%s; output in %s", (unsigned)procs->size,
+                        sm_job_summary_line, sm_outdir);
             else
                 sm_info(0, "%u thread%s measured, output in %s", n, n == 1 ? "" : "s", sm_outdir);
         }

@@ -166,7 +166,11 @@ static void sm_print_text(void)
         {"launcher (sysmeasure)", "yes"},
         {"user API (sysmeasure.h)", "yes"},
         {"OTF2 trace writer", "yes (OTF2 " SM_OTF2_VERSION ")"},
-        {"MPI adapter", "not in this version"},
+#ifdef SM_BUILT_MPI
+        {"MPI adapter", SM_BUILT_MPI},
+#else
+        {"MPI adapter", "no (configure found no MPI; see its closing table)"},
+#endif
         {"OpenMP (OMPT) adapter", "not in this version"},
         {"Kokkos tool library", "not in this version"},
         {"PAPI counters", "not in this version"},

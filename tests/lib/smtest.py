@@ -152,6 +152,13 @@ def mpi_measure(np, args, name, launcher_args=(), expect_rc=0, env=None, timeout
         list(launcher_args) + ["--"] + list(args)
     proc = subprocess.run(cmd, env=clean_env(mpi_env(env)), timeout=timeout,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if expect_rc is not None and proc.returncode != expect_rc and not proc.stdout and not proc.stderr:
+        # Seen once in CI: mpirun exited 1 with no output at all, the job's
+        # files complete.  Not understood yet: say so in the log and run the
+        # job once more, so the rest of the checks still run.
+        print("NOTE: mpirun exited %d without any output; running the job again" % proc.returncode)
+        proc = subprocess.run(cmd, env=clean_env(mpi_env(env)), timeout=timeout,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if expect_rc is not None and not check(proc.returncode == expect_rc,
                                            "%s exited %d, expected %d; stderr: %s"
                                            % (" ".join(args), proc.returncode, expect_rc,
