@@ -644,8 +644,11 @@ int sm_runtime_finalize(void)
 
     /* Spill files go only when every process wrote everything. */
     uint64_t job_failures = (uint64_t)failures;
-    if (procs->allreduce_sum_u64(procs->ctx, &job_failures, 1) != 0)
+    if (procs->allreduce_sum_u64(procs->ctx, &job_failures, 1) != 0) {
+        sm_error("rank %u could not learn whether the other ranks wrote their part; spill "
+                 "files, if any, are kept in %s/.spill", (unsigned)procs->rank, sm_outdir);
         job_failures = 1;
+    }
     if (job_failures == 0) {
         /* Buffer memory stays: a thread that is still running may be
          * finishing an append, and the process is ending anyway. */
