@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../core/location.h"
+#include "../util/bytes.h"
 #include "../util/fs.h"
 #include "../util/log.h"
 #include "profile_summary.h"
@@ -20,45 +21,19 @@
 #define SM_PF_MAGIC 0x46504d53u /* "SMPF" */
 #define SM_PF_VERSION 1u
 
-typedef struct sm_pf_buf {
-    uint8_t *p;
-    uint64_t len, cap;
-    int failed;
-} sm_pf_buf_t;
+#define SM_PF_PUT(b, v) sm_put_bytes((b), &(v), sizeof(v))
 
-static void sm_pf_put(sm_pf_buf_t *b, const void *src, uint64_t n)
-{
-    if (b->failed)
-        return;
-    if (b->len + n > b->cap) {
-        uint64_t cap = b->cap ? b->cap * 2 : 65536;
-        while (cap < b->len + n)
-            cap *= 2;
-        uint8_t *p = realloc(b->p, cap);
-        if (!p) {
-            b->failed = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, src, n);
-    b->len += n;
-}
-
-#define SM_PF_PUT(b, v) sm_pf_put((b), &(v), sizeof(v))
-
-static void sm_pf_put_blob(sm_pf_buf_t *b, const void *p, uint64_t n)
+static void sm_pf_put_blob(sm_wbuf_t *b, const void *p, uint64_t n)
 {
     SM_PF_PUT(b, n);
-    sm_pf_put(b, p ? p : "", n);
+    sm_put_bytes(b, p ? p : "", n);
 }
 
-static void sm_pf_put_string(sm_pf_buf_t *b, const char *s)
+static void sm_pf_put_string(sm_wbuf_t *b, const char *s)
 {
     uint32_t n = s ? (uint32_t)strlen(s) : 0;
     SM_PF_PUT(b, n);
-    sm_pf_put(b, s ? s : "", n);
+    sm_put_bytes(b, s ? s : "", n);
 }
 
 /* Identity maps over this process's definitions (the merge maps them). */
@@ -94,7 +69,7 @@ int sm_process_file_write(const sm_run_info_t *run, const char *reason)
             failed = 1;
     }
 
-    sm_pf_buf_t b = {0};
+    sm_wbuf_t b = {0};
     uint32_t magic = SM_PF_MAGIC, version = SM_PF_VERSION;
     SM_PF_PUT(&b, magic);
     SM_PF_PUT(&b, version);
@@ -153,7 +128,7 @@ int sm_process_file_write(const sm_run_info_t *run, const char *reason)
                 pair[1] += loc->msg_matrix[2 * k + 1];
             }
         }
-        sm_pf_put(&b, pair, sizeof pair);
+        sm_put_bytes(&b, pair, sizeof pair);
     }
 
     SM_PF_PUT(&b, n_locations);
@@ -165,7 +140,7 @@ int sm_process_file_write(const sm_run_info_t *run, const char *reason)
         if (self.location(self.ctx, i, &il) != 0)
             memset(&il, 0, sizeof il);
         uint32_t w[3] = {il.id, il.type, il.creator};
-        sm_pf_put(&b, w, sizeof w);
+        sm_put_bytes(&b, w, sizeof w);
         SM_PF_PUT(&b, il.name);
         sm_pf_put_string(&b, il.creation_path);
         free(il.creation_path);
@@ -174,7 +149,7 @@ int sm_process_file_write(const sm_run_info_t *run, const char *reason)
         sm_pf_put_string(&b, base ? base + 1 : NULL);
     }
 
-    if (b.failed) {
+    if (b.oom) {
         sm_error("writing the process file of rank %u failed: out of memory", (unsigned)run->rank);
         free(b.p);
         return -1;
@@ -208,37 +183,12 @@ int sm_process_file_write(const sm_run_info_t *run, const char *reason)
 
 /* ---------------------------------------------------------------- reading */
 
-typedef struct sm_pf_reader {
-    const uint8_t *p, *end;
-    int bad;
-} sm_pf_reader_t;
+#define SM_PF_GET(r, v) sm_get_copy((r), &(v), sizeof(v))
 
-static const void *sm_pf_take(sm_pf_reader_t *r, uint64_t n)
-{
-    if (r->bad || (uint64_t)(r->end - r->p) < n) {
-        r->bad = 1;
-        return NULL;
-    }
-    const void *at = r->p;
-    r->p += n;
-    return at;
-}
-
-static void sm_pf_get(sm_pf_reader_t *r, void *dst, uint64_t n)
-{
-    const void *at = sm_pf_take(r, n);
-    if (at)
-        memcpy(dst, at, n);
-    else
-        memset(dst, 0, n);
-}
-
-#define SM_PF_GET(r, v) sm_pf_get((r), &(v), sizeof(v))
-
-static void *sm_pf_get_blob(sm_pf_reader_t *r, uint64_t *len)
+static void *sm_pf_get_blob(sm_rbuf_t *r, uint64_t *len)
 {
     SM_PF_GET(r, *len);
-    const void *at = sm_pf_take(r, *len);
+    const void *at = sm_get_bytes(r, *len);
     void *copy = at ? malloc(*len ? *len : 1) : NULL;
     if (copy)
         memcpy(copy, at, *len);
@@ -247,11 +197,11 @@ static void *sm_pf_get_blob(sm_pf_reader_t *r, uint64_t *len)
     return copy;
 }
 
-static char *sm_pf_get_string(sm_pf_reader_t *r)
+static char *sm_pf_get_string(sm_rbuf_t *r)
 {
     uint32_t n = 0;
     SM_PF_GET(r, n);
-    const char *at = sm_pf_take(r, n);
+    const char *at = (const char *)sm_get_bytes(r, n);
     return at ? strndup(at, n) : NULL;
 }
 
@@ -301,7 +251,7 @@ sm_process_file_t *sm_process_file_read(const char *path, char *err, size_t errl
     fclose(in);
 
     sm_process_file_t *f = calloc(1, sizeof *f);
-    sm_pf_reader_t r = {data, data + len, 0};
+    sm_rbuf_t r = {data, data + len, false};
     uint32_t magic = 0, version = 0;
     SM_PF_GET(&r, magic);
     SM_PF_GET(&r, version);
@@ -336,7 +286,7 @@ sm_process_file_t *sm_process_file_read(const char *path, char *err, size_t errl
     if (!r.bad && (uint64_t)n_row * 16u <= (uint64_t)(r.end - r.p)) {
         f->matrix_row = malloc(16u * (size_t)(n_row ? n_row : 1));
         if (f->matrix_row)
-            sm_pf_get(&r, f->matrix_row, 16u * (uint64_t)n_row);
+            sm_get_copy(&r, f->matrix_row, 16u * (uint64_t)n_row);
     }
     r.bad |= n_row != f->n_ranks || !f->matrix_row;
     SM_PF_GET(&r, f->n_locations);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "../core/clock.h"
+#include "../util/bytes.h"
 #include "../core/location.h"
 #include "../util/log.h"
 
@@ -381,54 +382,6 @@ void sm_profile_summary_free(sm_profile_summary_t *s)
 #define SM_BLOB_ENTRY 108u
 #define SM_BLOB_NAME_MAX 63u
 
-typedef struct sm_wbuf {
-    uint8_t *p;
-    size_t len, cap;
-    bool oom;
-} sm_wbuf_t;
-
-static uint8_t *sm_wbuf_room(sm_wbuf_t *w, size_t n)
-{
-    if (w->oom)
-        return NULL;
-    if (w->cap - w->len < n) {
-        size_t cap = w->cap ? w->cap : 4096;
-        while (cap - w->len < n) {
-            if (cap > SIZE_MAX / 2) {
-                w->oom = true;
-                return NULL;
-            }
-            cap *= 2;
-        }
-        uint8_t *p = realloc(w->p, cap);
-        if (!p) {
-            w->oom = true;
-            return NULL;
-        }
-        w->p = p;
-        w->cap = cap;
-    }
-    uint8_t *at = w->p + w->len;
-    w->len += n;
-    return at;
-}
-
-static void sm_put_u32(sm_wbuf_t *w, uint32_t v)
-{
-    uint8_t *p = sm_wbuf_room(w, 4);
-    if (p)
-        for (int i = 0; i < 4; i++)
-            p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void sm_put_u64(sm_wbuf_t *w, uint64_t v)
-{
-    uint8_t *p = sm_wbuf_room(w, 8);
-    if (p)
-        for (int i = 0; i < 8; i++)
-            p[i] = (uint8_t)(v >> (8 * i));
-}
-
 static void sm_put_stat(sm_wbuf_t *w, const sm_stat_t *s)
 {
     sm_put_u64(w, s->sum);
@@ -545,40 +498,6 @@ void *sm_profile_summary_serialize(const sm_profile_summary_t *s, const sm_id_ma
 
 /* ---------------------------------------------------------------- reading blobs */
 
-typedef struct sm_rbuf {
-    const uint8_t *p, *end;
-    bool bad; /* read past the end: every later read gives 0 */
-} sm_rbuf_t;
-
-static const uint8_t *sm_get_bytes(sm_rbuf_t *r, uint64_t n)
-{
-    if (r->bad || (uint64_t)(r->end - r->p) < n) {
-        r->bad = true;
-        return NULL;
-    }
-    const uint8_t *at = r->p;
-    r->p += n;
-    return at;
-}
-
-static uint32_t sm_get_u32(sm_rbuf_t *r)
-{
-    const uint8_t *p = sm_get_bytes(r, 4);
-    uint32_t v = 0;
-    for (int i = 0; p && i < 4; i++)
-        v |= (uint32_t)p[i] << (8 * i);
-    return v;
-}
-
-static uint64_t sm_get_u64(sm_rbuf_t *r)
-{
-    const uint8_t *p = sm_get_bytes(r, 8);
-    uint64_t v = 0;
-    for (int i = 0; p && i < 8; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-
 static void sm_get_stat(sm_rbuf_t *r, sm_stat_t *s)
 {
     s->sum = sm_get_u64(r);
@@ -586,11 +505,6 @@ static void sm_get_stat(sm_rbuf_t *r, sm_stat_t *s)
     s->max = sm_get_u64(r);
     uint64_t lo = sm_get_u64(r), hi = sm_get_u64(r);
     s->sumsq = (unsigned __int128)hi << 64 | lo;
-}
-
-static uint64_t sm_remaining(const sm_rbuf_t *r)
-{
-    return r->bad ? 0 : (uint64_t)(r->end - r->p);
 }
 
 /* What the first pass learns of a blob. */

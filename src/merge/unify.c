@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../util/bytes.h"
 #include "../util/log.h"
 
 #define SM_DEFSET_MAGIC 0x53444d53u /* "SMDS" */
@@ -298,101 +299,40 @@ const char *sm_defset_region_name(const sm_defset_t *d, uint32_t id)
 
 /* ---------------------------------------------------------------- serialized form */
 
-typedef struct sm_wbuf {
-    uint8_t *p;
-    uint64_t len, cap;
-    int failed;
-} sm_wbuf_t;
-
-static void sm_wbuf_put(sm_wbuf_t *b, const void *src, uint64_t n)
-{
-    if (b->failed)
-        return;
-    if (b->len + n > b->cap) {
-        uint64_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->len + n)
-            cap *= 2;
-        uint8_t *p = realloc(b->p, cap);
-        if (!p) {
-            b->failed = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, src, n);
-    b->len += n;
-}
-
-static void sm_wbuf_u32(sm_wbuf_t *b, uint32_t v)
-{
-    sm_wbuf_put(b, &v, sizeof v);
-}
-
 void *sm_defset_serialize(const sm_defset_t *d, uint64_t *len)
 {
     sm_wbuf_t b = {0};
-    sm_wbuf_u32(&b, SM_DEFSET_MAGIC);
-    sm_wbuf_u32(&b, SM_DEFSET_VERSION);
-    sm_wbuf_u32(&b, d->strings.count);
+    sm_put_u32(&b, SM_DEFSET_MAGIC);
+    sm_put_u32(&b, SM_DEFSET_VERSION);
+    sm_put_u32(&b, d->strings.count);
     for (uint32_t i = 0; i < d->strings.count; i++) {
         const char *s = *(char **)sm_dtab_at(&d->strings, i);
         uint32_t n = (uint32_t)strlen(s);
-        sm_wbuf_u32(&b, n);
-        sm_wbuf_put(&b, s, n);
+        sm_put_u32(&b, n);
+        sm_put_bytes(&b, s, n);
     }
-    sm_wbuf_u32(&b, d->regions.count);
+    sm_put_u32(&b, d->regions.count);
     for (uint32_t i = 0; i < d->regions.count; i++) {
         const sm_region_def_t *r = sm_dtab_at(&d->regions, i);
         uint32_t w[5] = {r->name, r->file, r->line, r->paradigm, r->role};
-        sm_wbuf_put(&b, w, sizeof w);
+        sm_put_bytes(&b, w, sizeof w);
     }
-    sm_wbuf_u32(&b, d->attributes.count);
+    sm_put_u32(&b, d->attributes.count);
     for (uint32_t i = 0; i < d->attributes.count; i++) {
         const sm_attribute_def_t *a = sm_dtab_at(&d->attributes, i);
         uint32_t w[2] = {a->name, a->type};
-        sm_wbuf_put(&b, w, sizeof w);
+        sm_put_bytes(&b, w, sizeof w);
     }
-    sm_wbuf_u32(&b, d->comms.count);
+    sm_put_u32(&b, d->comms.count);
     for (uint32_t i = 0; i < d->comms.count; i++) {
         const sm_comm_def_t *c = sm_dtab_at(&d->comms, i);
         uint32_t w[6] = {c->key.leader, c->key.seq, c->name, c->size, c->parent,
                          c->members ? 1u : 0u};
-        sm_wbuf_put(&b, w, sizeof w);
+        sm_put_bytes(&b, w, sizeof w);
         if (c->members)
-            sm_wbuf_put(&b, c->members, sizeof *c->members * c->size);
+            sm_put_bytes(&b, c->members, sizeof *c->members * c->size);
     }
-    if (b.failed) {
-        free(b.p);
-        return NULL;
-    }
-    *len = b.len;
-    return b.p;
-}
-
-typedef struct sm_rbuf {
-    const uint8_t *p, *end;
-    int bad;
-} sm_rbuf_t;
-
-static const void *sm_rbuf_take(sm_rbuf_t *r, uint64_t n)
-{
-    if (r->bad || (uint64_t)(r->end - r->p) < n) {
-        r->bad = 1;
-        return NULL;
-    }
-    const void *at = r->p;
-    r->p += n;
-    return at;
-}
-
-static uint32_t sm_rbuf_u32(sm_rbuf_t *r)
-{
-    uint32_t v = 0;
-    const void *at = sm_rbuf_take(r, sizeof v);
-    if (at)
-        memcpy(&v, at, sizeof v);
-    return v;
+    return sm_wbuf_finish(&b, len);
 }
 
 void sm_id_maps_free(sm_id_maps_t *m)
@@ -423,28 +363,28 @@ int sm_defset_merge_blob(sm_defset_t *d, const void *blob, uint64_t len, sm_id_m
     sm_rbuf_t r = {blob, (const uint8_t *)blob + len, 0};
     sm_id_maps_t m = {0};
     int bad = 0;
-    if (sm_rbuf_u32(&r) != SM_DEFSET_MAGIC || sm_rbuf_u32(&r) != SM_DEFSET_VERSION)
+    if (sm_get_u32(&r) != SM_DEFSET_MAGIC || sm_get_u32(&r) != SM_DEFSET_VERSION)
         return -1;
 
-    m.n_strings = sm_rbuf_u32(&r);
+    m.n_strings = sm_get_u32(&r);
     if (r.bad || m.n_strings > len)
         return -1;
     m.strings = malloc(sizeof *m.strings * (m.n_strings + 1u));
     for (uint32_t i = 0; m.strings && i < m.n_strings && !r.bad; i++) {
-        uint32_t n = sm_rbuf_u32(&r);
-        const char *s = sm_rbuf_take(&r, n);
+        uint32_t n = sm_get_u32(&r);
+        const char *s = (const char *)sm_get_bytes(&r, n);
         char *copy = s ? strndup(s, n) : NULL;
         m.strings[i] = copy ? sm_defset_string(d, copy) : SM_INVALID_ID;
         bad |= m.strings[i] == SM_INVALID_ID;
         free(copy);
     }
 
-    m.n_regions = sm_rbuf_u32(&r);
+    m.n_regions = sm_get_u32(&r);
     if (!r.bad && m.n_regions <= len)
         m.regions = malloc(sizeof *m.regions * (m.n_regions + 1u));
     for (uint32_t i = 0; m.regions && i < m.n_regions && !r.bad; i++) {
         uint32_t w[5];
-        const void *at = sm_rbuf_take(&r, sizeof w);
+        const void *at = sm_get_bytes(&r, sizeof w);
         if (!at)
             break;
         memcpy(w, at, sizeof w);
@@ -453,12 +393,12 @@ int sm_defset_merge_blob(sm_defset_t *d, const void *blob, uint64_t len, sm_id_m
         m.regions[i] = sm_defset_region_ids(d, name, file, w[2], (uint8_t)w[3], (uint8_t)w[4]);
     }
 
-    m.n_attributes = sm_rbuf_u32(&r);
+    m.n_attributes = sm_get_u32(&r);
     if (!r.bad && m.n_attributes <= len)
         m.attributes = malloc(sizeof *m.attributes * (m.n_attributes + 1u));
     for (uint32_t i = 0; m.attributes && i < m.n_attributes && !r.bad; i++) {
         uint32_t w[2];
-        const void *at = sm_rbuf_take(&r, sizeof w);
+        const void *at = sm_get_bytes(&r, sizeof w);
         if (!at)
             break;
         memcpy(w, at, sizeof w);
@@ -471,7 +411,7 @@ int sm_defset_merge_blob(sm_defset_t *d, const void *blob, uint64_t len, sm_id_m
 
     /* Communicators: parents may come later in the blob, so they are mapped
      * in a second pass. */
-    m.n_comms = sm_rbuf_u32(&r);
+    m.n_comms = sm_get_u32(&r);
     uint32_t *parents = NULL;
     if (!r.bad && m.n_comms <= len) {
         m.comms = malloc(sizeof *m.comms * (m.n_comms + 1u));
@@ -479,7 +419,7 @@ int sm_defset_merge_blob(sm_defset_t *d, const void *blob, uint64_t len, sm_id_m
     }
     for (uint32_t i = 0; m.comms && parents && i < m.n_comms && !r.bad; i++) {
         uint32_t w[6];
-        const void *at = sm_rbuf_take(&r, sizeof w);
+        const void *at = sm_get_bytes(&r, sizeof w);
         if (!at)
             break;
         memcpy(w, at, sizeof w);
@@ -489,7 +429,7 @@ int sm_defset_merge_blob(sm_defset_t *d, const void *blob, uint64_t len, sm_id_m
                 r.bad = 1;
                 break;
             }
-            members = sm_rbuf_take(&r, (uint64_t)w[3] * 4u);
+            members = (const uint32_t *)sm_get_bytes(&r, (uint64_t)w[3] * 4u);
         }
         uint32_t *aligned = NULL;
         if (members && w[3]) {
@@ -627,18 +567,18 @@ int sm_tree_gather(const sm_procs_t *procs, const void *blob, uint64_t len, void
 {
     sm_wbuf_t b = {0};
     int failed = 0;
-    sm_wbuf_u32(&b, procs->rank);
-    sm_wbuf_put(&b, &len, sizeof len);
-    sm_wbuf_put(&b, blob, len);
+    sm_put_u32(&b, procs->rank);
+    sm_put_bytes(&b, &len, sizeof len);
+    sm_put_bytes(&b, blob, len);
     *out = NULL;
     *out_len = 0;
     for (uint32_t mask = 1; mask < procs->size; mask <<= 1) {
         if (procs->rank & mask) {
-            if (procs->send(procs->ctx, procs->rank - mask, b.failed ? "" : (void *)b.p,
-                            b.failed ? 0 : b.len) != 0)
+            if (procs->send(procs->ctx, procs->rank - mask, b.oom ? "" : (void *)b.p,
+                            b.oom ? 0 : b.len) != 0)
                 failed = 1;
             free(b.p);
-            return failed || b.failed ? -1 : 0;
+            return failed || b.oom ? -1 : 0;
         }
         if (procs->rank + mask < procs->size) {
             void *child = NULL;
@@ -646,11 +586,11 @@ int sm_tree_gather(const sm_procs_t *procs, const void *blob, uint64_t len, void
             if (procs->recv(procs->ctx, procs->rank + mask, &child, &clen) != 0)
                 failed = 1;
             else
-                sm_wbuf_put(&b, child, clen);
+                sm_put_bytes(&b, child, clen);
             free(child);
         }
     }
-    if (b.failed || failed) {
+    if (b.oom || failed) {
         free(b.p);
         return -1;
     }

@@ -28,6 +28,7 @@
 #include "../core/event_record.h"
 #include "../core/location.h"
 #include "../merge/image.h"
+#include "../util/bytes.h"
 #include "../util/log.h"
 #include "writers.h"
 
@@ -509,39 +510,13 @@ typedef struct sm_otf2_proc_info {
     sm_otf2_loc_info_t *locations;
 } sm_otf2_proc_info_t;
 
-typedef struct sm_otf2_buf {
-    uint8_t *p;
-    uint64_t len, cap;
-    bool failed;
-} sm_otf2_buf_t;
-
-static void sm_otf2_put(sm_otf2_buf_t *b, const void *src, uint64_t n)
-{
-    if (b->failed)
-        return;
-    if (b->len + n > b->cap) {
-        uint64_t cap = b->cap ? b->cap * 2 : 1024;
-        while (cap < b->len + n)
-            cap *= 2;
-        uint8_t *p = realloc(b->p, cap);
-        if (!p) {
-            b->failed = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, src, n);
-    b->len += n;
-}
-
 /* What the global definitions need of one image (its time range, flags set
  * while its events were written, and its locations with their event
  * counts): a header, then each location. */
 static void *sm_otf2_proc_blob(sm_otf2_writer_t *w, const uint64_t *n_events, uint64_t *len)
 {
     const sm_image_t *img = w->img;
-    sm_otf2_buf_t b = {0};
+    sm_wbuf_t b = {0};
     sm_otf2_proc_info_t h = {
         .n_locations = img->n_locations,
         .any_time = w->any_time,
@@ -554,13 +529,13 @@ static void *sm_otf2_proc_blob(sm_otf2_writer_t *w, const uint64_t *n_events, ui
         h.min_ns = img->to_ns(img->ctx, img->start_ticks);
         h.max_ns = img->to_ns(img->ctx, img->end_ticks);
     }
-    sm_otf2_put(&b, &h, sizeof h);
+    sm_put_bytes(&b, &h, sizeof h);
     for (uint32_t i = 0; i < img->n_locations; i++) {
         sm_otf2_loc_info_t li;
         sm_image_location_t il;
         memset(&li, 0, sizeof li);
         if (img->location(img->ctx, i, &il) != 0) {
-            b.failed = true;
+            b.oom = true;
             break;
         }
         li.id = il.id;
@@ -570,14 +545,14 @@ static void *sm_otf2_proc_blob(sm_otf2_writer_t *w, const uint64_t *n_events, ui
         memcpy(li.name, il.name, sizeof li.name);
         uint32_t plen = il.creation_path ? (uint32_t)strlen(il.creation_path) : 0;
         h.any_gpu |= il.type == SM_LOCATION_GPU_STREAM;
-        sm_otf2_put(&b, &li, sizeof li);
-        sm_otf2_put(&b, &plen, sizeof plen);
-        sm_otf2_put(&b, il.creation_path ? il.creation_path : "", plen);
+        sm_put_bytes(&b, &li, sizeof li);
+        sm_put_bytes(&b, &plen, sizeof plen);
+        sm_put_bytes(&b, il.creation_path ? il.creation_path : "", plen);
         free(il.creation_path);
     }
-    if (!b.failed)
+    if (!b.oom)
         memcpy(b.p, &h, sizeof h); /* any_gpu is known now */
-    if (b.failed) {
+    if (b.oom) {
         free(b.p);
         return NULL;
     }
@@ -1170,7 +1145,7 @@ static bool sm_otf2_any_failed(sm_otf2_writer_t *w, bool failed_here)
 /* One image's events; its part of the global definitions appended to seq
  * (as sm_tree_gather would: rank, length, bytes). */
 static bool sm_otf2_write_image_events(sm_otf2_writer_t *w, const sm_image_t *img,
-                                       sm_otf2_buf_t *seq)
+                                       sm_wbuf_t *seq)
 {
     w->img = img;
     w->any_time = w->thread_events = w->metric_events = false;
@@ -1183,10 +1158,10 @@ static bool sm_otf2_write_image_events(sm_otf2_writer_t *w, const sm_image_t *im
     void *blob = ok ? sm_otf2_proc_blob(w, n_events, &len) : NULL;
     ok = ok && sm_otf2_got(w, blob, strerror(ENOMEM));
     if (ok) {
-        sm_otf2_put(seq, &img->rank, sizeof img->rank);
-        sm_otf2_put(seq, &len, sizeof len);
-        sm_otf2_put(seq, blob, len);
-        ok = sm_otf2_got(w, seq->failed ? NULL : seq->p, strerror(ENOMEM));
+        sm_put_bytes(seq, &img->rank, sizeof img->rank);
+        sm_put_bytes(seq, &len, sizeof len);
+        sm_put_bytes(seq, blob, len);
+        ok = sm_otf2_got(w, seq->oom ? NULL : seq->p, strerror(ENOMEM));
     }
     free(blob);
     free(n_events);
@@ -1236,7 +1211,7 @@ static bool sm_otf2_write_archive(sm_otf2_writer_t *w, const sm_image_t *imgs, u
         goto others;
 
     /* Events, one location at a time. */
-    sm_otf2_buf_t seq = {0};
+    sm_wbuf_t seq = {0};
     ok = sm_otf2_ok(w, OTF2_Archive_OpenEvtFiles(w->archive));
     for (uint32_t k = 0; ok && k < n_imgs; k++)
         ok = sm_otf2_write_image_events(w, &imgs[k], &seq);
