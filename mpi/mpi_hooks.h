@@ -45,11 +45,13 @@ typedef struct sm_mpi_function_info {
 } sm_mpi_function_info_t;
 extern const sm_mpi_function_info_t sm_mpi_functions[] SM_HIDDEN;
 
-/* 1: measure this call (enter recorded; call sm_mpi_call_end after it).
- * 0: call straight through: measurement is off on this thread, sysmeasure is
- * not active, or an MPI call of ours is already running on this thread (a
- * Fortran wrapper that reaches a C wrapper, MPI calling itself): each
- * application call is counted once. */
+/* 1: this call goes through the hooks (its region is entered when the
+ * thread measures; a thread that does not measure still keeps the
+ * communicator and request tables up to date, and the core records
+ * nothing); call sm_mpi_call_end after it.
+ * 0: call straight through: sysmeasure is not active, or an MPI call of
+ * ours is already running on this thread (a Fortran wrapper that reaches a
+ * C wrapper, MPI calling itself): each application call is counted once. */
 int sm_mpi_call_begin(sm_mpi_call_t *call, uint32_t fn) SM_HIDDEN;
 void sm_mpi_call_end(sm_mpi_call_t *call) SM_HIDDEN;
 
