@@ -1001,6 +1001,8 @@ static bool sm_otf2_write_global_defs(sm_otf2_writer_t *w, OTF2_GlobalDefWriter 
     uint64_t lo = 0, hi = 0;
     for (uint32_t r = 0; r < w->n_ranks; r++) {
         const sm_otf2_proc_info_t *p = &procs[r];
+        if (!p->locations)
+            continue; /* a rank that left no data (sysmeasure-merge) */
         if (!any || p->min_ns < lo)
             lo = p->min_ns;
         if (!any || p->max_ns > hi)
@@ -1077,6 +1079,15 @@ static bool sm_otf2_write_global_defs(sm_otf2_writer_t *w, OTF2_GlobalDefWriter 
 
     char text[96];
     for (uint32_t r = 0; r < w->n_ranks; r++) {
+        /* A rank that left no data still is a member of its communicators:
+         * an empty location stands for it. */
+        OTF2_StringRef s_none;
+        if (!procs[r].locations &&
+            (!sm_otf2_extra_string(w, g, "no data (the rank left none)", &s_none) ||
+             !sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteLocation(
+                                g, sm_otf2_location_ref(r, 0), s_none,
+                                OTF2_LOCATION_TYPE_CPU_THREAD, 0, sm_otf2_process_group_ref(r)))))
+            return false;
         for (uint32_t i = 0; i < procs[r].n_locations; i++) {
             const sm_otf2_loc_info_t *li = &procs[r].locations[i];
             OTF2_StringRef s_name;
@@ -1168,6 +1179,32 @@ static bool sm_otf2_write_image_events(sm_otf2_writer_t *w, const sm_image_t *im
     return ok;
 }
 
+/* sysmeasure-merge: ranks that left no data get an empty location (see the
+ * global definitions), and readers want its event and definition files. */
+static bool sm_otf2_empty_ranks(sm_otf2_writer_t *w, const sm_image_t *imgs, uint32_t n_imgs,
+                                bool events)
+{
+    bool ok = true;
+    for (uint32_t r = 0; ok && w->job->procs->size == 1 && r < w->n_ranks; r++) {
+        uint32_t k = 0;
+        while (k < n_imgs && imgs[k].rank != r)
+            k++;
+        if (k < n_imgs)
+            continue;
+        OTF2_LocationRef ref = sm_otf2_location_ref(r, 0);
+        if (events) {
+            OTF2_EvtWriter *e = OTF2_Archive_GetEvtWriter(w->archive, ref);
+            ok = sm_otf2_got(w, e, "cannot create an event writer") &&
+                 sm_otf2_ok(w, OTF2_Archive_CloseEvtWriter(w->archive, e));
+        } else {
+            OTF2_DefWriter *d = OTF2_Archive_GetDefWriter(w->archive, ref);
+            ok = sm_otf2_got(w, d, "cannot create a definition writer") &&
+                 sm_otf2_ok(w, OTF2_Archive_CloseDefWriter(w->archive, d));
+        }
+    }
+    return ok;
+}
+
 /* Steps that are collective in OTF2 run on every process; after each, all
  * agree whether to go on. */
 static bool sm_otf2_write_archive(sm_otf2_writer_t *w, const sm_image_t *imgs, uint32_t n_imgs,
@@ -1215,6 +1252,7 @@ static bool sm_otf2_write_archive(sm_otf2_writer_t *w, const sm_image_t *imgs, u
     ok = sm_otf2_ok(w, OTF2_Archive_OpenEvtFiles(w->archive));
     for (uint32_t k = 0; ok && k < n_imgs; k++)
         ok = sm_otf2_write_image_events(w, &imgs[k], &seq);
+    ok = ok && sm_otf2_empty_ranks(w, imgs, n_imgs, true);
     if (sm_otf2_any_failed(w, !ok)) {
         free(seq.p);
         goto others;
@@ -1239,7 +1277,8 @@ static bool sm_otf2_write_archive(sm_otf2_writer_t *w, const sm_image_t *imgs, u
                 w->writer_open = false;
         }
     }
-    ok = ok && sm_otf2_ok(w, OTF2_Archive_CloseDefFiles(w->archive));
+    ok = ok && sm_otf2_empty_ranks(w, imgs, n_imgs, false) &&
+         sm_otf2_ok(w, OTF2_Archive_CloseDefFiles(w->archive));
     if (sm_otf2_any_failed(w, !ok)) {
         free(seq.p);
         goto others;

@@ -39,17 +39,32 @@ def merged(out, what, n=4):
     return trace
 
 
-# ---- MPI_Abort on rank 1: the job ends with its code; the data is merged
-out, proc = mpi_measure(4, [PROG, "abort"], "abort", expect_rc=None)
+# ---- MPI_Abort on rank 1: the job ends with its code; the data is merged.
+# Open MPI sends SIGKILL 1 s after SIGTERM; on this oversubscribed machine
+# the ranks get more time to write their files (as the manual advises).
+GRACE = {"OMPI_MCA_odls_base_sigkill_timeout": "20"}
+out, proc = mpi_measure(4, [PROG, "abort"], "abort", expect_rc=None, env=GRACE)
 check(proc.returncode != 0, "an aborted job fails: %d" % proc.returncode)
 check("sysmeasure-merge " + out in proc.stderr, "rank 0 says how to merge: %s" % proc.stderr[-500:])
 trace = merged(out, "abort")
 check(region_visits_by_rank(trace).get("MPI_Abort") == {1: 1}, "MPI_Abort on rank 1")
 
+# ---- a rank that left nothing (SIGKILL): the others are merged, it is named
+import shutil
+partial = os.path.join(workdir("partial"), "out")
+shutil.copytree(out, partial)
+os.remove(os.path.join(partial, ".ranks", "rank-2.smp"))
+proc = subprocess.run([MERGE, partial], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+check(proc.returncode == 0 and "3 of the job's 4 ranks left a process file" in proc.stderr,
+      "merge without rank 2: %d %s" % (proc.returncode, proc.stderr))
+t = Trace(partial)
+check_trace_consistent(t)
+check(sorted(region_visits_by_rank(t).get("MPI_Send", {})) == [0, 1, 3], "ranks 0, 1, 3 merged")
+
 # ---- killed mid-run (SIGTERM to mpirun, which forwards it)
 out = os.path.join(workdir("killed"), "out")
 cmd = [MPIRUN, "-np", "4", "--oversubscribe", LAUNCHER, "--output", out, "--", PROG, "hang"]
-job = subprocess.Popen(cmd, env=clean_env(mpi_env()), stdout=subprocess.PIPE,
+job = subprocess.Popen(cmd, env=clean_env(mpi_env(GRACE)), stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True)
 line = job.stdout.readline()
 check(line.strip() == "ready", "the job runs: %r" % line)
@@ -72,6 +87,22 @@ trace = Trace(out)
 check_trace_consistent(trace)
 check(check_messages(trace, 4) == 12, "atexit: 12 matched messages")
 check(not os.path.exists(os.path.join(out, ".ranks")), "atexit: no process files")
+
+# ---- two jobs started at once in one folder, default names: two folders
+cwd = workdir("two-jobs")
+cmd = [MPIRUN, "-np", "2", "--oversubscribe", LAUNCHER, "--", PROG, "ring"]
+jobs = [subprocess.Popen(cmd, cwd=cwd, env=clean_env(mpi_env()), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True) for _ in range(2)]
+for j in jobs:
+    j.communicate(timeout=120)
+    check(j.returncode == 0, "concurrent job exits 0")
+folders = sorted(os.listdir(cwd))
+check(len(folders) == 2 and all(f.startswith("sysmeasure-mpi-patterns-") for f in folders),
+      "two jobs, two folders: %s" % folders)
+for f in folders:
+    t = Trace(os.path.join(cwd, f))
+    check(len({l.group.name for l in t.locations}) == 2 and check_messages(t, 2) == 6,
+          "%s: one job of 2 ranks with its 6 messages" % f)
 
 # ---- sysmeasure-merge errors: one line, an exit status
 empty = workdir("merge-empty")
