@@ -45,6 +45,8 @@ static const sm_procs_t *sm_procs;     /* the job's processes; NULL: on our own 
 static int sm_finalizing_job;          /* finalize runs collectively (MPI_Finalize) */
 static char sm_end_reason[128];        /* why the process ends early, when it does */
 static char **sm_saved_argv;
+static sm_finalize_hook_t sm_finalize_hooks[8];
+static uint32_t sm_n_finalize_hooks;
 
 const sm_config_t *sm_runtime_config(void)
 {
@@ -59,6 +61,28 @@ const char *sm_runtime_output_dir(void)
 void sm_runtime_discard_output(void)
 {
     sm_runtime_discard = 1;
+}
+
+int sm_runtime_on_finalize(sm_finalize_hook_t hook)
+{
+    pthread_mutex_lock(&sm_runtime_lock);
+    int rc = -1;
+    if (sm_n_finalize_hooks < sizeof sm_finalize_hooks / sizeof sm_finalize_hooks[0]) {
+        sm_finalize_hooks[sm_n_finalize_hooks++] = hook;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&sm_runtime_lock);
+    return rc;
+}
+
+void sm_runtime_add_note(const char *text)
+{
+    /* Called from finalize hooks (the runtime lock is not held then). */
+    if (!text || sm_run.n_notes >= SM_RUN_MAX_NOTES)
+        return;
+    char *copy = strdup(text);
+    if (copy)
+        sm_run.notes[sm_run.n_notes++] = copy;
 }
 
 /* ---------------------------------------------------------------- output folder */
@@ -588,7 +612,12 @@ int sm_runtime_finalize(void)
     sm_run.end_realtime_ns = sm_clock_realtime_at_init_ns() +
                              (sm_clock_monotonic_ns() - sm_clock_monotonic_at_init_ns());
     sm_runtime_active = 0; /* threads that appear from now on are not measured */
+    uint32_t n_hooks = sm_n_finalize_hooks;
     pthread_mutex_unlock(&sm_runtime_lock);
+
+    if (!sm_runtime_discard)
+        for (uint32_t i = 0; i < n_hooks; i++)
+            sm_finalize_hooks[i](&sm_run);
 
     /* Close every thread's open regions at the end time.  Threads still
      * running see `closed` and record nothing more. */

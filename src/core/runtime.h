@@ -15,6 +15,8 @@
 /* 1 while this process is measured (after init, before finalize). */
 extern volatile int sm_runtime_active SM_HIDDEN;
 
+#define SM_RUN_MAX_NOTES 8
+
 /* What the writers need to know about the run. */
 typedef struct sm_run_info {
     const sm_config_t *config;
@@ -37,6 +39,11 @@ typedef struct sm_run_info {
     /* The job: this process's rank among n_ranks (0 of 1 without MPI). */
     uint32_t rank;
     uint32_t n_ranks;
+    /* Things the user should know about this run's measurement (an adapter
+     * could not see part of the program, say): one line each, for the
+     * summary's header and metadata.json. */
+    const char *notes[SM_RUN_MAX_NOTES];
+    uint32_t n_notes;
 } sm_run_info_t;
 
 /* Idempotent.  0 when measuring, -1 when the configuration is unusable
@@ -62,6 +69,16 @@ void sm_runtime_clock_offset(int which, uint64_t local_ns, int64_t offset_ns) SM
 int sm_runtime_finalize_job(void) SM_HIDDEN;
 /* The process is about to end abnormally: put what was measured on disk. */
 void sm_runtime_emergency_write(const char *reason) SM_HIDDEN;
+
+/* Adapters that must act at the end of the run, before the threads' open
+ * regions are closed and anything is written (close what they know ended
+ * earlier, add a note).  Called on the finalizing thread, in the order
+ * registered, once; not in a forked child.  At most 8; 0 or -1. */
+typedef void (*sm_finalize_hook_t)(const sm_run_info_t *run);
+int sm_runtime_on_finalize(sm_finalize_hook_t hook) SM_HIDDEN;
+/* A note for the run's summary (see sm_run_info_t.notes); the text is
+ * copied.  Nothing is printed: the caller says it on stderr itself. */
+void sm_runtime_add_note(const char *text) SM_HIDDEN;
 
 /* Suppress the output for a process (fork child, tests of the core). */
 void sm_runtime_discard_output(void) SM_HIDDEN;
