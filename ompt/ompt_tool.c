@@ -549,6 +549,19 @@ static sm_site_kind_t sm_work_kind(ompt_work_t type)
     }
 }
 
+/* GCC's single construct has no end call (the barrier after it ends it), so
+ * LLVM's runtime reports no end for it.  No barrier and no other
+ * worksharing construct can be inside a single: when one starts, a single
+ * still open on top has ended. */
+static inline void sm_end_open_single(sm_ompt_thread_t *th, sm_location_t *loc, uint64_t t)
+{
+    if (th->depth && th->depth <= SM_MAX_SCOPES) {
+        sm_ompt_scope_t *top = &th->scope[th->depth - 1];
+        if (top->kind == SM_SCOPE_WORK && top->site->kind == SM_SITE_SINGLE)
+            sm_scope_pop(th, loc, top, t);
+    }
+}
+
 static void sm_cb_work(ompt_work_t type, ompt_scope_endpoint_t endpoint, ompt_data_t *parallel,
                        ompt_data_t *task, uint64_t count, const void *codeptr)
 {
@@ -560,10 +573,11 @@ static void sm_cb_work(ompt_work_t type, ompt_scope_endpoint_t endpoint, ompt_da
         return;
     sm_ompt_thread_t *th = sm_ompt_thread();
     sm_location_t *loc = sm_location_current();
-    if (endpoint == ompt_scope_begin)
-        sm_scope_push(th, loc, SM_SCOPE_WORK, sm_site(kind, codeptr, sm_scope_parent(th)), 0,
-                      sm_clock_now());
-    else /* the end may carry another code pointer: leave what the begin entered */
+    if (endpoint == ompt_scope_begin) {
+        uint64_t t = sm_clock_now();
+        sm_end_open_single(th, loc, t);
+        sm_scope_push(th, loc, SM_SCOPE_WORK, sm_site(kind, codeptr, sm_scope_parent(th)), 0, t);
+    } else /* the end may carry another code pointer: leave what the begin entered */
         sm_scope_end(th, loc, SM_SCOPE_WORK, 0, false, sm_clock_now());
 }
 
@@ -604,7 +618,11 @@ static void sm_cb_sync_region(ompt_sync_region_t type, ompt_scope_endpoint_t end
         }
         if (!site)
             site = sm_site(kind, codeptr, sm_scope_parent(th));
-        sm_scope_push(th, loc, SM_SCOPE_SYNC, site, 0, sm_clock_now());
+        uint64_t t = sm_clock_now();
+        if (kind == SM_SITE_BARRIER || kind == SM_SITE_BARRIER_IMPLICIT ||
+            kind == SM_SITE_BARRIER_RUNTIME)
+            sm_end_open_single(th, loc, t);
+        sm_scope_push(th, loc, SM_SCOPE_SYNC, site, 0, t);
     } else {
         uint64_t t;
         if (kind == SM_SITE_BARRIER_IMPLICIT)

@@ -52,6 +52,7 @@ typedef struct sm_config {
 enum { SM_INIT_ENABLED_AUTO, SM_INIT_ENABLED_YES, SM_INIT_ENABLED_NO };
 enum { SM_CLOCK_AUTO, SM_CLOCK_TSC, SM_CLOCK_MONOTONIC };
 enum { SM_MPI_AUTO, SM_MPI_YES, SM_MPI_NO };
+enum { SM_OPENMP_RUNTIME_NATIVE, SM_OPENMP_RUNTIME_LLVM };
 
 typedef struct sm_config_var {
     const char *name;    /* "BUFFER_SIZE" */

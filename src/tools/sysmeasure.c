@@ -11,6 +11,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <limits.h>
 #include <link.h>
 #include <stdbool.h>
@@ -514,6 +515,109 @@ static bool sm_program_uses_mpi(const char *path)
     return found;
 }
 
+/* Whether path is a shared object this launcher's programs can load: same
+ * ELF class and machine as the launcher itself. */
+static bool sm_loadable(const char *path)
+{
+    static ElfW(Ehdr) self;
+    static int have_self = -1;
+    ElfW(Ehdr) eh;
+    struct stat st;
+    if (have_self < 0) {
+        FILE *f = fopen("/proc/self/exe", "rb");
+        have_self = f && fread(&self, sizeof self, 1, f) == 1;
+        if (f)
+            fclose(f);
+    }
+    FILE *f = stat(path, &st) == 0 && S_ISREG(st.st_mode) ? fopen(path, "rb") : NULL;
+    if (!f)
+        return false;
+    bool ok = fread(&eh, sizeof eh, 1, f) == 1 && !memcmp(eh.e_ident, ELFMAG, SELFMAG) &&
+              eh.e_ident[EI_CLASS] == (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32) &&
+              eh.e_type == ET_DYN && (!have_self || eh.e_machine == self.e_machine);
+    fclose(f);
+    return ok;
+}
+
+static bool sm_try_lib(const char *path, char *lib, size_t len, char *tried, size_t tlen)
+{
+    if (sm_loadable(path)) {
+        snprintf(lib, len, "%s", path);
+        return true;
+    }
+    size_t t = strlen(tried);
+    if (t + strlen(path) + 3 < tlen)
+        snprintf(tried + t, tlen - t, "%s%s", t ? ", " : "", path);
+    return false;
+}
+
+static int sm_version_order(const void *a, const void *b)
+{
+    return -strverscmp(*(char *const *)a, *(char *const *)b); /* newest first */
+}
+
+/* LLVM's OpenMP runtime, for --openmp-runtime=llvm: where the dynamic loader
+ * would find it (LD_LIBRARY_PATH, then its cache as `ldconfig -p` lists it),
+ * then the one clang used when sysmeasure was built, then the newest of
+ * /usr/lib/llvm-N/lib.  0, or -1 with the places tried. */
+static int sm_find_libomp(char *lib, size_t len, char *tried, size_t tlen)
+{
+    static const char *const names[] = {"libomp.so.5", "libomp.so"};
+    char path[PATH_MAX];
+    tried[0] = '\0';
+    const char *llp = getenv("LD_LIBRARY_PATH");
+    for (const char *d = llp; d && *d;) {
+        size_t n = strcspn(d, ":;");
+        for (size_t k = 0; n && k < 2; k++) {
+            snprintf(path, sizeof path, "%.*s/%s", (int)n, d, names[k]);
+            if (sm_try_lib(path, lib, len, tried, tlen))
+                return 0;
+        }
+        d += n + (d[n] != '\0');
+    }
+    static const char *const ldconfig[] = {"/sbin/ldconfig", "/usr/sbin/ldconfig"};
+    for (size_t i = 0; i < 2; i++) {
+        if (access(ldconfig[i], X_OK) != 0)
+            continue;
+        char cmd[64];
+        snprintf(cmd, sizeof cmd, "%s -p 2>/dev/null", ldconfig[i]);
+        FILE *p = popen(cmd, "r");
+        char line[PATH_MAX + 128];
+        bool found = false;
+        /* "\tlibomp.so.5 (libc6,x86-64) => /lib/x86_64-linux-gnu/libomp.so.5" */
+        while (p && fgets(line, sizeof line, p)) {
+            const char *name = line + strspn(line, " \t"), *arrow = strstr(line, "=> ");
+            if (found || !arrow || (strncmp(name, "libomp.so.5 ", 12) && strncmp(name, "libomp.so ", 10)))
+                continue;
+            snprintf(path, sizeof path, "%s", arrow + 3);
+            path[strcspn(path, "\n")] = '\0';
+            found = sm_try_lib(path, lib, len, tried, tlen);
+        }
+        if (p)
+            pclose(p);
+        if (found)
+            return 0;
+        break;
+    }
+#ifdef SM_LIBOMP_BUILD
+    if (sm_try_lib(SM_LIBOMP_BUILD, lib, len, tried, tlen))
+        return 0;
+#endif
+    glob_t g;
+    if (glob("/usr/lib/llvm-*/lib/libomp.so*", 0, NULL, &g) == 0) {
+        qsort(g.gl_pathv, g.gl_pathc, sizeof *g.gl_pathv, sm_version_order);
+        for (size_t i = 0; i < g.gl_pathc; i++)
+            if (sm_try_lib(g.gl_pathv[i], lib, len, tried, tlen)) {
+                globfree(&g);
+                return 0;
+            }
+        globfree(&g);
+    }
+    if (!tried[0])
+        snprintf(tried, tlen, "LD_LIBRARY_PATH, ldconfig -p, /usr/lib/llvm-*/lib");
+    return -1;
+}
+
 static void sm_setenv(const char *name, const char *value)
 {
     if (setenv(name, value, 1) != 0)
@@ -640,6 +744,17 @@ int main(int argc, char **argv)
         sm_warning("%s uses MPI, but this sysmeasure was built without MPI support: its MPI "
                    "calls are not measured", name);
         mpi = false;
+    }
+    /* LLVM's OpenMP runtime after ours: the program's GOMP_* and omp_* calls
+     * find it before libgomp, and it finds our ompt_start_tool. */
+    char omplib[PATH_MAX];
+    if (cfg.openmp_runtime == SM_OPENMP_RUNTIME_LLVM) {
+        if (sm_find_libomp(omplib, sizeof omplib, tried, sizeof tried) != 0)
+            sm_die(SM_EXIT_USAGE, "--openmp-runtime=llvm: LLVM's OpenMP runtime (libomp.so.5) not "
+                   "found (looked for %s); install it (Debian: apt-get install libomp5) or put "
+                   "its folder in LD_LIBRARY_PATH", tried);
+        sm_info(1, "OpenMP runtime: %s (preloaded)", omplib);
+        sm_set_preload(omplib);
     }
     sm_set_preload(lib);
     if (mpi)

@@ -171,7 +171,11 @@ static void sm_print_text(void)
 #else
         {"MPI adapter", "no (configure found no MPI; see its closing table)"},
 #endif
-        {"OpenMP (OMPT) adapter", "not in this version"},
+#ifdef SM_BUILT_OMPT
+        {"OpenMP (OMPT) adapter", SM_BUILT_OMPT},
+#else
+        {"OpenMP (OMPT) adapter", "no (configure found no omp-tools.h; see its closing table)"},
+#endif
         {"Kokkos tool library", "not in this version"},
         {"PAPI counters", "not in this version"},
         {"call-stack sampling", "not in this version"},
