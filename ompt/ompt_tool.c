@@ -111,10 +111,12 @@ typedef struct sm_ompt_site {
     const char *function;         /* where the construct is, as named */
 } sm_ompt_site_t;
 
+#ifndef SM_SITE_BITS /* (tests build with a small table to fill it) */
 #define SM_SITE_BITS 12
+#endif
 #define SM_SITE_SLOTS (1u << SM_SITE_BITS)
 static sm_ompt_site_t sm_sites[SM_SITE_SLOTS];
-static sm_ompt_site_t *sm_sites_generic[SM_SITE_COUNT]; /* when the table is full */
+static sm_ompt_site_t sm_sites_generic[SM_SITE_COUNT]; /* when the table is full */
 static pthread_mutex_t sm_sites_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static inline uint64_t sm_site_key(sm_site_kind_t kind, const void *codeptr)
@@ -195,14 +197,15 @@ static sm_ompt_site_t *sm_site_make_locked(sm_site_kind_t kind, const void *code
     char name[320], function[192];
     sm_site_name(kind, codeptr, parent, name, sizeof name, function, sizeof function);
     if (slot == UINT32_MAX) { /* table full: one region per kind from now on */
-        if (!sm_sites_generic[kind] && (s = calloc(1, sizeof *s))) {
+        s = &sm_sites_generic[kind];
+        if (!s->key) {
             s->kind = kind;
             s->region = sm_region_define(sm_site_kinds[kind].label, NULL, 0, SM_PARADIGM_OPENMP,
                                          sm_site_kinds[kind].role);
             s->function = "";
-            sm_sites_generic[kind] = s;
+            s->key = sm_site_key(kind, NULL);
         }
-        return sm_sites_generic[kind];
+        return s;
     }
     s = &sm_sites[slot];
     s->kind = kind;
@@ -243,14 +246,13 @@ static inline sm_ompt_site_t *sm_site(sm_site_kind_t kind, const void *codeptr,
 
 /* ---------------------------------------------------------------- parallel instances */
 
-/* A running parallel region: its construct, team size asked for, and the
- * time it ended, which its worker threads learn only later (see
- * sm_ompt_end_time).  Slots are reused after SM_RING regions; a reader
- * checks seq before and after. */
+/* A running parallel region: the team size asked for, and the time it
+ * ended, which its worker threads learn only later (see sm_ompt_end_time).
+ * Slots are reused after SM_RING regions; a reader checks seq before and
+ * after. */
 typedef struct sm_ompt_instance {
     uint64_t seq;
     uint64_t end; /* ticks; 0 while it runs */
-    const sm_ompt_site_t *site;
     uint32_t requested;
 } __attribute__((aligned(64))) sm_ompt_instance_t;
 
@@ -262,6 +264,24 @@ static inline sm_ompt_instance_t *sm_instance(uint64_t seq)
 {
     sm_ompt_instance_t *in = &sm_ring[seq & (SM_RING - 1)];
     return __atomic_load_n(&in->seq, __ATOMIC_ACQUIRE) == seq ? in : NULL;
+}
+
+/* A parallel region's data: its instance and its construct, so that the
+ * team's threads need not read the instance (written by another thread
+ * just now) to learn the construct. */
+static inline uint64_t sm_parallel_value(uint64_t seq, const sm_ompt_site_t *site)
+{
+    uint64_t index = site >= sm_sites && site < sm_sites + SM_SITE_SLOTS
+                         ? (uint64_t)(site - sm_sites) : SM_SITE_SLOTS + site->kind;
+    return seq << 16 | index;
+}
+
+static inline const sm_ompt_site_t *sm_parallel_site(uint64_t value)
+{
+    uint64_t index = value & 0xffff;
+    if (!(value >> 16) || index >= SM_SITE_SLOTS + SM_SITE_COUNT)
+        return sm_site(SM_SITE_PARALLEL, NULL, NULL); /* not a region we saw begin */
+    return index < SM_SITE_SLOTS ? &sm_sites[index] : &sm_sites_generic[index - SM_SITE_SLOTS];
 }
 
 /* An implicit task's task data: its instance (even); an explicit task's:
@@ -375,7 +395,7 @@ static inline void sm_scope_push(sm_ompt_thread_t *th, sm_location_t *loc, uint3
     s->aux = aux;
     s->kind = kind;
     s->region = SM_INVALID_ID;
-    if (SM_LIKELY(sm_measuring(loc)) && !loc->closed) {
+    if (SM_LIKELY(sm_measuring(loc)) && !loc->closed && site->region != SM_INVALID_ID) {
         s->region = site->region;
         sm_event_enter(loc, site->region, t);
         th->last = t;
@@ -480,10 +500,9 @@ static void sm_cb_parallel_begin(ompt_data_t *encountering_task, const ompt_fram
     sm_ompt_instance_t *in = &sm_ring[seq & (SM_RING - 1)];
     __atomic_store_n(&in->seq, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&in->end, 0, __ATOMIC_RELEASE);
-    in->site = site;
     in->requested = requested;
     __atomic_store_n(&in->seq, seq, __ATOMIC_RELEASE);
-    parallel->value = seq;
+    parallel->value = sm_parallel_value(seq, site);
 }
 
 static void sm_cb_parallel_end(ompt_data_t *parallel, ompt_data_t *encountering_task, int flags,
@@ -492,7 +511,7 @@ static void sm_cb_parallel_end(ompt_data_t *parallel, ompt_data_t *encountering_
     (void)encountering_task;
     (void)flags;
     (void)codeptr;
-    sm_ompt_instance_t *in = sm_instance(parallel->value);
+    sm_ompt_instance_t *in = sm_instance(parallel->value >> 16);
     if (in)
         __atomic_store_n(&in->end, sm_clock_now(), __ATOMIC_RELEASE);
 }
@@ -506,14 +525,16 @@ static void sm_cb_implicit_task(ompt_scope_endpoint_t endpoint, ompt_data_t *par
     sm_ompt_thread_t *th = sm_ompt_thread();
     sm_location_t *loc = sm_location_current();
     if (endpoint == ompt_scope_begin) {
-        uint64_t seq = parallel ? parallel->value : 0;
-        const sm_ompt_instance_t *in = sm_instance(seq);
-        const sm_ompt_site_t *site = in ? in->site : sm_site(SM_SITE_PARALLEL, NULL, NULL);
+        uint64_t value = parallel ? parallel->value : 0, seq = value >> 16;
+        const sm_ompt_site_t *site = sm_parallel_site(value);
         task->value = sm_implicit_value(seq);
         uint64_t t = sm_clock_now();
-        if (index == 0 && loc->tracing && in && sm_attr_team != SM_INVALID_ID &&
-            th->depth < SM_MAX_SCOPES && sm_measuring(loc) && !loc->closed) {
-            /* The team sizes go on the encountering thread's enter. */
+        const sm_ompt_instance_t *in;
+        if (index == 0 && loc->tracing && sm_attr_team != SM_INVALID_ID &&
+            th->depth < SM_MAX_SCOPES && sm_measuring(loc) && !loc->closed &&
+            site->region != SM_INVALID_ID && (in = sm_instance(seq)) != NULL) {
+            /* The team sizes go on the encountering thread's enter (it wrote
+             * the instance itself). */
             sm_attr_value_t attrs[2] = {{sm_attr_requested, in->requested},
                                         {sm_attr_team, actual}};
             sm_ompt_scope_t *s = &th->scope[th->depth++];
