@@ -238,3 +238,34 @@ def region_visits_by_rank(trace):
                 d = out.setdefault(e.region.name, {})
                 d[me] = d.get(me, 0) + 1
     return out
+
+
+# ---------------------------------------------------------------- OpenMP
+
+CLANG = os.environ.get("SM_CLANG", "")
+
+
+def need_openmp():
+    """Skip (exit 77) unless this build has the OMPT adapter and a clang
+    with -fopenmp to build the test programs."""
+    if os.environ.get("SM_HAVE_OMPT") != "yes" or CLANG in ("", "no"):
+        print("skipped: this build has no OMPT adapter (configure found no clang -fopenmp "
+              "with omp-tools.h)")
+        sys.exit(77)
+
+
+def build_program(compiler, source, name, flags=()):
+    """Compile tests/programs/<source> into a work folder; returns its path."""
+    out = os.path.join(workdir("build-" + name), name)
+    cmd = [compiler, os.path.join(SRC, "tests", "programs", source), "-o", out] + list(flags)
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if proc.returncode != 0:
+        print("cannot build %s: %s\n%s" % (source, " ".join(cmd), proc.stderr), file=sys.stderr)
+        sys.exit(1)
+    return out
+
+
+def user_api_flags():
+    """Compiler flags for a program that uses the user API of this build."""
+    libs = os.path.join(BUILD, ".libs")
+    return ["-I" + os.path.join(SRC, "include"), "-L" + libs, "-Wl,-rpath," + libs, "-lsysmeasure"]
