@@ -6,7 +6,7 @@
 # medians of each are compared.
 # Usage: bench/bench_omp.sh BUILDDIR [ITERS] [ROUNDS]
 #   ITERS regions and barriers per repetition (default 20000).
-# Environment: SM_BENCH_TRACE=no for profile only.
+# Environment: SM_BENCH_TRACE=no for profile only; OMP_PROC_BIND (default true).
 set -eu
 build=${1:?usage: bench_omp.sh BUILDDIR [ITERS] [ROUNDS]}
 iters=${2:-20000}
@@ -14,7 +14,7 @@ rounds=${3:-7}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 trace=${SM_BENCH_TRACE:-yes}
-export OMP_NUM_THREADS=2
+export OMP_NUM_THREADS=2 OMP_PROC_BIND=${OMP_PROC_BIND:-true} # pinned: steadier
 
 i=0
 while [ $i -lt "$rounds" ]; do

@@ -258,7 +258,12 @@ typedef struct sm_ompt_instance {
 
 #define SM_RING 4096
 static sm_ompt_instance_t sm_ring[SM_RING];
-static uint64_t sm_ring_seq;
+/* The last instance handed out, on a cache line of its own: the forking
+ * thread writes it at every parallel region. */
+static struct {
+    uint64_t seq;
+    char pad[56];
+} sm_ring_last __attribute__((aligned(64)));
 
 static inline sm_ompt_instance_t *sm_instance(uint64_t seq)
 {
@@ -269,6 +274,8 @@ static inline sm_ompt_instance_t *sm_instance(uint64_t seq)
 /* A parallel region's data: its instance and its construct, so that the
  * team's threads need not read the instance (written by another thread
  * just now) to learn the construct. */
+_Static_assert(SM_SITE_SLOTS + SM_SITE_COUNT <= 0xffff, "a construct's index takes 16 bits");
+
 static inline uint64_t sm_parallel_value(uint64_t seq, const sm_ompt_site_t *site)
 {
     uint64_t index = site >= sm_sites && site < sm_sites + SM_SITE_SLOTS
@@ -496,7 +503,7 @@ static void sm_cb_parallel_begin(ompt_data_t *encountering_task, const ompt_fram
     sm_ompt_thread_t *th = sm_ompt_thread();
     sm_site_kind_t kind = (flags & ompt_parallel_league) ? SM_SITE_TEAMS : SM_SITE_PARALLEL;
     const sm_ompt_site_t *site = sm_site(kind, codeptr, sm_scope_parent(th));
-    uint64_t seq = __atomic_add_fetch(&sm_ring_seq, 1, __ATOMIC_RELAXED);
+    uint64_t seq = __atomic_add_fetch(&sm_ring_last.seq, 1, __ATOMIC_RELAXED);
     sm_ompt_instance_t *in = &sm_ring[seq & (SM_RING - 1)];
     __atomic_store_n(&in->seq, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&in->end, 0, __ATOMIC_RELEASE);
