@@ -753,6 +753,11 @@ int main(int argc, char **argv)
             sm_die(SM_EXIT_USAGE, "--openmp-runtime=llvm: LLVM's OpenMP runtime (libomp.so.5) not "
                    "found (looked for %s); install it (Debian: apt-get install libomp5) or put "
                    "its folder in LD_LIBRARY_PATH", tried);
+#ifndef SM_BUILT_OMPT
+        sm_warning("--openmp-runtime=llvm: this sysmeasure was built without the OpenMP adapter "
+                   "(no omp-tools.h at build time): the program runs on libomp, but its OpenMP "
+                   "constructs are not measured");
+#endif
         sm_info(1, "OpenMP runtime: %s (preloaded)", omplib);
         sm_set_preload(omplib);
     }
