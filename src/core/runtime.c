@@ -387,6 +387,20 @@ int sm_runtime_init(void)
     return 0;
 }
 
+/* The daemons of MPI launchers (Open MPI starts orted even for a program
+ * run without mpirun) inherit our environment: they are not the program. */
+static bool sm_is_launcher_daemon(const char *argv0)
+{
+    static const char *const daemons[] = {"orted", "prted", "orterun", "mpirun", "mpiexec",
+                                          "prterun", "hydra_pmi_proxy", "srun", "slurmstepd"};
+    const char *slash = argv0 ? strrchr(argv0, '/') : NULL;
+    const char *base = slash ? slash + 1 : argv0;
+    for (size_t i = 0; base && i < sizeof daemons / sizeof daemons[0]; i++)
+        if (!strcmp(base, daemons[i]))
+            return true;
+    return false;
+}
+
 /* glibc passes argc/argv to constructors of shared objects. */
 __attribute__((constructor)) static void sm_runtime_constructor(int argc, char **argv, char **envp)
 {
@@ -397,7 +411,8 @@ __attribute__((constructor)) static void sm_runtime_constructor(int argc, char *
     }
     const char *enable = getenv(SM_ENV_PREFIX "ENABLE");
     bool on = false;
-    if (enable && sm_config_parse_bool(enable, &on) == 0 && on)
+    if (enable && sm_config_parse_bool(enable, &on) == 0 && on &&
+        !(argc > 0 && argv && sm_is_launcher_daemon(argv[0])))
         sm_runtime_init();
 }
 
@@ -470,6 +485,8 @@ static void sm_runtime_note_mpi_share(const sm_job_t *job, const sm_profile_summ
     for (uint32_t i = 0; i < n; i++)
         mpi += tot[i].time_ns;
     double all = wall * job->procs->size;
+    if (mpi > all)
+        all = mpi; /* other ranks may have run a little longer than rank 0 */
     size_t len = (size_t)snprintf(sm_job_summary_line, sizeof sm_job_summary_line,
                                   "; MPI %.1f%% of the ranks' time (", 100.0 * mpi / all);
     for (uint32_t i = 0; i < n && i < 3 && len < sizeof sm_job_summary_line; i++)

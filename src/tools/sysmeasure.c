@@ -87,6 +87,21 @@ static char sm_short_letter(const sm_config_var_t *var)
 }
 
 /* "-o, --output DIR", "    --trace, --no-trace", "-v, --verbose[=N]" */
+/* Whether an ENUM variable offers this choice ("auto|yes|no"). */
+static bool sm_enum_has(const sm_config_var_t *var, const char *choice)
+{
+    size_t n = strlen(choice);
+    if (var->type != SM_CONFIG_TYPE_ENUM || !var->choices)
+        return false;
+    for (const char *p = var->choices; *p;) {
+        size_t k = strcspn(p, "|");
+        if (k == n && !strncmp(p, choice, n))
+            return true;
+        p += k + (p[k] == '|');
+    }
+    return false;
+}
+
 static void sm_option_label(const sm_config_var_t *var, char *buf, size_t len)
 {
     char letter = sm_short_letter(var);
@@ -97,6 +112,8 @@ static void sm_option_label(const sm_config_var_t *var, char *buf, size_t len)
         snprintf(buf, len, "%s--%s, --no-%s", lead, var->option, var->option);
     else if (var == sm_verbose_var)
         snprintf(buf, len, "%s--%s[=N]", lead, var->option);
+    else if (sm_enum_has(var, "yes") && sm_enum_has(var, "no"))
+        snprintf(buf, len, "%s--%s[=%s], --no-%s", lead, var->option, var->choices, var->option);
     else
         snprintf(buf, len, "%s--%s %s", lead, var->option, sm_metavar(var));
 }
@@ -189,21 +206,6 @@ static void sm_give(sm_options_t *opts, const sm_config_var_t *var, const char *
 }
 
 /* Returns the index of the program in argv. */
-/* Whether an ENUM variable offers this choice ("auto|yes|no"). */
-static bool sm_enum_has(const sm_config_var_t *var, const char *choice)
-{
-    size_t n = strlen(choice);
-    if (var->type != SM_CONFIG_TYPE_ENUM || !var->choices)
-        return false;
-    for (const char *p = var->choices; *p;) {
-        size_t k = strcspn(p, "|");
-        if (k == n && !strncmp(p, choice, n))
-            return true;
-        p += k + (p[k] == '|');
-    }
-    return false;
-}
-
 static int sm_parse_options(int argc, char **argv, sm_options_t *opts)
 {
     int i = 1;

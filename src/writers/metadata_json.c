@@ -108,7 +108,7 @@ void sm_json_run_totals(sm_json_t *j, const sm_run_info_t *run)
 /* The processes of the job: rank, pid, host. */
 static void sm_meta_processes(sm_json_t *j, const sm_run_info_t *run, const sm_job_t *job)
 {
-    uint32_t n = job && job->procs ? job->procs->size : 1;
+    uint32_t n = job && job->n_ranks ? job->n_ranks : job && job->procs ? job->procs->size : 1;
     sm_json_field_uint(j, "ranks", n);
     sm_json_key(j, "processes");
     sm_json_array_begin(j);
@@ -148,7 +148,7 @@ int sm_metadata_write_json(const sm_run_info_t *run, const sm_job_t *job)
     sm_json_field_uint(&j, "end_time_ns", run->end_realtime_ns);
     /* From the run's own clock: the wall clock may have been stepped. */
     uint64_t duration = 0;
-    if (run->end_time >= run->start_time)
+    if (run->end_time > run->start_time)
         duration = (uint64_t)((double)(run->end_time - run->start_time) * sm_clock_ns_per_tick() + 0.5);
     else if (run->end_realtime_ns >= run->start_realtime_ns)
         duration = run->end_realtime_ns - run->start_realtime_ns;

@@ -788,12 +788,12 @@ static uint32_t sm_otf2_comm_group(uint32_t comm)
  * indexes into it. */
 static uint32_t sm_otf2_thread_locations_group(const sm_otf2_writer_t *w)
 {
-    return 1 + w->n_comms;
+    return w->n_comms ? 1 + w->n_comms : 0; /* readers want dense group ids */
 }
 
 static uint32_t sm_otf2_thread_members_group(const sm_otf2_writer_t *w, uint32_t rank)
 {
-    return 2 + w->n_comms + rank;
+    return sm_otf2_thread_locations_group(w) + 1 + rank;
 }
 
 /* MPI: rank r is its process's first location; each communicator is a group
