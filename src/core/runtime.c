@@ -387,6 +387,15 @@ int sm_runtime_init(void)
     return 0;
 }
 
+int sm_runtime_init_forced(void)
+{
+    const char *enable = getenv(SM_ENV_PREFIX "ENABLE");
+    bool on = true;
+    if (enable && enable[0] && sm_config_parse_bool(enable, &on) == 0 && !on)
+        return -1;
+    return sm_runtime_init();
+}
+
 /* The daemons of MPI launchers (Open MPI starts orted even for a program
  * run without mpirun) inherit our environment: they are not the program. */
 static bool sm_is_launcher_daemon(const char *argv0)
@@ -690,4 +699,72 @@ int sm_runtime_finalize(void)
     }
     errno = saved_errno;
     return failures;
+}
+
+/* ---------------------------------------------------------------- declared metadata */
+
+/* Few pairs, set rarely: an array under a lock.  Replaced values are not
+ * freed, so that a pointer handed to the writer stays valid. */
+typedef struct sm_meta_pair {
+    char *key;
+    char *value;
+} sm_meta_pair_t;
+
+static pthread_mutex_t sm_meta_lock = PTHREAD_MUTEX_INITIALIZER;
+static sm_meta_pair_t *sm_meta;
+static uint32_t sm_meta_n, sm_meta_cap;
+
+void sm_runtime_metadata_set(const char *key, const char *value)
+{
+    if (!key || !key[0])
+        return;
+    char *v = strdup(value ? value : "");
+    if (!v)
+        return;
+    pthread_mutex_lock(&sm_meta_lock);
+    uint32_t i = 0;
+    while (i < sm_meta_n && strcmp(sm_meta[i].key, key) != 0)
+        i++;
+    if (i == sm_meta_n) {
+        char *k = strdup(key);
+        if (sm_meta_n == sm_meta_cap) {
+            uint32_t cap = sm_meta_cap ? 2 * sm_meta_cap : 32;
+            sm_meta_pair_t *grown = realloc(sm_meta, cap * sizeof *grown);
+            if (grown) {
+                sm_meta = grown;
+                sm_meta_cap = cap;
+            }
+        }
+        if (!k || sm_meta_n == sm_meta_cap) {
+            pthread_mutex_unlock(&sm_meta_lock);
+            free(k);
+            free(v);
+            return;
+        }
+        sm_meta[i].key = k;
+        sm_meta_n++;
+    }
+    sm_meta[i].value = v;
+    pthread_mutex_unlock(&sm_meta_lock);
+}
+
+uint32_t sm_runtime_metadata_count(void)
+{
+    pthread_mutex_lock(&sm_meta_lock);
+    uint32_t n = sm_meta_n;
+    pthread_mutex_unlock(&sm_meta_lock);
+    return n;
+}
+
+int sm_runtime_metadata_get(uint32_t i, const char **key, const char **value)
+{
+    pthread_mutex_lock(&sm_meta_lock);
+    int rc = -1;
+    if (i < sm_meta_n) {
+        *key = sm_meta[i].key;
+        *value = sm_meta[i].value;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&sm_meta_lock);
+    return rc;
 }

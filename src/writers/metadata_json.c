@@ -12,6 +12,7 @@
 #include "../core/config.h"
 #include "../core/definitions.h"
 #include "../core/location.h"
+#include "../core/metrics.h"
 #include "../util/json.h"
 #include "../util/log.h"
 
@@ -105,6 +106,39 @@ void sm_json_run_totals(sm_json_t *j, const sm_run_info_t *run)
     sm_json_field_uint(j, "unmatched_leaves", run->unmatched_leaves);
 }
 
+/* What the program declared about itself (Kokkos declare_metadata). */
+static void sm_meta_declared(sm_json_t *j)
+{
+    sm_json_key(j, "metadata");
+    sm_json_object_begin(j);
+    const char *key, *value;
+    for (uint32_t i = 0; sm_runtime_metadata_get(i, &key, &value) == 0; i++)
+        sm_json_field_string(j, key, value);
+    sm_json_object_end(j);
+}
+
+/* This process's named counter metrics: the last sample and the largest
+ * (for a memory space's bytes in use, its high-water mark). */
+static void sm_meta_metrics(sm_json_t *j)
+{
+    sm_json_key(j, "metrics");
+    sm_json_array_begin(j);
+    uint32_t n = sm_metric_count();
+    for (uint32_t id = 0; id < n; id++) {
+        sm_metric_def_t m;
+        if (sm_metric_get(id, &m) != 0)
+            continue;
+        sm_json_object_begin_inline(j);
+        sm_json_field_string(j, "name", sm_string_get(m.name));
+        sm_json_field_string(j, "unit", sm_string_get(m.unit));
+        sm_json_field_uint(j, "last", m.last);
+        sm_json_field_uint(j, "max", m.max);
+        sm_json_field_uint(j, "samples", m.samples);
+        sm_json_object_end(j);
+    }
+    sm_json_array_end(j);
+}
+
 /* The processes of the job: rank, pid, host. */
 static void sm_meta_processes(sm_json_t *j, const sm_run_info_t *run, const sm_job_t *job)
 {
@@ -164,6 +198,9 @@ int sm_metadata_write_json(const sm_run_info_t *run, const sm_job_t *job)
     sm_meta_processes(&j, run, job);
     /* This process's (rank 0's) threads; the others' are in the archive. */
     sm_meta_locations(&j);
+    /* Rank 0's alone in a job, like the locations. */
+    sm_meta_declared(&j);
+    sm_meta_metrics(&j);
 
     sm_json_run_totals(&j, run);
     sm_json_object_end(&j);
