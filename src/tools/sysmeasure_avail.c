@@ -172,7 +172,7 @@ static void sm_print_text(void)
         {"MPI adapter", "no (configure found no MPI; see its closing table)"},
 #endif
         {"OpenMP (OMPT) adapter", "not in this version"},
-        {"Kokkos tool library", "not in this version"},
+        {"Kokkos tool library", "yes: libsysmeasure-kokkos.so (KokkosP)"},
         {"PAPI counters", "not in this version"},
         {"call-stack sampling", "not in this version"},
         {"CUDA/CUPTI adapter", "not in this version"},
