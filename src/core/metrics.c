@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "../util/bytes.h"
+
 #define SM_METRICS_MAX 256
 
 static sm_metric_def_t sm_metrics[SM_METRICS_MAX];
@@ -67,4 +69,28 @@ int sm_metric_get(sm_metric_id_t id, sm_metric_def_t *out)
     out->max = __atomic_load_n(&m->max, __ATOMIC_RELAXED);
     out->samples = __atomic_load_n(&m->samples, __ATOMIC_RELAXED);
     return 0;
+}
+
+static void sm_metrics_put_string(sm_wbuf_t *w, const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    sm_put_u32(w, (uint32_t)n);
+    sm_put_bytes(w, s, n);
+}
+
+void *sm_metrics_serialize(uint64_t *len)
+{
+    sm_wbuf_t w = {0};
+    uint32_t n = sm_metric_count();
+    sm_put_u32(&w, n);
+    for (uint32_t id = 0; id < n; id++) {
+        sm_metric_def_t m;
+        sm_metric_get(id, &m);
+        sm_metrics_put_string(&w, sm_string_get(m.name));
+        sm_metrics_put_string(&w, sm_string_get(m.unit));
+        sm_put_u64(&w, m.last);
+        sm_put_u64(&w, m.max);
+        sm_put_u64(&w, m.samples);
+    }
+    return sm_wbuf_finish(&w, len);
 }

@@ -28,4 +28,9 @@ uint32_t sm_metric_count(void) SM_HIDDEN;
 /* A snapshot of one metric; 0, or -1 for an unknown id. */
 int sm_metric_get(sm_metric_id_t id, sm_metric_def_t *out) SM_HIDDEN;
 
+/* This process's metrics as bytes, for rank 0 to gather (malloc'd; NULL
+ * when out of memory): per metric its name and unit (u32 length, bytes),
+ * last, max, samples (u64). */
+void *sm_metrics_serialize(uint64_t *len) SM_HIDDEN;
+
 #endif

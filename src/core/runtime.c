@@ -21,6 +21,7 @@
 #include "definitions.h"
 #include "events.h"
 #include "location.h"
+#include "metrics.h"
 #include "../merge/profile_summary.h"
 #include "../merge/process_file.h"
 #include "../merge/unify.h"
@@ -574,6 +575,13 @@ static int sm_runtime_write_job(const sm_procs_t *procs)
     if (sm_runtime_gather_matrix(procs, &messages, &bytes) != 0)
         failures++;
     sm_runtime_job_totals(procs);
+    /* Every process's named metrics (their high-water marks), for rank 0's
+     * metadata.json. */
+    uint64_t metrics_len = 0, mine_len = 0;
+    void *metrics = NULL, *mine = sm_metrics_serialize(&mine_len);
+    if (sm_tree_gather(procs, mine ? mine : "", mine ? mine_len : 0, &metrics, &metrics_len) != 0)
+        failures++;
+    free(mine);
 
     sm_job_t job = {
         .procs = procs,
@@ -582,6 +590,8 @@ static int sm_runtime_write_job(const sm_procs_t *procs)
         .processes = all,
         .matrix_messages = messages,
         .matrix_bytes = bytes,
+        .metrics = metrics,
+        .metrics_len = metrics_len,
     };
     if (sm_cfg.trace && sm_otf2_write(&sm_run, &job) != 0)
         failures++;
@@ -594,6 +604,7 @@ static int sm_runtime_write_job(const sm_procs_t *procs)
     }
     free(messages);
     free(bytes);
+    free(metrics);
     free(all);
     sm_defset_free(defs);
     sm_id_maps_free(&maps);

@@ -96,7 +96,7 @@ def check_patterns(out, what, kokkos=True):
     declared = meta.get("metadata", {})
     check(declared.get("test_key") == "test value", "%s: declared metadata: %s" % (what, declared.get("test_key")))
     check("Kokkos Version" in declared, "%s: Kokkos' own metadata: %s" % (what, sorted(declared)[:5]))
-    metrics = {m["name"]: m for m in meta.get("metrics", [])}
+    metrics = {m["name"]: m for m in meta.get("metrics", []) if m["rank"] == 0}
     host = metrics.get("Kokkos Host bytes in use")
     if check(host is not None, "%s: Host space metric: %s" % (what, metrics)):
         check(host["unit"] == "bytes", "%s: in bytes" % what)
@@ -219,7 +219,9 @@ if os.environ.get("SM_HAVE_MPI", "yes") == "yes":
     meta = load_json(out, "metadata.json")
     check(meta["ranks"] == 2, "kokkos-mpi: metadata of 2 ranks")
     check("Kokkos Version" in meta.get("metadata", {}), "kokkos-mpi: Kokkos metadata")
-    check(any(m["name"] == "Kokkos Host bytes in use" for m in meta.get("metrics", [])),
-          "kokkos-mpi: memory metric of rank 0")
+    # rank r's view: 8 KiB * (r + 1), plus Kokkos' scratch
+    hwm = {m["rank"]: m["max"] for m in meta.get("metrics", []) if m["name"] == "Kokkos Host bytes in use"}
+    check(sorted(hwm) == [0, 1] and all(8192 * (r + 1) <= hwm[r] < 8192 * (r + 1) + MIB // 4 for r in hwm),
+          "kokkos-mpi: each rank's high-water mark in metadata.json: %s" % hwm)
 
 finish()
