@@ -78,7 +78,7 @@ except subprocess.TimeoutExpired:
 merged(out, "killed")
 
 # ---- no MPI_Finalize at all
-out, proc = mpi_measure(4, [PROG, "nofinalize"], "nofinalize", expect_rc=None)
+out, proc = mpi_measure(4, [PROG, "nofinalize"], "nofinalize", expect_rc=None, env=GRACE)
 merged(out, "nofinalize")
 
 # ---- MPI_Finalize from an atexit handler: the normal, collective output
