@@ -9,6 +9,7 @@
 #include "clock.h"
 #include "events.h"
 #include "location.h"
+#include "metrics.h"
 #include "runtime.h"
 
 /* The location of the calling thread when it records now, else NULL. */
@@ -191,6 +192,41 @@ static void sm_api_transfer(sm_transfer_kind_t kind, uint64_t bytes)
     sm_event_bytes(loc, outgoing ? bytes : 0, outgoing ? 0 : bytes);
 }
 
+/* ---------------------------------------------------------------- bytes, metrics, metadata */
+
+static void sm_api_bytes(uint64_t sent, uint64_t received)
+{
+    sm_location_t *loc = sm_api_location();
+    if (loc)
+        sm_event_bytes(loc, sent, received);
+}
+
+static uint32_t sm_api_metric_define(const char *name, const char *unit)
+{
+    return sm_runtime_active ? sm_metric_define(name, unit) : SM_INVALID_ID;
+}
+
+static void sm_api_metric(uint32_t metric, uint64_t value)
+{
+    if (SM_UNLIKELY(!sm_runtime_active))
+        return;
+    sm_metric_def_t m;
+    if (sm_metric_get(metric, &m) != 0)
+        return;
+    /* The high-water mark is the process's, measured or not. */
+    sm_metric_sample(metric, value);
+    sm_location_t *loc = sm_api_location();
+    if (loc) {
+        uint64_t w[2] = {value, m.unit};
+        sm_event_record(loc, SM_REC_METRIC_NAMED, m.name, 0, sm_clock_now(), w, 2);
+    }
+}
+
+static void sm_api_metadata(const char *key, const char *value)
+{
+    sm_runtime_metadata_set(key, value);
+}
+
 /* ---------------------------------------------------------------- the table */
 
 static const sm_adapter_api_t sm_adapter_api_v1 = {
@@ -221,6 +257,11 @@ static const sm_adapter_api_t sm_adapter_api_v1 = {
     .icoll_request = sm_api_icoll_request,
     .icoll_complete = sm_api_icoll_complete,
     .transfer = sm_api_transfer,
+    .runtime_init_forced = sm_runtime_init_forced,
+    .bytes = sm_api_bytes,
+    .metric_define = sm_api_metric_define,
+    .metric = sm_api_metric,
+    .metadata = sm_api_metadata,
 };
 
 SM_EXPORT const sm_adapter_api_t *sysmeasure_adapter_api(unsigned version);

@@ -10,6 +10,7 @@
 #define SM_ADAPTER_API_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include "definitions.h"
 #include "../merge/procs.h"
@@ -126,6 +127,30 @@ typedef struct sm_adapter_api {
     /* MPI-IO and one-sided bytes: a counter metric in the trace, and the
      * bytes in the profile of the innermost open region. */
     void (*transfer)(sm_transfer_kind_t kind, uint64_t bytes);
+
+    /* ---- added for the Kokkos library; still version 1: entries are only
+     * ever added at the end, and an adapter that needs them checks that
+     * `size` covers them (SM_ADAPTER_API_HAS). ---- */
+    /* runtime_init for a library the program loads itself, without the
+     * launcher: brings the core up without SYSMEASURE_ENABLE (an explicit
+     * SYSMEASURE_ENABLE=no still wins).  0 when this process is measured. */
+    int (*runtime_init_forced)(void);
+    /* Bytes moved inside the innermost open region, for its profile only
+     * (a Kokkos deep copy's bytes). */
+    void (*bytes)(uint64_t sent, uint64_t received);
+    /* A named counter metric of the process (a memory space's bytes in use):
+     * defined once (same name, same id; SM_INVALID_ID when the core is not
+     * up), then each sample is a metric event on the calling thread while it
+     * measures, and the last and largest sample go into metadata.json. */
+    uint32_t (*metric_define)(const char *name, const char *unit);
+    void (*metric)(uint32_t metric, uint64_t value);
+    /* A key/value pair for metadata.json's "metadata" (Kokkos
+     * declare_metadata); a key set again takes the new value. */
+    void (*metadata)(const char *key, const char *value);
 } sm_adapter_api_t;
+
+/* Whether a table the core handed out has the entry `field`. */
+#define SM_ADAPTER_API_HAS(api, field)                                                    \
+    ((api)->size >= offsetof(sm_adapter_api_t, field) + sizeof((api)->field))
 
 #endif

@@ -27,6 +27,11 @@ typedef enum {
     SM_REC_ICOLL_REQUEST,     /* payload: request */
     SM_REC_ICOLL_COMPLETE,    /* aux: op; payload: root, sent, received, request */
     SM_REC_METRIC,            /* ref: metric (sm_transfer_kind_t); payload: value */
+    /* A named counter metric (metrics.h), named by strings that unify
+     * across processes; the definition sets carry the metrics too, so the
+     * writer numbers them alike everywhere.  ref: the name's string id;
+     * payload: value, the unit's string id. */
+    SM_REC_METRIC_NAMED,
     SM_REC_KIND_COUNT
 } sm_record_kind_t;
 

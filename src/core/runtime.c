@@ -21,6 +21,7 @@
 #include "definitions.h"
 #include "events.h"
 #include "location.h"
+#include "metrics.h"
 #include "../merge/profile_summary.h"
 #include "../merge/process_file.h"
 #include "../merge/unify.h"
@@ -411,6 +412,29 @@ int sm_runtime_init(void)
     return 0;
 }
 
+int sm_runtime_init_forced(void)
+{
+    const char *enable = getenv(SM_ENV_PREFIX "ENABLE");
+    bool on = true;
+    if (enable && enable[0] && sm_config_parse_bool(enable, &on) == 0 && !on)
+        return -1;
+    return sm_runtime_init();
+}
+
+/* The daemons of MPI launchers (Open MPI starts orted even for a program
+ * run without mpirun) inherit our environment: they are not the program. */
+static bool sm_is_launcher_daemon(const char *argv0)
+{
+    static const char *const daemons[] = {"orted", "prted", "orterun", "mpirun", "mpiexec",
+                                          "prterun", "hydra_pmi_proxy", "srun", "slurmstepd"};
+    const char *slash = argv0 ? strrchr(argv0, '/') : NULL;
+    const char *base = slash ? slash + 1 : argv0;
+    for (size_t i = 0; base && i < sizeof daemons / sizeof daemons[0]; i++)
+        if (!strcmp(base, daemons[i]))
+            return true;
+    return false;
+}
+
 /* glibc passes argc/argv to constructors of shared objects. */
 __attribute__((constructor)) static void sm_runtime_constructor(int argc, char **argv, char **envp)
 {
@@ -421,7 +445,8 @@ __attribute__((constructor)) static void sm_runtime_constructor(int argc, char *
     }
     const char *enable = getenv(SM_ENV_PREFIX "ENABLE");
     bool on = false;
-    if (enable && sm_config_parse_bool(enable, &on) == 0 && on)
+    if (enable && sm_config_parse_bool(enable, &on) == 0 && on &&
+        !(argc > 0 && argv && sm_is_launcher_daemon(argv[0])))
         sm_runtime_init();
 }
 
@@ -494,6 +519,8 @@ static void sm_runtime_note_mpi_share(const sm_job_t *job, const sm_profile_summ
     for (uint32_t i = 0; i < n; i++)
         mpi += tot[i].time_ns;
     double all = wall * job->procs->size;
+    if (mpi > all)
+        all = mpi; /* other ranks may have run a little longer than rank 0 */
     size_t len = (size_t)snprintf(sm_job_summary_line, sizeof sm_job_summary_line,
                                   "; MPI %.1f%% of the ranks' time (", 100.0 * mpi / all);
     for (uint32_t i = 0; i < n && i < 3 && len < sizeof sm_job_summary_line; i++)
@@ -572,6 +599,13 @@ static int sm_runtime_write_job(const sm_procs_t *procs)
     if (sm_runtime_gather_matrix(procs, &messages, &bytes) != 0)
         failures++;
     sm_runtime_job_totals(procs);
+    /* Every process's named metrics (their high-water marks), for rank 0's
+     * metadata.json. */
+    uint64_t metrics_len = 0, mine_len = 0;
+    void *metrics = NULL, *mine = sm_metrics_serialize(&mine_len);
+    if (sm_tree_gather(procs, mine ? mine : "", mine ? mine_len : 0, &metrics, &metrics_len) != 0)
+        failures++;
+    free(mine);
 
     sm_job_t job = {
         .procs = procs,
@@ -580,6 +614,8 @@ static int sm_runtime_write_job(const sm_procs_t *procs)
         .processes = all,
         .matrix_messages = messages,
         .matrix_bytes = bytes,
+        .metrics = metrics,
+        .metrics_len = metrics_len,
     };
     if (sm_cfg.trace && sm_otf2_write(&sm_run, &job) != 0)
         failures++;
@@ -592,6 +628,7 @@ static int sm_runtime_write_job(const sm_procs_t *procs)
     }
     free(messages);
     free(bytes);
+    free(metrics);
     free(all);
     sm_defset_free(defs);
     sm_id_maps_free(&maps);
@@ -702,4 +739,72 @@ int sm_runtime_finalize(void)
     }
     errno = saved_errno;
     return failures;
+}
+
+/* ---------------------------------------------------------------- declared metadata */
+
+/* Few pairs, set rarely: an array under a lock.  Replaced values are not
+ * freed, so that a pointer handed to the writer stays valid. */
+typedef struct sm_meta_pair {
+    char *key;
+    char *value;
+} sm_meta_pair_t;
+
+static pthread_mutex_t sm_meta_lock = PTHREAD_MUTEX_INITIALIZER;
+static sm_meta_pair_t *sm_meta;
+static uint32_t sm_meta_n, sm_meta_cap;
+
+void sm_runtime_metadata_set(const char *key, const char *value)
+{
+    if (!key || !key[0])
+        return;
+    char *v = strdup(value ? value : "");
+    if (!v)
+        return;
+    pthread_mutex_lock(&sm_meta_lock);
+    uint32_t i = 0;
+    while (i < sm_meta_n && strcmp(sm_meta[i].key, key) != 0)
+        i++;
+    if (i == sm_meta_n) {
+        char *k = strdup(key);
+        if (sm_meta_n == sm_meta_cap) {
+            uint32_t cap = sm_meta_cap ? 2 * sm_meta_cap : 32;
+            sm_meta_pair_t *grown = realloc(sm_meta, cap * sizeof *grown);
+            if (grown) {
+                sm_meta = grown;
+                sm_meta_cap = cap;
+            }
+        }
+        if (!k || sm_meta_n == sm_meta_cap) {
+            pthread_mutex_unlock(&sm_meta_lock);
+            free(k);
+            free(v);
+            return;
+        }
+        sm_meta[i].key = k;
+        sm_meta_n++;
+    }
+    sm_meta[i].value = v;
+    pthread_mutex_unlock(&sm_meta_lock);
+}
+
+uint32_t sm_runtime_metadata_count(void)
+{
+    pthread_mutex_lock(&sm_meta_lock);
+    uint32_t n = sm_meta_n;
+    pthread_mutex_unlock(&sm_meta_lock);
+    return n;
+}
+
+int sm_runtime_metadata_get(uint32_t i, const char **key, const char **value)
+{
+    pthread_mutex_lock(&sm_meta_lock);
+    int rc = -1;
+    if (i < sm_meta_n) {
+        *key = sm_meta[i].key;
+        *value = sm_meta[i].value;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&sm_meta_lock);
+    return rc;
 }

@@ -83,4 +83,16 @@ void sm_runtime_add_note(const char *text) SM_HIDDEN;
 /* Suppress the output for a process (fork child, tests of the core). */
 void sm_runtime_discard_output(void) SM_HIDDEN;
 
+/* sm_runtime_init without SYSMEASURE_ENABLE: for a tool library that the
+ * program loads itself (KokkosP), with no launcher.  An explicit
+ * SYSMEASURE_ENABLE=no still keeps the process unmeasured (-1). */
+int sm_runtime_init_forced(void) SM_HIDDEN;
+
+/* Key/value pairs the program declared (Kokkos metadata), for
+ * metadata.json; a key set again keeps its place and takes the new value. */
+void sm_runtime_metadata_set(const char *key, const char *value) SM_HIDDEN;
+uint32_t sm_runtime_metadata_count(void) SM_HIDDEN;
+/* Pair i; the strings stay valid until the process ends.  0 or -1. */
+int sm_runtime_metadata_get(uint32_t i, const char **key, const char **value) SM_HIDDEN;
+
 #endif

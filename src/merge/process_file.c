@@ -84,6 +84,10 @@ int sm_process_file_write(const sm_run_info_t *run, const char *reason)
     SM_PF_PUT(&b, host);
     SM_PF_PUT(&b, program);
     SM_PF_PUT(&b, why);
+    uint32_t argc = run->argv && run->argc > 0 ? (uint32_t)run->argc : 0;
+    SM_PF_PUT(&b, argc);
+    for (uint32_t i = 0; i < argc; i++)
+        sm_pf_put_string(&b, run->argv[i]);
     SM_PF_PUT(&b, run->start_realtime_ns);
     SM_PF_PUT(&b, run->end_realtime_ns);
     SM_PF_PUT(&b, run->start_time);
@@ -214,6 +218,9 @@ void sm_process_file_free(sm_process_file_t *f)
         if (f->events)
             free(f->events[i]);
     }
+    for (int i = 0; f->argv && i < f->argc; i++)
+        free(f->argv[i]);
+    free(f->argv);
     free(f->locations);
     free(f->events);
     free(f->defs);
@@ -270,6 +277,13 @@ sm_process_file_t *sm_process_file_read(const char *path, char *err, size_t errl
     SM_PF_GET(&r, f->reason);
     f->hostname[sizeof f->hostname - 1] = f->program[sizeof f->program - 1] = '\0';
     f->reason[sizeof f->reason - 1] = '\0';
+    uint32_t argc = 0;
+    SM_PF_GET(&r, argc);
+    if (!r.bad && argc <= len / 4)
+        f->argv = calloc(argc + 1u, sizeof *f->argv);
+    for (uint32_t i = 0; f->argv && i < argc && !r.bad; i++)
+        f->argv[f->argc++] = sm_pf_get_string(&r);
+    r.bad |= !f->argv;
     SM_PF_GET(&r, f->start_realtime_ns);
     SM_PF_GET(&r, f->end_realtime_ns);
     SM_PF_GET(&r, f->start_ticks);

@@ -22,6 +22,8 @@ typedef struct sm_process_file {
     char hostname[64];
     char program[256];
     char reason[256];           /* why the process wrote it */
+    int argc;
+    char **argv;                /* the program's command line */
     uint64_t start_realtime_ns, end_realtime_ns;
     uint64_t start_ticks, end_ticks;
     sm_clock_params_t clock;

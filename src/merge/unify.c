@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/metrics.h"
 #include "../util/bytes.h"
 #include "../util/log.h"
 
@@ -27,6 +28,7 @@ struct sm_defset {
     sm_dtab_t regions;    /* sm_region_def_t */
     sm_dtab_t attributes; /* sm_attribute_def_t */
     sm_dtab_t comms;      /* sm_comm_def_t */
+    sm_dtab_t metrics;    /* sm_named_metric_def_t */
 };
 
 static void *sm_dtab_at(const sm_dtab_t *t, uint32_t id)
@@ -141,6 +143,17 @@ static int sm_comm_eq(const void *a, const void *b)
     return x->key.leader == y->key.leader && x->key.seq == y->key.seq;
 }
 
+static uint64_t sm_metric_hash(const void *e)
+{
+    const sm_named_metric_def_t *m = e;
+    return sm_fnv(&m->name, sizeof m->name, SM_FNV_START);
+}
+
+static int sm_metric_eq(const void *a, const void *b)
+{
+    return ((const sm_named_metric_def_t *)a)->name == ((const sm_named_metric_def_t *)b)->name;
+}
+
 /* ---------------------------------------------------------------- a set */
 
 sm_defset_t *sm_defset_new(void)
@@ -152,6 +165,7 @@ sm_defset_t *sm_defset_new(void)
     d->regions.entry_size = sizeof(sm_region_def_t);
     d->attributes.entry_size = sizeof(sm_attribute_def_t);
     d->comms.entry_size = sizeof(sm_comm_def_t);
+    d->metrics.entry_size = sizeof(sm_named_metric_def_t);
     return d;
 }
 
@@ -163,7 +177,7 @@ void sm_defset_free(sm_defset_t *d)
         free(*(char **)sm_dtab_at(&d->strings, i));
     for (uint32_t i = 0; i < d->comms.count; i++)
         free(((sm_comm_def_t *)sm_dtab_at(&d->comms, i))->members);
-    sm_dtab_t *tabs[] = {&d->strings, &d->regions, &d->attributes, &d->comms};
+    sm_dtab_t *tabs[] = {&d->strings, &d->regions, &d->attributes, &d->comms, &d->metrics};
     for (size_t i = 0; i < sizeof tabs / sizeof tabs[0]; i++) {
         free(tabs[i]->entries);
         free(tabs[i]->index);
@@ -250,6 +264,31 @@ uint32_t sm_defset_comm(sm_defset_t *d, sm_comm_key_t key, const char *name, uin
     return sm_defset_comm_ids(d, key, n, size, members, parent);
 }
 
+static uint32_t sm_defset_metric_ids(sm_defset_t *d, uint32_t name, uint32_t unit)
+{
+    int added;
+    sm_named_metric_def_t m = {.name = name, .unit = unit};
+    if (name == SM_INVALID_ID)
+        return SM_INVALID_ID;
+    return sm_dtab_intern(&d->metrics, &m, sm_metric_hash, sm_metric_eq, &added);
+}
+
+uint32_t sm_defset_metric(sm_defset_t *d, const char *name, const char *unit)
+{
+    uint32_t u = unit ? sm_defset_string(d, unit) : SM_INVALID_ID;
+    return sm_defset_metric_ids(d, sm_defset_string(d, name), u);
+}
+
+uint32_t sm_defset_metric_count(const sm_defset_t *d)
+{
+    return d->metrics.count;
+}
+
+const sm_named_metric_def_t *sm_defset_metric_get(const sm_defset_t *d, uint32_t id)
+{
+    return id < d->metrics.count ? sm_dtab_at(&d->metrics, id) : NULL;
+}
+
 uint32_t sm_defset_string_count(const sm_defset_t *d)
 {
     return d->strings.count;
@@ -332,6 +371,12 @@ void *sm_defset_serialize(const sm_defset_t *d, uint64_t *len)
         if (c->members)
             sm_put_bytes(&b, c->members, sizeof *c->members * c->size);
     }
+    sm_put_u32(&b, d->metrics.count);
+    for (uint32_t i = 0; i < d->metrics.count; i++) {
+        const sm_named_metric_def_t *m = sm_dtab_at(&d->metrics, i);
+        sm_put_u32(&b, m->name);
+        sm_put_u32(&b, m->unit);
+    }
     return sm_wbuf_finish(&b, len);
 }
 
@@ -343,6 +388,7 @@ void sm_id_maps_free(sm_id_maps_t *m)
     free(m->regions);
     free(m->attributes);
     free(m->comms);
+    free(m->metrics);
     memset(m, 0, sizeof *m);
 }
 
@@ -452,7 +498,16 @@ int sm_defset_merge_blob(sm_defset_t *d, const void *blob, uint64_t len, sm_id_m
     }
     free(parents);
 
-    if (r.bad || bad || !m.strings || !m.regions || !m.attributes || !m.comms) {
+    m.n_metrics = sm_get_u32(&r);
+    if (!r.bad && m.n_metrics <= len)
+        m.metrics = malloc(sizeof *m.metrics * (m.n_metrics + 1u));
+    for (uint32_t i = 0; m.metrics && i < m.n_metrics && !r.bad; i++) {
+        uint32_t name = sm_map_id(m.strings, m.n_strings, sm_get_u32(&r), &bad);
+        uint32_t unit = sm_map_id(m.strings, m.n_strings, sm_get_u32(&r), &bad);
+        m.metrics[i] = sm_defset_metric_ids(d, name, unit);
+    }
+
+    if (r.bad || bad || !m.strings || !m.regions || !m.attributes || !m.comms || !m.metrics) {
         sm_id_maps_free(&m);
         return -1;
     }
@@ -489,6 +544,12 @@ sm_defset_t *sm_defset_from_process(void)
         const sm_comm_def_t *c = sm_comm_get(i);
         sm_defset_comm_ids(d, c->key, __atomic_load_n(&c->name, __ATOMIC_ACQUIRE), c->size,
                            c->members, c->parent);
+    }
+    n = sm_metric_count();
+    for (uint32_t i = 0; i < n; i++) {
+        sm_metric_def_t m;
+        if (sm_metric_get(i, &m) == 0)
+            sm_defset_metric_ids(d, m.name, m.unit);
     }
     return d;
 }

@@ -23,8 +23,8 @@ typedef struct sm_defset sm_defset_t;
 
 /* Ids of one process's definitions in the unified set. */
 typedef struct sm_id_maps {
-    uint32_t n_strings, n_regions, n_attributes, n_comms;
-    uint32_t *strings, *regions, *attributes, *comms;
+    uint32_t n_strings, n_regions, n_attributes, n_comms, n_metrics;
+    uint32_t *strings, *regions, *attributes, *comms, *metrics;
 } sm_id_maps_t;
 
 /* ---- a set ---- */
@@ -38,6 +38,16 @@ uint32_t sm_defset_attribute(sm_defset_t *d, const char *name, uint8_t type) SM_
 /* Same key: same id; the first definition with members and a name wins. */
 uint32_t sm_defset_comm(sm_defset_t *d, sm_comm_key_t key, const char *name, uint32_t size,
                         const uint32_t *members, uint32_t parent) SM_HIDDEN;
+
+/* Named metrics (name and unit as string ids of the set); same name, same
+ * id. */
+typedef struct sm_named_metric_def {
+    sm_string_id_t name;
+    sm_string_id_t unit;
+} sm_named_metric_def_t;
+uint32_t sm_defset_metric(sm_defset_t *d, const char *name, const char *unit) SM_HIDDEN;
+uint32_t sm_defset_metric_count(const sm_defset_t *d) SM_HIDDEN;
+const sm_named_metric_def_t *sm_defset_metric_get(const sm_defset_t *d, uint32_t id) SM_HIDDEN;
 
 uint32_t sm_defset_string_count(const sm_defset_t *d) SM_HIDDEN;
 uint32_t sm_defset_region_count(const sm_defset_t *d) SM_HIDDEN;

@@ -88,6 +88,21 @@ static char sm_short_letter(const sm_config_var_t *var)
 }
 
 /* "-o, --output DIR", "    --trace, --no-trace", "-v, --verbose[=N]" */
+/* Whether an ENUM variable offers this choice ("auto|yes|no"). */
+static bool sm_enum_has(const sm_config_var_t *var, const char *choice)
+{
+    size_t n = strlen(choice);
+    if (var->type != SM_CONFIG_TYPE_ENUM || !var->choices)
+        return false;
+    for (const char *p = var->choices; *p;) {
+        size_t k = strcspn(p, "|");
+        if (k == n && !strncmp(p, choice, n))
+            return true;
+        p += k + (p[k] == '|');
+    }
+    return false;
+}
+
 static void sm_option_label(const sm_config_var_t *var, char *buf, size_t len)
 {
     char letter = sm_short_letter(var);
@@ -98,6 +113,8 @@ static void sm_option_label(const sm_config_var_t *var, char *buf, size_t len)
         snprintf(buf, len, "%s--%s, --no-%s", lead, var->option, var->option);
     else if (var == sm_verbose_var)
         snprintf(buf, len, "%s--%s[=N]", lead, var->option);
+    else if (sm_enum_has(var, "yes") && sm_enum_has(var, "no"))
+        snprintf(buf, len, "%s--%s[=%s], --no-%s", lead, var->option, var->choices, var->option);
     else
         snprintf(buf, len, "%s--%s %s", lead, var->option, sm_metavar(var));
 }
@@ -190,21 +207,6 @@ static void sm_give(sm_options_t *opts, const sm_config_var_t *var, const char *
 }
 
 /* Returns the index of the program in argv. */
-/* Whether an ENUM variable offers this choice ("auto|yes|no"). */
-static bool sm_enum_has(const sm_config_var_t *var, const char *choice)
-{
-    size_t n = strlen(choice);
-    if (var->type != SM_CONFIG_TYPE_ENUM || !var->choices)
-        return false;
-    for (const char *p = var->choices; *p;) {
-        size_t k = strcspn(p, "|");
-        if (k == n && !strncmp(p, choice, n))
-            return true;
-        p += k + (p[k] == '|');
-    }
-    return false;
-}
-
 static int sm_parse_options(int argc, char **argv, sm_options_t *opts)
 {
     int i = 1;
@@ -648,6 +650,39 @@ static void sm_set_preload(const char *lib)
     free(value);
 }
 
+/* Kokkos loads the first library of KOKKOS_TOOLS_LIBS (3.7 and newer) or of
+ * KOKKOS_PROFILE_LIBRARY (before) itself, and only a program that uses Kokkos
+ * does: so ours is named for every program, which also covers a Kokkos
+ * linked statically or loaded by dlopen.  Both variables get the same list
+ * (newer Kokkos reads the first, older the second).  A tool the user named
+ * stays, after ours: our library loads it and forwards every callback. */
+static void sm_set_kokkos_tools(char *tried, size_t tlen)
+{
+    char lib[PATH_MAX];
+    if (sm_find_library("libsysmeasure-kokkos.so", lib, sizeof lib, tried, tlen) != 0) {
+        sm_info(1, "libsysmeasure-kokkos.so not found (looked for %s): Kokkos is not measured",
+                tried);
+        return;
+    }
+    const char *user = getenv("KOKKOS_TOOLS_LIBS");
+    if (!user || !*user)
+        user = getenv("KOKKOS_PROFILE_LIBRARY");
+    if (user && strstr(user, "libsysmeasure-kokkos")) {
+        sm_setenv("KOKKOS_TOOLS_LIBS", user); /* the user put ours in already */
+        sm_setenv("KOKKOS_PROFILE_LIBRARY", user);
+        return;
+    }
+    size_t n = strlen(lib) + (user ? strlen(user) + 1 : 0) + 1;
+    char *value = malloc(n);
+    if (!value)
+        sm_die(SM_EXIT_USAGE, "out of memory");
+    snprintf(value, n, "%s%s%s", lib, user && *user ? ";" : "", user && *user ? user : "");
+    sm_setenv("KOKKOS_TOOLS_LIBS", value);
+    sm_setenv("KOKKOS_PROFILE_LIBRARY", value);
+    sm_info(2, "KOKKOS_TOOLS_LIBS=KOKKOS_PROFILE_LIBRARY=%s", value);
+    free(value);
+}
+
 /* ------------------------------------------------------------------ main */
 
 int main(int argc, char **argv)
@@ -764,6 +799,8 @@ int main(int argc, char **argv)
     sm_set_preload(lib);
     if (mpi)
         sm_set_preload(mpilib);
+    if (cfg.kokkos)
+        sm_set_kokkos_tools(tried, sizeof tried);
 
     if (sm_log_verbosity() >= 1) {
         char cwd[PATH_MAX] = ".";

@@ -176,7 +176,7 @@ static void sm_print_text(void)
 #else
         {"OpenMP (OMPT) adapter", "no (configure found no omp-tools.h; see its closing table)"},
 #endif
-        {"Kokkos tool library", "not in this version"},
+        {"Kokkos tool library", "yes: libsysmeasure-kokkos.so (KokkosP)"},
         {"PAPI counters", "not in this version"},
         {"call-stack sampling", "not in this version"},
         {"CUDA/CUPTI adapter", "not in this version"},

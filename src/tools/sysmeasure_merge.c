@@ -167,7 +167,7 @@ int main(int argc, char **argv)
     uint64_t any_message = 0;
     for (uint32_t r = 0; r < n_ranks; r++) {
         processes[r].rank = r;
-        snprintf(processes[r].hostname, sizeof processes[r].hostname, "(no data)");
+        processes[r].hostname[0] = '\0'; /* a rank that left no data */
     }
     sm_run_info_t run;
     memset(&run, 0, sizeof run);
@@ -195,10 +195,13 @@ int main(int argc, char **argv)
             run.end_realtime_ns = f->end_realtime_ns;
     }
     run.program = files[0]->program;
+    run.argc = files[0]->argc;
+    run.argv = files[0]->argv;
     run.pid = (pid_t)files[0]->pid;
     snprintf(run.hostname, sizeof run.hostname, "%s", files[0]->hostname);
-    run.start_time = files[0]->start_ticks;
-    run.end_time = files[0]->end_ticks;
+    /* Ticks of another process mean nothing here: durations come from the
+     * wall-clock dates. */
+    run.start_time = run.end_time = 0;
 
     sm_job_t job = {
         .procs = sm_procs_single(),

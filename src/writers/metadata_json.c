@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "../core/buffer.h"
@@ -12,6 +13,8 @@
 #include "../core/config.h"
 #include "../core/definitions.h"
 #include "../core/location.h"
+#include "../core/metrics.h"
+#include "../util/bytes.h"
 #include "../util/json.h"
 #include "../util/log.h"
 
@@ -105,10 +108,84 @@ void sm_json_run_totals(sm_json_t *j, const sm_run_info_t *run)
     sm_json_field_uint(j, "unmatched_leaves", run->unmatched_leaves);
 }
 
+/* What the program declared about itself (Kokkos declare_metadata). */
+static void sm_meta_declared(sm_json_t *j)
+{
+    sm_json_key(j, "metadata");
+    sm_json_object_begin(j);
+    const char *key, *value;
+    for (uint32_t i = 0; sm_runtime_metadata_get(i, &key, &value) == 0; i++)
+        sm_json_field_string(j, key, value);
+    sm_json_object_end(j);
+}
+
+/* One process's named counter metrics (sm_metrics_serialize): the last
+ * sample and the largest (for a memory space's bytes in use, its
+ * high-water mark). */
+static void sm_meta_metrics_of(sm_json_t *j, uint32_t rank, const uint8_t *blob, uint64_t len)
+{
+    sm_rbuf_t r = {blob, blob + len, false};
+    uint32_t n = sm_get_u32(&r);
+    for (uint32_t i = 0; i < n && !r.bad; i++) {
+        char text[2][256];
+        for (int k = 0; k < 2; k++) {
+            uint32_t l = sm_get_u32(&r);
+            const uint8_t *s = sm_get_bytes(&r, l);
+            size_t keep = l < sizeof text[k] ? l : sizeof text[k] - 1;
+            if (s)
+                memcpy(text[k], s, keep);
+            text[k][s ? keep : 0] = '\0';
+        }
+        uint64_t last = sm_get_u64(&r), max = sm_get_u64(&r), samples = sm_get_u64(&r);
+        if (r.bad)
+            break;
+        sm_json_object_begin_inline(j);
+        sm_json_field_uint(j, "rank", rank);
+        sm_json_field_string(j, "name", text[0]);
+        sm_json_field_string(j, "unit", text[1]);
+        sm_json_field_uint(j, "last", last);
+        sm_json_field_uint(j, "max", max);
+        sm_json_field_uint(j, "samples", samples);
+        sm_json_object_end(j);
+    }
+}
+
+/* Every process's metrics, in rank order. */
+static void sm_meta_metrics(sm_json_t *j, const sm_job_t *job)
+{
+    sm_json_key(j, "metrics");
+    sm_json_array_begin(j);
+    if (job && job->metrics) {
+        uint32_t n = job->procs ? job->procs->size : 1;
+        const uint8_t **blobs = calloc(n, sizeof *blobs);
+        uint64_t *lens = calloc(n, sizeof *lens);
+        const uint8_t *p = job->metrics, *end = p + job->metrics_len, *blob;
+        uint32_t rank;
+        uint64_t len;
+        while (blobs && lens && (p = sm_tree_next(p, end, &rank, &blob, &len)) != NULL)
+            if (rank < n) {
+                blobs[rank] = blob;
+                lens[rank] = len;
+            }
+        for (uint32_t r = 0; blobs && lens && r < n; r++)
+            if (blobs[r])
+                sm_meta_metrics_of(j, r, blobs[r], lens[r]);
+        free(blobs);
+        free(lens);
+    } else {
+        uint64_t len = 0;
+        uint8_t *mine = sm_metrics_serialize(&len);
+        if (mine)
+            sm_meta_metrics_of(j, 0, mine, len);
+        free(mine);
+    }
+    sm_json_array_end(j);
+}
+
 /* The processes of the job: rank, pid, host. */
 static void sm_meta_processes(sm_json_t *j, const sm_run_info_t *run, const sm_job_t *job)
 {
-    uint32_t n = job && job->procs ? job->procs->size : 1;
+    uint32_t n = job && job->n_ranks ? job->n_ranks : job && job->procs ? job->procs->size : 1;
     sm_json_field_uint(j, "ranks", n);
     sm_json_key(j, "processes");
     sm_json_array_begin(j);
@@ -148,7 +225,7 @@ int sm_metadata_write_json(const sm_run_info_t *run, const sm_job_t *job)
     sm_json_field_uint(&j, "end_time_ns", run->end_realtime_ns);
     /* From the run's own clock: the wall clock may have been stepped. */
     uint64_t duration = 0;
-    if (run->end_time >= run->start_time)
+    if (run->end_time > run->start_time)
         duration = (uint64_t)((double)(run->end_time - run->start_time) * sm_clock_ns_per_tick() + 0.5);
     else if (run->end_realtime_ns >= run->start_realtime_ns)
         duration = run->end_realtime_ns - run->start_realtime_ns;
@@ -164,6 +241,9 @@ int sm_metadata_write_json(const sm_run_info_t *run, const sm_job_t *job)
     sm_meta_processes(&j, run, job);
     /* This process's (rank 0's) threads; the others' are in the archive. */
     sm_meta_locations(&j);
+    /* Rank 0's declared pairs (the ranks of a job declare alike). */
+    sm_meta_declared(&j);
+    sm_meta_metrics(&j, job);
 
     sm_json_run_totals(&j, run);
     sm_json_object_end(&j);

@@ -83,6 +83,10 @@ typedef struct sm_otf2_writer {
     uint64_t skipped_attrs;
     bool thread_events; /* a thread contingent is referenced */
     bool metric_events; /* transfer metrics are referenced */
+    /* The job's string id of a named metric's name -> its index among the
+     * job's named metrics (OTF2 metric SM_XFER_KIND_COUNT + index). */
+    uint32_t *named_metric;
+    uint32_t n_named_strings;
 
     /* First failure: an OTF2 code, or a reason of our own (NULL-handle calls). */
     OTF2_ErrorCode failed_code;
@@ -369,6 +373,18 @@ static OTF2_ErrorCode sm_otf2_message_record(sm_otf2_writer_t *w, const sm_recor
         return OTF2_EvtWriter_NonBlockingCollectiveComplete(
             e, NULL, t, (OTF2_CollectiveOp)rec->aux, comm, sm_otf2_root(pt),
             sm_otf2_word(rec, 1), sm_otf2_word(rec, 2), sm_otf2_word(rec, 3));
+    case SM_REC_METRIC_NAMED: {
+        const sm_id_maps_t *m = w->img->maps;
+        uint32_t name = rec->ref < m->n_strings ? m->strings[rec->ref] : SM_INVALID_ID;
+        if (name >= w->n_named_strings || w->named_metric[name] == SM_INVALID_ID)
+            return OTF2_SUCCESS;
+        OTF2_Type type = OTF2_TYPE_UINT64;
+        OTF2_MetricValue v;
+        v.unsigned_int = pt;
+        w->metric_events = true;
+        return OTF2_EvtWriter_Metric(e, NULL, t, SM_XFER_KIND_COUNT + w->named_metric[name], 1,
+                                     &type, &v);
+    }
     case SM_REC_METRIC: {
         if (rec->ref >= SM_XFER_KIND_COUNT)
             return OTF2_SUCCESS;
@@ -788,12 +804,12 @@ static uint32_t sm_otf2_comm_group(uint32_t comm)
  * indexes into it. */
 static uint32_t sm_otf2_thread_locations_group(const sm_otf2_writer_t *w)
 {
-    return 1 + w->n_comms;
+    return w->n_comms ? 1 + w->n_comms : 0; /* readers want dense group ids */
 }
 
 static uint32_t sm_otf2_thread_members_group(const sm_otf2_writer_t *w, uint32_t rank)
 {
-    return 2 + w->n_comms + rank;
+    return sm_otf2_thread_locations_group(w) + 1 + rank;
 }
 
 /* MPI: rank r is its process's first location; each communicator is a group
@@ -894,6 +910,31 @@ static bool sm_otf2_thread_contingents(sm_otf2_writer_t *w, OTF2_GlobalDefWriter
     free(all);
     free(index);
     return ok;
+}
+
+/* Named metrics (Kokkos memory spaces...): one member and class each,
+ * after the transfer metrics, in the order of the job's definitions. */
+static bool sm_otf2_named_metrics(sm_otf2_writer_t *w, OTF2_GlobalDefWriter *g)
+{
+    const sm_defset_t *d = w->job->defs;
+    uint32_t n = sm_defset_metric_count(d);
+    OTF2_StringRef s_desc;
+    if (n && !sm_otf2_extra_string(w, g, "a counter's value", &s_desc))
+        return false;
+    for (uint32_t i = 0; i < n; i++) {
+        const sm_named_metric_def_t *m = sm_defset_metric_get(d, i);
+        OTF2_MetricMemberRef ref = SM_XFER_KIND_COUNT + i;
+        OTF2_StringRef unit = m->unit != SM_INVALID_ID ? m->unit : s_desc;
+        if (!sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteMetricMember(
+                               g, ref, m->name, s_desc, OTF2_METRIC_TYPE_OTHER,
+                               OTF2_METRIC_ABSOLUTE_POINT, OTF2_TYPE_UINT64, OTF2_BASE_DECIMAL, 0,
+                               unit)) ||
+            !sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteMetricClass(g, ref, 1, &ref,
+                                                                 OTF2_METRIC_ASYNCHRONOUS,
+                                                                 OTF2_RECORDER_KIND_ABSTRACT)))
+            return false;
+    }
+    return true;
 }
 
 static bool sm_otf2_metrics(sm_otf2_writer_t *w, OTF2_GlobalDefWriter *g)
@@ -1114,7 +1155,9 @@ static bool sm_otf2_write_global_defs(sm_otf2_writer_t *w, OTF2_GlobalDefWriter 
         return false;
     if (threads && !sm_otf2_thread_contingents(w, g, procs))
         return false;
-    return !metrics || sm_otf2_metrics(w, g);
+    /* Named metrics are numbered after the transfer ones: both go in. */
+    bool named = sm_defset_metric_count(w->job->defs) > 0;
+    return (!(metrics || named) || sm_otf2_metrics(w, g)) && (!named || sm_otf2_named_metrics(w, g));
 }
 
 /* ---------------------------------------------------------------- the archive */
@@ -1338,6 +1381,14 @@ int sm_otf2_write_images(const sm_run_info_t *run, const sm_job_t *job, const sm
     w.n_ranks = job->n_ranks ? job->n_ranks : job->procs->size;
     w.n_comms = sm_defset_comm_count(job->defs);
     w.failed_code = OTF2_SUCCESS;
+    w.n_named_strings = sm_defset_string_count(job->defs);
+    w.named_metric = malloc(sizeof *w.named_metric * (w.n_named_strings + 1u));
+    for (uint32_t i = 0; w.named_metric && i < w.n_named_strings; i++)
+        w.named_metric[i] = SM_INVALID_ID;
+    for (uint32_t i = 0; w.named_metric && i < sm_defset_metric_count(job->defs); i++)
+        w.named_metric[sm_defset_metric_get(job->defs, i)->name] = i;
+    if (!w.named_metric)
+        w.n_named_strings = 0; /* out of memory: named metrics are left out */
 
     memset(&sm_otf2_reported, 0, sizeof sm_otf2_reported);
     sm_otf2_reported.code = OTF2_SUCCESS;
@@ -1350,6 +1401,7 @@ int sm_otf2_write_images(const sm_run_info_t *run, const sm_job_t *job, const sm
     if (w.attrs)
         OTF2_AttributeList_Delete(w.attrs);
     free(w.loc.creation_path);
+    free(w.named_metric);
     OTF2_Error_RegisterCallback(previous, NULL);
 
     if (!ok)

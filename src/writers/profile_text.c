@@ -621,11 +621,13 @@ static uint32_t sm_text_hosts(const sm_job_t *job, uint32_t n)
     const char **names = malloc(n * sizeof *names);
     if (!names)
         return 0;
+    uint32_t m = 0;
     for (uint32_t i = 0; i < n; i++)
-        names[i] = job->processes[i].hostname;
-    qsort(names, n, sizeof *names, sm_text_compare_str);
-    uint32_t hosts = 1;
-    for (uint32_t i = 1; i < n; i++)
+        if (job->processes[i].hostname[0]) /* "": a rank that left no data */
+            names[m++] = job->processes[i].hostname;
+    qsort(names, m, sizeof *names, sm_text_compare_str);
+    uint32_t hosts = m > 0;
+    for (uint32_t i = 1; i < m; i++)
         hosts += strcmp(names[i], names[i - 1]) != 0;
     free(names);
     return hosts;

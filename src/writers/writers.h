@@ -35,6 +35,10 @@ typedef struct sm_job {
      * column = receiver (world ranks), n x n each; NULL without messages. */
     const uint64_t *matrix_messages;
     const uint64_t *matrix_bytes;
+    /* Rank 0 only: every process's named metrics (sm_metrics_serialize),
+     * gathered as sm_tree_gather gives them; NULL: this process's alone. */
+    const void *metrics;
+    uint64_t metrics_len;
 } sm_job_t;
 
 /* traces.otf2, traces.def, traces/ : one archive, one event file per location.

@@ -42,7 +42,7 @@ def merged(out, what, n=4):
 # ---- MPI_Abort on rank 1: the job ends with its code; the data is merged.
 # Open MPI sends SIGKILL 1 s after SIGTERM; on this oversubscribed machine
 # the ranks get more time to write their files (as the manual advises).
-GRACE = {"OMPI_MCA_odls_base_sigkill_timeout": "20"}
+GRACE = {"OMPI_MCA_odls_base_sigkill_timeout": "5"}
 out, proc = mpi_measure(4, [PROG, "abort"], "abort", expect_rc=None, env=GRACE)
 check(proc.returncode != 0, "an aborted job fails: %d" % proc.returncode)
 check("sysmeasure-merge " + out in proc.stderr, "rank 0 says how to merge: %s" % proc.stderr[-500:])
@@ -78,7 +78,7 @@ except subprocess.TimeoutExpired:
 merged(out, "killed")
 
 # ---- no MPI_Finalize at all
-out, proc = mpi_measure(4, [PROG, "nofinalize"], "nofinalize", expect_rc=None)
+out, proc = mpi_measure(4, [PROG, "nofinalize"], "nofinalize", expect_rc=None, env=GRACE)
 merged(out, "nofinalize")
 
 # ---- MPI_Finalize from an atexit handler: the normal, collective output

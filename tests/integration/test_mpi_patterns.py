@@ -7,7 +7,7 @@ import math
 import os
 import sys
 
-from smtest import (Trace, check, check_messages, comm_world_ranks, check_trace_consistent, collective_counts,
+from smtest import (Trace, check, check_messages, comm_world_ranks, location_rank, workdir, check_trace_consistent, collective_counts,
                     finish, load_json, mpi_measure, program, region_visits_by_rank)
 
 if os.environ.get("SM_HAVE_MPI", "yes") != "yes":
@@ -110,6 +110,26 @@ if check(len(cp) == 1, "the imbalanced region in the profile"):
     check([p["visits"] for p in per_rank] == [1, 1, 1, 1], "one visit per rank")
 text = open(os.path.join(out, "profile.txt")).read()
 check("ACROSS RANKS" in text and "MPI FUNCTIONS" in text, "profile.txt has the rank and MPI sections")
+
+# ---- MPI-IO and one-sided bytes: counter metrics in the trace, bytes in the profile
+out, proc = mpi_measure(4, [PROG, "io_rma", workdir("io")], "mpi-io_rma")
+trace = Trace(out)
+check_trace_consistent(trace)
+import otf2
+last = {}
+for loc, e in trace.of_type(otf2.events.Metric):
+    name = e.metric.members[0].name
+    last[(location_rank(loc), name)] = e.values[0]
+for r in range(4):
+    check(last.get((r, "MPI-IO bytes written")) == 4096, "rank %d wrote 4096 bytes: %s" % (r, last))
+    check(last.get((r, "MPI-IO bytes read")) == 4096, "rank %d read 4096 bytes" % r)
+    check(last.get((r, "RMA bytes put")) == 64, "rank %d put 64 bytes" % r)
+    check(last.get((r, "RMA bytes got")) == 32, "rank %d got 32 bytes" % r)
+profile = load_json(out, "profile.json")
+mpi = {m["function"]: m for m in profile.get("mpi", [])}
+check(mpi.get("MPI_File_write_at", {}).get("bytes_sent") == 4 * 4096, "write_at bytes in the MPI section: %s"
+      % mpi.get("MPI_File_write_at"))
+check(mpi.get("MPI_Put", {}).get("bytes_sent") == 4 * 64, "put bytes in the MPI section")
 
 # ---- MPI_THREAD_MULTIPLE: two threads per rank exchange messages at once
 out, trace = job("threads")

@@ -6,6 +6,9 @@
  *   persistent   Send_init/Recv_init started 5 times with Startall
  *   comms        Comm_split (even/odd) and Comm_dup, traffic on each
  *   imbalance    user region "imbalanced": rank r sleeps (r+1)*20 ms, then a barrier
+ *   io_rma       MPI-IO: each rank writes 4096 bytes at its offset and reads them
+ *                back; one-sided: each puts 8 doubles into its right neighbour's
+ *                window and gets 4 back (fences around)
  *   threads      MPI_THREAD_MULTIPLE: 2 threads per rank exchange messages at once
  *   abort        some messages, then rank 1 calls MPI_Abort(3)
  *   hang         some messages, then waits forever (to be killed)
@@ -227,6 +230,33 @@ static void imbalance(void)
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
+static void io_rma(const char *dir)
+{
+    char path[4096], buf[4096];
+    snprintf(path, sizeof path, "%s/mpi-io.dat", dir);
+    MPI_File f;
+    memset(buf, 'a' + rank, sizeof buf);
+    MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &f);
+    MPI_File_write_at(f, (MPI_Offset)rank * 4096, buf, 4096, MPI_CHAR, MPI_STATUS_IGNORE);
+    MPI_File_sync(f);
+    MPI_Barrier(MPI_COMM_WORLD);
+    memset(buf, 0, sizeof buf);
+    MPI_File_read_at(f, (MPI_Offset)rank * 4096, buf, 4096, MPI_CHAR, MPI_STATUS_IGNORE);
+    EXPECT(buf[0] == 'a' + rank && buf[4095] == 'a' + rank);
+    MPI_File_close(&f);
+
+    double win_mem[8] = {0}, mine[8] = {1, 2, 3, 4, 5, 6, 7, 8}, got[4];
+    MPI_Win win;
+    MPI_Win_create(win_mem, sizeof win_mem, sizeof(double), MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+    MPI_Win_fence(0, win);
+    MPI_Put(mine, 8, MPI_DOUBLE, (rank + 1) % size, 0, 8, MPI_DOUBLE, win);
+    MPI_Win_fence(0, win);
+    MPI_Get(got, 4, MPI_DOUBLE, (rank + 1) % size, 0, 4, MPI_DOUBLE, win);
+    MPI_Win_fence(0, win);
+    EXPECT(got[3] == 4 && win_mem[7] == 8);
+    MPI_Win_free(&win);
+}
+
 static void *thread_exchange(void *arg)
 {
     int t = (int)(intptr_t)arg, peer = rank ^ 1, v = rank * 10 + t, in = -1;
@@ -283,6 +313,8 @@ int main(int argc, char **argv)
         imbalance();
     else if (!strcmp(mode, "threads"))
         threads();
+    else if (!strcmp(mode, "io_rma"))
+        io_rma(argc > 2 ? argv[2] : ".");
     else if (!strcmp(mode, "abort") || !strcmp(mode, "hang") || !strcmp(mode, "nofinalize")) {
         ring();
         MPI_Barrier(MPI_COMM_WORLD);

@@ -1,0 +1,96 @@
+/* The table behind metrics.h: fixed, small (adapters define a handful of
+ * metrics: one per memory space), entries never move, so samples need no
+ * lock. */
+#include "metrics.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "../util/bytes.h"
+
+#define SM_METRICS_MAX 256
+
+static sm_metric_def_t sm_metrics[SM_METRICS_MAX];
+static uint32_t sm_metrics_n; /* published with release order */
+static pthread_mutex_t sm_metrics_lock = PTHREAD_MUTEX_INITIALIZER;
+
+sm_metric_id_t sm_metric_define(const char *name, const char *unit)
+{
+    if (!name || !name[0])
+        return SM_INVALID_ID;
+    sm_string_id_t s_name = sm_string_intern(name);
+    sm_string_id_t s_unit = sm_string_intern(unit && unit[0] ? unit : "1");
+    if (s_name == SM_INVALID_ID || s_unit == SM_INVALID_ID)
+        return SM_INVALID_ID;
+    pthread_mutex_lock(&sm_metrics_lock);
+    uint32_t n = sm_metrics_n, id = SM_INVALID_ID;
+    for (uint32_t i = 0; i < n && id == SM_INVALID_ID; i++)
+        if (sm_metrics[i].name == s_name)
+            id = i;
+    if (id == SM_INVALID_ID && n < SM_METRICS_MAX) {
+        memset(&sm_metrics[n], 0, sizeof sm_metrics[n]);
+        sm_metrics[n].name = s_name;
+        sm_metrics[n].unit = s_unit;
+        id = n;
+        __atomic_store_n(&sm_metrics_n, n + 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&sm_metrics_lock);
+    return id;
+}
+
+void sm_metric_sample(sm_metric_id_t id, uint64_t value)
+{
+    if (id >= __atomic_load_n(&sm_metrics_n, __ATOMIC_ACQUIRE))
+        return;
+    sm_metric_def_t *m = &sm_metrics[id];
+    __atomic_store_n(&m->last, value, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&m->samples, 1, __ATOMIC_RELAXED);
+    uint64_t max = __atomic_load_n(&m->max, __ATOMIC_RELAXED);
+    while (value > max &&
+           !__atomic_compare_exchange_n(&m->max, &max, value, true, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED)) {
+    }
+}
+
+uint32_t sm_metric_count(void)
+{
+    return __atomic_load_n(&sm_metrics_n, __ATOMIC_ACQUIRE);
+}
+
+int sm_metric_get(sm_metric_id_t id, sm_metric_def_t *out)
+{
+    if (id >= sm_metric_count())
+        return -1;
+    const sm_metric_def_t *m = &sm_metrics[id];
+    out->name = m->name;
+    out->unit = m->unit;
+    out->last = __atomic_load_n(&m->last, __ATOMIC_RELAXED);
+    out->max = __atomic_load_n(&m->max, __ATOMIC_RELAXED);
+    out->samples = __atomic_load_n(&m->samples, __ATOMIC_RELAXED);
+    return 0;
+}
+
+static void sm_metrics_put_string(sm_wbuf_t *w, const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    sm_put_u32(w, (uint32_t)n);
+    sm_put_bytes(w, s, n);
+}
+
+void *sm_metrics_serialize(uint64_t *len)
+{
+    sm_wbuf_t w = {0};
+    uint32_t n = sm_metric_count();
+    sm_put_u32(&w, n);
+    for (uint32_t id = 0; id < n; id++) {
+        sm_metric_def_t m;
+        sm_metric_get(id, &m);
+        sm_metrics_put_string(&w, sm_string_get(m.name));
+        sm_metrics_put_string(&w, sm_string_get(m.unit));
+        sm_put_u64(&w, m.last);
+        sm_put_u64(&w, m.max);
+        sm_put_u64(&w, m.samples);
+    }
+    return sm_wbuf_finish(&w, len);
+}

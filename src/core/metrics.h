@@ -1,0 +1,36 @@
+/* Named counter metrics of the process (for example the bytes a Kokkos memory
+ * space holds): a name and a unit, defined once, and the value's last and
+ * largest sample, for metadata.json.  The samples themselves go into the
+ * trace of the thread that takes them (SM_REC_METRIC_NAMED). */
+#ifndef SM_METRICS_H
+#define SM_METRICS_H
+
+#include <stdint.h>
+#include "compiler.h"
+#include "definitions.h"
+
+typedef uint32_t sm_metric_id_t;
+
+typedef struct sm_metric_def {
+    sm_string_id_t name;
+    sm_string_id_t unit;
+    uint64_t last;    /* the latest sample */
+    uint64_t max;     /* the largest sample: a high-water mark */
+    uint64_t samples;
+} sm_metric_def_t;
+
+/* Same name gives the same id (the first unit stays).  SM_INVALID_ID when
+ * the table is full or the core is not up. */
+sm_metric_id_t sm_metric_define(const char *name, const char *unit) SM_HIDDEN;
+/* A sample, from any thread (lock-free). */
+void sm_metric_sample(sm_metric_id_t id, uint64_t value) SM_HIDDEN;
+uint32_t sm_metric_count(void) SM_HIDDEN;
+/* A snapshot of one metric; 0, or -1 for an unknown id. */
+int sm_metric_get(sm_metric_id_t id, sm_metric_def_t *out) SM_HIDDEN;
+
+/* This process's metrics as bytes, for rank 0 to gather (malloc'd; NULL
+ * when out of memory): per metric its name and unit (u32 length, bytes),
+ * last, max, samples (u64). */
+void *sm_metrics_serialize(uint64_t *len) SM_HIDDEN;
+
+#endif

@@ -1,0 +1,223 @@
+"""The Kokkos tool library with real Kokkos programs: loaded by Kokkos alone
+(KOKKOS_PROFILE_LIBRARY, no launcher), under the launcher (which names it
+itself), behind --no-kokkos, in front of a second KokkosP tool, and under
+mpirun -np 2 sysmeasure.  Checks names, counts, nesting, paradigm and roles in
+the archive, deep-copy bytes in profile.json, the memory space's metric and
+high-water mark and the declared metadata in metadata.json."""
+import glob
+import os
+import subprocess
+import sys
+
+import otf2
+
+from smtest import (BUILD, Trace, callpath, check, check_trace_consistent, clean_env, finish,
+                    load_json, location_rank, measure, mpi_measure, program, region_visits_by_rank,
+                    workdir)
+
+try:
+    PROG = program("kokkos-patterns")
+except FileNotFoundError:
+    print("built without Kokkos (apt-get install libtrilinos-kokkos-dev)")
+    sys.exit(77)
+
+LIB = os.path.join(BUILD, ".libs", "libsysmeasure-kokkos.so")
+PROBE = os.path.join(BUILD, "tests", "programs", ".libs", "libkp-probe.so")
+MIB = 1 << 20
+# The caller's Kokkos tool settings would change what these runs load.
+for var in ("KOKKOS_TOOLS_LIBS", "KOKKOS_PROFILE_LIBRARY"):
+    os.environ.pop(var, None)
+
+COPY_B = "deep_copy view_b <- view_a (Host <- Host)"
+COPY_H = "deep_copy view_a_mirror <- view_a (Host <- Host)"
+# region: (visits, call path above it, OTF2 role)
+EXPECTED = {
+    "phase_a": (1, ("user_outer",), otf2.RegionRole.CODE),
+    "phase_a_inner": (1, ("user_outer", "phase_a"), otf2.RegionRole.CODE),
+    "pf_label": (3, ("user_outer", "phase_a", "phase_a_inner"), otf2.RegionRole.LOOP),
+    "pr_label": (2, ("user_outer", "phase_a", "phase_a_inner"), otf2.RegionRole.LOOP),
+    "ps_label": (1, ("user_outer", "phase_a", "phase_a_inner"), otf2.RegionRole.LOOP),
+    COPY_B: (1, ("user_outer", "phase_a"), otf2.RegionRole.FUNCTION),
+    COPY_H: (1, ("user_outer", "phase_a"), otf2.RegionRole.FUNCTION),
+    "test_fence": (1, ("user_outer", "phase_a"), otf2.RegionRole.BARRIER),
+    "section_s": (1, ("user_outer",), otf2.RegionRole.CODE),
+    "in_section": (1, ("user_outer", "section_s"), otf2.RegionRole.LOOP),
+    "marker": (1, ("user_outer",), otf2.RegionRole.ARTIFICIAL),
+}
+
+
+def enter_paths(trace):
+    """{region name: {call path above each of its enters}}, all locations."""
+    paths = {}
+    for loc, events in trace.events.items():
+        stack = []
+        for e in events:
+            if isinstance(e, otf2.events.Enter):
+                paths.setdefault(e.region.name, set()).add(tuple(stack))
+                stack.append(e.region.name)
+            elif isinstance(e, otf2.events.Leave) and stack:
+                stack.pop()
+    return paths
+
+
+def check_patterns(out, what, kokkos=True):
+    """The output of one run of kokkos-patterns."""
+    trace = Trace(out)
+    visits = check_trace_consistent(trace)
+    check(visits.get("user_outer") == 1, "%s: user_outer once: %s" % (what, visits.get("user_outer")))
+    if not kokkos:
+        check("pf_label" not in visits, "%s: no Kokkos regions: %s" % (what, sorted(visits)))
+        return trace
+    paths = enter_paths(trace)
+    regions = {r.name: r for r in trace.definitions.regions}
+    for name, (count, parents, role) in EXPECTED.items():
+        check(visits.get(name) == count, "%s: %s entered %d times: %s" % (what, name, count, visits.get(name)))
+        check(paths.get(name) == {parents}, "%s: %s inside %s: %s" % (what, name, parents, paths.get(name)))
+        r = regions.get(name)
+        if check(r is not None, "%s: region %s defined" % (what, name)):
+            check(r.paradigm == otf2.Paradigm.KOKKOS, "%s: %s is a Kokkos region: %s" % (what, name, r.paradigm))
+            check(r.region_role == role, "%s: %s has role %s: %s" % (what, name, role, r.region_role))
+    check(regions["user_outer"].paradigm == otf2.Paradigm.USER, "%s: user_outer is a user region" % what)
+    init = [n for n in visits if n.startswith("Kokkos::View::initialization [view_")]
+    check(len(init) == 3, "%s: 3 view initialization kernels: %s" % (what, init))
+
+    profile = load_json(out, "profile.json")
+    for name in (COPY_B, COPY_H):
+        cp = callpath(profile, "user_outer", "phase_a", name)
+        if check(cp is not None, "%s: %s in profile.json" % (what, name)):
+            t = cp["per_thread"][0]
+            check(t["bytes_sent"] == MIB and t["bytes_received"] == MIB,
+                  "%s: %s moved 1 MiB: %s" % (what, name, (t["bytes_sent"], t["bytes_received"])))
+    cp = callpath(profile, "user_outer", "phase_a", "phase_a_inner", "pf_label")
+    check(cp is not None and cp["per_thread"][0]["visits"] == 3, "%s: pf_label 3 visits in profile.json" % what)
+    check(cp is not None and cp["paradigm"] == "kokkos", "%s: paradigm kokkos in profile.json" % what)
+
+    meta = load_json(out, "metadata.json")
+    declared = meta.get("metadata", {})
+    check(declared.get("test_key") == "test value", "%s: declared metadata: %s" % (what, declared.get("test_key")))
+    check("Kokkos Version" in declared, "%s: Kokkos' own metadata: %s" % (what, sorted(declared)[:5]))
+    metrics = {m["name"]: m for m in meta.get("metrics", []) if m["rank"] == 0}
+    host = metrics.get("Kokkos Host bytes in use")
+    if check(host is not None, "%s: Host space metric: %s" % (what, metrics)):
+        check(host["unit"] == "bytes", "%s: in bytes" % what)
+        # view_a, view_b and view_a_mirror at once, plus Kokkos' own scratch
+        check(3 * MIB <= host["max"] < 3 * MIB + MIB // 4, "%s: high-water mark ~3 MiB: %d" % (what, host["max"]))
+        check(host["last"] < MIB // 4, "%s: views freed at the end: %d" % (what, host["last"]))
+        check(host["samples"] >= 6, "%s: an allocation and a free per view: %d" % (what, host["samples"]))
+        # The same samples as counter events in the archive.
+        values = [e.values[0] for _, e in trace.of_type(otf2.events.Metric)
+                  if e.metric.members[0].name == "Kokkos Host bytes in use"]
+        check(values and max(values) == host["max"] and values[-1] == host["last"],
+              "%s: metric events agree with metadata.json: %s" % (what, values))
+    return trace
+
+
+def run_alone(out=None, env=None, cwd=None):
+    """kokkos-patterns with only KOKKOS_PROFILE_LIBRARY: Kokkos loads us."""
+    e = {"KOKKOS_PROFILE_LIBRARY": LIB}
+    if out:
+        e["SYSMEASURE_OUTPUT"] = out
+    e.update(env or {})
+    return subprocess.run([PROG], env=clean_env(e), cwd=cwd, timeout=120,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+# ---- Kokkos alone loads the library; the core comes up by itself
+alone = os.path.join(workdir("kokkos-alone"), "out")
+proc = run_alone(alone)
+check(proc.returncode == 0, "alone: exit 0: %d %s" % (proc.returncode, proc.stderr))
+check(proc.stdout.startswith("total "), "alone: the program's output is its own: %r" % proc.stdout)
+check(proc.stderr.count("sysmeasure:") == 1 and alone in proc.stderr,
+      "alone: one closing line naming the folder: %s" % proc.stderr)
+check_patterns(alone, "alone")
+
+# ... into the default folder, named as under the launcher
+cwd = workdir("kokkos-default")
+proc = run_alone(cwd=cwd)
+folders = glob.glob(os.path.join(cwd, "sysmeasure-kokkos-patterns-*"))
+check(proc.returncode == 0 and len(folders) == 1, "alone: one default folder: %s %s" % (folders, proc.stderr))
+
+# ... and not at all when SYSMEASURE_ENABLE=no says so
+cwd = workdir("kokkos-disabled")
+proc = run_alone(cwd=cwd, env={"SYSMEASURE_ENABLE": "no"})
+check(proc.returncode == 0 and proc.stdout.startswith("total ") and not os.listdir(cwd)
+      and "sysmeasure" not in proc.stderr,
+      "SYSMEASURE_ENABLE=no: the program runs unmeasured: %s %s" % (os.listdir(cwd), proc.stderr))
+
+# ---- under the launcher, which names the library itself
+launched, proc = measure([PROG], "kokkos-launcher")
+check_patterns(launched, "launcher")
+check(sorted(os.listdir(launched)) == sorted(os.listdir(alone)),
+      "the same files with and without the launcher: %s / %s" % (os.listdir(launched), os.listdir(alone)))
+
+# ... not with --no-kokkos
+out, proc = measure([PROG], "kokkos-off", launcher_args=["--no-kokkos"])
+check_patterns(out, "--no-kokkos", kokkos=False)
+
+# ---- in front of a second tool (the user's), which sees every callback
+probe_out = os.path.join(workdir("kokkos-chain"), "probe.txt")
+chained, proc = measure([PROG], "kokkos-chain",
+                        env={"KOKKOS_PROFILE_LIBRARY": PROBE, "KP_PROBE_OUT": probe_out})
+trace = check_patterns(chained, "chained")
+counts = {}
+if check(os.path.exists(probe_out), "the second tool ran to its finalize: %s" % proc.stderr):
+    for line in open(probe_out):
+        k, v = line.split()
+        counts[k] = int(v)
+kernels = sum(1 for _, e in trace.of_type(otf2.events.Enter)
+              if e.region.paradigm == otf2.Paradigm.KOKKOS and e.region.region_role == otf2.RegionRole.LOOP)
+got = counts.get("begin_for", 0) + counts.get("begin_reduce", 0) + counts.get("begin_scan", 0)
+check(got == kernels, "the second tool saw every kernel: %d of %d" % (got, kernels))
+for b, e in (("begin_for", "end_for"), ("begin_reduce", "end_reduce"), ("begin_scan", "end_scan"),
+             ("push", "pop"), ("begin_copy", "end_copy"), ("begin_fence", "end_fence")):
+    check(counts.get(b, -1) == counts.get(e, -2), "second tool: %s == %s: %s" % (b, e, counts))
+check(counts.get("load_seq") == 1 and counts.get("init") == 1 and counts.get("finalize") == 1,
+      "second tool loaded behind ours (load sequence 1): %s" % counts)
+check(counts.get("bad_id") == 0, "second tool got its own kernel and section ids back: %s" % counts)
+check(counts.get("push") == 2 and counts.get("begin_copy") == 2 and counts.get("begin_fence", 0) >= 1,
+      "second tool: regions, deep copies, fence: %s" % counts)
+check(counts.get("create_section") == 1 and counts.get("start_section") == 1 and counts.get("event") == 1,
+      "second tool: section and event: %s" % counts)
+# (Kokkos frees its scratch memory after the tools' finalize)
+check(counts.get("alloc", 0) >= 3 and counts.get("dealloc", 0) >= 3 and counts.get("metadata", 0) >= 2, "second tool: allocations, metadata: %s" % counts)
+meta = load_json(chained, "metadata.json")
+check(meta["metadata"].get("kokkosp.next_tool") == PROBE, "metadata names the second tool")
+
+# ---- Kokkos + MPI under mpirun -np 2 sysmeasure: one archive, one summary
+if os.environ.get("SM_HAVE_MPI", "yes") == "yes":
+    mpi_prog = program("kokkos-mpi")
+    out, proc = mpi_measure(2, [mpi_prog], "kokkos-mpi")
+    trace = Trace(out)
+    check_trace_consistent(trace)
+    groups = {l.group.name for l in trace.locations if l.group.name.startswith("MPI Rank")}
+    check(len(groups) == 2, "kokkos-mpi: one archive with both ranks: %s" % groups)
+    check(proc.stderr.count("sysmeasure:") <= 1, "kokkos-mpi: one closing line: %s" % proc.stderr)
+    visits = region_visits_by_rank(trace)
+    check(visits.get("mpi_kernel") == {0: 1, 1: 2}, "rank r runs r+1 kernels: %s" % visits.get("mpi_kernel"))
+    check(visits.get("rank_work") == {0: 1, 1: 1}, "rank_work once per rank: %s" % visits.get("rank_work"))
+    nested = {}
+    for loc, events in trace.events.items():
+        stack = []
+        for e in events:
+            if isinstance(e, otf2.events.Enter):
+                if e.region.name == "MPI_Allreduce":
+                    nested[location_rank(loc)] = tuple(stack)
+                stack.append(e.region.name)
+            elif isinstance(e, otf2.events.Leave) and stack:
+                stack.pop()
+    check(nested == {0: ("rank_work",), 1: ("rank_work",)},
+          "MPI_Allreduce inside the Kokkos region on each rank: %s" % nested)
+    profile = load_json(out, "profile.json")
+    cp = callpath(profile, "rank_work", "mpi_kernel")
+    if check(cp is not None, "kokkos-mpi: rank_work > mpi_kernel in profile.json"):
+        check([r["visits"] for r in cp["per_rank"]] == [1, 2], "per-rank visits: %s" % cp["per_rank"])
+    check(callpath(profile, "rank_work", "MPI_Allreduce") is not None, "rank_work > MPI_Allreduce in profile.json")
+    meta = load_json(out, "metadata.json")
+    check(meta["ranks"] == 2, "kokkos-mpi: metadata of 2 ranks")
+    check("Kokkos Version" in meta.get("metadata", {}), "kokkos-mpi: Kokkos metadata")
+    # rank r's view: 8 KiB * (r + 1), plus Kokkos' scratch
+    hwm = {m["rank"]: m["max"] for m in meta.get("metrics", []) if m["name"] == "Kokkos Host bytes in use"}
+    check(sorted(hwm) == [0, 1] and all(8192 * (r + 1) <= hwm[r] < 8192 * (r + 1) + MIB // 4 for r in hwm),
+          "kokkos-mpi: each rank's high-water mark in metadata.json: %s" % hwm)
+
+finish()
