@@ -17,6 +17,7 @@
 #ifdef SM_HAVE_OMPT
 #include SM_OMP_TOOLS_H
 
+#include <errno.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -221,9 +222,11 @@ static sm_ompt_site_t *sm_site_make_locked(sm_site_kind_t kind, const void *code
 static SM_NOINLINE sm_ompt_site_t *sm_site_slow(sm_site_kind_t kind, const void *codeptr,
                                                 const sm_ompt_site_t *parent)
 {
+    int saved_errno = errno; /* naming reads files: the program's errno stays */
     pthread_mutex_lock(&sm_sites_lock);
     sm_ompt_site_t *s = sm_site_make_locked(kind, codeptr, parent);
     pthread_mutex_unlock(&sm_sites_lock);
+    errno = saved_errno;
     return s;
 }
 
@@ -347,6 +350,7 @@ static sm_attribute_id_t sm_attr_requested = SM_INVALID_ID, sm_attr_team = SM_IN
 
 static SM_COLD sm_ompt_thread_t *sm_ompt_thread_new(void)
 {
+    int saved_errno = errno;
     sm_ompt_thread_t *th = calloc(1, sizeof *th);
     if (!th)
         th = &sm_ompt_nomem;
@@ -358,6 +362,7 @@ static SM_COLD sm_ompt_thread_t *sm_ompt_thread_new(void)
         pthread_mutex_unlock(&sm_ompt_threads_lock);
     }
     sm_ompt_me = th;
+    errno = saved_errno;
     return th;
 }
 
@@ -839,6 +844,7 @@ static void sm_ompt_finalize(ompt_data_t *tool_data)
 ompt_start_tool_result_t *ompt_start_tool(unsigned int omp_version, const char *runtime_version)
 {
     (void)omp_version;
+    int saved_errno = errno;
     /* The OpenMP runtime may start before our constructor ran. */
     if (!sm_runtime_active) {
         const char *enable = getenv(SM_ENV_PREFIX "ENABLE");
@@ -846,9 +852,12 @@ ompt_start_tool_result_t *ompt_start_tool(unsigned int omp_version, const char *
         if (enable && sm_config_parse_bool(enable, &on) == 0 && on)
             sm_runtime_init();
     }
-    if (!sm_runtime_active)
+    if (!sm_runtime_active) {
+        errno = saved_errno;
         return NULL; /* not measured: no tool, the runtime looks further */
+    }
     sm_info(1, "OpenMP: measuring through OMPT (%s)", runtime_version ? runtime_version : "?");
+    errno = saved_errno;
     static ompt_start_tool_result_t result = {sm_ompt_initialize, sm_ompt_finalize, {0}};
     return &result;
 }
