@@ -246,6 +246,12 @@ int sm_metadata_write_json(const sm_run_info_t *run, const sm_job_t *job)
     sm_meta_metrics(&j, job);
 
     sm_json_run_totals(&j, run);
+    /* What an adapter could not see of the program (see sm_runtime_add_note). */
+    sm_json_key(&j, "notes");
+    sm_json_array_begin(&j);
+    for (uint32_t i = 0; i < run->n_notes; i++)
+        sm_json_string(&j, run->notes[i]);
+    sm_json_array_end(&j);
     sm_json_object_end(&j);
     return sm_json_close(&j);
 }

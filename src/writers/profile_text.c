@@ -658,6 +658,8 @@ static void sm_text_header(const sm_text_t *x)
     sm_out_printf(o, "time source : %s (1 tick = %.6g ns%s)\n",
                   run->clock_source ? run->clock_source : "unknown", s->ns_per_tick,
                   x->multi ? " on rank 0" : "");
+    for (uint32_t i = 0; i < run->n_notes; i++)
+        sm_out_printf(o, "note        : %s\n", run->notes[i]);
     sm_out_printf(o, "\n");
     if (s->n_members) {
         sm_out_printf(o, "threads (|N>>> in the labels):\n");
