@@ -10,6 +10,7 @@
  * and gets every callback too (Kokkos itself loads only the first). */
 #define _GNU_SOURCE
 #include "kokkos_tool.h"
+#include "util/log.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -33,26 +34,6 @@ static int sm_kp_on;
 /* A kernel or fence id that names no region (the core did not define one). */
 #define SM_KP_NO_REGION UINT64_MAX
 
-static void sm_kp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void sm_kp_warn(const char *fmt, ...)
-{
-    int saved_errno = errno;
-    char line[1024] = "sysmeasure: ";
-    size_t p = strlen(line);
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line + p, sizeof line - p - 1, fmt, ap);
-    va_end(ap);
-    if (n >= 0) {
-        p += (size_t)n < sizeof line - p - 1 ? (size_t)n : sizeof line - p - 2;
-        line[p++] = '\n';
-        if (write(STDERR_FILENO, line, p) < 0) {
-            /* nowhere else to say it */
-        }
-    }
-    errno = saved_errno;
-}
 
 /* ---------------------------------------------------------------- the next tool */
 
@@ -129,14 +110,14 @@ static void sm_kp_load_next(int load_seq)
     sm_kp_next_path[len] = '\0';
     void *h = dlopen(sm_kp_next_path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
-        sm_kp_warn("cannot load the next Kokkos tool %s: %s", sm_kp_next_path, dlerror());
+        sm_warning("cannot load the next Kokkos tool %s: %s", sm_kp_next_path, dlerror());
         return;
     }
     /* The same library again would call itself forever. */
     void *self = dlsym(h, "kokkosp_init_library");
     void *mine = (void *)kokkosp_init_library;
     if (self == mine) {
-        sm_kp_warn("the Kokkos tool list names libsysmeasure-kokkos.so twice; the second is "
+        sm_warning("the Kokkos tool list names libsysmeasure-kokkos.so twice; the second is "
                    "ignored");
         return;
     }
@@ -362,7 +343,7 @@ void kokkosp_init_library(const int load_seq, const uint64_t interface_version,
             __atomic_store_n(&sm_kp_on, 1, __ATOMIC_RELEASE);
         }
     } else {
-        sm_kp_warn("libsysmeasure-kokkos.so does not match this libsysmeasure.so; Kokkos is "
+        sm_warning("libsysmeasure-kokkos.so does not match this libsysmeasure.so; Kokkos is "
                    "not measured");
     }
     sm_kp_load_next(load_seq);

@@ -7,6 +7,7 @@
  * MPI_COMM_WORLD, so the wrappers never see it. */
 #define _GNU_SOURCE
 #include "mpi_adapter.h"
+#include "util/log.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -46,25 +47,6 @@ static sm_procs_t sm_mpi_procs;
 #define SM_MPI_CLOCK_ROUNDS 10
 #endif
 
-void sm_mpi_warn(const char *fmt, ...)
-{
-    int saved_errno = errno;
-    char line[1024] = "sysmeasure: ";
-    size_t p = strlen(line);
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line + p, sizeof line - p - 1, fmt, ap);
-    va_end(ap);
-    if (n >= 0) {
-        p += (size_t)n < sizeof line - p - 1 ? (size_t)n : sizeof line - p - 2;
-        line[p++] = '\n';
-        /* One write: lines of several ranks do not interleave. */
-        if (write(STDERR_FILENO, line, p) < 0) {
-            /* nowhere else to say it */
-        }
-    }
-    errno = saved_errno;
-}
 
 __attribute__((constructor)) static void sm_mpi_adapter_load(void)
 {
@@ -370,7 +352,7 @@ static void sm_mpi_agree_output(void)
     if (PMPI_Bcast(&m, (int)sizeof m, MPI_BYTE, 0, sm_mpi_private_comm) != MPI_SUCCESS) {
         if (sm_mpi_world_rank != 0) {
             const char *own = api->output_dir();
-            sm_mpi_warn("rank %u: could not learn rank 0's output folder; writing to %s",
+            sm_warning("rank %u: could not learn rank 0's output folder; writing to %s",
                         sm_mpi_world_rank, own ? own : "?");
             m.token = sm_mpi_make_token();
         }
@@ -394,7 +376,7 @@ void sm_mpi_hook_initialized(void)
     if (PMPI_Comm_rank(MPI_COMM_WORLD, &rank) != MPI_SUCCESS ||
         PMPI_Comm_size(MPI_COMM_WORLD, &size) != MPI_SUCCESS ||
         PMPI_Comm_dup(MPI_COMM_WORLD, &sm_mpi_private_comm) != MPI_SUCCESS) {
-        sm_mpi_warn("rank %d: cannot set up sysmeasure's communicator; MPI is not measured", rank);
+        sm_warning("rank %d: cannot set up sysmeasure's communicator; MPI is not measured", rank);
         sm_mpi_private_comm = MPI_COMM_NULL;
         __atomic_store_n(&sm_mpi_pass, 1, __ATOMIC_RELAXED);
         errno = saved_errno;
@@ -415,7 +397,7 @@ void sm_mpi_hook_initialized(void)
     }
     if (!measured || any[1]) {
         if (measured && rank == size - any[2])
-            sm_mpi_warn("only some of the %d MPI processes are measured; MPI calls are not "
+            sm_warning("only some of the %d MPI processes are measured; MPI calls are not "
                         "recorded and every process writes its own output",
                         size);
         PMPI_Comm_free(&sm_mpi_private_comm);

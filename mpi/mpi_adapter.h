@@ -29,8 +29,6 @@ extern MPI_Comm sm_mpi_private_comm SM_HIDDEN;
 uint32_t sm_mpi_current_fn(void) SM_HIDDEN;
 const char *sm_mpi_function_name(uint32_t fn) SM_HIDDEN;
 
-/* One line on stderr, "sysmeasure: " prefixed. */
-void sm_mpi_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2))) SM_HIDDEN;
 
 static inline void sm_mpi_cpu_relax(void)
 {

@@ -35,6 +35,7 @@
  * Every member takes the same branch, so the collectives always match. */
 #define _GNU_SOURCE
 #include "mpi_comm.h"
+#include "util/log.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -334,7 +335,7 @@ static void sm_comm_say_once(const char *what, int err)
     int len = 0;
     if (PMPI_Error_string(err, msg, &len) != MPI_SUCCESS)
         snprintf(msg, sizeof msg, "MPI error %d", err);
-    sm_mpi_warn("rank %u: could not agree on a key for a communicator created by %s (%s); "
+    sm_warning("rank %u: could not agree on a key for a communicator created by %s (%s); "
                 "its events on this process are kept apart",
                 sm_mpi_world_rank, what, msg);
 }
