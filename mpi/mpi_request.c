@@ -385,23 +385,45 @@ void sm_mpi_hook_recv(MPI_Datatype type, MPI_Comm comm, const MPI_Status *status
                          sm_mpi_comm_peer_world(c, src));
 }
 
-void sm_mpi_hook_isend(int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
-                       MPI_Request request, int rc)
+/* A send request as the table keeps it (nonblocking or persistent). */
+static sm_mpi_req_t sm_req_send(int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm)
 {
-    if (!SM_MPI_ON() || rc != MPI_SUCCESS || dest == MPI_PROC_NULL ||
-        request == MPI_REQUEST_NULL)
-        return;
     const sm_mpi_comm_t *c = sm_mpi_comm_lookup(comm);
     sm_mpi_req_t r = {
-        .id = sm_req_new_id(),
         .comm_id = sm_mpi_comm_id(c),
         .peer = sm_mpi_comm_peer_rank(c, dest),
         .tag = (uint32_t)tag,
         .bytes = sm_mpi_type_bytes(count, type),
         .peer_process = sm_mpi_comm_peer_world(c, dest),
         .kind = SM_REQ_SEND,
-        .active = 1,
     };
+    return r;
+}
+
+/* A receive request: source, tag and bytes come from the status at
+ * completion; the communicator is held until then (it may be freed
+ * before). */
+static sm_mpi_req_t sm_req_recv(MPI_Comm comm)
+{
+    const sm_mpi_comm_t *c = sm_mpi_comm_lookup(comm);
+    sm_mpi_comm_ref(c);
+    sm_mpi_req_t r = {
+        .comm = c,
+        .comm_id = sm_mpi_comm_id(c),
+        .kind = SM_REQ_RECV,
+    };
+    return r;
+}
+
+void sm_mpi_hook_isend(int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+                       MPI_Request request, int rc)
+{
+    if (!SM_MPI_ON() || rc != MPI_SUCCESS || dest == MPI_PROC_NULL ||
+        request == MPI_REQUEST_NULL)
+        return;
+    sm_mpi_req_t r = sm_req_send(count, type, dest, tag, comm);
+    r.id = sm_req_new_id();
+    r.active = 1;
     sm_mpi_api->msg_isend(r.comm_id, r.peer, r.tag, r.bytes, r.peer_process, r.id);
     sm_req_put(request, &r);
 }
@@ -415,15 +437,9 @@ void sm_mpi_hook_irecv(int count, MPI_Datatype type, int source, int tag, MPI_Co
     if (!SM_MPI_ON() || rc != MPI_SUCCESS || source == MPI_PROC_NULL ||
         request == MPI_REQUEST_NULL)
         return;
-    const sm_mpi_comm_t *c = sm_mpi_comm_lookup(comm);
-    sm_mpi_comm_ref(c);
-    sm_mpi_req_t r = {
-        .id = sm_req_new_id(),
-        .comm = c,
-        .comm_id = sm_mpi_comm_id(c),
-        .kind = SM_REQ_RECV,
-        .active = 1,
-    };
+    sm_mpi_req_t r = sm_req_recv(comm);
+    r.id = sm_req_new_id();
+    r.active = 1;
     sm_mpi_api->msg_irecv_request(r.id);
     sm_req_put(request, &r);
 }
@@ -434,16 +450,8 @@ void sm_mpi_hook_send_init(int count, MPI_Datatype type, int dest, int tag, MPI_
     if (!SM_MPI_ON() || rc != MPI_SUCCESS || dest == MPI_PROC_NULL ||
         request == MPI_REQUEST_NULL)
         return;
-    const sm_mpi_comm_t *c = sm_mpi_comm_lookup(comm);
-    sm_mpi_req_t r = {
-        .comm_id = sm_mpi_comm_id(c),
-        .peer = sm_mpi_comm_peer_rank(c, dest),
-        .tag = (uint32_t)tag,
-        .bytes = sm_mpi_type_bytes(count, type),
-        .peer_process = sm_mpi_comm_peer_world(c, dest),
-        .kind = SM_REQ_SEND,
-        .persistent = 1,
-    };
+    sm_mpi_req_t r = sm_req_send(count, type, dest, tag, comm);
+    r.persistent = 1;
     sm_req_put(request, &r);
 }
 
@@ -456,14 +464,8 @@ void sm_mpi_hook_recv_init(int count, MPI_Datatype type, int source, int tag, MP
     if (!SM_MPI_ON() || rc != MPI_SUCCESS || source == MPI_PROC_NULL ||
         request == MPI_REQUEST_NULL)
         return;
-    const sm_mpi_comm_t *c = sm_mpi_comm_lookup(comm);
-    sm_mpi_comm_ref(c);
-    sm_mpi_req_t r = {
-        .comm = c,
-        .comm_id = sm_mpi_comm_id(c),
-        .kind = SM_REQ_RECV,
-        .persistent = 1,
-    };
+    sm_mpi_req_t r = sm_req_recv(comm);
+    r.persistent = 1;
     sm_req_put(request, &r);
 }
 
