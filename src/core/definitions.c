@@ -6,6 +6,8 @@
  * the hot path. */
 #include "definitions.h"
 
+#include "../util/hash.h"
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,17 +35,9 @@ static void *sm_def_entry(const sm_def_table_t *t, uint32_t id)
     return (char *)t->blocks[id >> SM_DEF_BLOCK_BITS] + (size_t)(id & (SM_DEF_BLOCK - 1)) * t->entry_size;
 }
 
-static uint64_t sm_hash_bytes(const void *p, size_t n, uint64_t h)
-{
-    const unsigned char *s = p;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ s[i]) * 1099511628211ull; /* FNV-1a */
-    return h;
-}
-
 static uint64_t sm_hash_u64(uint64_t h, uint64_t v)
 {
-    return sm_hash_bytes(&v, sizeof v, h);
+    return sm_fnv(&v, sizeof v, h);
 }
 
 /* Caller holds the lock.  Appends a zeroed entry and returns its id. */
@@ -108,7 +102,7 @@ static int sm_def_index_grow(sm_def_table_t *t, sm_def_hash_fn hash_of)
 
 static uint64_t sm_string_hash_of(const char *s)
 {
-    return sm_hash_bytes(s, strlen(s), 14695981039346656037ull);
+    return sm_fnv(s, strlen(s), SM_FNV_START);
 }
 
 static uint64_t sm_string_hash_id(const sm_def_table_t *t, uint32_t id)
@@ -166,7 +160,7 @@ uint32_t sm_string_count(void)
 
 static uint64_t sm_region_hash_of(const sm_region_def_t *r)
 {
-    uint64_t h = 14695981039346656037ull;
+    uint64_t h = SM_FNV_START;
     h = sm_hash_u64(h, r->name);
     h = sm_hash_u64(h, r->file);
     h = sm_hash_u64(h, r->line);
@@ -247,7 +241,7 @@ uint32_t sm_region_count(void)
 
 static uint64_t sm_attribute_hash_of(const sm_attribute_def_t *a)
 {
-    return sm_hash_u64(sm_hash_u64(14695981039346656037ull, a->name), a->type);
+    return sm_hash_u64(sm_hash_u64(SM_FNV_START, a->name), a->type);
 }
 
 static uint64_t sm_attribute_hash_id(const sm_def_table_t *t, uint32_t id)
@@ -291,7 +285,7 @@ uint32_t sm_attribute_count(void)
 
 static uint64_t sm_comm_hash_of(const sm_comm_def_t *c)
 {
-    return sm_hash_u64(sm_hash_u64(14695981039346656037ull, c->key.leader), c->key.seq);
+    return sm_hash_u64(sm_hash_u64(SM_FNV_START, c->key.leader), c->key.seq);
 }
 
 static uint64_t sm_comm_hash_id(const sm_def_table_t *t, uint32_t id)

@@ -8,6 +8,7 @@
 
 #include "../core/metrics.h"
 #include "../util/bytes.h"
+#include "../util/hash.h"
 #include "../util/log.h"
 
 #define SM_DEFSET_MAGIC 0x53444d53u /* "SMDS" */
@@ -36,15 +37,6 @@ static void *sm_dtab_at(const sm_dtab_t *t, uint32_t id)
     return (char *)t->entries + (size_t)id * t->entry_size;
 }
 
-static uint64_t sm_fnv(const void *p, size_t n, uint64_t h)
-{
-    const unsigned char *s = p;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ s[i]) * 1099511628211ull;
-    return h;
-}
-
-#define SM_FNV_START 14695981039346656037ull
 
 typedef uint64_t (*sm_dtab_hash_fn)(const void *entry);
 typedef int (*sm_dtab_eq_fn)(const void *a, const void *b);
