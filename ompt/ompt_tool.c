@@ -548,10 +548,17 @@ typedef struct sm_ompt_lock {
     uint64_t key;   /* wait id; 0: free */
     uint32_t id;    /* trace id + 1; 0 until the claiming thread set it */
     uint32_t order; /* acquisitions recorded so far */
+    /* The times of the last two acquisitions (tag: order + 1; 0 while being
+     * written).  The runtime reports a release after the unlock, so the
+     * next holder may have its acquire stamped first: the release is
+     * stamped no later than that. */
+    struct {
+        uint64_t tag, time;
+    } acquired[2];
 } sm_ompt_lock_t;
 
 #ifndef SM_LOCK_BITS
-#define SM_LOCK_BITS 16
+#define SM_LOCK_BITS 15
 #endif
 #define SM_LOCK_SLOTS (1u << SM_LOCK_BITS)
 #define SM_LOCK_PROBES 64 /* beyond: the table is too full here, not recorded */
@@ -608,26 +615,67 @@ static void sm_lock_acquired(sm_ompt_thread_t *th, sm_location_t *loc, ompt_wait
     h->wait_id = wait_id;
     h->lock = __atomic_load_n(&l->id, __ATOMIC_ACQUIRE) - 1;
     h->order = __atomic_fetch_add(&l->order, 1, __ATOMIC_RELAXED);
+    /* Written under the lock: one writer at a time; readers check the tag
+     * before and after (a seqlock). */
+    __typeof__(l->acquired[0]) *at = &l->acquired[h->order & 1];
+    __atomic_store_n(&at->tag, 0, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    __atomic_store_n(&at->time, t, __ATOMIC_RELAXED);
+    __atomic_store_n(&at->tag, (uint64_t)h->order + 1, __ATOMIC_RELEASE);
     uint64_t order = h->order;
     sm_event_record(loc, SM_REC_OMP_ACQUIRE_LOCK, h->lock, 0, t, &order, 1);
 }
 
-static void sm_lock_released(sm_ompt_thread_t *th, sm_location_t *loc, ompt_wait_id_t wait_id,
-                             uint64_t t)
+/* The lock the thread releases among those it holds, or NULL. */
+static sm_ompt_held_t *sm_lock_held(sm_ompt_thread_t *th, ompt_wait_id_t wait_id)
 {
     if (th == &sm_ompt_nomem)
-        return;
+        return NULL;
     uint32_t n = th->held < SM_MAX_HELD ? th->held : SM_MAX_HELD;
     for (uint32_t i = n; i--;)
-        if (th->locks[i].wait_id == wait_id) {
-            uint64_t order = th->locks[i].order;
-            sm_event_record(loc, SM_REC_OMP_RELEASE_LOCK, th->locks[i].lock, 0, t, &order, 1);
-            memmove(&th->locks[i], &th->locks[i + 1], (n - i - 1) * sizeof th->locks[0]);
-            th->held--;
-            return;
-        }
-    if (th->held > SM_MAX_HELD)
-        th->held--; /* one of those only counted */
+        if (th->locks[i].wait_id == wait_id)
+            return &th->locks[i];
+    return NULL;
+}
+
+/* The release time of h, taken at t after the unlock: no later than the
+ * next acquisition's, never before what the thread recorded already. */
+static uint64_t sm_lock_release_time(const sm_ompt_thread_t *th, const sm_location_t *loc,
+                                     const sm_ompt_held_t *h, uint64_t t)
+{
+    sm_ompt_lock_t *l = sm_lock(h->wait_id);
+    if (!l)
+        return t;
+    uint32_t next = h->order + 1;
+    const __typeof__(l->acquired[0]) *at = &l->acquired[next & 1];
+    uint64_t tag = __atomic_load_n(&at->tag, __ATOMIC_ACQUIRE);
+    if (tag != (uint64_t)next + 1)
+        return t; /* not acquired again yet (or twice since: then unknown) */
+    uint64_t next_time = __atomic_load_n(&at->time, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&at->tag, __ATOMIC_RELAXED) != tag || next_time >= t)
+        return t;
+    t = next_time;
+    if (t < th->last)
+        t = th->last;
+    if (t < loc->sp->start)
+        t = loc->sp->start;
+    return t;
+}
+
+static void sm_lock_released(sm_ompt_thread_t *th, sm_location_t *loc, sm_ompt_held_t *h,
+                             uint64_t t)
+{
+    if (!h) {
+        if (th->held > SM_MAX_HELD)
+            th->held--; /* one of those only counted */
+        return;
+    }
+    uint64_t order = h->order;
+    sm_event_record(loc, SM_REC_OMP_RELEASE_LOCK, h->lock, 0, t, &order, 1);
+    uint32_t n = th->held < SM_MAX_HELD ? th->held : SM_MAX_HELD;
+    memmove(h, h + 1, (size_t)(&th->locks[n] - (h + 1)) * sizeof *h);
+    th->held--;
 }
 
 /* ---------------------------------------------------------------- callbacks */
@@ -947,9 +995,12 @@ static void sm_cb_mutex_released(ompt_mutex_t kind, ompt_wait_id_t wait_id, cons
     sm_ompt_thread_t *th = sm_ompt_thread();
     sm_location_t *loc = sm_location_current();
     uint64_t t = sm_clock_now();
+    sm_ompt_held_t *h = sm_lock_held(th, wait_id);
+    if (h)
+        t = sm_lock_release_time(th, loc, h, t);
     if (sm_held_kind(kind))
         sm_scope_end(th, loc, SM_SCOPE_HELD, wait_id, true, t);
-    sm_lock_released(th, loc, wait_id, t);
+    sm_lock_released(th, loc, h, t);
 }
 
 /* A nest lock the thread owns already: acquire, then this, no acquired. */

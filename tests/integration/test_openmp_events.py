@@ -25,10 +25,12 @@ def run(name, *args):
 
 def merged(trace, classes):
     """(time, location name, event) of these classes on all locations, by
-    time; on one location in the order written."""
-    evs = [(e.time, i, loc.name, e) for loc, events in trace.events.items()
+    time; at one time a lock's release before another thread's acquire; on
+    one location in the order written."""
+    evs = [(e.time, not isinstance(e, otf2.events.OmpReleaseLock), i, loc.name, e)
+           for loc, events in trace.events.items()
            for i, e in enumerate(events) if isinstance(e, classes)]
-    return [(t, name, e) for t, _, name, e in sorted(evs, key=lambda x: (x[0], x[1]))]
+    return [(x[0], x[3], x[4]) for x in sorted(evs, key=lambda x: x[:3])]
 
 
 def otf2_print_clean(out):
@@ -68,6 +70,18 @@ for loc, events in trace.events.items():
         check(ok, "each fork follows the parallel region's enter, each join precedes its leave")
     else:
         check(kinds == [], "no fork/join on the worker %s: %d" % (loc.name, len(kinds)))
+otf2_print_clean(out)
+
+# ---- nested: the outer region forks on the main thread, each inner one on
+# its encountering thread (the outer team's 2 threads)
+out, trace = run("nested", "nested")
+forks = {loc.name: [e.number_of_requested_threads for e in evs
+                    if isinstance(e, otf2.events.OmpFork)] for loc, evs in trace.events.items()}
+joins = {loc.name: sum(isinstance(e, otf2.events.OmpJoin) for e in evs)
+         for loc, evs in trace.events.items()}
+check(sorted(len(f) for f in forks.values()) == [0, 0, 1, 2] and forks.get(MAIN) == [2, 2],
+      "nested: 2 forks on the main thread, 1 on the outer team's other thread: %s" % forks)
+check(all(joins[n] == len(forks[n]) for n in forks), "a join for every fork: %s" % joins)
 otf2_print_clean(out)
 
 # ---- locks: 50 x per thread on 2 threads: a lock, a critical, a nest lock (twice)
