@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -279,11 +280,20 @@ static inline sm_ompt_instance_t *sm_instance(uint64_t seq)
  * just now) to learn the construct. */
 _Static_assert(SM_SITE_SLOTS + SM_SITE_COUNT <= 0xffff, "a construct's index takes 16 bits");
 
+static inline uint64_t sm_site_index(const sm_ompt_site_t *site)
+{
+    return site >= sm_sites && site < sm_sites + SM_SITE_SLOTS ? (uint64_t)(site - sm_sites)
+                                                               : SM_SITE_SLOTS + site->kind;
+}
+
+static inline const sm_ompt_site_t *sm_site_at(uint64_t index)
+{
+    return index < SM_SITE_SLOTS ? &sm_sites[index] : &sm_sites_generic[index - SM_SITE_SLOTS];
+}
+
 static inline uint64_t sm_parallel_value(uint64_t seq, const sm_ompt_site_t *site)
 {
-    uint64_t index = site >= sm_sites && site < sm_sites + SM_SITE_SLOTS
-                         ? (uint64_t)(site - sm_sites) : SM_SITE_SLOTS + site->kind;
-    return seq << 16 | index;
+    return seq << 16 | sm_site_index(site);
 }
 
 static inline const sm_ompt_site_t *sm_parallel_site(uint64_t value)
@@ -291,11 +301,12 @@ static inline const sm_ompt_site_t *sm_parallel_site(uint64_t value)
     uint64_t index = value & 0xffff;
     if (!(value >> 16) || index >= SM_SITE_SLOTS + SM_SITE_COUNT)
         return sm_site(SM_SITE_PARALLEL, NULL, NULL); /* not a region we saw begin */
-    return index < SM_SITE_SLOTS ? &sm_sites[index] : &sm_sites_generic[index - SM_SITE_SLOTS];
+    return sm_site_at(index);
 }
 
 /* An implicit task's task data: its instance (even); an explicit task's:
- * its construct (odd). */
+ * its id, its construct's index, 1 (odd).  The id (47 bits) is the task's
+ * in the trace, unique in the process. */
 static inline uint64_t sm_implicit_value(uint64_t seq)
 {
     return seq << 1;
@@ -306,9 +317,20 @@ static inline bool sm_is_explicit(const ompt_data_t *task)
     return task && (task->value & 1);
 }
 
+static inline uint64_t sm_explicit_value(uint64_t id, const sm_ompt_site_t *site)
+{
+    return id << 17 | sm_site_index(site) << 1 | 1;
+}
+
 static inline const sm_ompt_site_t *sm_explicit_site(const ompt_data_t *task)
 {
-    return (const sm_ompt_site_t *)(uintptr_t)(task->value & ~(uint64_t)1);
+    uint64_t index = task->value >> 1 & 0xffff;
+    return sm_site_at(index < SM_SITE_SLOTS + SM_SITE_COUNT ? index : SM_SITE_SLOTS + SM_SITE_TASK);
+}
+
+static inline uint64_t sm_explicit_id(const ompt_data_t *task)
+{
+    return task->value >> 17;
 }
 
 /* ---------------------------------------------------------------- threads */
@@ -327,16 +349,32 @@ typedef struct sm_ompt_scope {
     const sm_ompt_site_t *site;
     uint64_t aux;
     sm_region_id_t region; /* as entered; SM_INVALID_ID when not recorded */
-    uint32_t kind;
+    uint16_t kind;
+    uint16_t forked;       /* an implicit task whose OmpFork was recorded: join it */
 } sm_ompt_scope_t;
 
+/* A lock the thread holds: its release carries the acquisition's order
+ * (read after the runtime unlocked it, the lock's counter may have moved). */
+typedef struct sm_ompt_held {
+    ompt_wait_id_t wait_id;
+    uint32_t lock;
+    uint32_t order;
+} sm_ompt_held_t;
+
 #define SM_MAX_SCOPES 128
+#define SM_MAX_HELD 32
+/* Task ids come from a process counter in blocks, so that creating a task
+ * touches no shared cache line. */
+#define SM_TASK_ID_BLOCK 1024
 typedef struct sm_ompt_thread {
     sm_location_t *loc;
     uint64_t last;  /* ticks of this adapter's last event on the thread */
     uint32_t depth; /* scopes open; those beyond SM_MAX_SCOPES are only counted */
+    uint32_t held;  /* locks held; those beyond SM_MAX_HELD are only counted */
+    uint64_t task_id, task_id_end; /* the thread's block of task ids */
     struct sm_ompt_thread *next;
     sm_ompt_scope_t scope[SM_MAX_SCOPES];
+    sm_ompt_held_t locks[SM_MAX_HELD];
 } sm_ompt_thread_t;
 
 static SM_TLS sm_ompt_thread_t *sm_ompt_me;
@@ -405,7 +443,8 @@ static inline void sm_scope_push(sm_ompt_thread_t *th, sm_location_t *loc, uint3
     sm_ompt_scope_t *s = &th->scope[th->depth++];
     s->site = site;
     s->aux = aux;
-    s->kind = kind;
+    s->kind = (uint16_t)kind;
+    s->forked = 0;
     s->region = SM_INVALID_ID;
     if (SM_LIKELY(sm_measuring(loc)) && !loc->closed && site->region != SM_INVALID_ID) {
         s->region = site->region;
@@ -485,6 +524,160 @@ static inline uint64_t sm_ompt_end_time(const sm_ompt_thread_t *th, const sm_loc
     return t;
 }
 
+/* ---------------------------------------------------------------- task and lock ids */
+
+static uint64_t sm_task_ids; /* handed out so far, in blocks */
+
+/* A task's id in the trace: unique in the process, from 1. */
+static inline uint64_t sm_task_id_next(sm_ompt_thread_t *th)
+{
+    if (SM_UNLIKELY(th == &sm_ompt_nomem)) /* shared: no block of its own */
+        return __atomic_add_fetch(&sm_task_ids, 1, __ATOMIC_RELAXED);
+    if (SM_UNLIKELY(th->task_id == th->task_id_end)) {
+        th->task_id = __atomic_fetch_add(&sm_task_ids, SM_TASK_ID_BLOCK, __ATOMIC_RELAXED) + 1;
+        th->task_id_end = th->task_id + SM_TASK_ID_BLOCK;
+    }
+    return th->task_id++;
+}
+
+/* A lock (any mutex: lock, nest lock, critical, atomic, ordered), keyed by
+ * its OMPT wait id, with the small id the trace gives it and the count of
+ * its acquisitions.  Open addressing, claimed by CAS: no lock taken, and a
+ * lock seen before costs one lookup. */
+typedef struct sm_ompt_lock {
+    uint64_t key;   /* wait id; 0: free */
+    uint32_t id;    /* trace id + 1; 0 until the claiming thread set it */
+    uint32_t order; /* acquisitions recorded so far */
+    /* The times of the last two acquisitions (tag: order + 1; 0 while being
+     * written).  The runtime reports a release after the unlock, so the
+     * next holder may have its acquire stamped first: the release is
+     * stamped no later than that. */
+    struct {
+        uint64_t tag, time;
+    } acquired[2];
+} sm_ompt_lock_t;
+
+#ifndef SM_LOCK_BITS
+#define SM_LOCK_BITS 15
+#endif
+#define SM_LOCK_SLOTS (1u << SM_LOCK_BITS)
+#define SM_LOCK_PROBES 64 /* beyond: the table is too full here, not recorded */
+static sm_ompt_lock_t sm_locks[SM_LOCK_SLOTS];
+static uint32_t sm_lock_ids;
+static uint64_t sm_locks_unrecorded;
+
+static sm_ompt_lock_t *sm_lock(ompt_wait_id_t wait_id)
+{
+    if (!wait_id)
+        return NULL;
+    uint32_t h = (uint32_t)((wait_id * 0x9E3779B97F4A7C15ull) >> (64 - SM_LOCK_BITS));
+    for (uint32_t i = 0; i < SM_LOCK_PROBES; i++) {
+        sm_ompt_lock_t *l = &sm_locks[(h + i) & (SM_LOCK_SLOTS - 1)];
+        uint64_t k = __atomic_load_n(&l->key, __ATOMIC_ACQUIRE);
+        if (!k) {
+            if (__atomic_compare_exchange_n(&l->key, &k, wait_id, false, __ATOMIC_ACQ_REL,
+                                            __ATOMIC_ACQUIRE)) {
+                __atomic_store_n(&l->id, __atomic_add_fetch(&sm_lock_ids, 1, __ATOMIC_RELAXED),
+                                 __ATOMIC_RELEASE);
+                return l;
+            }
+            /* another thread claimed it: k is its key */
+        }
+        if (k == wait_id) {
+            /* Claimed just now by another thread, which sets the id next. */
+            while (!__atomic_load_n(&l->id, __ATOMIC_ACQUIRE))
+                sched_yield();
+            return l;
+        }
+    }
+    __atomic_add_fetch(&sm_locks_unrecorded, 1, __ATOMIC_RELAXED);
+    return NULL;
+}
+
+/* The thread acquired a lock: OmpAcquireLock, and remember it for the
+ * release.  The counter moves only under the lock, so the orders of one
+ * lock follow its acquisitions, with no gap. */
+static void sm_lock_acquired(sm_ompt_thread_t *th, sm_location_t *loc, ompt_wait_id_t wait_id,
+                             uint64_t t)
+{
+    if (th == &sm_ompt_nomem)
+        return;
+    if (th->held >= SM_MAX_HELD) {
+        th->held++;
+        return;
+    }
+    if (!sm_measuring(loc) || !loc->tracing || loc->closed)
+        return;
+    sm_ompt_lock_t *l = sm_lock(wait_id);
+    if (!l)
+        return;
+    sm_ompt_held_t *h = &th->locks[th->held++];
+    h->wait_id = wait_id;
+    h->lock = __atomic_load_n(&l->id, __ATOMIC_ACQUIRE) - 1;
+    h->order = __atomic_fetch_add(&l->order, 1, __ATOMIC_RELAXED);
+    /* Written under the lock: one writer at a time; readers check the tag
+     * before and after (a seqlock). */
+    __typeof__(l->acquired[0]) *at = &l->acquired[h->order & 1];
+    __atomic_store_n(&at->tag, 0, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    __atomic_store_n(&at->time, t, __ATOMIC_RELAXED);
+    __atomic_store_n(&at->tag, (uint64_t)h->order + 1, __ATOMIC_RELEASE);
+    uint64_t order = h->order;
+    sm_event_record(loc, SM_REC_OMP_ACQUIRE_LOCK, h->lock, 0, t, &order, 1);
+}
+
+/* The lock the thread releases among those it holds, or NULL. */
+static sm_ompt_held_t *sm_lock_held(sm_ompt_thread_t *th, ompt_wait_id_t wait_id)
+{
+    if (th == &sm_ompt_nomem)
+        return NULL;
+    uint32_t n = th->held < SM_MAX_HELD ? th->held : SM_MAX_HELD;
+    for (uint32_t i = n; i--;)
+        if (th->locks[i].wait_id == wait_id)
+            return &th->locks[i];
+    return NULL;
+}
+
+/* The release time of h, taken at t after the unlock: no later than the
+ * next acquisition's, never before what the thread recorded already. */
+static uint64_t sm_lock_release_time(const sm_ompt_thread_t *th, const sm_location_t *loc,
+                                     const sm_ompt_held_t *h, uint64_t t)
+{
+    sm_ompt_lock_t *l = sm_lock(h->wait_id);
+    if (!l)
+        return t;
+    uint32_t next = h->order + 1;
+    const __typeof__(l->acquired[0]) *at = &l->acquired[next & 1];
+    uint64_t tag = __atomic_load_n(&at->tag, __ATOMIC_ACQUIRE);
+    if (tag != (uint64_t)next + 1)
+        return t; /* not acquired again yet (or twice since: then unknown) */
+    uint64_t next_time = __atomic_load_n(&at->time, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&at->tag, __ATOMIC_RELAXED) != tag || next_time >= t)
+        return t;
+    t = next_time;
+    if (t < th->last)
+        t = th->last;
+    if (t < loc->sp->start)
+        t = loc->sp->start;
+    return t;
+}
+
+static void sm_lock_released(sm_ompt_thread_t *th, sm_location_t *loc, sm_ompt_held_t *h,
+                             uint64_t t)
+{
+    if (!h) {
+        if (th->held > SM_MAX_HELD)
+            th->held--; /* one of those only counted */
+        return;
+    }
+    uint64_t order = h->order;
+    sm_event_record(loc, SM_REC_OMP_RELEASE_LOCK, h->lock, 0, t, &order, 1);
+    uint32_t n = th->held < SM_MAX_HELD ? th->held : SM_MAX_HELD;
+    memmove(h, h + 1, (size_t)(&th->locks[n] - (h + 1)) * sizeof *h);
+    th->held--;
+}
+
 /* ---------------------------------------------------------------- callbacks */
 
 static void sm_cb_thread_begin(ompt_thread_t type, ompt_data_t *thread_data)
@@ -553,8 +746,12 @@ static void sm_cb_implicit_task(ompt_scope_endpoint_t endpoint, ompt_data_t *par
             s->site = site;
             s->aux = seq;
             s->kind = SM_SCOPE_IMPLICIT;
+            s->forked = 1;
             s->region = site->region;
             sm_event_enter_attrs(loc, site->region, t, attrs, 2);
+            /* The fork inside the region's enter, the join before its leave:
+             * the encountering thread's own part of the team is in between. */
+            sm_event_record(loc, SM_REC_OMP_FORK, in->requested, 0, t, NULL, 0);
             th->last = t;
         } else {
             sm_scope_push(th, loc, SM_SCOPE_IMPLICIT, site, seq, t);
@@ -563,8 +760,15 @@ static void sm_cb_implicit_task(ompt_scope_endpoint_t endpoint, ompt_data_t *par
         th->depth--;
     } else {
         sm_ompt_scope_t *s = sm_scope_find(th, SM_SCOPE_IMPLICIT, task->value >> 1, true);
-        if (s)
-            sm_scope_pop(th, loc, s, sm_ompt_end_time(th, loc, s));
+        if (!s)
+            return;
+        uint64_t t = sm_ompt_end_time(th, loc, s);
+        if (s->forked) {
+            if (s + 1 < &th->scope[th->depth]) /* what is still open inside ends first */
+                sm_scope_pop(th, loc, s + 1, t);
+            sm_event_record(loc, SM_REC_OMP_JOIN, 0, 0, t, NULL, 0);
+        }
+        sm_scope_pop(th, loc, s, t);
     }
 }
 
@@ -693,7 +897,11 @@ static void sm_cb_task_create(ompt_data_t *encountering_task, const ompt_frame_t
     const sm_ompt_site_t *site =
         sm_site((flags & ompt_task_target) ? SM_SITE_TARGET_TASK : SM_SITE_TASK, codeptr,
                 sm_scope_parent(th));
-    new_task->value = (uint64_t)(uintptr_t)site | 1;
+    uint64_t id = sm_task_id_next(th);
+    new_task->value = sm_explicit_value(id, site);
+    sm_location_t *loc = sm_location_current();
+    if (sm_measuring(loc))
+        sm_event_record(loc, SM_REC_OMP_TASK_CREATE, 0, 0, sm_clock_now(), &id, 1);
 }
 
 /* A task is a region on the thread that runs it, from each start or resume
@@ -706,11 +914,24 @@ static void sm_cb_task_schedule(ompt_data_t *prior, ompt_task_status_t status, o
     sm_ompt_thread_t *th = sm_ompt_thread();
     sm_location_t *loc = sm_location_current();
     uint64_t t = sm_clock_now();
+    bool measuring = sm_measuring(loc);
+    /* OmpTaskComplete after the task's leave, OmpTaskSwitch (also on a
+     * resume) before its enter. */
     if (sm_is_explicit(prior) &&
-        (status == ompt_task_complete || status == ompt_task_cancel || status == ompt_task_detach))
+        (status == ompt_task_complete || status == ompt_task_cancel || status == ompt_task_detach)) {
         sm_scope_end(th, loc, SM_SCOPE_TASK, (uint64_t)(uintptr_t)prior, true, t);
-    if (sm_is_explicit(next) && !sm_scope_find(th, SM_SCOPE_TASK, (uint64_t)(uintptr_t)next, true))
-        sm_scope_push(th, loc, SM_SCOPE_TASK, sm_explicit_site(next), (uint64_t)(uintptr_t)next, t);
+        uint64_t id = sm_explicit_id(prior);
+        if (measuring)
+            sm_event_record(loc, SM_REC_OMP_TASK_COMPLETE, 0, 0, t, &id, 1);
+    }
+    if (sm_is_explicit(next)) {
+        uint64_t id = sm_explicit_id(next);
+        if (measuring)
+            sm_event_record(loc, SM_REC_OMP_TASK_SWITCH, 0, 0, t, &id, 1);
+        if (!sm_scope_find(th, SM_SCOPE_TASK, (uint64_t)(uintptr_t)next, true))
+            sm_scope_push(th, loc, SM_SCOPE_TASK, sm_explicit_site(next),
+                          (uint64_t)(uintptr_t)next, t);
+    }
 }
 
 static sm_site_kind_t sm_wait_kind(ompt_mutex_t kind)
@@ -752,12 +973,16 @@ static void sm_cb_mutex_acquire(ompt_mutex_t kind, unsigned int hint, unsigned i
 
 static void sm_cb_mutex_acquired(ompt_mutex_t kind, ompt_wait_id_t wait_id, const void *codeptr)
 {
-    if (!sm_wait_kind(kind))
-        return;
     sm_ompt_thread_t *th = sm_ompt_thread();
     sm_location_t *loc = sm_location_current();
     uint64_t t = sm_clock_now();
+    if (!sm_wait_kind(kind)) { /* a test_lock that got it: no wait, no region */
+        if (kind == ompt_mutex_test_lock || kind == ompt_mutex_test_nest_lock)
+            sm_lock_acquired(th, loc, wait_id, t);
+        return;
+    }
     sm_scope_end(th, loc, SM_SCOPE_WAIT, wait_id, true, t);
+    sm_lock_acquired(th, loc, wait_id, t);
     sm_site_kind_t held = sm_held_kind(kind);
     if (held)
         sm_scope_push(th, loc, SM_SCOPE_HELD, sm_site(held, codeptr, sm_scope_parent(th)),
@@ -767,10 +992,15 @@ static void sm_cb_mutex_acquired(ompt_mutex_t kind, ompt_wait_id_t wait_id, cons
 static void sm_cb_mutex_released(ompt_mutex_t kind, ompt_wait_id_t wait_id, const void *codeptr)
 {
     (void)codeptr; /* LLVM gives none on some threads */
-    if (!sm_held_kind(kind))
-        return;
     sm_ompt_thread_t *th = sm_ompt_thread();
-    sm_scope_end(th, sm_location_current(), SM_SCOPE_HELD, wait_id, true, sm_clock_now());
+    sm_location_t *loc = sm_location_current();
+    uint64_t t = sm_clock_now();
+    sm_ompt_held_t *h = sm_lock_held(th, wait_id);
+    if (h)
+        t = sm_lock_release_time(th, loc, h, t);
+    if (sm_held_kind(kind))
+        sm_scope_end(th, loc, SM_SCOPE_HELD, wait_id, true, t);
+    sm_lock_released(th, loc, h, t);
 }
 
 /* A nest lock the thread owns already: acquire, then this, no acquired. */
@@ -902,6 +1132,10 @@ static void sm_ompt_at_finalize(const sm_run_info_t *run)
 {
     if (sm_ompt_in_use()) {
         sm_ompt_close_idle_workers();
+        uint64_t unrecorded = __atomic_load_n(&sm_locks_unrecorded, __ATOMIC_RELAXED);
+        if (unrecorded)
+            sm_info(1, "OpenMP: %llu lock acquisitions not traced (too many locks)",
+                    (unsigned long long)unrecorded);
         return;
     }
     int found[2] = {0, 0}; /* libgomp, libomp */

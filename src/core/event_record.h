@@ -32,6 +32,14 @@ typedef enum {
      * writer numbers them alike everywhere.  ref: the name's string id;
      * payload: value, the unit's string id. */
     SM_REC_METRIC_NAMED,
+    /* OpenMP (OTF2's Omp* events; no definitions behind them). */
+    SM_REC_OMP_FORK,          /* ref: requested team size; on the encountering thread */
+    SM_REC_OMP_JOIN,
+    SM_REC_OMP_ACQUIRE_LOCK,  /* ref: lock id; payload: acquisition order */
+    SM_REC_OMP_RELEASE_LOCK,  /* ref: lock id; payload: acquisition order */
+    SM_REC_OMP_TASK_CREATE,   /* payload: task id */
+    SM_REC_OMP_TASK_SWITCH,   /* payload: task id */
+    SM_REC_OMP_TASK_COMPLETE, /* payload: task id */
     SM_REC_KIND_COUNT
 } sm_record_kind_t;
 

@@ -107,7 +107,8 @@ void sm_event_record(sm_location_t *loc, sm_record_kind_t kind, uint32_t ref, ui
     r->words = n;
     r->aux = aux;
     r->ref = ref;
-    memcpy(r + 1, words, 8u * n);
+    if (n) /* (words may be NULL then) */
+        memcpy(r + 1, words, 8u * n);
     SM_BUFFER_COMMIT(loc, (uint8_t *)(r + 1) + 8u * n);
 }
 

@@ -128,7 +128,8 @@ void sm_event_leave_attrs(sm_location_t *loc, sm_region_id_t region, uint64_t t,
 
 void sm_event_measurement(sm_location_t *loc, bool on, uint64_t t) SM_HIDDEN;
 
-/* A trace record with n payload words (messages, collectives, metrics). */
+/* A trace record with n payload words (messages, collectives, metrics);
+ * words may be NULL when n is 0. */
 void sm_event_record(sm_location_t *loc, sm_record_kind_t kind, uint32_t ref, uint16_t aux,
                      uint64_t t, const uint64_t *words, uint8_t n) SM_HIDDEN;
 /* Bytes moved inside the innermost open region, for its profile. */

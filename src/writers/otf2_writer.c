@@ -399,6 +399,36 @@ static OTF2_ErrorCode sm_otf2_message_record(sm_otf2_writer_t *w, const sm_recor
     }
 }
 
+/* OpenMP's fork/join, locks and tasks.  OTF2 marks the Omp* records
+ * deprecated (since 1.2) in favour of the Thread* ones, which need thread
+ * team communicators we do not define yet; readers still take them. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+static OTF2_ErrorCode sm_otf2_omp_record(sm_otf2_writer_t *w, const sm_record_t *rec)
+{
+    OTF2_EvtWriter *e = w->evt;
+    uint64_t t = sm_otf2_time(w, rec->time), word = sm_otf2_word(rec, 0);
+    switch (rec->kind) {
+    case SM_REC_OMP_FORK:
+        return OTF2_EvtWriter_OmpFork(e, NULL, t, rec->ref);
+    case SM_REC_OMP_JOIN:
+        return OTF2_EvtWriter_OmpJoin(e, NULL, t);
+    case SM_REC_OMP_ACQUIRE_LOCK:
+        return OTF2_EvtWriter_OmpAcquireLock(e, NULL, t, rec->ref, (uint32_t)word);
+    case SM_REC_OMP_RELEASE_LOCK:
+        return OTF2_EvtWriter_OmpReleaseLock(e, NULL, t, rec->ref, (uint32_t)word);
+    case SM_REC_OMP_TASK_CREATE:
+        return OTF2_EvtWriter_OmpTaskCreate(e, NULL, t, word);
+    case SM_REC_OMP_TASK_SWITCH:
+        return OTF2_EvtWriter_OmpTaskSwitch(e, NULL, t, word);
+    case SM_REC_OMP_TASK_COMPLETE:
+        return OTF2_EvtWriter_OmpTaskComplete(e, NULL, t, word);
+    default:
+        return OTF2_SUCCESS;
+    }
+}
+#pragma GCC diagnostic pop
+
 /* sm_buffer_for_each callback: one record into the event writer.  Returns 1
  * on an OTF2 failure (the buffer layer uses -1 for its own). */
 static int sm_otf2_record(const sm_record_t *rec, void *arg)
@@ -467,6 +497,15 @@ static int sm_otf2_record(const sm_record_t *rec, void *arg)
         rc = OTF2_EvtWriter_ThreadEnd(w->evt, NULL, t, sm_otf2_thread_comm(w, w->img->rank),
                                       w->loc.id);
         w->thread_events = true;
+        break;
+    case SM_REC_OMP_FORK:
+    case SM_REC_OMP_JOIN:
+    case SM_REC_OMP_ACQUIRE_LOCK:
+    case SM_REC_OMP_RELEASE_LOCK:
+    case SM_REC_OMP_TASK_CREATE:
+    case SM_REC_OMP_TASK_SWITCH:
+    case SM_REC_OMP_TASK_COMPLETE:
+        rc = sm_otf2_omp_record(w, rec);
         break;
     default:
         if (rec->kind < SM_REC_KIND_COUNT)
