@@ -197,6 +197,7 @@ int main(int argc, char **argv)
     run.program = files[0]->program;
     run.argc = files[0]->argc;
     run.argv = files[0]->argv;
+    run.config = files[0]->have_config ? &files[0]->config : NULL;
     run.pid = (pid_t)files[0]->pid;
     snprintf(run.hostname, sizeof run.hostname, "%s", files[0]->hostname);
     /* Ticks of another process mean nothing here: durations come from the
