@@ -99,6 +99,15 @@ int sm_process_file_write(const sm_run_info_t *run, const char *reason)
         sm_pf_put_string(&b, value);
         SM_PF_PUT(&b, source);
     }
+    /* Metadata the program declared (Kokkos). */
+    uint32_t n_meta = sm_runtime_metadata_count();
+    SM_PF_PUT(&b, n_meta);
+    for (uint32_t i = 0; i < n_meta; i++) {
+        const char *key = "", *value = "";
+        sm_runtime_metadata_get(i, &key, &value);
+        sm_pf_put_string(&b, key);
+        sm_pf_put_string(&b, value);
+    }
     SM_PF_PUT(&b, run->start_realtime_ns);
     SM_PF_PUT(&b, run->end_realtime_ns);
     SM_PF_PUT(&b, run->start_time);
@@ -232,6 +241,9 @@ void sm_process_file_free(sm_process_file_t *f)
     for (int i = 0; f->argv && i < f->argc; i++)
         free(f->argv[i]);
     free(f->argv);
+    for (uint32_t i = 0; f->metadata && i < f->n_metadata2; i++)
+        free(f->metadata[i]);
+    free(f->metadata);
     if (f->have_config)
         sm_config_free(&f->config);
     free(f->locations);
@@ -315,6 +327,13 @@ sm_process_file_t *sm_process_file_read(const char *path, char *err, size_t errl
         free(name);
         free(value);
     }
+    uint32_t n_meta = 0;
+    SM_PF_GET(&r, n_meta);
+    if (!r.bad && n_meta <= len / 8)
+        f->metadata = calloc(2u * n_meta + 1u, sizeof *f->metadata);
+    for (uint32_t i = 0; f->metadata && i < 2 * n_meta && !r.bad; i++)
+        f->metadata[f->n_metadata2++] = sm_pf_get_string(&r);
+    r.bad |= !f->metadata;
     SM_PF_GET(&r, f->start_realtime_ns);
     SM_PF_GET(&r, f->end_realtime_ns);
     SM_PF_GET(&r, f->start_ticks);

@@ -26,6 +26,8 @@ typedef struct sm_process_file {
     int argc;
     char **argv;                /* the program's command line */
     sm_config_t config;         /* the configuration the process ran with */
+    char **metadata;            /* declared metadata: key, value, key, value... */
+    uint32_t n_metadata2;       /* strings in metadata (twice the pairs) */
     int have_config;
     uint64_t start_realtime_ns, end_realtime_ns;
     uint64_t start_ticks, end_ticks;
