@@ -250,14 +250,16 @@ static inline sm_ompt_site_t *sm_site(sm_site_kind_t kind, const void *codeptr,
 
 /* ---------------------------------------------------------------- parallel instances */
 
-/* A running parallel region: the team size asked for, and the time it
- * ended, which its worker threads learn only later (see sm_ompt_end_time).
- * Slots are reused after SM_RING regions; a reader checks seq before and
- * after. */
+/* A running parallel region: the team size asked for, who forked it (the
+ * team's key, with the size), and the time it ended, which its worker
+ * threads learn only later (see sm_ompt_end_time).  Slots are reused after
+ * SM_RING regions; a reader checks seq before and after. */
 typedef struct sm_ompt_instance {
     uint64_t seq;
     uint64_t end; /* ticks; 0 while it runs */
     uint32_t requested;
+    uint32_t forker;      /* location id of the encountering thread */
+    sm_comm_id_t parent;  /* its team then, or SM_COMM_NONE */
 } __attribute__((aligned(64))) sm_ompt_instance_t;
 
 #define SM_RING 4096
@@ -305,8 +307,12 @@ static inline const sm_ompt_site_t *sm_parallel_site(uint64_t value)
 }
 
 /* An implicit task's task data: its instance (even); an explicit task's:
- * its id, its construct's index, 1 (odd).  The id (47 bits) is the task's
- * in the trace, unique in the process. */
+ * 1 (odd), its construct's index (13 bits), then what names it in the
+ * trace with its team: its creating thread's number in the team (18 bits)
+ * and that thread's count of tasks created (32 bits). */
+_Static_assert(SM_SITE_SLOTS + SM_SITE_COUNT <= 1u << 13, "a task's construct takes 13 bits");
+#define SM_TASK_MAX_THREAD ((1u << 18) - 1)
+
 static inline uint64_t sm_implicit_value(uint64_t seq)
 {
     return seq << 1;
@@ -317,20 +323,157 @@ static inline bool sm_is_explicit(const ompt_data_t *task)
     return task && (task->value & 1);
 }
 
-static inline uint64_t sm_explicit_value(uint64_t id, const sm_ompt_site_t *site)
+static inline uint64_t sm_explicit_value(uint32_t thread, uint32_t generation,
+                                         const sm_ompt_site_t *site)
 {
-    return id << 17 | sm_site_index(site) << 1 | 1;
+    return (uint64_t)generation << 32 | (uint64_t)thread << 14 | sm_site_index(site) << 1 | 1;
 }
 
 static inline const sm_ompt_site_t *sm_explicit_site(const ompt_data_t *task)
 {
-    uint64_t index = task->value >> 1 & 0xffff;
+    uint64_t index = task->value >> 1 & 0x1fff;
     return sm_site_at(index < SM_SITE_SLOTS + SM_SITE_COUNT ? index : SM_SITE_SLOTS + SM_SITE_TASK);
 }
 
-static inline uint64_t sm_explicit_id(const ompt_data_t *task)
+/* The trace's name of a task within its team: thread << 32 | generation. */
+static inline uint64_t sm_explicit_name(const ompt_data_t *task)
 {
-    return task->value >> 17;
+    return (task->value >> 14 & SM_TASK_MAX_THREAD) << 32 | task->value >> 32;
+}
+
+/* ---------------------------------------------------------------- thread teams */
+
+/* A thread team in the trace is a communicator.  One per distinct team, not
+ * per parallel region run, so that the definitions stay bounded: a team is
+ * keyed by its parent team, the thread that forks it and its size, which
+ * every thread of it knows when it joins (from the instance).  Its members
+ * are the threads that played each thread number first; each thread checks
+ * its number on joining (a read of a line that no one writes once the team
+ * is known).  The runtime may give a later run of a nested team other
+ * threads (libomp takes them from its pool): those are counted, and their
+ * ThreadTeamBegin names a team they are not members of. */
+typedef struct sm_ompt_team {
+    uint32_t state;        /* 0 free, 1 ready (published with release) */
+    uint32_t forker;       /* location id */
+    sm_comm_id_t parent;   /* or SM_COMM_NONE */
+    uint32_t size;
+    sm_comm_id_t comm;
+    uint32_t seq;          /* the key's number (SM_COMM_SEQ_TEAM | seq) */
+    uint32_t defined;      /* members handed to the definition */
+    uint32_t *members;     /* location id + 1 by thread number; 0: not seen yet */
+} sm_ompt_team_t;
+
+#ifndef SM_TEAM_BITS
+#define SM_TEAM_BITS 12
+#endif
+#define SM_TEAM_SLOTS (1u << SM_TEAM_BITS)
+static sm_ompt_team_t sm_teams[SM_TEAM_SLOTS];
+static uint32_t sm_team_count;
+static uint64_t sm_team_strangers; /* thread joined a team under another's number */
+static pthread_mutex_t sm_teams_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static inline uint32_t sm_team_hash(sm_comm_id_t parent, uint32_t forker, uint32_t size)
+{
+    uint64_t k = ((uint64_t)parent << 32 | forker) * 0x9E3779B97F4A7C15ull ^ size;
+    return (uint32_t)((k * 0x9E3779B97F4A7C15ull) >> (64 - SM_TEAM_BITS));
+}
+
+static inline bool sm_team_is(const sm_ompt_team_t *t, sm_comm_id_t parent, uint32_t forker,
+                              uint32_t size)
+{
+    return t->forker == forker && t->parent == parent && t->size == size;
+}
+
+static SM_NOINLINE sm_ompt_team_t *sm_team_slow(sm_comm_id_t parent, uint32_t forker,
+                                                uint32_t size)
+{
+    int saved_errno = errno;
+    sm_ompt_team_t *found = NULL;
+    uint32_t h = sm_team_hash(parent, forker, size);
+    pthread_mutex_lock(&sm_teams_lock);
+    for (uint32_t i = 0; i < SM_TEAM_SLOTS; i++) {
+        sm_ompt_team_t *t = &sm_teams[(h + i) & (SM_TEAM_SLOTS - 1)];
+        if (t->state && sm_team_is(t, parent, forker, size)) {
+            found = t;
+            break;
+        }
+        if (t->state)
+            continue;
+        /* New: its definition now, its members as threads join. */
+        uint32_t *members = calloc(size, sizeof *members);
+        if (!members)
+            break;
+        uint32_t seq = sm_team_count++;
+        sm_comm_key_t key = {SM_COMM_LEADER_PROCESS, SM_COMM_SEQ_TEAM | seq};
+        sm_comm_id_t comm = sm_comm_define(key, "OpenMP thread team", size, NULL, parent);
+        if (comm == SM_INVALID_ID) {
+            free(members);
+            break;
+        }
+        t->forker = forker;
+        t->parent = parent;
+        t->size = size;
+        t->comm = comm;
+        t->seq = seq;
+        t->members = members;
+        __atomic_store_n(&t->state, 1, __ATOMIC_RELEASE);
+        found = t;
+        break;
+    }
+    pthread_mutex_unlock(&sm_teams_lock);
+    errno = saved_errno;
+    return found; /* NULL: table full or no memory; the team goes unrecorded */
+}
+
+/* The team of this key; lock-free once known. */
+static inline sm_ompt_team_t *sm_team(sm_comm_id_t parent, uint32_t forker, uint32_t size)
+{
+    uint32_t h = sm_team_hash(parent, forker, size);
+    for (uint32_t i = 0; i < 8; i++) {
+        sm_ompt_team_t *t = &sm_teams[(h + i) & (SM_TEAM_SLOTS - 1)];
+        if (!__atomic_load_n(&t->state, __ATOMIC_ACQUIRE))
+            break;
+        if (sm_team_is(t, parent, forker, size))
+            return t;
+    }
+    return sm_team_slow(parent, forker, size);
+}
+
+/* The calling thread (location id) joins t as thread number index. */
+static inline void sm_team_join(sm_ompt_team_t *t, uint32_t index, uint32_t loc_id)
+{
+    if (SM_UNLIKELY(index >= t->size))
+        return;
+    uint32_t m = __atomic_load_n(&t->members[index], __ATOMIC_RELAXED);
+    if (SM_LIKELY(m == loc_id + 1))
+        return;
+    if (m || !__atomic_compare_exchange_n(&t->members[index], &m, loc_id + 1, false,
+                                          __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        if (m != loc_id + 1)
+            __atomic_add_fetch(&sm_team_strangers, 1, __ATOMIC_RELAXED);
+}
+
+/* Hands t's members to its definition, once every thread number was seen
+ * (or, with force, at the end of the run: those not seen are left out). */
+static SM_NOINLINE void sm_team_define_members(sm_ompt_team_t *t, bool force)
+{
+    int saved_errno = errno;
+    pthread_mutex_lock(&sm_teams_lock);
+    uint32_t *ids = t->defined ? NULL : malloc(sizeof *ids * t->size);
+    bool all = ids != NULL;
+    for (uint32_t i = 0; ids && i < t->size; i++) {
+        uint32_t m = __atomic_load_n(&t->members[i], __ATOMIC_RELAXED);
+        ids[i] = m ? m - 1 : SM_INVALID_ID;
+        all &= m != 0;
+    }
+    if (ids && (all || force)) {
+        sm_comm_key_t key = {SM_COMM_LEADER_PROCESS, SM_COMM_SEQ_TEAM | t->seq};
+        sm_comm_define(key, NULL, t->size, ids, t->parent);
+        __atomic_store_n(&t->defined, 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&sm_teams_lock);
+    free(ids);
+    errno = saved_errno;
 }
 
 /* ---------------------------------------------------------------- threads */
@@ -345,12 +488,21 @@ typedef enum {
     SM_SCOPE_HELD          /* aux: wait id */
 } sm_scope_kind_t;
 
+/* An implicit task's flags: what its end must record. */
+enum {
+    SM_IMPLICIT_FORKED = 1, /* ThreadFork recorded: ThreadJoin at the end */
+    SM_IMPLICIT_TEAMED = 2, /* ThreadTeamBegin recorded: ThreadTeamEnd */
+    SM_IMPLICIT_PRIMARY = 4 /* thread 0 of its team (the encountering thread) */
+};
+
 typedef struct sm_ompt_scope {
     const sm_ompt_site_t *site;
     uint64_t aux;
     sm_region_id_t region; /* as entered; SM_INVALID_ID when not recorded */
     uint16_t kind;
-    uint16_t forked;       /* an implicit task whose OmpFork was recorded: join it */
+    uint16_t flags;        /* an implicit task's SM_IMPLICIT_* */
+    sm_ompt_team_t *team;  /* an implicit task's team, NULL when unknown */
+    uint32_t thread;       /* and the thread's number in it */
 } sm_ompt_scope_t;
 
 /* A lock the thread holds: its release carries the acquisition's order
@@ -363,15 +515,12 @@ typedef struct sm_ompt_held {
 
 #define SM_MAX_SCOPES 128
 #define SM_MAX_HELD 32
-/* Task ids come from a process counter in blocks, so that creating a task
- * touches no shared cache line. */
-#define SM_TASK_ID_BLOCK 1024
 typedef struct sm_ompt_thread {
     sm_location_t *loc;
     uint64_t last;  /* ticks of this adapter's last event on the thread */
     uint32_t depth; /* scopes open; those beyond SM_MAX_SCOPES are only counted */
     uint32_t held;  /* locks held; those beyond SM_MAX_HELD are only counted */
-    uint64_t task_id, task_id_end; /* the thread's block of task ids */
+    uint32_t generation; /* explicit tasks created so far (names them) */
     struct sm_ompt_thread *next;
     sm_ompt_scope_t scope[SM_MAX_SCOPES];
     sm_ompt_held_t locks[SM_MAX_HELD];
@@ -444,7 +593,9 @@ static inline void sm_scope_push(sm_ompt_thread_t *th, sm_location_t *loc, uint3
     s->site = site;
     s->aux = aux;
     s->kind = (uint16_t)kind;
-    s->forked = 0;
+    s->flags = 0;
+    s->team = NULL;
+    s->thread = 0;
     s->region = SM_INVALID_ID;
     if (SM_LIKELY(sm_measuring(loc)) && !loc->closed && site->region != SM_INVALID_ID) {
         s->region = site->region;
@@ -524,21 +675,7 @@ static inline uint64_t sm_ompt_end_time(const sm_ompt_thread_t *th, const sm_loc
     return t;
 }
 
-/* ---------------------------------------------------------------- task and lock ids */
-
-static uint64_t sm_task_ids; /* handed out so far, in blocks */
-
-/* A task's id in the trace: unique in the process, from 1. */
-static inline uint64_t sm_task_id_next(sm_ompt_thread_t *th)
-{
-    if (SM_UNLIKELY(th == &sm_ompt_nomem)) /* shared: no block of its own */
-        return __atomic_add_fetch(&sm_task_ids, 1, __ATOMIC_RELAXED);
-    if (SM_UNLIKELY(th->task_id == th->task_id_end)) {
-        th->task_id = __atomic_fetch_add(&sm_task_ids, SM_TASK_ID_BLOCK, __ATOMIC_RELAXED) + 1;
-        th->task_id_end = th->task_id + SM_TASK_ID_BLOCK;
-    }
-    return th->task_id++;
-}
+/* ---------------------------------------------------------------- lock ids */
 
 /* A lock (any mutex: lock, nest lock, critical, atomic, ordered), keyed by
  * its OMPT wait id, with the small id the trace gives it and the count of
@@ -594,7 +731,7 @@ static sm_ompt_lock_t *sm_lock(ompt_wait_id_t wait_id)
     return NULL;
 }
 
-/* The thread acquired a lock: OmpAcquireLock, and remember it for the
+/* The thread acquired a lock: ThreadAcquireLock, and remember it for the
  * release.  The counter moves only under the lock, so the orders of one
  * lock follow its acquisitions, with no gap. */
 static void sm_lock_acquired(sm_ompt_thread_t *th, sm_location_t *loc, ompt_wait_id_t wait_id,
@@ -623,7 +760,7 @@ static void sm_lock_acquired(sm_ompt_thread_t *th, sm_location_t *loc, ompt_wait
     __atomic_store_n(&at->time, t, __ATOMIC_RELAXED);
     __atomic_store_n(&at->tag, (uint64_t)h->order + 1, __ATOMIC_RELEASE);
     uint64_t order = h->order;
-    sm_event_record(loc, SM_REC_OMP_ACQUIRE_LOCK, h->lock, 0, t, &order, 1);
+    sm_event_record(loc, SM_REC_THREAD_ACQUIRE_LOCK, h->lock, SM_PARADIGM_OPENMP, t, &order, 1);
 }
 
 /* The lock the thread releases among those it holds, or NULL. */
@@ -672,7 +809,7 @@ static void sm_lock_released(sm_ompt_thread_t *th, sm_location_t *loc, sm_ompt_h
         return;
     }
     uint64_t order = h->order;
-    sm_event_record(loc, SM_REC_OMP_RELEASE_LOCK, h->lock, 0, t, &order, 1);
+    sm_event_record(loc, SM_REC_THREAD_RELEASE_LOCK, h->lock, SM_PARADIGM_OPENMP, t, &order, 1);
     uint32_t n = th->held < SM_MAX_HELD ? th->held : SM_MAX_HELD;
     memmove(h, h + 1, (size_t)(&th->locks[n] - (h + 1)) * sizeof *h);
     th->held--;
@@ -701,11 +838,14 @@ static void sm_cb_parallel_begin(ompt_data_t *encountering_task, const ompt_fram
     sm_ompt_thread_t *th = sm_ompt_thread();
     sm_site_kind_t kind = (flags & ompt_parallel_league) ? SM_SITE_TEAMS : SM_SITE_PARALLEL;
     const sm_ompt_site_t *site = sm_site(kind, codeptr, sm_scope_parent(th));
+    const sm_ompt_scope_t *outer = sm_scope_find(th, SM_SCOPE_IMPLICIT, 0, false);
     uint64_t seq = __atomic_add_fetch(&sm_ring_last.seq, 1, __ATOMIC_RELAXED);
     sm_ompt_instance_t *in = &sm_ring[seq & (SM_RING - 1)];
     __atomic_store_n(&in->seq, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&in->end, 0, __ATOMIC_RELEASE);
     in->requested = requested;
+    in->forker = sm_location_current()->id;
+    in->parent = outer && outer->team ? outer->team->comm : SM_COMM_NONE;
     __atomic_store_n(&in->seq, seq, __ATOMIC_RELEASE);
     parallel->value = sm_parallel_value(seq, site);
 }
@@ -716,9 +856,117 @@ static void sm_cb_parallel_end(ompt_data_t *parallel, ompt_data_t *encountering_
     (void)encountering_task;
     (void)flags;
     (void)codeptr;
+    /* The encountering thread's implicit task end set it already (see
+     * sm_implicit_end), unless it went unseen. */
     sm_ompt_instance_t *in = sm_instance(parallel->value >> 16);
+    uint64_t none = 0;
     if (in)
-        __atomic_store_n(&in->end, sm_clock_now(), __ATOMIC_RELEASE);
+        __atomic_compare_exchange_n(&in->end, &none, sm_clock_now(), false, __ATOMIC_RELEASE,
+                                    __ATOMIC_RELAXED);
+}
+
+/* An implicit task ends at t: what is still open inside it, its region,
+ * then the team and (on the encountering thread) the join. */
+static void sm_implicit_close(sm_ompt_thread_t *th, sm_location_t *loc, sm_ompt_scope_t *s,
+                              uint64_t t)
+{
+    uint16_t flags = s->flags;
+    const sm_ompt_team_t *team = s->team;
+    sm_scope_pop(th, loc, s, t);
+    if ((flags & SM_IMPLICIT_TEAMED) && team)
+        sm_event_record(loc, SM_REC_THREAD_TEAM_END, team->comm, SM_PARADIGM_OPENMP, t, NULL, 0);
+    if (flags & SM_IMPLICIT_FORKED)
+        sm_event_record(loc, SM_REC_THREAD_JOIN, 0, SM_PARADIGM_OPENMP, t, NULL, 0);
+}
+
+static void sm_implicit_begin(sm_ompt_thread_t *th, sm_location_t *loc, ompt_data_t *parallel,
+                              ompt_data_t *task, unsigned int actual, unsigned int index)
+{
+    uint64_t value = parallel ? parallel->value : 0, seq = value >> 16;
+    const sm_ompt_site_t *site = sm_parallel_site(value);
+    task->value = sm_implicit_value(seq);
+    uint64_t t = sm_clock_now();
+    /* The team's key, as the encountering thread left it in the instance. */
+    sm_ompt_instance_t *in = sm_instance(seq);
+    uint32_t requested = 0, forker = 0;
+    sm_comm_id_t parent = SM_COMM_NONE;
+    if (in) {
+        requested = in->requested;
+        forker = in->forker;
+        parent = in->parent;
+        if (__atomic_load_n(&in->seq, __ATOMIC_ACQUIRE) != seq)
+            in = NULL;
+    }
+    if (SM_UNLIKELY(th->depth >= SM_MAX_SCOPES)) {
+        th->depth++;
+        return;
+    }
+    sm_ompt_team_t *team = in ? sm_team(parent, forker, actual) : NULL;
+    if (team)
+        sm_team_join(team, index, loc->id);
+    sm_ompt_scope_t *s = &th->scope[th->depth++];
+    s->site = site;
+    s->aux = seq;
+    s->kind = SM_SCOPE_IMPLICIT;
+    s->flags = index == 0 ? SM_IMPLICIT_PRIMARY : 0;
+    s->team = team;
+    s->thread = index;
+    s->region = SM_INVALID_ID;
+    if (!sm_measuring(loc) || loc->closed)
+        return;
+    /* Fork and team begin just before the region's enter (the team's part
+     * of the region is inside the team). */
+    if (loc->tracing && index == 0 && in) {
+        sm_event_record(loc, SM_REC_THREAD_FORK, requested, SM_PARADIGM_OPENMP, t, NULL, 0);
+        s->flags |= SM_IMPLICIT_FORKED;
+    }
+    if (loc->tracing && team) {
+        sm_event_record(loc, SM_REC_THREAD_TEAM_BEGIN, team->comm, SM_PARADIGM_OPENMP, t, NULL, 0);
+        s->flags |= SM_IMPLICIT_TEAMED;
+    }
+    th->last = t;
+    if (site->region == SM_INVALID_ID)
+        return;
+    s->region = site->region;
+    if (index == 0 && in && loc->tracing && sm_attr_team != SM_INVALID_ID) {
+        /* The team sizes go on the encountering thread's enter. */
+        sm_attr_value_t attrs[2] = {{sm_attr_requested, requested}, {sm_attr_team, actual}};
+        sm_event_enter_attrs(loc, site->region, t, attrs, 2);
+    } else {
+        sm_event_enter(loc, site->region, t);
+    }
+}
+
+/* The encountering thread ends its implicit task after the team's closing
+ * barrier: every thread of the team has arrived there.  Its time is the
+ * end of the region for the whole team (sm_ompt_end_time): the workers'
+ * team ends are then no later than the join. */
+static void sm_implicit_end(sm_ompt_thread_t *th, sm_location_t *loc, ompt_data_t *task)
+{
+    if (SM_UNLIKELY(th->depth > SM_MAX_SCOPES)) {
+        th->depth--;
+        return;
+    }
+    sm_ompt_scope_t *s = sm_scope_find(th, SM_SCOPE_IMPLICIT, task->value >> 1, true);
+    if (!s)
+        return;
+    uint64_t t;
+    if (s->flags & SM_IMPLICIT_PRIMARY) {
+        t = sm_clock_now();
+        if (t < th->last)
+            t = th->last;
+        if (t < loc->sp->start)
+            t = loc->sp->start;
+        sm_ompt_instance_t *in = sm_instance(s->aux);
+        if (in)
+            __atomic_store_n(&in->end, t, __ATOMIC_RELEASE);
+        sm_ompt_team_t *team = s->team;
+        if (team && !__atomic_load_n(&team->defined, __ATOMIC_ACQUIRE))
+            sm_team_define_members(team, false);
+    } else {
+        t = sm_ompt_end_time(th, loc, s);
+    }
+    sm_implicit_close(th, loc, s, t);
 }
 
 static void sm_cb_implicit_task(ompt_scope_endpoint_t endpoint, ompt_data_t *parallel,
@@ -729,47 +977,10 @@ static void sm_cb_implicit_task(ompt_scope_endpoint_t endpoint, ompt_data_t *par
         return; /* the program's own initial task: no region */
     sm_ompt_thread_t *th = sm_ompt_thread();
     sm_location_t *loc = sm_location_current();
-    if (endpoint == ompt_scope_begin) {
-        uint64_t value = parallel ? parallel->value : 0, seq = value >> 16;
-        const sm_ompt_site_t *site = sm_parallel_site(value);
-        task->value = sm_implicit_value(seq);
-        uint64_t t = sm_clock_now();
-        const sm_ompt_instance_t *in;
-        if (index == 0 && loc->tracing && sm_attr_team != SM_INVALID_ID &&
-            th->depth < SM_MAX_SCOPES && sm_measuring(loc) && !loc->closed &&
-            site->region != SM_INVALID_ID && (in = sm_instance(seq)) != NULL) {
-            /* The team sizes go on the encountering thread's enter (it wrote
-             * the instance itself). */
-            sm_attr_value_t attrs[2] = {{sm_attr_requested, in->requested},
-                                        {sm_attr_team, actual}};
-            sm_ompt_scope_t *s = &th->scope[th->depth++];
-            s->site = site;
-            s->aux = seq;
-            s->kind = SM_SCOPE_IMPLICIT;
-            s->forked = 1;
-            s->region = site->region;
-            sm_event_enter_attrs(loc, site->region, t, attrs, 2);
-            /* The fork inside the region's enter, the join before its leave:
-             * the encountering thread's own part of the team is in between. */
-            sm_event_record(loc, SM_REC_OMP_FORK, in->requested, 0, t, NULL, 0);
-            th->last = t;
-        } else {
-            sm_scope_push(th, loc, SM_SCOPE_IMPLICIT, site, seq, t);
-        }
-    } else if (SM_UNLIKELY(th->depth > SM_MAX_SCOPES)) {
-        th->depth--;
-    } else {
-        sm_ompt_scope_t *s = sm_scope_find(th, SM_SCOPE_IMPLICIT, task->value >> 1, true);
-        if (!s)
-            return;
-        uint64_t t = sm_ompt_end_time(th, loc, s);
-        if (s->forked) {
-            if (s + 1 < &th->scope[th->depth]) /* what is still open inside ends first */
-                sm_scope_pop(th, loc, s + 1, t);
-            sm_event_record(loc, SM_REC_OMP_JOIN, 0, 0, t, NULL, 0);
-        }
-        sm_scope_pop(th, loc, s, t);
-    }
+    if (endpoint == ompt_scope_begin)
+        sm_implicit_begin(th, loc, parallel, task, actual, index);
+    else
+        sm_implicit_end(th, loc, task);
 }
 
 static sm_site_kind_t sm_work_kind(ompt_work_t type)
@@ -884,6 +1095,22 @@ static void sm_cb_masked(ompt_scope_endpoint_t endpoint, ompt_data_t *parallel, 
         sm_scope_end(th, loc, SM_SCOPE_MASKED, 0, false, sm_clock_now());
 }
 
+/* The team the thread works in: its innermost implicit task's; outside any
+ * parallel region, the team of one that it would fork with one thread. */
+static inline const sm_ompt_team_t *sm_task_team(sm_ompt_thread_t *th, sm_location_t *loc)
+{
+    const sm_ompt_scope_t *implicit = sm_scope_find(th, SM_SCOPE_IMPLICIT, 0, false);
+    if (implicit)
+        return implicit->team;
+    sm_ompt_team_t *team = sm_team(SM_COMM_NONE, loc->id, 1);
+    if (team) {
+        sm_team_join(team, 0, loc->id);
+        if (!__atomic_load_n(&team->defined, __ATOMIC_ACQUIRE))
+            sm_team_define_members(team, false);
+    }
+    return team;
+}
+
 static void sm_cb_task_create(ompt_data_t *encountering_task, const ompt_frame_t *frame,
                               ompt_data_t *new_task, int flags, int has_dependences,
                               const void *codeptr)
@@ -897,11 +1124,17 @@ static void sm_cb_task_create(ompt_data_t *encountering_task, const ompt_frame_t
     const sm_ompt_site_t *site =
         sm_site((flags & ompt_task_target) ? SM_SITE_TARGET_TASK : SM_SITE_TASK, codeptr,
                 sm_scope_parent(th));
-    uint64_t id = sm_task_id_next(th);
-    new_task->value = sm_explicit_value(id, site);
     sm_location_t *loc = sm_location_current();
-    if (sm_measuring(loc))
-        sm_event_record(loc, SM_REC_OMP_TASK_CREATE, 0, 0, sm_clock_now(), &id, 1);
+    const sm_ompt_team_t *team = sm_task_team(th, loc);
+    const sm_ompt_scope_t *implicit = sm_scope_find(th, SM_SCOPE_IMPLICIT, 0, false);
+    uint32_t thread = implicit ? implicit->thread : 0;
+    if (thread > SM_TASK_MAX_THREAD)
+        thread = SM_TASK_MAX_THREAD;
+    new_task->value = sm_explicit_value(thread, th->generation++, site);
+    uint64_t name = sm_explicit_name(new_task);
+    if (team && sm_measuring(loc))
+        sm_event_record(loc, SM_REC_THREAD_TASK_CREATE, team->comm, SM_PARADIGM_OPENMP,
+                        sm_clock_now(), &name, 1);
 }
 
 /* A task is a region on the thread that runs it, from each start or resume
@@ -914,20 +1147,23 @@ static void sm_cb_task_schedule(ompt_data_t *prior, ompt_task_status_t status, o
     sm_ompt_thread_t *th = sm_ompt_thread();
     sm_location_t *loc = sm_location_current();
     uint64_t t = sm_clock_now();
-    bool measuring = sm_measuring(loc);
-    /* OmpTaskComplete after the task's leave, OmpTaskSwitch (also on a
-     * resume) before its enter. */
+    /* Tasks run in the team that created them: the thread's own. */
+    const sm_ompt_team_t *team = sm_measuring(loc) ? sm_task_team(th, loc) : NULL;
+    /* ThreadTaskComplete after the task's leave, ThreadTaskSwitch (also on
+     * a resume) before its enter. */
     if (sm_is_explicit(prior) &&
         (status == ompt_task_complete || status == ompt_task_cancel || status == ompt_task_detach)) {
         sm_scope_end(th, loc, SM_SCOPE_TASK, (uint64_t)(uintptr_t)prior, true, t);
-        uint64_t id = sm_explicit_id(prior);
-        if (measuring)
-            sm_event_record(loc, SM_REC_OMP_TASK_COMPLETE, 0, 0, t, &id, 1);
+        uint64_t name = sm_explicit_name(prior);
+        if (team)
+            sm_event_record(loc, SM_REC_THREAD_TASK_COMPLETE, team->comm, SM_PARADIGM_OPENMP, t,
+                            &name, 1);
     }
     if (sm_is_explicit(next)) {
-        uint64_t id = sm_explicit_id(next);
-        if (measuring)
-            sm_event_record(loc, SM_REC_OMP_TASK_SWITCH, 0, 0, t, &id, 1);
+        uint64_t name = sm_explicit_name(next);
+        if (team)
+            sm_event_record(loc, SM_REC_THREAD_TASK_SWITCH, team->comm, SM_PARADIGM_OPENMP, t,
+                            &name, 1);
         if (!sm_scope_find(th, SM_SCOPE_TASK, (uint64_t)(uintptr_t)next, true))
             sm_scope_push(th, loc, SM_SCOPE_TASK, sm_explicit_site(next),
                           (uint64_t)(uintptr_t)next, t);
@@ -1123,7 +1359,7 @@ static void sm_ompt_close_idle_workers(void)
         const sm_ompt_instance_t *in = implicit ? sm_instance(implicit->aux) : NULL;
         uint64_t end = in ? __atomic_load_n(&in->end, __ATOMIC_ACQUIRE) : 0;
         if (end)
-            sm_scope_pop(th, loc, implicit, sm_ompt_end_time(th, loc, implicit));
+            sm_implicit_close(th, loc, implicit, sm_ompt_end_time(th, loc, implicit));
     }
     pthread_mutex_unlock(&sm_ompt_threads_lock);
 }
@@ -1132,10 +1368,18 @@ static void sm_ompt_at_finalize(const sm_run_info_t *run)
 {
     if (sm_ompt_in_use()) {
         sm_ompt_close_idle_workers();
+        for (uint32_t i = 0; i < SM_TEAM_SLOTS; i++)
+            if (__atomic_load_n(&sm_teams[i].state, __ATOMIC_ACQUIRE) && !sm_teams[i].defined)
+                sm_team_define_members(&sm_teams[i], true);
         uint64_t unrecorded = __atomic_load_n(&sm_locks_unrecorded, __ATOMIC_RELAXED);
         if (unrecorded)
             sm_info(1, "OpenMP: %llu lock acquisitions not traced (too many locks)",
                     (unsigned long long)unrecorded);
+        uint64_t strangers = __atomic_load_n(&sm_team_strangers, __ATOMIC_RELAXED);
+        if (strangers)
+            sm_info(1, "OpenMP: %llu times a thread joined a team under a thread number that "
+                    "another thread had in an earlier run of that team; the team's members "
+                    "are the first ones", (unsigned long long)strangers);
         return;
     }
     int found[2] = {0, 0}; /* libgomp, libomp */

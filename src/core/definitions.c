@@ -321,7 +321,10 @@ sm_comm_id_t sm_comm_define(sm_comm_key_t key, const char *name, uint32_t size,
         sm_comm_def_t *old = sm_def_entry(&sm_comms, id);
         if (def.name != SM_INVALID_ID)
             __atomic_store_n(&old->name, def.name, __ATOMIC_RELEASE);
-        free(def.members);
+        if (!old->members && def.members && old->size == def.size)
+            __atomic_store_n(&old->members, def.members, __ATOMIC_RELEASE);
+        else
+            free(def.members);
     } else if (id == SM_INVALID_ID) {
         free(def.members);
     }

@@ -91,6 +91,20 @@ typedef struct sm_comm_key {
 #define SM_COMM_LEADER_SELF UINT32_MAX
 #define SM_COMM_NONE UINT32_MAX /* a communicator the adapter could not name */
 
+/* OpenMP thread teams are communicators too, local to their process: the
+ * key's leader is SM_COMM_LEADER_PROCESS until the definitions leave the
+ * process (sm_defset_from_process puts the process's rank there), and seq
+ * has SM_COMM_SEQ_TEAM set (MPI's counters never reach it).  Members are
+ * the process's location ids, by thread number; parent: the team of the
+ * encountering thread, or SM_COMM_NONE. */
+#define SM_COMM_LEADER_PROCESS (UINT32_MAX - 1)
+#define SM_COMM_SEQ_TEAM 0x80000000u
+
+static inline int sm_comm_key_is_team(sm_comm_key_t key)
+{
+    return (key.seq & SM_COMM_SEQ_TEAM) != 0;
+}
+
 typedef struct sm_comm_def {
     sm_comm_key_t key;
     sm_string_id_t name;
@@ -99,7 +113,8 @@ typedef struct sm_comm_def {
     sm_comm_id_t parent; /* SM_COMM_NONE when none */
 } sm_comm_def_t;
 
-/* Same key gives the same id; defining it again renames it. */
+/* Same key gives the same id; defining it again renames it, and gives it
+ * members if it had none (a team's, known after its first instance). */
 sm_comm_id_t sm_comm_define(sm_comm_key_t key, const char *name, uint32_t size,
                             const uint32_t *members, sm_comm_id_t parent) SM_HIDDEN;
 const sm_comm_def_t *sm_comm_get(sm_comm_id_t id) SM_HIDDEN;

@@ -32,14 +32,20 @@ typedef enum {
      * writer numbers them alike everywhere.  ref: the name's string id;
      * payload: value, the unit's string id. */
     SM_REC_METRIC_NAMED,
-    /* OpenMP (OTF2's Omp* events; no definitions behind them). */
-    SM_REC_OMP_FORK,          /* ref: requested team size; on the encountering thread */
-    SM_REC_OMP_JOIN,
-    SM_REC_OMP_ACQUIRE_LOCK,  /* ref: lock id; payload: acquisition order */
-    SM_REC_OMP_RELEASE_LOCK,  /* ref: lock id; payload: acquisition order */
-    SM_REC_OMP_TASK_CREATE,   /* payload: task id */
-    SM_REC_OMP_TASK_SWITCH,   /* payload: task id */
-    SM_REC_OMP_TASK_COMPLETE, /* payload: task id */
+    /* Fork/join threading (OTF2's Thread* events).  aux: the threading model
+     * (sm_paradigm_t); a team is a communicator (definitions.h). */
+    SM_REC_THREAD_FORK,          /* ref: requested team size; on the encountering thread */
+    SM_REC_THREAD_JOIN,
+    SM_REC_THREAD_TEAM_BEGIN,    /* ref: team; on every thread of the team */
+    SM_REC_THREAD_TEAM_END,      /* ref: team */
+    SM_REC_THREAD_ACQUIRE_LOCK,  /* ref: lock id; payload: acquisition order */
+    SM_REC_THREAD_RELEASE_LOCK,  /* ref: lock id; payload: acquisition order */
+    /* Tasks, named by their team, the creating thread's number in it and
+     * that thread's generation count.  ref: team; payload: thread << 32 |
+     * generation. */
+    SM_REC_THREAD_TASK_CREATE,
+    SM_REC_THREAD_TASK_SWITCH,
+    SM_REC_THREAD_TASK_COMPLETE,
     SM_REC_KIND_COUNT
 } sm_record_kind_t;
 

@@ -120,7 +120,7 @@ int sm_process_file_write(const sm_run_info_t *run, const char *reason)
     SM_PF_PUT(&b, run->dropped_records);
     SM_PF_PUT(&b, run->unmatched_leaves);
 
-    sm_defset_t *defs = sm_defset_from_process();
+    sm_defset_t *defs = sm_defset_from_process(run->rank);
     uint64_t len = 0;
     void *blob = defs ? sm_defset_serialize(defs, &len) : NULL;
     failed |= blob == NULL;

@@ -510,7 +510,7 @@ int sm_defset_merge_blob(sm_defset_t *d, const void *blob, uint64_t len, sm_id_m
     return 0;
 }
 
-sm_defset_t *sm_defset_from_process(void)
+sm_defset_t *sm_defset_from_process(uint32_t rank)
 {
     sm_defset_t *d = sm_defset_new();
     if (!d)
@@ -534,8 +534,11 @@ sm_defset_t *sm_defset_from_process(void)
     n = sm_comm_count();
     for (uint32_t i = 0; i < n; i++) {
         const sm_comm_def_t *c = sm_comm_get(i);
-        sm_defset_comm_ids(d, c->key, __atomic_load_n(&c->name, __ATOMIC_ACQUIRE), c->size,
-                           c->members, c->parent);
+        sm_comm_key_t key = c->key;
+        if (key.leader == SM_COMM_LEADER_PROCESS) /* a thread team: its process's */
+            key.leader = rank;
+        sm_defset_comm_ids(d, key, __atomic_load_n(&c->name, __ATOMIC_ACQUIRE), c->size,
+                           __atomic_load_n(&c->members, __ATOMIC_ACQUIRE), c->parent);
     }
     n = sm_metric_count();
     for (uint32_t i = 0; i < n; i++) {
@@ -552,7 +555,7 @@ sm_defset_t *sm_defset_from_process(void)
  * sends to rank - 2^k after receiving from rank + 2^j for each j < k. */
 sm_defset_t *sm_unify(const sm_procs_t *procs, sm_id_maps_t *maps)
 {
-    sm_defset_t *acc = sm_defset_from_process();
+    sm_defset_t *acc = sm_defset_from_process(procs->rank);
     void *blob = NULL;
     uint64_t len = 0;
     int failed = acc == NULL;
@@ -599,7 +602,7 @@ sm_defset_t *sm_unify(const sm_procs_t *procs, sm_id_maps_t *maps)
     free(blob);
 
     /* This process's ids in the union: every local definition is in it. */
-    sm_defset_t *local = failed ? NULL : sm_defset_from_process();
+    sm_defset_t *local = failed ? NULL : sm_defset_from_process(procs->rank);
     void *own = local ? sm_defset_serialize(local, &len) : NULL;
     if (!own || sm_defset_merge_blob(global, own, len, maps) != 0)
         failed = 1;

@@ -69,8 +69,8 @@ int sm_defset_merge_blob(sm_defset_t *d, const void *blob, uint64_t len, sm_id_m
 void sm_id_maps_free(sm_id_maps_t *m) SM_HIDDEN;
 
 /* This process's definitions (core tables) as a set; its ids equal the
- * core's ids. */
-sm_defset_t *sm_defset_from_process(void) SM_HIDDEN;
+ * core's ids.  rank: the process's, for the keys of its thread teams. */
+sm_defset_t *sm_defset_from_process(uint32_t rank) SM_HIDDEN;
 
 /* The whole exchange over procs (collective): returns the unified set on
  * every process and fills maps for this process's ids.  NULL when the

@@ -62,6 +62,8 @@ typedef struct sm_otf2_writer {
     const sm_job_t *job;
     uint32_t n_ranks;
     uint32_t n_comms;     /* the job's communicators: OTF2 comm ids 0..n-1 */
+    bool mpi_comms;       /* some of them are MPI's (the others: OpenMP teams) */
+    bool team_comms;
     uint64_t unknown_comm;/* message events on a communicator left unnamed */
     OTF2_Archive *archive;
     OTF2_EvtWriter *evt;  /* the location being written */
@@ -307,6 +309,8 @@ static OTF2_CommRef sm_otf2_thread_comm(const sm_otf2_writer_t *w, uint32_t rank
     return w->n_comms + rank;
 }
 
+static OTF2_Paradigm sm_otf2_paradigm(uint8_t p);
+
 /* Payload word i of a record (0 when absent). */
 static uint64_t sm_otf2_word(const sm_record_t *rec, unsigned i)
 {
@@ -399,35 +403,51 @@ static OTF2_ErrorCode sm_otf2_message_record(sm_otf2_writer_t *w, const sm_recor
     }
 }
 
-/* OpenMP's fork/join, locks and tasks.  OTF2 marks the Omp* records
- * deprecated (since 1.2) in favour of the Thread* ones, which need thread
- * team communicators we do not define yet; readers still take them. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-static OTF2_ErrorCode sm_otf2_omp_record(sm_otf2_writer_t *w, const sm_record_t *rec)
+/* Fork/join threading: fork/join, teams, locks and tasks (OTF2's Thread*
+ * records, which must not be mixed with its older Omp* ones). */
+static OTF2_ErrorCode sm_otf2_fork_join_record(sm_otf2_writer_t *w, const sm_record_t *rec)
 {
     OTF2_EvtWriter *e = w->evt;
-    uint64_t t = sm_otf2_time(w, rec->time), word = sm_otf2_word(rec, 0);
+    OTF2_Paradigm model = sm_otf2_paradigm((uint8_t)rec->aux);
+    OTF2_CommRef team = OTF2_UNDEFINED_COMM;
+    uint64_t word = sm_otf2_word(rec, 0);
     switch (rec->kind) {
-    case SM_REC_OMP_FORK:
-        return OTF2_EvtWriter_OmpFork(e, NULL, t, rec->ref);
-    case SM_REC_OMP_JOIN:
-        return OTF2_EvtWriter_OmpJoin(e, NULL, t);
-    case SM_REC_OMP_ACQUIRE_LOCK:
-        return OTF2_EvtWriter_OmpAcquireLock(e, NULL, t, rec->ref, (uint32_t)word);
-    case SM_REC_OMP_RELEASE_LOCK:
-        return OTF2_EvtWriter_OmpReleaseLock(e, NULL, t, rec->ref, (uint32_t)word);
-    case SM_REC_OMP_TASK_CREATE:
-        return OTF2_EvtWriter_OmpTaskCreate(e, NULL, t, word);
-    case SM_REC_OMP_TASK_SWITCH:
-        return OTF2_EvtWriter_OmpTaskSwitch(e, NULL, t, word);
-    case SM_REC_OMP_TASK_COMPLETE:
-        return OTF2_EvtWriter_OmpTaskComplete(e, NULL, t, word);
+    case SM_REC_THREAD_TEAM_BEGIN:
+    case SM_REC_THREAD_TEAM_END:
+    case SM_REC_THREAD_TASK_CREATE:
+    case SM_REC_THREAD_TASK_SWITCH:
+    case SM_REC_THREAD_TASK_COMPLETE:
+        if (!sm_otf2_comm(w, rec->ref, &team))
+            return OTF2_SUCCESS; /* counted */
+        break;
+    default:
+        break;
+    }
+    uint64_t t = sm_otf2_time(w, rec->time);
+    uint32_t thread = (uint32_t)(word >> 32), generation = (uint32_t)word;
+    switch (rec->kind) {
+    case SM_REC_THREAD_FORK:
+        return OTF2_EvtWriter_ThreadFork(e, NULL, t, model, rec->ref);
+    case SM_REC_THREAD_JOIN:
+        return OTF2_EvtWriter_ThreadJoin(e, NULL, t, model);
+    case SM_REC_THREAD_TEAM_BEGIN:
+        return OTF2_EvtWriter_ThreadTeamBegin(e, NULL, t, team);
+    case SM_REC_THREAD_TEAM_END:
+        return OTF2_EvtWriter_ThreadTeamEnd(e, NULL, t, team);
+    case SM_REC_THREAD_ACQUIRE_LOCK:
+        return OTF2_EvtWriter_ThreadAcquireLock(e, NULL, t, model, rec->ref, (uint32_t)word);
+    case SM_REC_THREAD_RELEASE_LOCK:
+        return OTF2_EvtWriter_ThreadReleaseLock(e, NULL, t, model, rec->ref, (uint32_t)word);
+    case SM_REC_THREAD_TASK_CREATE:
+        return OTF2_EvtWriter_ThreadTaskCreate(e, NULL, t, team, thread, generation);
+    case SM_REC_THREAD_TASK_SWITCH:
+        return OTF2_EvtWriter_ThreadTaskSwitch(e, NULL, t, team, thread, generation);
+    case SM_REC_THREAD_TASK_COMPLETE:
+        return OTF2_EvtWriter_ThreadTaskComplete(e, NULL, t, team, thread, generation);
     default:
         return OTF2_SUCCESS;
     }
 }
-#pragma GCC diagnostic pop
 
 /* sm_buffer_for_each callback: one record into the event writer.  Returns 1
  * on an OTF2 failure (the buffer layer uses -1 for its own). */
@@ -498,14 +518,16 @@ static int sm_otf2_record(const sm_record_t *rec, void *arg)
                                       w->loc.id);
         w->thread_events = true;
         break;
-    case SM_REC_OMP_FORK:
-    case SM_REC_OMP_JOIN:
-    case SM_REC_OMP_ACQUIRE_LOCK:
-    case SM_REC_OMP_RELEASE_LOCK:
-    case SM_REC_OMP_TASK_CREATE:
-    case SM_REC_OMP_TASK_SWITCH:
-    case SM_REC_OMP_TASK_COMPLETE:
-        rc = sm_otf2_omp_record(w, rec);
+    case SM_REC_THREAD_FORK:
+    case SM_REC_THREAD_JOIN:
+    case SM_REC_THREAD_TEAM_BEGIN:
+    case SM_REC_THREAD_TEAM_END:
+    case SM_REC_THREAD_ACQUIRE_LOCK:
+    case SM_REC_THREAD_RELEASE_LOCK:
+    case SM_REC_THREAD_TASK_CREATE:
+    case SM_REC_THREAD_TASK_SWITCH:
+    case SM_REC_THREAD_TASK_COMPLETE:
+        rc = sm_otf2_fork_join_record(w, rec);
         break;
     default:
         if (rec->kind < SM_REC_KIND_COUNT)
@@ -830,12 +852,20 @@ static bool sm_otf2_lineage(sm_otf2_writer_t *w, OTF2_GlobalDefWriter *g, uint32
                                    li->creation_path ? li->creation_path : "");
 }
 
-/* Group ids: the MPI locations group, one group per MPI communicator, then
- * two per process for its thread contingent. */
+/* Group ids, dense and in the order written (readers want them so): the
+ * MPI locations group when there are MPI communicators, the OpenMP
+ * locations group when there are teams, one group per communicator (MPI's
+ * and OpenMP teams), then the pthread locations group and one group per
+ * process for its thread contingent. */
 #define SM_OTF2_GROUP_MPI_LOCATIONS 0
-static uint32_t sm_otf2_comm_group(uint32_t comm)
+static uint32_t sm_otf2_omp_locations_group(const sm_otf2_writer_t *w)
 {
-    return 1 + comm;
+    return w->mpi_comms ? 1 : 0;
+}
+
+static uint32_t sm_otf2_comm_group(const sm_otf2_writer_t *w, uint32_t comm)
+{
+    return sm_otf2_omp_locations_group(w) + (w->team_comms ? 1 : 0) + comm;
 }
 
 /* OTF2 allows one locations group per paradigm: for pthread it lists the
@@ -843,7 +873,7 @@ static uint32_t sm_otf2_comm_group(uint32_t comm)
  * indexes into it. */
 static uint32_t sm_otf2_thread_locations_group(const sm_otf2_writer_t *w)
 {
-    return w->n_comms ? 1 + w->n_comms : 0; /* readers want dense group ids */
+    return sm_otf2_comm_group(w, w->n_comms);
 }
 
 static uint32_t sm_otf2_thread_members_group(const sm_otf2_writer_t *w, uint32_t rank)
@@ -851,24 +881,103 @@ static uint32_t sm_otf2_thread_members_group(const sm_otf2_writer_t *w, uint32_t
     return sm_otf2_thread_locations_group(w) + 1 + rank;
 }
 
+/* The CPU threads of every rank, in rank and location order: what the
+ * OpenMP and pthread locations groups list. */
+static uint64_t *sm_otf2_cpu_threads(const sm_otf2_proc_info_t *procs, uint32_t n_ranks,
+                                     uint32_t *n)
+{
+    uint64_t total = 0;
+    for (uint32_t r = 0; r < n_ranks; r++)
+        total += procs[r].n_locations;
+    uint64_t *all = malloc(sizeof *all * (total ? total : 1));
+    *n = 0;
+    for (uint32_t r = 0; all && r < n_ranks; r++)
+        for (uint32_t i = 0; i < procs[r].n_locations; i++)
+            if (procs[r].locations[i].type == SM_LOCATION_CPU_THREAD)
+                all[(*n)++] = sm_otf2_location_ref(r, procs[r].locations[i].id);
+    return all;
+}
+
+/* An OpenMP team: a group of indexes into the OpenMP locations group (its
+ * threads by thread number), and a communicator whose parent is the team
+ * of the thread that forked it. */
+static bool sm_otf2_team_comm(sm_otf2_writer_t *w, OTF2_GlobalDefWriter *g, uint32_t c,
+                              const sm_otf2_proc_info_t *procs, const uint32_t *first_thread)
+{
+    const sm_comm_def_t *def = sm_defset_comm_get(w->job->defs, c);
+    uint32_t rank = def->key.leader;
+    uint32_t size = def->members && rank < w->n_ranks ? def->size : 0;
+    uint64_t *m = malloc(sizeof *m * (size ? size : 1));
+    if (!sm_otf2_got(w, m, strerror(ENOMEM)))
+        return false;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < size; i++) {
+        /* The member's index among its rank's CPU threads. */
+        uint32_t at = first_thread[rank];
+        bool found = false;
+        for (uint32_t j = 0; j < procs[rank].n_locations && !found; j++) {
+            const sm_otf2_loc_info_t *li = &procs[rank].locations[j];
+            if (li->type != SM_LOCATION_CPU_THREAD)
+                continue;
+            if (li->id == def->members[i])
+                found = true;
+            else
+                at++;
+        }
+        if (found) /* a thread number the runtime never filled is left out */
+            m[k++] = at;
+    }
+    const char *cname = sm_defset_string_get(w->job->defs, def->name);
+    OTF2_StringRef gs;
+    OTF2_CommRef parent = def->parent < w->n_comms ? def->parent : OTF2_UNDEFINED_COMM;
+    bool ok = sm_otf2_extra_string(w, g, cname ? cname : "OpenMP thread team", &gs) &&
+              sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteGroup(
+                                g, sm_otf2_comm_group(w, c), gs, OTF2_GROUP_TYPE_COMM_GROUP,
+                                OTF2_PARADIGM_OPENMP, OTF2_GROUP_FLAG_NONE, k, m)) &&
+              sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteComm(g, c, gs, sm_otf2_comm_group(w, c),
+                                                           parent, OTF2_COMM_FLAG_NONE));
+    free(m);
+    return ok;
+}
+
 /* MPI: rank r is its process's first location; each communicator is a group
- * of ranks (world ranks index the locations group). */
-static bool sm_otf2_mpi_comms(sm_otf2_writer_t *w, OTF2_GlobalDefWriter *g)
+ * of ranks (world ranks index the locations group).  OpenMP: the CPU threads
+ * of all ranks are the locations group; each team indexes into it. */
+static bool sm_otf2_comms(sm_otf2_writer_t *w, OTF2_GlobalDefWriter *g,
+                          const sm_otf2_proc_info_t *procs)
 {
     const sm_defset_t *d = w->job->defs;
-    uint32_t n = w->n_ranks;
+    uint32_t n = w->n_ranks, n_threads = 0;
     uint64_t *members = malloc(sizeof *members * (n ? n : 1));
+    uint64_t *threads = w->team_comms ? sm_otf2_cpu_threads(procs, n, &n_threads) : NULL;
+    uint32_t *first_thread = malloc(sizeof *first_thread * (n ? n : 1));
     OTF2_StringRef s;
-    if (!sm_otf2_got(w, members, strerror(ENOMEM)))
-        return false;
-    for (uint32_t r = 0; r < n; r++)
+    bool ok = sm_otf2_got(w, members && first_thread && (threads || !w->team_comms) ? members
+                                                                                     : NULL,
+                          strerror(ENOMEM));
+    for (uint32_t r = 0, at = 0; ok && r < n; r++) {
         members[r] = sm_otf2_location_ref(r, 0);
-    bool ok = sm_otf2_extra_string(w, g, "MPI ranks", &s) &&
-              sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteGroup(
-                                g, SM_OTF2_GROUP_MPI_LOCATIONS, s, OTF2_GROUP_TYPE_COMM_LOCATIONS,
-                                OTF2_PARADIGM_MPI, OTF2_GROUP_FLAG_NONE, n, members));
+        first_thread[r] = at;
+        for (uint32_t i = 0; i < procs[r].n_locations; i++)
+            at += procs[r].locations[i].type == SM_LOCATION_CPU_THREAD;
+    }
+    if (ok && w->mpi_comms)
+        ok = sm_otf2_extra_string(w, g, "MPI ranks", &s) &&
+             sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteGroup(
+                               g, SM_OTF2_GROUP_MPI_LOCATIONS, s, OTF2_GROUP_TYPE_COMM_LOCATIONS,
+                               OTF2_PARADIGM_MPI, OTF2_GROUP_FLAG_NONE, n, members));
+    if (ok && w->team_comms)
+        ok = sm_otf2_extra_string(w, g, "OpenMP threads", &s) &&
+             sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteGroup(
+                               g, sm_otf2_omp_locations_group(w), s,
+                               OTF2_GROUP_TYPE_COMM_LOCATIONS, OTF2_PARADIGM_OPENMP,
+                               OTF2_GROUP_FLAG_NONE, n_threads, threads));
     for (uint32_t c = 0; ok && c < w->n_comms; c++) {
         const sm_comm_def_t *def = sm_defset_comm_get(d, c);
+        if (sm_comm_key_is_team(def->key)) {
+            ok = sm_otf2_team_comm(w, g, c, procs, first_thread);
+            continue;
+        }
         char name[96];
         OTF2_GroupType type = OTF2_GROUP_TYPE_COMM_GROUP;
         uint32_t size = def->size;
@@ -893,15 +1002,17 @@ static bool sm_otf2_mpi_comms(sm_otf2_writer_t *w, OTF2_GlobalDefWriter *g)
         }
         OTF2_StringRef gs;
         ok = sm_otf2_extra_string(w, g, cname, &gs) &&
-             sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteGroup(g, sm_otf2_comm_group(c), gs, type,
+             sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteGroup(g, sm_otf2_comm_group(w, c), gs, type,
                                                            OTF2_PARADIGM_MPI, OTF2_GROUP_FLAG_NONE,
                                                            size, m));
         free(m);
         OTF2_CommRef parent = def->parent < w->n_comms ? def->parent : OTF2_UNDEFINED_COMM;
-        ok = ok && sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteComm(g, c, gs, sm_otf2_comm_group(c),
+        ok = ok && sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteComm(g, c, gs, sm_otf2_comm_group(w, c),
                                                                 parent, OTF2_COMM_FLAG_NONE));
     }
     free(members);
+    free(threads);
+    free(first_thread);
     return ok;
 }
 
@@ -913,15 +1024,11 @@ static bool sm_otf2_thread_contingents(sm_otf2_writer_t *w, OTF2_GlobalDefWriter
     uint64_t total = 0;
     for (uint32_t r = 0; r < w->n_ranks; r++)
         total += procs[r].n_locations;
-    uint64_t *all = malloc(sizeof *all * (total ? total : 1));
-    uint64_t *index = malloc(sizeof *index * (total ? total : 1));
     uint32_t n = 0;
+    uint64_t *all = sm_otf2_cpu_threads(procs, w->n_ranks, &n);
+    uint64_t *index = malloc(sizeof *index * (total ? total : 1));
     OTF2_StringRef s;
     bool ok = sm_otf2_got(w, all && index ? all : NULL, strerror(ENOMEM));
-    for (uint32_t r = 0; ok && r < w->n_ranks; r++)
-        for (uint32_t i = 0; i < procs[r].n_locations; i++)
-            if (procs[r].locations[i].type == SM_LOCATION_CPU_THREAD)
-                all[n++] = sm_otf2_location_ref(r, procs[r].locations[i].id);
     ok = ok && sm_otf2_extra_string(w, g, "pthread locations", &s) &&
          sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteGroup(
                            g, sm_otf2_thread_locations_group(w), s,
@@ -1108,7 +1215,8 @@ static bool sm_otf2_write_global_defs(sm_otf2_writer_t *w, OTF2_GlobalDefWriter 
     for (uint32_t i = 0; i < n_regions; i++)
         used[sm_otf2_paradigm(sm_defset_region_get(d, i)->paradigm)] = true;
     used[OTF2_PARADIGM_PTHREAD] |= threads;
-    used[OTF2_PARADIGM_MPI] |= w->n_comms > 0;
+    used[OTF2_PARADIGM_MPI] |= w->mpi_comms;
+    used[OTF2_PARADIGM_OPENMP] |= w->team_comms;
     for (unsigned p = 0; p < 256; p++) {
         const char *name;
         OTF2_ParadigmClass cls;
@@ -1190,7 +1298,7 @@ static bool sm_otf2_write_global_defs(sm_otf2_writer_t *w, OTF2_GlobalDefWriter 
                 !sm_otf2_lineage(w, g, r, &procs[r], &procs[r].locations[i]))
                 return false;
 
-    if (w->n_comms && !sm_otf2_mpi_comms(w, g))
+    if (w->n_comms && !sm_otf2_comms(w, g, procs))
         return false;
     if (threads && !sm_otf2_thread_contingents(w, g, procs))
         return false;
@@ -1419,6 +1527,12 @@ int sm_otf2_write_images(const sm_run_info_t *run, const sm_job_t *job, const sm
     w.job = job;
     w.n_ranks = job->n_ranks ? job->n_ranks : job->procs->size;
     w.n_comms = sm_defset_comm_count(job->defs);
+    for (uint32_t c = 0; c < w.n_comms; c++) {
+        if (sm_comm_key_is_team(sm_defset_comm_get(job->defs, c)->key))
+            w.team_comms = true;
+        else
+            w.mpi_comms = true;
+    }
     w.failed_code = OTF2_SUCCESS;
     w.n_named_strings = sm_defset_string_count(job->defs);
     w.named_metric = malloc(sizeof *w.named_metric * (w.n_named_strings + 1u));
