@@ -1,12 +1,14 @@
 """An MPI+OpenMP program (2 ranks x 2 threads, clang/libomp) under
 mpirun sysmeasure: one archive and one summary, every thread of every rank
 a location, the parallel region 10 times on each of the 4 threads, the MPI
-calls on the main threads."""
+calls on the main threads; each rank's thread teams are communicators of
+their own, numbered alike on all ranks (the events of each rank name its
+own teams, whose members are its threads)."""
 import os
 import sys
 
-from smtest import (CLANG, Trace, build_program, check, check_trace_consistent, finish, load_json,
-                    location_rank, mpi_measure, need_openmp)
+from smtest import (CLANG, Trace, build_program, check, check_thread_teams, check_trace_consistent,
+                    finish, load_json, location_rank, mpi_measure, need_openmp)
 
 need_openmp()
 if os.environ.get("SM_HAVE_MPI", "yes") != "yes":
@@ -27,6 +29,21 @@ for loc, events in trace.events.items():
             par[key] = par.get(key, 0) + 1
 check(sorted(par.values()) == [10, 10, 10, 10] and {r for r, _ in par} == {0, 1},
       "the parallel region 10 times on each thread of each rank: %s" % par)
+teams = check_thread_teams(trace)
+team_ranks = {}
+for loc, inst in teams.items():
+    if (location_rank(loc), loc.name) not in par:
+        continue  # a thread of MPI's own
+    check(len(inst) == 10, "10 team begin/end pairs on %s of rank %d: %d"
+          % (loc.name, location_rank(loc), len(inst)))
+    for _, _, c in inst:
+        ranks = {location_rank(m) for m in c.group.members}
+        check(ranks == {location_rank(loc)}, "a team of rank %d has only its threads: %s"
+              % (location_rank(loc), [(location_rank(m), m.name) for m in c.group.members]))
+        team_ranks.setdefault(c, set()).add(location_rank(loc))
+check(len(team_ranks) == 2 and sorted(min(r) for r in team_ranks.values()) == [0, 1] and
+      all(len(c.group.members) == 2 for c in team_ranks),
+      "one 2-thread team per rank, its own: %s" % {c.name: r for c, r in team_ranks.items()})
 mpi = {(location_rank(l), l.name) for l, evs in trace.events.items()
        for e in evs if type(e).__name__ == "Enter" and e.region.name == "MPI_Allreduce"}
 check(mpi == {(0, "Thread 0 (main)"), (1, "Thread 0 (main)")}, "MPI on the main threads: %s" % mpi)

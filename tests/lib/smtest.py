@@ -125,6 +125,72 @@ def check_trace_consistent(trace):
     return visits
 
 
+def check_thread_teams(trace):
+    """OpenMP thread teams: on every location ThreadTeamBegin/End balanced
+    and nested, each naming an OpenMP team communicator whose group has the
+    location as a member; ThreadFork/Join paired on the encountering thread,
+    each join no earlier than the team's ends on its other threads; a team
+    forked inside another has that team as parent.  Returns
+    {location: [(begin time, end time, comm)]} of the team instances."""
+    T = otf2.events
+    teams = {}
+    ends = {}  # comm -> [end times], the instances of all threads, in order
+    for loc, events in trace.events.items():
+        stack, forks, inst = [], [], []
+        for e in events:
+            if isinstance(e, T.ThreadTeamBegin):
+                c = e.thread_team
+                check(c.group.paradigm == otf2.Paradigm.OPENMP and
+                      c.group.group_type == otf2.GroupType.COMM_GROUP,
+                      "team %s of %s is an OpenMP comm group" % (c.name, loc.name))
+                check(loc in c.group.members, "%s is a member of the team it begins: %s"
+                      % (loc.name, [m.name for m in c.group.members]))
+                if stack:
+                    check(c.parent is stack[-1][1], "a team begun inside team %s has it as parent"
+                          % stack[-1][1])
+                stack.append((e.time, c))
+            elif isinstance(e, T.ThreadTeamEnd):
+                if check(stack and stack[-1][1] is e.thread_team,
+                         "team end on %s matches its begin" % loc.name):
+                    b, c = stack.pop()
+                    inst.append((b, e.time, c))
+                    ends.setdefault(c, []).append(e.time)
+            elif isinstance(e, T.ThreadFork):
+                check(e.model == otf2.Paradigm.OPENMP, "fork model OpenMP")
+                forks.append(e)
+            elif isinstance(e, T.ThreadJoin):
+                if check(forks, "join after a fork on %s" % loc.name):
+                    forks.pop()
+        check(not stack, "every team ended on %s: %d open" % (loc.name, len(stack)))
+        check(not forks, "every fork joined on %s: %d open" % (loc.name, len(forks)))
+        teams[loc] = inst
+    # A team runs one instance at a time (its encountering thread is in it):
+    # the k-th instance of a team is the k-th on each of its threads.  The
+    # join on the encountering thread (thread 0) comes with its team end.
+    for loc in teams:
+        events = trace.events[loc]
+        ended = {}  # comm -> team ends so far on loc
+        for i, e in enumerate(events):
+            if isinstance(e, T.ThreadTeamEnd):
+                ended[e.thread_team] = ended.get(e.thread_team, 0) + 1
+            if not isinstance(e, T.ThreadJoin):
+                continue
+            prev = events[i - 1] if i else None
+            if not check(isinstance(prev, T.ThreadTeamEnd),
+                         "a join right after a team end on %s" % loc.name):
+                continue
+            c = prev.thread_team
+            check(c.group.members[0] is loc, "the join's team %s has %s as thread 0"
+                  % (c.name, loc.name))
+            k = ended[c] - 1
+            for other in c.group.members[1:]:
+                theirs = [x[1] for x in teams.get(other, []) if x[2] is c]
+                if check(k < len(theirs), "instance %d of %s on %s" % (k, c.name, other.name)):
+                    check(theirs[k] <= e.time, "join on %s at %d no earlier than the team end "
+                          "on %s at %d" % (loc.name, e.time, other.name, theirs[k]))
+    return teams
+
+
 def callpath(profile, *names):
     """The profile.json call path with this exact path, or None."""
     for cp in profile["callpaths"]:
