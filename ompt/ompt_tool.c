@@ -370,6 +370,7 @@ typedef struct sm_ompt_team {
 static sm_ompt_team_t sm_teams[SM_TEAM_SLOTS];
 static uint32_t sm_team_count;
 static uint64_t sm_team_strangers; /* thread joined a team under another's number */
+static uint64_t sm_team_unrecorded; /* team joins not traced: too many teams */
 static pthread_mutex_t sm_teams_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static inline uint32_t sm_team_hash(sm_comm_id_t parent, uint32_t forker, uint32_t size)
@@ -399,6 +400,11 @@ static SM_NOINLINE sm_ompt_team_t *sm_team_slow(sm_comm_id_t parent, uint32_t fo
         }
         if (t->state)
             continue;
+        /* Kept at most 3/4 full, so that the lock-free probes find a team. */
+        if (sm_team_count >= SM_TEAM_SLOTS / 4 * 3) {
+            __atomic_add_fetch(&sm_team_unrecorded, 1, __ATOMIC_RELAXED);
+            break;
+        }
         /* New: its definition now, its members as threads join. */
         uint32_t *members = calloc(size, sizeof *members);
         if (!members)
@@ -1375,6 +1381,10 @@ static void sm_ompt_at_finalize(const sm_run_info_t *run)
         if (unrecorded)
             sm_info(1, "OpenMP: %llu lock acquisitions not traced (too many locks)",
                     (unsigned long long)unrecorded);
+        uint64_t no_team = __atomic_load_n(&sm_team_unrecorded, __ATOMIC_RELAXED);
+        if (no_team)
+            sm_info(1, "OpenMP: %llu times a thread's team was not traced (more than %u "
+                    "distinct teams)", (unsigned long long)no_team, SM_TEAM_SLOTS / 4 * 3);
         uint64_t strangers = __atomic_load_n(&sm_team_strangers, __ATOMIC_RELAXED);
         if (strangers)
             sm_info(1, "OpenMP: %llu times a thread joined a team under a thread number that "

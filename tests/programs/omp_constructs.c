@@ -45,6 +45,9 @@ static int nested(void)
         {
 #pragma omp atomic
             count++;
+            /* Both inner teams at once: else the runtime may give the
+             * second one the thread the first one gave back (3 threads). */
+            sleep_us(50000);
         }
     }
     printf("nested: %d inner threads\n", count);
