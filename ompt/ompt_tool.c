@@ -293,15 +293,25 @@ static inline const sm_ompt_site_t *sm_site_at(uint64_t index)
     return index < SM_SITE_SLOTS ? &sm_sites[index] : &sm_sites_generic[index - SM_SITE_SLOTS];
 }
 
-static inline uint64_t sm_parallel_value(uint64_t seq, const sm_ompt_site_t *site)
+/* ... and the team it will likely have (see sm_ompt_team_t): its slot + 1
+ * (13 bits), 0 when not known yet.  The instance's seq takes the rest. */
+#define SM_PARALLEL_SEQ_SHIFT 29
+
+static inline uint64_t sm_parallel_value(uint64_t seq, uint32_t team_slot,
+                                         const sm_ompt_site_t *site)
 {
-    return seq << 16 | sm_site_index(site);
+    return seq << SM_PARALLEL_SEQ_SHIFT | (uint64_t)team_slot << 16 | sm_site_index(site);
+}
+
+static inline uint64_t sm_parallel_seq(uint64_t value)
+{
+    return value >> SM_PARALLEL_SEQ_SHIFT;
 }
 
 static inline const sm_ompt_site_t *sm_parallel_site(uint64_t value)
 {
     uint64_t index = value & 0xffff;
-    if (!(value >> 16) || index >= SM_SITE_SLOTS + SM_SITE_COUNT)
+    if (!sm_parallel_seq(value) || index >= SM_SITE_SLOTS + SM_SITE_COUNT)
         return sm_site(SM_SITE_PARALLEL, NULL, NULL); /* not a region we saw begin */
     return sm_site_at(index);
 }
@@ -367,6 +377,7 @@ typedef struct sm_ompt_team {
 #define SM_TEAM_BITS 12
 #endif
 #define SM_TEAM_SLOTS (1u << SM_TEAM_BITS)
+_Static_assert(SM_TEAM_SLOTS < 1u << 13, "a team's slot takes 13 bits of a parallel's value");
 static sm_ompt_team_t sm_teams[SM_TEAM_SLOTS];
 static uint32_t sm_team_count;
 static uint64_t sm_team_strangers; /* thread joined a team under another's number */
@@ -431,8 +442,8 @@ static SM_NOINLINE sm_ompt_team_t *sm_team_slow(sm_comm_id_t parent, uint32_t fo
     return found; /* NULL: table full or no memory; the team goes unrecorded */
 }
 
-/* The team of this key; lock-free once known. */
-static inline sm_ompt_team_t *sm_team(sm_comm_id_t parent, uint32_t forker, uint32_t size)
+/* The team of this key if it is known already; lock-free. */
+static inline sm_ompt_team_t *sm_team_known(sm_comm_id_t parent, uint32_t forker, uint32_t size)
 {
     uint32_t h = sm_team_hash(parent, forker, size);
     for (uint32_t i = 0; i < 8; i++) {
@@ -442,7 +453,28 @@ static inline sm_ompt_team_t *sm_team(sm_comm_id_t parent, uint32_t forker, uint
         if (sm_team_is(t, parent, forker, size))
             return t;
     }
-    return sm_team_slow(parent, forker, size);
+    return NULL;
+}
+
+/* The team of this key, made if new; lock-free once known. */
+static inline sm_ompt_team_t *sm_team(sm_comm_id_t parent, uint32_t forker, uint32_t size)
+{
+    sm_ompt_team_t *t = sm_team_known(parent, forker, size);
+    return SM_LIKELY(t != NULL) ? t : sm_team_slow(parent, forker, size);
+}
+
+/* A parallel region's likely team, as its encountering thread guessed it
+ * (the size it asked for): the team's threads take it from the region's
+ * data, without reading the instance, when the size is right. */
+static inline uint32_t sm_team_slot(const sm_ompt_team_t *t)
+{
+    return t ? (uint32_t)(t - sm_teams) + 1 : 0;
+}
+
+static inline sm_ompt_team_t *sm_parallel_team(uint64_t value)
+{
+    uint32_t slot = (uint32_t)(value >> 16) & ((1u << 13) - 1);
+    return slot && slot <= SM_TEAM_SLOTS ? &sm_teams[slot - 1] : NULL;
 }
 
 /* The calling thread (location id) joins t as thread number index. */
@@ -849,11 +881,14 @@ static void sm_cb_parallel_begin(ompt_data_t *encountering_task, const ompt_fram
     sm_ompt_instance_t *in = &sm_ring[seq & (SM_RING - 1)];
     __atomic_store_n(&in->seq, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&in->end, 0, __ATOMIC_RELEASE);
+    uint32_t forker = sm_location_current()->id;
+    sm_comm_id_t parent = outer && outer->team ? outer->team->comm : SM_COMM_NONE;
     in->requested = requested;
-    in->forker = sm_location_current()->id;
-    in->parent = outer && outer->team ? outer->team->comm : SM_COMM_NONE;
+    in->forker = forker;
+    in->parent = parent;
     __atomic_store_n(&in->seq, seq, __ATOMIC_RELEASE);
-    parallel->value = sm_parallel_value(seq, site);
+    parallel->value = sm_parallel_value(seq, sm_team_slot(sm_team_known(parent, forker, requested)),
+                                        site);
 }
 
 static void sm_cb_parallel_end(ompt_data_t *parallel, ompt_data_t *encountering_task, int flags,
@@ -864,11 +899,27 @@ static void sm_cb_parallel_end(ompt_data_t *parallel, ompt_data_t *encountering_
     (void)codeptr;
     /* The encountering thread's implicit task end set it already (see
      * sm_implicit_end), unless it went unseen. */
-    sm_ompt_instance_t *in = sm_instance(parallel->value >> 16);
+    sm_ompt_instance_t *in = sm_instance(sm_parallel_seq(parallel->value));
     uint64_t none = 0;
-    if (in)
+    if (in && !__atomic_load_n(&in->end, __ATOMIC_RELAXED))
         __atomic_compare_exchange_n(&in->end, &none, sm_clock_now(), false, __ATOMIC_RELEASE,
                                     __ATOMIC_RELAXED);
+}
+
+/* A fork/join record without payload (sm_event_record, inlined: there are
+ * four at every parallel region). */
+static inline void sm_ompt_mark(sm_location_t *loc, sm_record_kind_t kind, uint32_t ref,
+                                uint64_t t)
+{
+    if (!loc->tracing || loc->closed)
+        return;
+    sm_record_t *r = (sm_record_t *)SM_BUFFER_RESERVE(loc, sizeof(sm_record_t));
+    r->time = t;
+    r->kind = (uint8_t)kind;
+    r->words = 0;
+    r->aux = SM_PARADIGM_OPENMP;
+    r->ref = ref;
+    SM_BUFFER_COMMIT(loc, r + 1);
 }
 
 /* An implicit task ends at t: what is still open inside it, its region,
@@ -880,34 +931,41 @@ static void sm_implicit_close(sm_ompt_thread_t *th, sm_location_t *loc, sm_ompt_
     const sm_ompt_team_t *team = s->team;
     sm_scope_pop(th, loc, s, t);
     if ((flags & SM_IMPLICIT_TEAMED) && team)
-        sm_event_record(loc, SM_REC_THREAD_TEAM_END, team->comm, SM_PARADIGM_OPENMP, t, NULL, 0);
+        sm_ompt_mark(loc, SM_REC_THREAD_TEAM_END, team->comm, t);
     if (flags & SM_IMPLICIT_FORKED)
-        sm_event_record(loc, SM_REC_THREAD_JOIN, 0, SM_PARADIGM_OPENMP, t, NULL, 0);
+        sm_ompt_mark(loc, SM_REC_THREAD_JOIN, 0, t);
 }
 
 static void sm_implicit_begin(sm_ompt_thread_t *th, sm_location_t *loc, ompt_data_t *parallel,
                               ompt_data_t *task, unsigned int actual, unsigned int index)
 {
-    uint64_t value = parallel ? parallel->value : 0, seq = value >> 16;
+    uint64_t value = parallel ? parallel->value : 0, seq = sm_parallel_seq(value);
     const sm_ompt_site_t *site = sm_parallel_site(value);
     task->value = sm_implicit_value(seq);
     uint64_t t = sm_clock_now();
-    /* The team's key, as the encountering thread left it in the instance. */
-    sm_ompt_instance_t *in = sm_instance(seq);
-    uint32_t requested = 0, forker = 0;
-    sm_comm_id_t parent = SM_COMM_NONE;
-    if (in) {
-        requested = in->requested;
-        forker = in->forker;
-        parent = in->parent;
-        if (__atomic_load_n(&in->seq, __ATOMIC_ACQUIRE) != seq)
-            in = NULL;
-    }
     if (SM_UNLIKELY(th->depth >= SM_MAX_SCOPES)) {
         th->depth++;
         return;
     }
-    sm_ompt_team_t *team = in ? sm_team(parent, forker, actual) : NULL;
+    /* The team: as guessed, or by its key, as the encountering thread left
+     * it in the instance (which that thread reads anyway: it wrote it). */
+    sm_ompt_team_t *team = sm_parallel_team(value);
+    bool guessed = team && team->size == actual;
+    sm_ompt_instance_t *in = NULL;
+    uint32_t requested = 0, forker = 0;
+    sm_comm_id_t parent = SM_COMM_NONE;
+    if (index == 0 || !guessed) {
+        in = sm_instance(seq);
+        if (in) {
+            requested = in->requested;
+            forker = in->forker;
+            parent = in->parent;
+            if (__atomic_load_n(&in->seq, __ATOMIC_ACQUIRE) != seq)
+                in = NULL;
+        }
+        if (!guessed)
+            team = in ? sm_team(parent, forker, actual) : NULL;
+    }
     if (team)
         sm_team_join(team, index, loc->id);
     sm_ompt_scope_t *s = &th->scope[th->depth++];
@@ -923,11 +981,11 @@ static void sm_implicit_begin(sm_ompt_thread_t *th, sm_location_t *loc, ompt_dat
     /* Fork and team begin just before the region's enter (the team's part
      * of the region is inside the team). */
     if (loc->tracing && index == 0 && in) {
-        sm_event_record(loc, SM_REC_THREAD_FORK, requested, SM_PARADIGM_OPENMP, t, NULL, 0);
+        sm_ompt_mark(loc, SM_REC_THREAD_FORK, requested, t);
         s->flags |= SM_IMPLICIT_FORKED;
     }
     if (loc->tracing && team) {
-        sm_event_record(loc, SM_REC_THREAD_TEAM_BEGIN, team->comm, SM_PARADIGM_OPENMP, t, NULL, 0);
+        sm_ompt_mark(loc, SM_REC_THREAD_TEAM_BEGIN, team->comm, t);
         s->flags |= SM_IMPLICIT_TEAMED;
     }
     th->last = t;
