@@ -385,6 +385,14 @@ void sm_mpi_hook_recv(MPI_Datatype type, MPI_Comm comm, const MPI_Status *status
                          sm_mpi_comm_peer_world(c, src));
 }
 
+/* Whether a request just made is one to track: the call succeeded, it
+ * talks to a process, and measurement is on. */
+static inline bool sm_req_tracked(int rc, int peer, MPI_Request request)
+{
+    return SM_MPI_ON() && rc == MPI_SUCCESS && peer != MPI_PROC_NULL &&
+           request != MPI_REQUEST_NULL;
+}
+
 /* A send request as the table keeps it (nonblocking or persistent). */
 static sm_mpi_req_t sm_req_send(int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm)
 {
@@ -418,8 +426,7 @@ static sm_mpi_req_t sm_req_recv(MPI_Comm comm)
 void sm_mpi_hook_isend(int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
                        MPI_Request request, int rc)
 {
-    if (!SM_MPI_ON() || rc != MPI_SUCCESS || dest == MPI_PROC_NULL ||
-        request == MPI_REQUEST_NULL)
+    if (!sm_req_tracked(rc, dest, request))
         return;
     sm_mpi_req_t r = sm_req_send(count, type, dest, tag, comm);
     r.id = sm_req_new_id();
@@ -434,8 +441,7 @@ void sm_mpi_hook_irecv(int count, MPI_Datatype type, int source, int tag, MPI_Co
     (void)count;
     (void)type;
     (void)tag;
-    if (!SM_MPI_ON() || rc != MPI_SUCCESS || source == MPI_PROC_NULL ||
-        request == MPI_REQUEST_NULL)
+    if (!sm_req_tracked(rc, source, request))
         return;
     sm_mpi_req_t r = sm_req_recv(comm);
     r.id = sm_req_new_id();
@@ -447,8 +453,7 @@ void sm_mpi_hook_irecv(int count, MPI_Datatype type, int source, int tag, MPI_Co
 void sm_mpi_hook_send_init(int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
                            MPI_Request request, int rc)
 {
-    if (!SM_MPI_ON() || rc != MPI_SUCCESS || dest == MPI_PROC_NULL ||
-        request == MPI_REQUEST_NULL)
+    if (!sm_req_tracked(rc, dest, request))
         return;
     sm_mpi_req_t r = sm_req_send(count, type, dest, tag, comm);
     r.persistent = 1;
@@ -461,8 +466,7 @@ void sm_mpi_hook_recv_init(int count, MPI_Datatype type, int source, int tag, MP
     (void)count;
     (void)type;
     (void)tag;
-    if (!SM_MPI_ON() || rc != MPI_SUCCESS || source == MPI_PROC_NULL ||
-        request == MPI_REQUEST_NULL)
+    if (!sm_req_tracked(rc, source, request))
         return;
     sm_mpi_req_t r = sm_req_recv(comm);
     r.persistent = 1;

@@ -88,6 +88,26 @@ int sm_process_file_write(const sm_run_info_t *run, const char *reason)
     SM_PF_PUT(&b, argc);
     for (uint32_t i = 0; i < argc; i++)
         sm_pf_put_string(&b, run->argv[i]);
+    /* The configuration, as text with where each value came from. */
+    uint32_t n_config = run->config ? SM_CONFIG_COUNT : 0;
+    SM_PF_PUT(&b, n_config);
+    for (uint32_t i = 0; i < n_config; i++) {
+        char value[4096];
+        sm_config_format(run->config, &sm_config_vars[i], value, sizeof value);
+        uint32_t source = run->config->source[i];
+        sm_pf_put_string(&b, sm_config_vars[i].env);
+        sm_pf_put_string(&b, value);
+        SM_PF_PUT(&b, source);
+    }
+    /* Metadata the program declared (Kokkos). */
+    uint32_t n_meta = sm_runtime_metadata_count();
+    SM_PF_PUT(&b, n_meta);
+    for (uint32_t i = 0; i < n_meta; i++) {
+        const char *key = "", *value = "";
+        sm_runtime_metadata_get(i, &key, &value);
+        sm_pf_put_string(&b, key);
+        sm_pf_put_string(&b, value);
+    }
     SM_PF_PUT(&b, run->start_realtime_ns);
     SM_PF_PUT(&b, run->end_realtime_ns);
     SM_PF_PUT(&b, run->start_time);
@@ -221,6 +241,11 @@ void sm_process_file_free(sm_process_file_t *f)
     for (int i = 0; f->argv && i < f->argc; i++)
         free(f->argv[i]);
     free(f->argv);
+    for (uint32_t i = 0; f->metadata && i < f->n_metadata2; i++)
+        free(f->metadata[i]);
+    free(f->metadata);
+    if (f->have_config)
+        sm_config_free(&f->config);
     free(f->locations);
     free(f->events);
     free(f->defs);
@@ -284,6 +309,31 @@ sm_process_file_t *sm_process_file_read(const char *path, char *err, size_t errl
     for (uint32_t i = 0; f->argv && i < argc && !r.bad; i++)
         f->argv[f->argc++] = sm_pf_get_string(&r);
     r.bad |= !f->argv;
+    uint32_t n_config = 0;
+    SM_PF_GET(&r, n_config);
+    char cfg_err[256];
+    static char *const no_env[] = {NULL};
+    f->have_config = n_config > 0 && sm_config_load(&f->config, no_env, cfg_err, sizeof cfg_err) == 0;
+    for (uint32_t i = 0; i < n_config && !r.bad; i++) {
+        char *name = sm_pf_get_string(&r), *value = sm_pf_get_string(&r);
+        uint32_t source = 0;
+        SM_PF_GET(&r, source);
+        /* Variables this version does not know are skipped. */
+        for (size_t k = 0; f->have_config && name && value && k < SM_CONFIG_COUNT; k++)
+            if (!strcmp(sm_config_vars[k].env, name) &&
+                sm_config_set(&f->config, &sm_config_vars[k], value,
+                              (sm_config_source_t)source, cfg_err, sizeof cfg_err) == 0)
+                f->config.source[k] = (sm_config_source_t)source;
+        free(name);
+        free(value);
+    }
+    uint32_t n_meta = 0;
+    SM_PF_GET(&r, n_meta);
+    if (!r.bad && n_meta <= len / 8)
+        f->metadata = calloc(2u * n_meta + 1u, sizeof *f->metadata);
+    for (uint32_t i = 0; f->metadata && i < 2 * n_meta && !r.bad; i++)
+        f->metadata[f->n_metadata2++] = sm_pf_get_string(&r);
+    r.bad |= !f->metadata;
     SM_PF_GET(&r, f->start_realtime_ns);
     SM_PF_GET(&r, f->end_realtime_ns);
     SM_PF_GET(&r, f->start_ticks);

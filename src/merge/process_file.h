@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 #include "../core/clock.h"
+#include "../core/config.h"
 #include "../core/compiler.h"
 #include "../core/runtime.h"
 #include "image.h"
@@ -24,6 +25,10 @@ typedef struct sm_process_file {
     char reason[256];           /* why the process wrote it */
     int argc;
     char **argv;                /* the program's command line */
+    sm_config_t config;         /* the configuration the process ran with */
+    char **metadata;            /* declared metadata: key, value, key, value... */
+    uint32_t n_metadata2;       /* strings in metadata (twice the pairs) */
+    int have_config;
     uint64_t start_realtime_ns, end_realtime_ns;
     uint64_t start_ticks, end_ticks;
     sm_clock_params_t clock;

@@ -197,6 +197,10 @@ int main(int argc, char **argv)
     run.program = files[0]->program;
     run.argc = files[0]->argc;
     run.argv = files[0]->argv;
+    run.config = files[0]->have_config ? &files[0]->config : NULL;
+    /* Declared metadata (Kokkos), as rank 0 would have written it. */
+    for (uint32_t i = 0; i + 1 < files[0]->n_metadata2; i += 2)
+        sm_runtime_metadata_set(files[0]->metadata[i], files[0]->metadata[i + 1]);
     run.pid = (pid_t)files[0]->pid;
     snprintf(run.hostname, sizeof run.hostname, "%s", files[0]->hostname);
     /* Ticks of another process mean nothing here: durations come from the

@@ -36,6 +36,12 @@ def merged(out, what, n=4):
     check(check_messages(trace, n) >= 12, "%s: the ring's 12 messages matched" % what)
     profile = load_json(out, "profile.json")
     check(any(c["path"] == ["MPI_Send"] for c in profile["callpaths"]), "%s: MPI_Send in the profile" % what)
+    meta = load_json(out, "metadata.json")
+    check(meta["ranks"] == n, "%s: %d ranks in the merged metadata" % (what, n))
+    check(meta["command"][:1] == [PROG] and len(meta["command"]) == 2,
+          "%s: the job's command line in the merged metadata: %s" % (what, meta["command"]))
+    check(meta["configuration"].get("SYSMEASURE_OUTPUT", {}).get("value") == out,
+          "%s: the ranks' configuration in the merged metadata" % what)
     return trace
 
 
