@@ -40,6 +40,10 @@ typedef enum {
     SM_REC_OMP_TASK_CREATE,   /* payload: task id */
     SM_REC_OMP_TASK_SWITCH,   /* payload: task id */
     SM_REC_OMP_TASK_COMPLETE, /* payload: task id */
+    /* PAPI counters (papi_counters.h), right before an enter or a leave at
+     * the same time.  ref: the metric id of the first event (the others
+     * follow); payload: one value per event. */
+    SM_REC_COUNTERS,
     SM_REC_KIND_COUNT
 } sm_record_kind_t;
 
