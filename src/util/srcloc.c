@@ -9,6 +9,7 @@
 #include "symbols.h"
 
 #ifdef SM_HAVE_LIBDW
+#include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #include <limits.h>
 
@@ -61,15 +62,19 @@ static Dwfl *sm_srcloc_open(const char *path, uintptr_t bias)
     return dwfl;
 }
 
-/* The line table row of addr (a process address) in mod.  libdwfl finds
- * the compilation unit through .debug_aranges, which clang does not emit by
- * default: without them, the unit whose address ranges hold addr. */
-static const char *sm_srcloc_find(Dwfl_Module *mod, Dwarf_Addr addr, int *line, int *column)
+/* The line table row of addr (a process address) in mod, and its unit.
+ * libdwfl finds the compilation unit through .debug_aranges, which clang
+ * does not emit by default: without them, the unit whose address ranges
+ * hold addr. */
+static const char *sm_srcloc_find(Dwfl_Module *mod, Dwarf_Addr addr, int *line, int *column,
+                                  Dwarf_Die **unit)
 {
-    Dwfl_Line *l = dwfl_module_getsrc(mod, addr);
-    if (l)
-        return dwfl_lineinfo(l, NULL, line, column, NULL, NULL);
     Dwarf_Addr bias;
+    Dwfl_Line *l = dwfl_module_getsrc(mod, addr);
+    if (l) {
+        *unit = dwfl_linecu(l);
+        return dwfl_lineinfo(l, NULL, line, column, NULL, NULL);
+    }
     for (Dwarf_Die *cu = NULL; (cu = dwfl_module_nextcu(mod, cu, &bias)) != NULL;) {
         if (dwarf_haspc(cu, addr - bias) <= 0)
             continue;
@@ -78,6 +83,7 @@ static const char *sm_srcloc_find(Dwfl_Module *mod, Dwarf_Addr addr, int *line, 
             return NULL;
         if (dwarf_linecol(dl, column) != 0)
             *column = 0;
+        *unit = cu;
         return dwarf_linesrc(dl, NULL, NULL);
     }
     return NULL;
@@ -104,9 +110,20 @@ int sm_srcloc_lookup(const void *addr, sm_srcloc_t *out)
     }
     Dwfl_Module *mod = o && o->dwfl ? dwfl_addrmodule(o->dwfl, (Dwarf_Addr)(uintptr_t)addr) : NULL;
     int line = 0, column = 0;
-    const char *file = mod ? sm_srcloc_find(mod, (Dwarf_Addr)(uintptr_t)addr, &line, &column) : NULL;
+    Dwarf_Die *unit = NULL;
+    const char *file =
+        mod ? sm_srcloc_find(mod, (Dwarf_Addr)(uintptr_t)addr, &line, &column, &unit) : NULL;
     if (file && file[0] && line > 0) {
-        snprintf(out->file, sizeof out->file, "%s", file);
+        /* A file named relative to the compiler's folder (DWARF 5 often
+         * does): made absolute, so that it names the same file anywhere. */
+        Dwarf_Attribute attr;
+        const char *dir = file[0] != '/' && unit
+                              ? dwarf_formstring(dwarf_attr(unit, DW_AT_comp_dir, &attr))
+                              : NULL;
+        if (dir && dir[0])
+            snprintf(out->file, sizeof out->file, "%s/%s", dir, file);
+        else
+            snprintf(out->file, sizeof out->file, "%s", file);
         out->line = (uint32_t)line;
         out->column = column > 0 ? (uint32_t)column : 0;
         rc = 0;
