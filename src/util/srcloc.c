@@ -11,7 +11,9 @@
 #ifdef SM_HAVE_LIBDW
 #include <dwarf.h>
 #include <elfutils/libdwfl.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <unistd.h>
 
 /* One Dwfl per loaded object, made at its first lookup: objects loaded
  * later (dlopen) get theirs when first asked about, and one object without
@@ -51,10 +53,18 @@ static Dwfl *sm_srcloc_open(const char *path, uintptr_t bias)
     Dwfl *dwfl = dwfl_begin(&sm_srcloc_callbacks);
     if (!dwfl)
         return NULL;
-    dwfl_report_begin(dwfl);
-    /* add_p_vaddr false: bias is what the segments' addresses are moved by */
-    Dwfl_Module *mod = dwfl_report_elf(dwfl, path, path, -1, bias, false);
-    dwfl_report_end(dwfl, NULL, NULL);
+    /* Our descriptor rather than libdwfl's, to keep it out of the
+     * program's children; the module keeps it open. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    Dwfl_Module *mod = NULL;
+    if (fd >= 0) {
+        dwfl_report_begin(dwfl);
+        /* add_p_vaddr: bias is what the object's addresses are moved by */
+        mod = dwfl_report_elf(dwfl, path, path, fd, bias, true);
+        dwfl_report_end(dwfl, NULL, NULL);
+        if (!mod) /* consumed only on success */
+            close(fd);
+    }
     if (!mod) {
         dwfl_end(dwfl);
         return NULL;
