@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 /* One Dwfl per loaded object, made at its first lookup: objects loaded
- * later (dlopen) get theirs when first asked about, and one object without
- * debug information costs one failed open. */
+ * later (dlopen) get theirs when first asked about, and an object without
+ * debug information is searched once. */
 typedef struct sm_srcloc_object {
     uintptr_t bias; /* the object's load bias: which object this is */
     Dwfl *dwfl;     /* NULL: the file could not be read as ELF */
