@@ -32,6 +32,7 @@
 #include "core/location.h"
 #include "core/runtime.h"
 #include "util/log.h"
+#include "util/srcloc.h"
 #include "util/symbols.h"
 
 SM_EXPORT ompt_start_tool_result_t *ompt_start_tool(unsigned int omp_version,
@@ -138,10 +139,18 @@ static bool sm_site_outlined(const char *function)
     return !strncmp(function, ".omp_", 5) || !strncmp(function, "__omp_outlined", 14);
 }
 
+/* How a name tells its construct apart from another of the same kind on the
+ * same source line (two constructs in one macro, code the compiler
+ * duplicated): not at all, by the column, by the offset into the function. */
+typedef enum { SM_NAME_PLAIN, SM_NAME_COLUMN, SM_NAME_OFFSET } sm_site_naming_t;
+
 /* Under sm_sites_lock. parent: the construct whose body we are in (a
- * parallel region or a task), or NULL. */
+ * parallel region or a task), or NULL.  src: the construct's source line,
+ * line 0 when unknown; named "function (file:line)" when known, else
+ * "function+offset". */
 static void sm_site_name(sm_site_kind_t kind, const void *codeptr, const sm_ompt_site_t *parent,
-                         char *name, size_t len, char *function, size_t flen)
+                         const sm_srcloc_t *src, sm_site_naming_t how, char *name, size_t len,
+                         char *function, size_t flen)
 {
     const char *label = sm_site_kinds[kind].label;
     sm_symbol_t sym;
@@ -161,7 +170,26 @@ static void sm_site_name(sm_site_kind_t kind, const void *codeptr, const sm_ompt
                      ? "omp_task" : "omp_outlined");
     else
         snprintf(function, flen, "%s", sym.function[0] ? sym.function : sym.object);
-    snprintf(name, len, "%s @ %s+0x%lx", label, function, (unsigned long)sym.offset);
+    const char *file = sm_srcloc_basename(src->file);
+    if (!src->line)
+        snprintf(name, len, "%s @ %s+0x%lx", label, function, (unsigned long)sym.offset);
+    else if (how == SM_NAME_PLAIN)
+        snprintf(name, len, "%s @ %s (%s:%u)", label, function, file, (unsigned)src->line);
+    else if (how == SM_NAME_COLUMN && src->column)
+        snprintf(name, len, "%s @ %s (%s:%u:%u)", label, function, file, (unsigned)src->line,
+                 (unsigned)src->column);
+    else
+        snprintf(name, len, "%s @ %s+0x%lx (%s:%u)", label, function, (unsigned long)sym.offset,
+                 file, (unsigned)src->line);
+}
+
+/* Whether a construct already seen has this region. */
+static bool sm_site_region_taken_locked(sm_region_id_t region)
+{
+    for (uint32_t i = 0; i < SM_SITE_SLOTS; i++)
+        if (sm_sites[i].key && sm_sites[i].region == region)
+            return true;
+    return false;
 }
 
 static sm_ompt_site_t *sm_site_find_locked(uint64_t key, uint32_t *free_slot)
@@ -196,8 +224,6 @@ static sm_ompt_site_t *sm_site_make_locked(sm_site_kind_t kind, const void *code
         barrier = sm_site_make_locked(SM_SITE_BARRIER_IMPLICIT, codeptr, parent);
         sm_site_find_locked(key, &slot);
     }
-    char name[320], function[192];
-    sm_site_name(kind, codeptr, parent, name, sizeof name, function, sizeof function);
     if (slot == UINT32_MAX) { /* table full: one region per kind from now on */
         s = &sm_sites_generic[kind];
         if (!s->key) {
@@ -211,7 +237,21 @@ static sm_ompt_site_t *sm_site_make_locked(sm_site_kind_t kind, const void *code
     }
     s = &sm_sites[slot];
     s->kind = kind;
-    s->region = sm_region_define(name, NULL, 0, SM_PARADIGM_OPENMP, sm_site_kinds[kind].role);
+    /* The code pointer is the return address of the call into the runtime:
+     * the byte before it is in the call, on the construct's line. */
+    sm_srcloc_t src;
+    if (!codeptr || sm_srcloc_lookup((const char *)codeptr - 1, &src) != 0)
+        src.line = 0;
+    char name[320], function[192];
+    for (sm_site_naming_t how = SM_NAME_PLAIN;; how++) {
+        sm_site_name(kind, codeptr, parent, &src, how, name, sizeof name, function,
+                     sizeof function);
+        s->region = sm_region_define(name, src.line ? src.file : NULL, src.line,
+                                     SM_PARADIGM_OPENMP, sm_site_kinds[kind].role);
+        /* function+offset names differ by site; a source line may not */
+        if (!src.line || how == SM_NAME_OFFSET || !sm_site_region_taken_locked(s->region))
+            break;
+    }
     s->function = strdup(function);
     if (!s->function)
         s->function = "";

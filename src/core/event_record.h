@@ -46,6 +46,10 @@ typedef enum {
     SM_REC_THREAD_TASK_CREATE,
     SM_REC_THREAD_TASK_SWITCH,
     SM_REC_THREAD_TASK_COMPLETE,
+    /* PAPI counters (papi_counters.h), right before an enter or a leave at
+     * the same time.  ref: the metric id of the first event (the others
+     * follow); payload: one value per event. */
+    SM_REC_COUNTERS,
     SM_REC_KIND_COUNT
 } sm_record_kind_t;
 

@@ -11,6 +11,10 @@
 #include "compiler.h"
 #include "event_record.h"
 #include "location.h"
+#include "sm_build.h"
+#ifdef SM_HAVE_PAPI
+#include "../papi/papi_counters.h"
+#endif
 
 /* Process-wide measurement switch (sysmeasure_start/stop).  Regions entered
  * through the user API are recorded regardless; adapters ask sm_measuring(). */
@@ -50,6 +54,10 @@ static inline void sm_event_push_frame(sm_location_t *loc, sm_region_id_t region
         f->node = n;
     }
     loc->sp = f;
+#ifdef SM_HAVE_PAPI
+    if (SM_UNLIKELY(loc->counters != NULL))
+        sm_counters_enter(loc, f, t);
+#endif
 }
 
 static inline void sm_event_enter(sm_location_t *loc, sm_region_id_t region, uint64_t t)
@@ -66,6 +74,10 @@ static inline void sm_event_enter(sm_location_t *loc, sm_region_id_t region, uin
 static inline sm_region_id_t sm_event_pop_frame(sm_location_t *loc, uint64_t t)
 {
     sm_frame_t *f = loc->sp;
+#ifdef SM_HAVE_PAPI
+    if (SM_UNLIKELY(loc->counters != NULL))
+        sm_counters_leave(loc, f, t);
+#endif
     uint64_t incl = t - f->start;
     loc->sp = f - 1;
     (f - 1)->child += incl;

@@ -10,6 +10,9 @@
 #include "clock.h"
 #include "events.h"
 #include "runtime.h"
+#ifdef SM_HAVE_PAPI
+#include "../papi/papi_counters.h"
+#endif
 
 SM_TLS sm_location_t *sm_tls_location;
 
@@ -117,6 +120,9 @@ void sm_location_bind_current(sm_location_t *loc)
     sm_tls_location = loc;
     if (sm_loc_key_ok)
         pthread_setspecific(sm_loc_key, loc);
+#ifdef SM_HAVE_PAPI
+    sm_counters_thread_start(loc);
+#endif
 }
 
 /* Where a thread lands when it has no location: one that never touched the
@@ -196,6 +202,9 @@ void sm_location_close(sm_location_t *loc, uint64_t time)
     loc->stack[0].child = 0;
     if (loc->tracing)
         sm_trace_record(loc, SM_REC_THREAD_END, 0, time);
+#ifdef SM_HAVE_PAPI
+    sm_counters_thread_stop(loc);
+#endif
     loc->end_time = time;
     __atomic_store_n(&loc->closed, 1, __ATOMIC_RELEASE);
 }

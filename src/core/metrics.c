@@ -17,6 +17,11 @@ static pthread_mutex_t sm_metrics_lock = PTHREAD_MUTEX_INITIALIZER;
 
 sm_metric_id_t sm_metric_define(const char *name, const char *unit)
 {
+    return sm_metric_define_kind(name, unit, SM_METRIC_SAMPLED);
+}
+
+sm_metric_id_t sm_metric_define_kind(const char *name, const char *unit, sm_metric_kind_t kind)
+{
     if (!name || !name[0])
         return SM_INVALID_ID;
     sm_string_id_t s_name = sm_string_intern(name);
@@ -32,6 +37,7 @@ sm_metric_id_t sm_metric_define(const char *name, const char *unit)
         memset(&sm_metrics[n], 0, sizeof sm_metrics[n]);
         sm_metrics[n].name = s_name;
         sm_metrics[n].unit = s_unit;
+        sm_metrics[n].kind = kind;
         id = n;
         __atomic_store_n(&sm_metrics_n, n + 1, __ATOMIC_RELEASE);
     }
@@ -65,6 +71,7 @@ int sm_metric_get(sm_metric_id_t id, sm_metric_def_t *out)
     const sm_metric_def_t *m = &sm_metrics[id];
     out->name = m->name;
     out->unit = m->unit;
+    out->kind = m->kind;
     out->last = __atomic_load_n(&m->last, __ATOMIC_RELAXED);
     out->max = __atomic_load_n(&m->max, __ATOMIC_RELAXED);
     out->samples = __atomic_load_n(&m->samples, __ATOMIC_RELAXED);
@@ -81,11 +88,15 @@ static void sm_metrics_put_string(sm_wbuf_t *w, const char *s)
 void *sm_metrics_serialize(uint64_t *len)
 {
     sm_wbuf_t w = {0};
-    uint32_t n = sm_metric_count();
-    sm_put_u32(&w, n);
+    uint32_t n = sm_metric_count(), sampled = 0;
+    for (uint32_t id = 0; id < n; id++)
+        sampled += sm_metrics[id].kind == SM_METRIC_SAMPLED;
+    sm_put_u32(&w, sampled);
     for (uint32_t id = 0; id < n; id++) {
         sm_metric_def_t m;
         sm_metric_get(id, &m);
+        if (m.kind != SM_METRIC_SAMPLED)
+            continue;
         sm_metrics_put_string(&w, sm_string_get(m.name));
         sm_metrics_put_string(&w, sm_string_get(m.unit));
         sm_put_u64(&w, m.last);

@@ -11,9 +11,15 @@
 
 typedef uint32_t sm_metric_id_t;
 
+/* Sampled metrics take a value now and then from any thread; counters (PAPI
+ * events) are read on every enter and leave of the thread that counts them,
+ * and their values live in the profile, not here. */
+typedef enum { SM_METRIC_SAMPLED = 0, SM_METRIC_COUNTER = 1 } sm_metric_kind_t;
+
 typedef struct sm_metric_def {
     sm_string_id_t name;
     sm_string_id_t unit;
+    uint32_t kind;    /* sm_metric_kind_t */
     uint64_t last;    /* the latest sample */
     uint64_t max;     /* the largest sample: a high-water mark */
     uint64_t samples;
@@ -22,13 +28,15 @@ typedef struct sm_metric_def {
 /* Same name gives the same id (the first unit stays).  SM_INVALID_ID when
  * the table is full or the core is not up. */
 sm_metric_id_t sm_metric_define(const char *name, const char *unit) SM_HIDDEN;
+sm_metric_id_t sm_metric_define_kind(const char *name, const char *unit,
+                                     sm_metric_kind_t kind) SM_HIDDEN;
 /* A sample, from any thread (lock-free). */
 void sm_metric_sample(sm_metric_id_t id, uint64_t value) SM_HIDDEN;
 uint32_t sm_metric_count(void) SM_HIDDEN;
 /* A snapshot of one metric; 0, or -1 for an unknown id. */
 int sm_metric_get(sm_metric_id_t id, sm_metric_def_t *out) SM_HIDDEN;
 
-/* This process's metrics as bytes, for rank 0 to gather (malloc'd; NULL
+/* This process's sampled metrics as bytes, for rank 0 to gather (malloc'd; NULL
  * when out of memory): per metric its name and unit (u32 length, bytes),
  * last, max, samples (u64). */
 void *sm_metrics_serialize(uint64_t *len) SM_HIDDEN;

@@ -8,6 +8,7 @@
 
 struct sm_profile_block {
     sm_profile_block_t *next;
+    sm_stat_t *counters; /* 2 x n_counters per node, or NULL */
     sm_profile_node_t nodes[SM_PROFILE_BLOCK_NODES];
 };
 
@@ -32,6 +33,7 @@ void sm_profile_free(sm_profile_t *p)
 {
     for (sm_profile_block_t *b = p->blocks, *next; b; b = next) {
         next = b->next;
+        free(b->counters);
         free(b);
     }
     p->blocks = NULL;
@@ -55,12 +57,24 @@ sm_profile_node_t *sm_profile_child(sm_profile_t *p, sm_profile_node_t *parent,
         sm_profile_block_t *b = malloc(sizeof *b);
         if (!b)
             abort();
+        b->counters = NULL;
+        if (p->n_counters &&
+            !(b->counters = malloc(sizeof *b->counters * 2u * p->n_counters *
+                                   SM_PROFILE_BLOCK_NODES)))
+            abort();
         b->next = p->blocks;
         p->blocks = b;
         p->free_in_block = SM_PROFILE_BLOCK_NODES;
     }
-    sm_profile_node_t *n = &p->blocks->nodes[SM_PROFILE_BLOCK_NODES - p->free_in_block--];
+    uint32_t slot = SM_PROFILE_BLOCK_NODES - p->free_in_block--;
+    sm_profile_node_t *n = &p->blocks->nodes[slot];
     sm_profile_node_init(n, parent, region);
+    /* A block made before counting began has no room: its nodes go without. */
+    if (p->n_counters && p->blocks->counters) {
+        n->counters = p->blocks->counters + (size_t)slot * 2u * p->n_counters;
+        for (uint32_t i = 0; i < 2u * p->n_counters; i++)
+            sm_stat_clear(&n->counters[i]);
+    }
     *link = n; /* appended: children stay in first-visit order */
     parent->last_hit = n;
     p->node_count++;

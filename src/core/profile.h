@@ -31,6 +31,9 @@ typedef struct sm_profile_node {
      * I/O, one-sided), added by adapters through the event layer. */
     uint64_t bytes_sent;
     uint64_t bytes_received;
+    /* Counter values (PAPI events) when the thread counts n of them:
+     * [0, n) inclusive, [n, 2n) exclusive, per visit; NULL otherwise. */
+    sm_stat_t *counters;
 } sm_profile_node_t;
 
 typedef struct sm_profile_block sm_profile_block_t;
@@ -39,6 +42,7 @@ typedef struct sm_profile {
     sm_profile_node_t root;
     sm_profile_block_t *blocks; /* node arena, never freed while running */
     uint32_t free_in_block;
+    uint32_t n_counters; /* nodes made from now on get counter statistics */
     uint64_t node_count;
 } sm_profile_t;
 

@@ -352,6 +352,24 @@ static void sm_runtime_after_fork_child(void)
     sm_runtime_active = 0;
 }
 
+#ifdef SM_HAVE_PAPI
+/* What the summary must say about the PAPI events: estimates, left out. */
+static void sm_runtime_note_counters(void)
+{
+    char note[1200];
+    if (sm_counters_count() && sm_counters_multiplexed()) {
+        snprintf(note, sizeof note, "PAPI events multiplexed (more than the hardware counts at "
+                 "once): their values are estimates");
+        sm_runtime_add_note(note);
+    }
+    if (sm_counters_dropped()[0]) {
+        snprintf(note, sizeof note, "PAPI events not counted (this process cannot count them): %s",
+                 sm_counters_dropped());
+        sm_runtime_add_note(note);
+    }
+}
+#endif
+
 int sm_runtime_init(void)
 {
     pthread_mutex_lock(&sm_runtime_lock);
@@ -371,6 +389,9 @@ int sm_runtime_init(void)
     sm_buffers_configure(sm_cfg.buffer_size, sm_cfg.buffer_chunk_size);
     sm_definitions_init();
     sm_locations_init();
+#ifdef SM_HAVE_PAPI
+    sm_counters_init(&sm_cfg); /* before the first thread is bound */
+#endif
 
     sm_read_cmdline();
     const char *prog = sm_saved_argc > 0 ? sm_saved_argv[0] : "program";
@@ -396,6 +417,9 @@ int sm_runtime_init(void)
     sm_run.start_time = sm_clock_now();
     sm_run.clock_source = sm_clock_source_name();
     sm_run.n_ranks = 1;
+#ifdef SM_HAVE_PAPI
+    sm_runtime_note_counters();
+#endif
 
     atexit(sm_runtime_atexit);
     pthread_atfork(NULL, NULL, sm_runtime_after_fork_child);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include "../core/clock.h"
 #include "../util/bytes.h"
+#include "../core/events.h"
 #include "../core/location.h"
 #include "../util/log.h"
 
@@ -40,14 +41,25 @@ static sm_summary_impl_t *sm_summary_impl(sm_profile_summary_t *s)
     return (sm_summary_impl_t *)s;
 }
 
-static void sm_cpath_members_clear(sm_cpath_member_t *m, uint32_t n)
+/* n members, with their counter statistics in stats (2 x nc each). */
+static void sm_cpath_members_clear(sm_cpath_member_t *m, uint32_t n, uint32_t nc,
+                                   sm_stat_t *stats)
 {
     for (uint32_t i = 0; i < n; i++) {
         m[i].visits = 0;
         sm_stat_clear(&m[i].incl);
         sm_stat_clear(&m[i].excl);
         m[i].bytes_sent = m[i].bytes_received = 0;
+        m[i].counters = nc ? stats + (size_t)i * 2u * nc : NULL;
+        for (uint32_t k = 0; k < 2u * nc; k++)
+            sm_stat_clear(&m[i].counters[k]);
     }
+}
+
+/* Bytes of a path's members and their counter statistics. */
+static size_t sm_cpath_members_size(uint32_t nm, uint32_t nc)
+{
+    return (size_t)nm * (sizeof(sm_cpath_member_t) + 2u * nc * sizeof(sm_stat_t));
 }
 
 /* ---------------------------------------------------------------- building */
@@ -99,8 +111,8 @@ static sm_cpath_t *sm_summary_child(sm_summary_impl_t *im, sm_cpath_t *parent,
         if (n->path.parent == parent && n->path.region == region)
             return &n->path;
 
-    uint32_t nm = im->pub.n_members;
-    sm_cpath_node_t *n = malloc(sizeof *n + (size_t)nm * sizeof(sm_cpath_member_t));
+    uint32_t nm = im->pub.n_members, nc = im->pub.n_counters;
+    sm_cpath_node_t *n = malloc(sizeof *n + sm_cpath_members_size(nm, nc));
     if (!n)
         return NULL;
     memset(n, 0, sizeof *n);
@@ -108,7 +120,7 @@ static sm_cpath_t *sm_summary_child(sm_summary_impl_t *im, sm_cpath_t *parent,
     n->path.depth = parent->depth + 1;
     n->path.parent = parent;
     n->path.members = (sm_cpath_member_t *)(n + 1);
-    sm_cpath_members_clear(n->path.members, nm);
+    sm_cpath_members_clear(n->path.members, nm, nc, (sm_stat_t *)(n->path.members + nm));
 
     sm_cpath_t **tail = parent == &im->pub.root ? &im->root_last_child
                                                 : &((sm_cpath_node_t *)parent)->last_child;
@@ -133,11 +145,14 @@ static void sm_cpath_member_merge(sm_cpath_member_t *into, const sm_cpath_member
     into->bytes_received += from->bytes_received;
 }
 
-static void sm_cpath_accumulate(sm_cpath_member_t *m, const sm_profile_node_t *n)
+static void sm_cpath_accumulate(sm_cpath_member_t *m, const sm_profile_node_t *n, uint32_t nc)
 {
     sm_cpath_member_t v = {.visits = n->visits, .incl = n->incl, .excl = n->excl,
                            .bytes_sent = n->bytes_sent, .bytes_received = n->bytes_received};
     sm_cpath_member_merge(m, &v);
+    /* A node made before its thread began counting has no values. */
+    for (uint32_t k = 0; n->counters && m->counters && k < 2u * nc; k++)
+        sm_stat_merge(&m->counters[k], &n->counters[k]);
 }
 
 /* Add one member's call-path tree (region ids in this summary's numbering).
@@ -163,12 +178,14 @@ static int sm_summary_add_tree(sm_summary_impl_t *im, uint32_t member,
         }
         if (!c)
             return -1;
-        sm_cpath_accumulate(&c->members[member], n);
+        sm_cpath_accumulate(&c->members[member], n, im->pub.n_counters);
     }
 }
 
-/* An empty summary for n_members members of n_ranks ranks (n_ranks >= 1). */
-static sm_summary_impl_t *sm_summary_create(uint32_t n_members, uint32_t n_ranks)
+/* An empty summary for n_members members of n_ranks ranks (n_ranks >= 1),
+ * with n_counters counters (names set by the caller). */
+static sm_summary_impl_t *sm_summary_create(uint32_t n_members, uint32_t n_ranks,
+                                            uint32_t n_counters)
 {
     sm_summary_impl_t *im = calloc(1, sizeof *im);
     if (!im)
@@ -181,15 +198,19 @@ static sm_summary_impl_t *sm_summary_create(uint32_t n_members, uint32_t n_ranks
     im->pub.member_info = calloc(nm, sizeof(sm_summary_member_t));
     im->pub.rank_first_member = calloc((size_t)n_ranks + 1, sizeof(uint32_t));
     im->pub.rank_ns_per_tick = calloc(n_ranks, sizeof(double));
-    im->pub.root.members = malloc(nm * sizeof(sm_cpath_member_t));
+    im->pub.root.members = malloc(sm_cpath_members_size((uint32_t)nm, n_counters));
+    im->pub.n_counters = n_counters;
+    im->pub.counter_names = calloc(n_counters ? n_counters : 1, sizeof *im->pub.counter_names);
     im->pub.root.region = SM_INVALID_ID;
     im->pub.ns_per_tick = 1.0;
     if (!im->pub.member_location || !im->pub.member_rank || !im->pub.member_info ||
-        !im->pub.rank_first_member || !im->pub.rank_ns_per_tick || !im->pub.root.members) {
+        !im->pub.rank_first_member || !im->pub.rank_ns_per_tick || !im->pub.root.members ||
+        !im->pub.counter_names) {
         sm_profile_summary_free(&im->pub);
         return NULL;
     }
-    sm_cpath_members_clear(im->pub.root.members, n_members);
+    sm_cpath_members_clear(im->pub.root.members, n_members, n_counters,
+                           (sm_stat_t *)(im->pub.root.members + nm));
     for (uint32_t i = 0; i < n_members; i++)
         im->pub.member_info[i].creator = im->pub.member_info[i].creator_location = SM_INVALID_ID;
     return im;
@@ -252,9 +273,20 @@ static void sm_summary_link_creators(sm_profile_summary_t *s, bool sorted)
 sm_profile_summary_t *sm_profile_summary_from_threads(const sm_summary_thread_t *threads,
                                                       uint32_t n, double ns_per_tick)
 {
-    sm_summary_impl_t *im = sm_summary_create(n, 1);
+    return sm_profile_summary_from_counting_threads(threads, n, ns_per_tick, 0, NULL);
+}
+
+sm_profile_summary_t *sm_profile_summary_from_counting_threads(
+    const sm_summary_thread_t *threads, uint32_t n, double ns_per_tick, uint32_t n_counters,
+    const char *const *counter_names)
+{
+    if (n_counters > SM_SUMMARY_MAX_COUNTERS)
+        n_counters = SM_SUMMARY_MAX_COUNTERS;
+    sm_summary_impl_t *im = sm_summary_create(n, 1, n_counters);
     if (!im)
         return NULL;
+    for (uint32_t k = 0; k < n_counters; k++)
+        snprintf(im->pub.counter_names[k], SM_SUMMARY_COUNTER_NAME, "%s", counter_names[k]);
     size_t depth = 0;
     for (uint32_t i = 0; i < n; i++)
         if (threads[i].creator_path)
@@ -317,7 +349,15 @@ sm_profile_summary_t *sm_profile_summarize(void)
                                        .creator_path = loc->creator_path,
                                        .root = &loc->profile.root};
     }
-    sm_profile_summary_t *s = sm_profile_summary_from_threads(t, k, sm_clock_ns_per_tick());
+    const char *names[SM_SUMMARY_MAX_COUNTERS];
+    uint32_t nc = 0;
+#ifdef SM_HAVE_PAPI
+    nc = sm_counters_count();
+    for (uint32_t i = 0; i < nc && i < SM_SUMMARY_MAX_COUNTERS; i++)
+        names[i] = sm_counters_name(i);
+#endif
+    sm_profile_summary_t *s =
+        sm_profile_summary_from_counting_threads(t, k, sm_clock_ns_per_tick(), nc, names);
     free(t);
     return s;
 }
@@ -351,6 +391,7 @@ void sm_profile_summary_free(sm_profile_summary_t *s)
     free(s->member_info);
     free(s->rank_first_member);
     free(s->rank_ns_per_tick);
+    free(s->counter_names);
     free(im->paths);
     free(im->table);
     free(im);
@@ -362,24 +403,27 @@ void sm_profile_summary_free(sm_profile_summary_t *s)
  *
  *   header   u32 magic "SMPS", u32 version, u32 rank, u32 n_members,
  *            u64 ns_per_tick (IEEE 754 bits), u64 n_nodes
+ *   counters u32 n_counters, n_counters x { u32 name length (< 128), name bytes }
  *   members  n_members x { u32 location, u32 creator location (or ~0),
  *            u32 name length (< 64), name bytes, u32 depth, depth x u32 region }
  *   nodes    n_nodes x, parents before children:
  *            { u32 parent (0 = root, else 1-based index of an earlier node),
  *              u32 region, u32 n_entries,
  *              n_entries x { u32 member, u64 visits, stat incl, stat excl,
- *                            u64 bytes sent, u64 bytes received } }
+ *                            u64 bytes sent, u64 bytes received,
+ *                            n_counters x stat inclusive, n_counters x stat exclusive } }
  *            stat = u64 sum, u64 min, u64 max, u64 sumsq low, u64 sumsq high
  *
  * Region ids are the job's unified ids; times are ticks of the rank's clock.
  * Entries exist only for members that were on the path. */
 
 #define SM_BLOB_MAGIC 0x53504d53u /* "SMPS" in little-endian bytes */
-#define SM_BLOB_VERSION 1u
+#define SM_BLOB_VERSION 2u
 #define SM_BLOB_HEADER 32u
 #define SM_BLOB_MEMBER_MIN 16u /* without name and path */
 #define SM_BLOB_NODE_MIN 12u
-#define SM_BLOB_ENTRY 108u
+#define SM_BLOB_ENTRY 108u /* without counters */
+#define SM_BLOB_STAT 40u
 #define SM_BLOB_NAME_MAX 63u
 
 static void sm_put_stat(sm_wbuf_t *w, const sm_stat_t *s)
@@ -445,6 +489,8 @@ static void sm_ser_node(const sm_cpath_t *p, void *arg)
         sm_put_stat(x->w, &m->excl);
         sm_put_u64(x->w, m->bytes_sent);
         sm_put_u64(x->w, m->bytes_received);
+        for (uint32_t k = 0; k < 2u * x->s->n_counters; k++)
+            sm_put_stat(x->w, &m->counters[k]);
     }
 }
 
@@ -471,6 +517,14 @@ void *sm_profile_summary_serialize(const sm_profile_summary_t *s, const sm_id_ma
     sm_put_u32(&w, s->n_members);
     sm_put_u64(&w, npt_bits);
     sm_put_u64(&w, n_nodes);
+    sm_put_u32(&w, s->n_counters);
+    for (uint32_t k = 0; k < s->n_counters; k++) {
+        size_t name_len = strnlen(s->counter_names[k], SM_SUMMARY_COUNTER_NAME - 1);
+        sm_put_u32(&w, (uint32_t)name_len);
+        uint8_t *p = sm_wbuf_room(&w, name_len);
+        if (p)
+            memcpy(p, s->counter_names[k], name_len);
+    }
     for (uint32_t i = 0; i < s->n_members; i++) {
         const sm_summary_member_t *m = &s->member_info[i];
         size_t name_len = strnlen(m->name, sizeof m->name);
@@ -515,6 +569,9 @@ typedef struct sm_blob_head {
     uint64_t n_nodes;
     uint64_t path_regions; /* creation paths, summed */
     double ns_per_tick;
+    uint32_t n_counters;
+    const uint8_t *counter_names; /* the counters section after its count */
+    uint32_t counter_map[SM_SUMMARY_MAX_COUNTERS]; /* -> the job summary's counter */
 } sm_blob_head_t;
 
 /* Scratch shared by the blobs, grown to the largest. */
@@ -552,6 +609,18 @@ static bool sm_blob_header(sm_rbuf_t *r, uint32_t rank, sm_blob_head_t *h)
     memcpy(&h->ns_per_tick, &bits, sizeof bits);
     if (!isfinite(h->ns_per_tick) || !(h->ns_per_tick > 0))
         return sm_blob_fail("invalid tick length");
+    h->n_counters = sm_get_u32(r);
+    h->counter_names = r->p;
+    if (r->bad || h->n_counters > SM_SUMMARY_MAX_COUNTERS)
+        return sm_blob_fail("counter count beyond the limit");
+    for (uint32_t k = 0; k < h->n_counters; k++) {
+        uint32_t name_len = sm_get_u32(r);
+        if (name_len >= SM_SUMMARY_COUNTER_NAME)
+            return sm_blob_fail("counter name too long");
+        sm_get_bytes(r, name_len);
+    }
+    if (r->bad)
+        return sm_blob_fail("truncated counter names");
     /* Counts bounded by the bytes that could hold them: a corrupt count must
      * not drive an allocation. */
     if (h->n_members > sm_remaining(r) / SM_BLOB_MEMBER_MIN)
@@ -660,7 +729,8 @@ static bool sm_blob_nodes(sm_rbuf_t *r, const sm_blob_head_t *h, sm_blob_work_t 
             return sm_blob_fail("truncated node");
         if (parent >= i)
             return sm_blob_fail("a node before its parent");
-        if (entries > h->n_members || entries > sm_remaining(r) / SM_BLOB_ENTRY)
+        if (entries > h->n_members ||
+            entries > sm_remaining(r) / (SM_BLOB_ENTRY + 2u * SM_BLOB_STAT * h->n_counters))
             return sm_blob_fail("entry count beyond the blob");
         sm_cpath_t *c = NULL;
         if (im) {
@@ -681,8 +751,18 @@ static bool sm_blob_nodes(sm_rbuf_t *r, const sm_blob_head_t *h, sm_blob_work_t 
             v.bytes_received = sm_get_u64(r);
             if (member >= h->n_members)
                 return sm_blob_fail("entry of an unknown member");
-            if (c)
-                sm_cpath_member_merge(&c->members[base + work->perm[member]], &v);
+            sm_cpath_member_t *into = c ? &c->members[base + work->perm[member]] : NULL;
+            if (into)
+                sm_cpath_member_merge(into, &v);
+            for (uint32_t k = 0; k < 2u * h->n_counters; k++) {
+                sm_stat_t st;
+                sm_get_stat(r, &st);
+                uint32_t nc = h->n_counters, job_nc = im ? im->pub.n_counters : 0;
+                if (into && into->counters)
+                    sm_stat_merge(&into->counters[k < nc ? h->counter_map[k]
+                                                         : job_nc + h->counter_map[k - nc]],
+                                  &st);
+            }
         }
     }
     if (r->bad)
@@ -767,7 +847,32 @@ sm_profile_summary_t *sm_profile_summary_from_blobs(const void *seq, uint64_t le
         goto fail;
     }
 
-    im = sm_summary_create((uint32_t)members, n_ranks);
+    /* The job's counters: every rank's, first seen first. */
+    char (*names)[SM_SUMMARY_COUNTER_NAME] = calloc(SM_SUMMARY_MAX_COUNTERS, sizeof *names);
+    uint32_t n_counters = 0;
+    if (!names) {
+        oom = true;
+        goto fail;
+    }
+    for (uint32_t r = 0; r < n_ranks; r++) {
+        sm_rbuf_t cr = {.p = heads[r].counter_names, .end = heads[r].blob + heads[r].len};
+        for (uint32_t k = 0; heads[r].blob && k < heads[r].n_counters; k++) {
+            char name[SM_SUMMARY_COUNTER_NAME];
+            uint32_t name_len = sm_get_u32(&cr);
+            memcpy(name, sm_get_bytes(&cr, name_len), name_len);
+            name[name_len] = '\0';
+            uint32_t j = 0;
+            while (j < n_counters && strcmp(names[j], name) != 0)
+                j++;
+            if (j == n_counters && n_counters < SM_SUMMARY_MAX_COUNTERS)
+                memcpy(names[n_counters++], name, sizeof name);
+            heads[r].counter_map[k] = j < SM_SUMMARY_MAX_COUNTERS ? j : 0;
+        }
+    }
+    im = sm_summary_create((uint32_t)members, n_ranks, n_counters);
+    if (im)
+        memcpy(im->pub.counter_names, names, n_counters * sizeof *names);
+    free(names);
     if (!im || !(im->paths = malloc((path_regions ? path_regions : 1) * sizeof *im->paths))) {
         oom = true;
         goto fail;
@@ -844,7 +949,9 @@ int sm_profile_summary_remap(void *blob, uint64_t len, const uint32_t *regions,
     if (!ok)
         return -1;
     sm_id_maps_t maps = {.n_regions = n_regions, .regions = (uint32_t *)regions};
-    uint8_t *p = (uint8_t *)blob + SM_BLOB_HEADER;
+    uint8_t *p = (uint8_t *)blob + SM_BLOB_HEADER + 4;
+    for (uint32_t k = 0; k < h.n_counters; k++)
+        p += 4 + sm_at_u32(p);
     for (uint32_t i = 0; i < h.n_members; i++) {
         p += 8; /* location, creator */
         p += 4 + sm_at_u32(p);
@@ -855,7 +962,8 @@ int sm_profile_summary_remap(void *blob, uint64_t len, const uint32_t *regions,
     }
     for (uint64_t k = 0; k < h.n_nodes; k++) {
         sm_set_u32(p + 4, sm_map_region(&maps, sm_at_u32(p + 4)));
-        p += SM_BLOB_NODE_MIN + (uint64_t)sm_at_u32(p + 8) * SM_BLOB_ENTRY;
+        p += SM_BLOB_NODE_MIN + (uint64_t)sm_at_u32(p + 8) *
+                                    (SM_BLOB_ENTRY + 2u * SM_BLOB_STAT * h.n_counters);
     }
     return 0;
 }
@@ -994,6 +1102,59 @@ sm_spread_t sm_cpath_spread_ranks_bytes(const sm_profile_summary_t *s, const sm_
                                         int received)
 {
     return sm_cpath_spread_ranks(s, p, received ? SM_VALUE_RECEIVED : SM_VALUE_SENT);
+}
+
+/* Counter k's sum over one member's visits (inclusive or exclusive). */
+static uint64_t sm_member_counter(const sm_profile_summary_t *s, const sm_cpath_member_t *m,
+                                  uint32_t k, int exclusive)
+{
+    return m->counters ? m->counters[exclusive ? s->n_counters + k : k].sum : 0;
+}
+
+sm_spread_t sm_cpath_spread_counter(const sm_profile_summary_t *s, const sm_cpath_t *p,
+                                    uint32_t k, int exclusive)
+{
+    sm_spread_acc_t a;
+    sm_spread_begin(&a);
+    for (uint32_t i = 0; k < s->n_counters && i < s->n_members; i++)
+        if (p->members[i].visits)
+            sm_spread_add(&a, (double)sm_member_counter(s, &p->members[i], k, exclusive), i);
+    return sm_spread_end(&a);
+}
+
+sm_spread_t sm_cpath_spread_ranks_counter(const sm_profile_summary_t *s, const sm_cpath_t *p,
+                                          uint32_t k, int exclusive)
+{
+    sm_spread_acc_t a;
+    sm_spread_begin(&a);
+    for (uint32_t r = 0; k < s->n_counters && r < s->n_ranks; r++) {
+        uint64_t sum = 0;
+        bool visited = false;
+        for (uint32_t i = s->rank_first_member[r]; i < s->rank_first_member[r + 1]; i++) {
+            visited |= p->members[i].visits != 0;
+            sum += sm_member_counter(s, &p->members[i], k, exclusive);
+        }
+        if (visited)
+            sm_spread_add(&a, (double)sum, r);
+    }
+    return sm_spread_end(&a);
+}
+
+uint64_t sm_cpath_counter_total(const sm_profile_summary_t *s, const sm_cpath_t *p, uint32_t k,
+                                int exclusive)
+{
+    uint64_t sum = 0;
+    for (uint32_t i = 0; k < s->n_counters && i < s->n_members; i++)
+        sum += sm_member_counter(s, &p->members[i], k, exclusive);
+    return sum;
+}
+
+int sm_summary_counter_index(const sm_profile_summary_t *s, const char *name)
+{
+    for (uint32_t k = 0; k < s->n_counters; k++)
+        if (!strcmp(s->counter_names[k], name))
+            return (int)k;
+    return -1;
 }
 
 /* ---------------------------------------------------------------- region totals */

@@ -9,8 +9,13 @@
  *
  * For each path and member: visits, inclusive/exclusive time statistics (in
  * the member's own clock ticks: ranks may run on hosts with different tick
- * lengths) and bytes moved.  Spreads summarise a value across members
- * (threads) or across ranks (per rank, the sum over its threads). */
+ * lengths), bytes moved and, when threads count PAPI events, each event's
+ * inclusive/exclusive statistics.  Spreads summarise a value across members
+ * (threads) or across ranks (per rank, the sum over its threads).
+ *
+ * Counters are named: each process lists the events it counted, and the job
+ * summary's list is their union in rank order (a rank that dropped an event
+ * simply has no values for it). */
 #ifndef SM_PROFILE_SUMMARY_H
 #define SM_PROFILE_SUMMARY_H
 
@@ -27,7 +32,13 @@ typedef struct sm_cpath_member {
     sm_stat_t excl;   /* ticks of the member's rank */
     uint64_t bytes_sent;     /* in the path's own calls */
     uint64_t bytes_received;
+    /* [2 x n_counters]: inclusive, then exclusive counts per visit; NULL
+     * when the summary has no counters. */
+    sm_stat_t *counters;
 } sm_cpath_member_t;
+
+#define SM_SUMMARY_MAX_COUNTERS 64
+#define SM_SUMMARY_COUNTER_NAME 128
 
 typedef struct sm_cpath {
     sm_region_id_t region; /* SM_INVALID_ID for the root */
@@ -60,6 +71,8 @@ typedef struct sm_profile_summary {
     double *rank_ns_per_tick;         /* [n_ranks]; 0 for a rank without a blob */
     sm_cpath_t root;
     double ns_per_tick;               /* of the lowest rank present (for headers) */
+    uint32_t n_counters;              /* PAPI events with values */
+    char (*counter_names)[SM_SUMMARY_COUNTER_NAME]; /* [n_counters] */
 } sm_profile_summary_t;
 
 /* Across the members (or ranks) that visited a path: mean, min, max and
@@ -94,6 +107,10 @@ sm_profile_summary_t *sm_profile_summarize(void) SM_HIDDEN;
 /* The same from given trees (members in the given order; tests). */
 sm_profile_summary_t *sm_profile_summary_from_threads(const sm_summary_thread_t *threads,
                                                       uint32_t n, double ns_per_tick) SM_HIDDEN;
+/* ... whose nodes carry statistics of these counters (profile.h). */
+sm_profile_summary_t *sm_profile_summary_from_counting_threads(
+    const sm_summary_thread_t *threads, uint32_t n, double ns_per_tick, uint32_t n_counters,
+    const char *const *counter_names) SM_HIDDEN;
 void sm_profile_summary_free(sm_profile_summary_t *s) SM_HIDDEN;
 
 /* A local summary as a blob for rank 0, region ids mapped through
@@ -125,6 +142,17 @@ sm_spread_t sm_cpath_spread_time(const sm_profile_summary_t *s, const sm_cpath_t
                                  int exclusive) SM_HIDDEN;
 /* Across members of the visit count. */
 sm_spread_t sm_cpath_spread_visits(const sm_profile_summary_t *s, const sm_cpath_t *p) SM_HIDDEN;
+/* Across members of counter k's inclusive (or exclusive) sum. */
+sm_spread_t sm_cpath_spread_counter(const sm_profile_summary_t *s, const sm_cpath_t *p,
+                                    uint32_t k, int exclusive) SM_HIDDEN;
+/* Across ranks of counter k's per-rank inclusive (or exclusive) sum. */
+sm_spread_t sm_cpath_spread_ranks_counter(const sm_profile_summary_t *s, const sm_cpath_t *p,
+                                          uint32_t k, int exclusive) SM_HIDDEN;
+/* Counter k's inclusive (exclusive) sum over every member on the path. */
+uint64_t sm_cpath_counter_total(const sm_profile_summary_t *s, const sm_cpath_t *p, uint32_t k,
+                                int exclusive) SM_HIDDEN;
+/* Index of the counter of that name, or -1. */
+int sm_summary_counter_index(const sm_profile_summary_t *s, const char *name) SM_HIDDEN;
 
 /* Rank r's sums over its threads on p. */
 void sm_cpath_rank_total(const sm_profile_summary_t *s, const sm_cpath_t *p, uint32_t rank,

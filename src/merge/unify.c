@@ -256,19 +256,20 @@ uint32_t sm_defset_comm(sm_defset_t *d, sm_comm_key_t key, const char *name, uin
     return sm_defset_comm_ids(d, key, n, size, members, parent);
 }
 
-static uint32_t sm_defset_metric_ids(sm_defset_t *d, uint32_t name, uint32_t unit)
+static uint32_t sm_defset_metric_ids(sm_defset_t *d, uint32_t name, uint32_t unit,
+                                     uint32_t kind)
 {
     int added;
-    sm_named_metric_def_t m = {.name = name, .unit = unit};
+    sm_named_metric_def_t m = {.name = name, .unit = unit, .kind = kind};
     if (name == SM_INVALID_ID)
         return SM_INVALID_ID;
     return sm_dtab_intern(&d->metrics, &m, sm_metric_hash, sm_metric_eq, &added);
 }
 
-uint32_t sm_defset_metric(sm_defset_t *d, const char *name, const char *unit)
+uint32_t sm_defset_metric(sm_defset_t *d, const char *name, const char *unit, uint32_t kind)
 {
     uint32_t u = unit ? sm_defset_string(d, unit) : SM_INVALID_ID;
-    return sm_defset_metric_ids(d, sm_defset_string(d, name), u);
+    return sm_defset_metric_ids(d, sm_defset_string(d, name), u, kind);
 }
 
 uint32_t sm_defset_metric_count(const sm_defset_t *d)
@@ -368,6 +369,7 @@ void *sm_defset_serialize(const sm_defset_t *d, uint64_t *len)
         const sm_named_metric_def_t *m = sm_dtab_at(&d->metrics, i);
         sm_put_u32(&b, m->name);
         sm_put_u32(&b, m->unit);
+        sm_put_u32(&b, m->kind);
     }
     return sm_wbuf_finish(&b, len);
 }
@@ -496,7 +498,8 @@ int sm_defset_merge_blob(sm_defset_t *d, const void *blob, uint64_t len, sm_id_m
     for (uint32_t i = 0; m.metrics && i < m.n_metrics && !r.bad; i++) {
         uint32_t name = sm_map_id(m.strings, m.n_strings, sm_get_u32(&r), &bad);
         uint32_t unit = sm_map_id(m.strings, m.n_strings, sm_get_u32(&r), &bad);
-        m.metrics[i] = sm_defset_metric_ids(d, name, unit);
+        uint32_t kind = sm_get_u32(&r);
+        m.metrics[i] = sm_defset_metric_ids(d, name, unit, kind);
     }
 
     if (r.bad || bad || !m.strings || !m.regions || !m.attributes || !m.comms || !m.metrics) {
@@ -544,7 +547,7 @@ sm_defset_t *sm_defset_from_process(uint32_t rank)
     for (uint32_t i = 0; i < n; i++) {
         sm_metric_def_t m;
         if (sm_metric_get(i, &m) == 0)
-            sm_defset_metric_ids(d, m.name, m.unit);
+            sm_defset_metric_ids(d, m.name, m.unit, m.kind);
     }
     return d;
 }

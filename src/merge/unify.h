@@ -40,12 +40,14 @@ uint32_t sm_defset_comm(sm_defset_t *d, sm_comm_key_t key, const char *name, uin
                         const uint32_t *members, uint32_t parent) SM_HIDDEN;
 
 /* Named metrics (name and unit as string ids of the set); same name, same
- * id. */
+ * id (the first definition's unit and kind stay). */
 typedef struct sm_named_metric_def {
     sm_string_id_t name;
     sm_string_id_t unit;
+    uint32_t kind; /* sm_metric_kind_t */
 } sm_named_metric_def_t;
-uint32_t sm_defset_metric(sm_defset_t *d, const char *name, const char *unit) SM_HIDDEN;
+uint32_t sm_defset_metric(sm_defset_t *d, const char *name, const char *unit,
+                          uint32_t kind) SM_HIDDEN;
 uint32_t sm_defset_metric_count(const sm_defset_t *d) SM_HIDDEN;
 const sm_named_metric_def_t *sm_defset_metric_get(const sm_defset_t *d, uint32_t id) SM_HIDDEN;
 

@@ -7,6 +7,9 @@
 #include "../core/config.h"
 #include "../util/fs.h"
 #include "../util/log.h"
+#ifdef SM_HAVE_PAPI
+#include "../papi/papi_events.h"
+#endif
 
 #include <elf.h>
 #include <errno.h>
@@ -683,6 +686,47 @@ static void sm_set_kokkos_tools(char *tried, size_t tlen)
     free(value);
 }
 
+/* ------------------------------------------------------------------ PAPI */
+
+/* The events named by --papi, checked here so that a name the machine cannot
+ * count costs one line and not a job.  With --papi-optional the run goes on;
+ * the runtime drops the same events and its summary names them. */
+static void sm_check_papi(const sm_config_t *cfg, bool from_option)
+{
+    const sm_config_var_t *var = &sm_config_vars[SM_CONFIG_PAPI_EVENTS];
+    if (!cfg->papi_events || !*cfg->papi_events)
+        return;
+    /* Named as the user set it. */
+    char what[64];
+    if (from_option)
+        snprintf(what, sizeof what, "--%s", var->option);
+    else if (cfg->source[SM_CONFIG_PAPI_EVENTS] == SM_CONFIG_FROM_FILE)
+        snprintf(what, sizeof what, "%s (config file)", var->key);
+    else
+        snprintf(what, sizeof what, "%s", var->env);
+#ifdef SM_HAVE_PAPI
+    char err[2048];
+    sm_papi_names_t names, dropped;
+    bool multiplex;
+    if (sm_papi_names_parse(cfg->papi_events, &names, err, sizeof err) != 0)
+        sm_die(SM_EXIT_USAGE, "%s: %s", what, err);
+    int rc = sm_papi_check(&names, &dropped, &multiplex, err, sizeof err);
+    if (rc != 0 && !cfg->papi_optional)
+        sm_die(SM_EXIT_USAGE, "%s: %s", what, err);
+    if (rc != 0)
+        sm_warning("%s: %s; running without them (papi_optional)", what, err);
+    else if (multiplex)
+        sm_info(1, "PAPI events %s: multiplexed (more than the counters count at once)",
+                cfg->papi_events);
+#else
+    if (!cfg->papi_optional)
+        sm_die(SM_EXIT_USAGE, "%s: this sysmeasure was built without PAPI (libpapi-dev not "
+               "found at build time), so it cannot count %s", what, cfg->papi_events);
+    sm_warning("%s: this sysmeasure was built without PAPI; running without %s "
+               "(papi_optional)", what, cfg->papi_events);
+#endif
+}
+
 /* ------------------------------------------------------------------ main */
 
 int main(int argc, char **argv)
@@ -721,6 +765,7 @@ int main(int argc, char **argv)
             sm_option_value_error(sm_verbose_var, err);
     }
     sm_log_set_verbosity((int)cfg.verbose);
+    sm_check_papi(&cfg, opts.given[SM_CONFIG_PAPI_EVENTS] != NULL);
 
     /* c. Output folder. */
     char *output = sm_prepare_output(cfg.output);

@@ -6,6 +6,9 @@
 
 #include "../core/config.h"
 #include "../util/log.h"
+#ifdef SM_HAVE_PAPI
+#include "../papi/papi_events.h"
+#endif
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -431,13 +434,34 @@ static void sm_print_json(void)
 
 /* ------------------------------------------------------------------ main */
 
+/* --papi: the events for SYSMEASURE_PAPI_EVENTS. */
+static int sm_print_papi(void)
+{
+#ifdef SM_HAVE_PAPI
+    char err[512];
+    if (sm_papi_list(stdout, err, sizeof err) != 0) {
+        sm_error("%s", err);
+        return 1;
+    }
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        sm_error("cannot write the output");
+        return 1;
+    }
+    return 0;
+#else
+    sm_error("this sysmeasure was built without PAPI (libpapi-dev not found at build time)");
+    return 1;
+#endif
+}
+
 static void sm_usage(void)
 {
-    printf("Usage: sysmeasure-avail [--format=text|man|markdown|json]\n\n"
+    printf("Usage: sysmeasure-avail [--format=text|man|markdown|json] [--papi]\n\n"
            "Lists sysmeasure's configuration variables, with the values the environment\n"
            "and config file give them now, and what this build of sysmeasure supports.\n\n"
            "  --format=FORMAT  text (default), man (troff for the manual page),\n"
            "                   markdown (doc/configuration.md) or json\n"
+           "  --papi           List the PAPI events this machine can count (for --papi).\n"
            "  -h, --help       Show this help and exit.\n"
            "  -V, --version    Show the version and exit.\n");
 }
@@ -455,6 +479,8 @@ int main(int argc, char **argv)
             printf("sysmeasure-avail %s (OTF2 %s)\n", PACKAGE_VERSION, SM_OTF2_VERSION);
             return 0;
         }
+        if (!strcmp(a, "--papi"))
+            return sm_print_papi();
         if (!strncmp(a, "--format=", 9)) {
             format = a + 9;
         } else if (!strcmp(a, "--format")) {

@@ -102,6 +102,27 @@ static void sm_symbol_demangle(const char *name, char *out, size_t len)
     free(d);
 }
 
+static void sm_symbol_path(const struct link_map *map, char *path, size_t len)
+{
+    if (map->l_name && map->l_name[0])
+        snprintf(path, len, "%s", map->l_name);
+    else { /* the executable */
+        ssize_t n = readlink("/proc/self/exe", path, len - 1);
+        path[n > 0 ? n : 0] = '\0';
+    }
+}
+
+int sm_symbol_object(const void *addr, char *path, size_t len, uintptr_t *bias)
+{
+    Dl_info info;
+    struct link_map *map = NULL;
+    if (!addr || !len || !dladdr1(addr, &info, (void **)&map, RTLD_DL_LINKMAP) || !map)
+        return -1;
+    sm_symbol_path(map, path, len);
+    *bias = map->l_addr;
+    return 0;
+}
+
 int sm_symbol_lookup(const void *addr, sm_symbol_t *out)
 {
     memset(out, 0, sizeof *out);
@@ -115,12 +136,7 @@ int sm_symbol_lookup(const void *addr, sm_symbol_t *out)
         dsym = NULL;
 
     char path[PATH_MAX];
-    if (map->l_name && map->l_name[0])
-        snprintf(path, sizeof path, "%s", map->l_name);
-    else { /* the executable */
-        ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-        path[n > 0 ? n : 0] = '\0';
-    }
+    sm_symbol_path(map, path, sizeof path);
     const char *slash = strrchr(path, '/');
     snprintf(out->object, sizeof out->object, "%.*s", (int)sizeof out->object - 1,
              slash ? slash + 1 : path); /* a longer name is cut */

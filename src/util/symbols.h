@@ -20,4 +20,8 @@ typedef struct sm_symbol {
  * out->object empty, out->offset the address). */
 int sm_symbol_lookup(const void *addr, sm_symbol_t *out) SM_HIDDEN;
 
+/* The loaded object that holds addr: its file (the executable's through
+ * /proc/self/exe) and its load bias.  0 when found, else -1. */
+int sm_symbol_object(const void *addr, char *path, size_t len, uintptr_t *bias) SM_HIDDEN;
+
 #endif

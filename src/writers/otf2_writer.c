@@ -27,6 +27,7 @@
 #include "../core/definitions.h"
 #include "../core/event_record.h"
 #include "../core/location.h"
+#include "../core/metrics.h"
 #include "../merge/image.h"
 #include "../util/bytes.h"
 #include "../util/log.h"
@@ -89,6 +90,12 @@ typedef struct sm_otf2_writer {
      * job's named metrics (OTF2 metric SM_XFER_KIND_COUNT + index). */
     uint32_t *named_metric;
     uint32_t n_named_strings;
+    /* Counters (PAPI events): the job's named-metric indices of kind
+     * counter, in definition order, and the class that holds them all
+     * (OTF2 metric after the named ones), used when a process counts
+     * exactly these; otherwise each value goes to its own member's class. */
+    uint32_t *counters;
+    uint32_t n_counters;
 
     /* First failure: an OTF2 code, or a reason of our own (NULL-handle calls). */
     OTF2_ErrorCode failed_code;
@@ -325,6 +332,42 @@ static uint32_t sm_otf2_root(uint64_t root)
     return root == SM_NO_ROOT ? OTF2_UNDEFINED_UINT32 : (uint32_t)root;
 }
 
+/* PAPI counter values: one Metric event of the class of all the job's
+ * counters when this process counts exactly those, else one per value. */
+static OTF2_ErrorCode sm_otf2_counters_record(sm_otf2_writer_t *w, const sm_record_t *rec,
+                                              uint64_t t)
+{
+    const sm_id_maps_t *m = w->img->maps;
+    const uint64_t *v = sm_record_payload(rec);
+    OTF2_Type types[256];
+    OTF2_MetricValue values[256];
+    uint32_t n = rec->words;
+    bool whole = n == w->n_counters;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t local = rec->ref + i;
+        uint32_t job = local < m->n_metrics ? m->metrics[local] : SM_INVALID_ID;
+        whole = whole && job == w->counters[i];
+        types[i] = OTF2_TYPE_UINT64;
+        values[i].unsigned_int = v[i];
+    }
+    w->metric_events = true;
+    if (whole)
+        return OTF2_EvtWriter_Metric(w->evt, NULL, t,
+                                     SM_XFER_KIND_COUNT + sm_defset_metric_count(w->job->defs),
+                                     (uint8_t)n, types, values);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t local = rec->ref + i;
+        uint32_t job = local < m->n_metrics ? m->metrics[local] : SM_INVALID_ID;
+        if (job == SM_INVALID_ID)
+            continue;
+        OTF2_ErrorCode rc = OTF2_EvtWriter_Metric(w->evt, NULL, t, SM_XFER_KIND_COUNT + job, 1,
+                                                  &types[i], &values[i]);
+        if (rc != OTF2_SUCCESS)
+            return rc;
+    }
+    return OTF2_SUCCESS;
+}
+
 /* Messages, requests, collectives and metrics. */
 static OTF2_ErrorCode sm_otf2_message_record(sm_otf2_writer_t *w, const sm_record_t *rec)
 {
@@ -389,6 +432,8 @@ static OTF2_ErrorCode sm_otf2_message_record(sm_otf2_writer_t *w, const sm_recor
         return OTF2_EvtWriter_Metric(e, NULL, t, SM_XFER_KIND_COUNT + w->named_metric[name], 1,
                                      &type, &v);
     }
+    case SM_REC_COUNTERS:
+        return sm_otf2_counters_record(w, rec, t);
     case SM_REC_METRIC: {
         if (rec->ref >= SM_XFER_KIND_COUNT)
             return OTF2_SUCCESS;
@@ -1064,23 +1109,38 @@ static bool sm_otf2_named_metrics(sm_otf2_writer_t *w, OTF2_GlobalDefWriter *g)
 {
     const sm_defset_t *d = w->job->defs;
     uint32_t n = sm_defset_metric_count(d);
-    OTF2_StringRef s_desc;
-    if (n && !sm_otf2_extra_string(w, g, "a counter's value", &s_desc))
+    OTF2_StringRef s_desc, s_counter;
+    if (n && (!sm_otf2_extra_string(w, g, "a counter's value", &s_desc) ||
+              !sm_otf2_extra_string(w, g, "PAPI event count since the thread began",
+                                    &s_counter)))
         return false;
     for (uint32_t i = 0; i < n; i++) {
         const sm_named_metric_def_t *m = sm_defset_metric_get(d, i);
         OTF2_MetricMemberRef ref = SM_XFER_KIND_COUNT + i;
         OTF2_StringRef unit = m->unit != SM_INVALID_ID ? m->unit : s_desc;
+        bool counter = m->kind == SM_METRIC_COUNTER;
+        /* A counter is read with every enter and leave of its thread:
+         * strictly synchronous, counted from the thread's start. */
         if (!sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteMetricMember(
-                               g, ref, m->name, s_desc, OTF2_METRIC_TYPE_OTHER,
-                               OTF2_METRIC_ABSOLUTE_POINT, OTF2_TYPE_UINT64, OTF2_BASE_DECIMAL, 0,
-                               unit)) ||
-            !sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteMetricClass(g, ref, 1, &ref,
-                                                                 OTF2_METRIC_ASYNCHRONOUS,
-                                                                 OTF2_RECORDER_KIND_ABSTRACT)))
+                               g, ref, m->name, counter ? s_counter : s_desc,
+                               counter ? OTF2_METRIC_TYPE_PAPI : OTF2_METRIC_TYPE_OTHER,
+                               counter ? OTF2_METRIC_ACCUMULATED_START : OTF2_METRIC_ABSOLUTE_POINT,
+                               OTF2_TYPE_UINT64, OTF2_BASE_DECIMAL, 0, unit)) ||
+            !sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteMetricClass(
+                               g, ref, 1, &ref,
+                               counter ? OTF2_METRIC_SYNCHRONOUS_STRICT : OTF2_METRIC_ASYNCHRONOUS,
+                               counter ? OTF2_RECORDER_KIND_CPU : OTF2_RECORDER_KIND_ABSTRACT)))
             return false;
     }
-    return true;
+    if (!w->n_counters)
+        return true;
+    /* All counters together: the class each enter and leave refers to. */
+    OTF2_MetricMemberRef members[256];
+    for (uint32_t i = 0; i < w->n_counters; i++)
+        members[i] = SM_XFER_KIND_COUNT + w->counters[i];
+    return sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteMetricClass(
+                             g, SM_XFER_KIND_COUNT + n, (uint8_t)w->n_counters, members,
+                             OTF2_METRIC_SYNCHRONOUS_STRICT, OTF2_RECORDER_KIND_CPU));
 }
 
 static bool sm_otf2_metrics(sm_otf2_writer_t *w, OTF2_GlobalDefWriter *g)
@@ -1542,6 +1602,11 @@ int sm_otf2_write_images(const sm_run_info_t *run, const sm_job_t *job, const sm
         w.named_metric[sm_defset_metric_get(job->defs, i)->name] = i;
     if (!w.named_metric)
         w.n_named_strings = 0; /* out of memory: named metrics are left out */
+    uint32_t n_metrics = sm_defset_metric_count(job->defs);
+    w.counters = malloc(sizeof *w.counters * (n_metrics + 1u));
+    for (uint32_t i = 0; w.counters && i < n_metrics && w.n_counters < 255; i++)
+        if (sm_defset_metric_get(job->defs, i)->kind == SM_METRIC_COUNTER)
+            w.counters[w.n_counters++] = i;
 
     memset(&sm_otf2_reported, 0, sizeof sm_otf2_reported);
     sm_otf2_reported.code = OTF2_SUCCESS;
@@ -1555,6 +1620,7 @@ int sm_otf2_write_images(const sm_run_info_t *run, const sm_job_t *job, const sm
         OTF2_AttributeList_Delete(w.attrs);
     free(w.loc.creation_path);
     free(w.named_metric);
+    free(w.counters);
     OTF2_Error_RegisterCallback(previous, NULL);
 
     if (!ok)

@@ -106,10 +106,19 @@ static void sm_pcsv_row(const sm_cpath_t *p, void *arg)
             sm_pcsv_ns(emin, sizeof emin, (double)m->excl.min * npt);
             sm_pcsv_ns(emax, sizeof emax, (double)m->excl.max * npt);
         }
-        sm_out_printf(x->o, ",%u,%u,%u,%llu,%s,%s,%s,%s,%s,%s,%llu,%llu\n",
+        sm_out_printf(x->o, ",%u,%u,%u,%llu,%s,%s,%s,%s,%s,%s,%llu,%llu",
                       (unsigned)s->member_rank[i], (unsigned)i, (unsigned)s->member_location[i],
                       (unsigned long long)m->visits, isum, imin, imax, esum, emin, emax,
                       (unsigned long long)m->bytes_sent, (unsigned long long)m->bytes_received);
+        /* Per PAPI event: inclusive and exclusive sums (empty: not counted). */
+        for (uint32_t k = 0; k < s->n_counters; k++) {
+            if (m->counters)
+                sm_out_printf(x->o, ",%llu,%llu", (unsigned long long)m->counters[k].sum,
+                              (unsigned long long)m->counters[s->n_counters + k].sum);
+            else
+                sm_out_printf(x->o, ",,");
+        }
+        sm_out_printf(x->o, "\n");
     }
 }
 
@@ -125,7 +134,17 @@ int sm_profile_write_csv(const sm_run_info_t *run, const sm_job_t *job,
         return -1;
     sm_out_printf(&o, "path_id,parent_id,depth,region,path,rank,thread,location,visits,"
                       "incl_sum_ns,incl_min_ns,incl_max_ns,excl_sum_ns,excl_min_ns,excl_max_ns,"
-                      "bytes_sent,bytes_received\n");
+                      "bytes_sent,bytes_received");
+    for (uint32_t k = 0; k < summary->n_counters; k++) {
+        char col[SM_SUMMARY_COUNTER_NAME + 16];
+        snprintf(col, sizeof col, "%s incl", summary->counter_names[k]);
+        sm_out_printf(&o, ",");
+        sm_csv_field(&o, col);
+        snprintf(col, sizeof col, "%s excl", summary->counter_names[k]);
+        sm_out_printf(&o, ",");
+        sm_csv_field(&o, col);
+    }
+    sm_out_printf(&o, "\n");
     sm_pcsv_t x = {.o = &o, .job = job, .s = summary};
     sm_cpath_walk(&summary->root, sm_pcsv_depth, &x);
     x.id_at_depth = calloc((size_t)x.depth_cap + 1, sizeof *x.id_at_depth);

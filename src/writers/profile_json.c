@@ -102,6 +102,62 @@ static void sm_pjson_spread(sm_json_t *j, const char *key, sm_spread_t sp, const
     sm_json_object_end(j);
 }
 
+/* "counters": {event: {"inclusive": stat, "exclusive": stat}} of one member. */
+static void sm_pjson_member_counters(sm_json_t *j, const sm_profile_summary_t *s,
+                                     const sm_cpath_member_t *m)
+{
+    if (!s->n_counters || !m->counters)
+        return;
+    sm_json_key(j, "counters");
+    sm_json_object_begin_inline(j);
+    for (uint32_t k = 0; k < s->n_counters; k++) {
+        sm_json_key(j, s->counter_names[k]);
+        sm_json_object_begin_inline(j);
+        sm_pjson_stat(j, "inclusive", &m->counters[k], m->visits, 1.0);
+        sm_pjson_stat(j, "exclusive", &m->counters[s->n_counters + k], m->visits, 1.0);
+        sm_json_object_end(j);
+    }
+    sm_json_object_end(j);
+}
+
+/* "counters": {event: {"inclusive": spread, "exclusive": spread}} across
+ * threads (ranks), then "derived": {figure: value over all of them}. */
+static void sm_pjson_counter_spreads(sm_json_t *j, const sm_profile_summary_t *s,
+                                     const sm_cpath_t *p, bool ranks)
+{
+    if (!s->n_counters)
+        return;
+    sm_json_key(j, "counters");
+    sm_json_object_begin(j);
+    for (uint32_t k = 0; k < s->n_counters; k++) {
+        sm_json_key(j, s->counter_names[k]);
+        sm_json_object_begin(j);
+        for (int excl = 0; excl < 2; excl++)
+            sm_pjson_spread(j, excl ? "exclusive" : "inclusive",
+                            ranks ? sm_cpath_spread_ranks_counter(s, p, k, excl)
+                                  : sm_cpath_spread_counter(s, p, k, excl),
+                            ranks ? "rank" : "thread");
+        sm_json_object_end(j);
+    }
+    sm_json_object_end(j);
+    sm_derived_t d[SM_SUMMARY_MAX_COUNTERS];
+    uint32_t n = sm_summary_derived(s, d, SM_SUMMARY_MAX_COUNTERS);
+    if (!n || ranks)
+        return;
+    sm_json_key(j, "derived");
+    sm_json_object_begin(j);
+    for (uint32_t i = 0; i < n; i++) {
+        double v = sm_derived_value(&d[i], sm_cpath_counter_total(s, p, d[i].num, 0),
+                                    sm_cpath_counter_total(s, p, d[i].den, 0));
+        sm_json_key(j, d[i].name);
+        if (isnan(v))
+            sm_json_null(j);
+        else
+            sm_json_double(j, v);
+    }
+    sm_json_object_end(j);
+}
+
 static void sm_pjson_per_thread(sm_json_t *j, const sm_profile_summary_t *s, const sm_cpath_t *p)
 {
     sm_json_key(j, "per_thread");
@@ -119,6 +175,7 @@ static void sm_pjson_per_thread(sm_json_t *j, const sm_profile_summary_t *s, con
         sm_pjson_stat(j, "exclusive", &m->excl, m->visits, npt);
         sm_json_field_uint(j, "bytes_sent", m->bytes_sent);
         sm_json_field_uint(j, "bytes_received", m->bytes_received);
+        sm_pjson_member_counters(j, s, m);
         sm_json_object_end(j);
     }
     sm_json_array_end(j);
@@ -141,6 +198,22 @@ static void sm_pjson_per_rank(sm_json_t *j, const sm_profile_summary_t *s, const
         sm_json_field_double(j, "exclusive", t.excl_ns);
         sm_json_field_uint(j, "bytes_sent", t.bytes_sent);
         sm_json_field_uint(j, "bytes_received", t.bytes_received);
+        if (s->n_counters) {
+            sm_json_key(j, "counters");
+            sm_json_object_begin_inline(j);
+            for (uint32_t k = 0; k < s->n_counters; k++) {
+                uint64_t sum[2] = {0, 0};
+                for (uint32_t i = s->rank_first_member[r]; i < s->rank_first_member[r + 1]; i++)
+                    for (int e = 0; e < 2 && p->members[i].counters; e++)
+                        sum[e] += p->members[i].counters[e * s->n_counters + k].sum;
+                sm_json_key(j, s->counter_names[k]);
+                sm_json_object_begin_inline(j);
+                sm_json_field_uint(j, "inclusive", sum[0]);
+                sm_json_field_uint(j, "exclusive", sum[1]);
+                sm_json_object_end(j);
+            }
+            sm_json_object_end(j);
+        }
         sm_json_object_end(j);
     }
     sm_json_array_end(j);
@@ -191,6 +264,7 @@ static void sm_pjson_callpath(const sm_cpath_t *p, void *arg)
     sm_pjson_spread(j, "visits", visits, "thread");
     sm_pjson_spread(j, "inclusive", sm_cpath_spread_time(s, p, 0), "thread");
     sm_pjson_spread(j, "exclusive", sm_cpath_spread_time(s, p, 1), "thread");
+    sm_pjson_counter_spreads(j, s, p, false);
     sm_json_object_end(j);
 
     sm_pjson_per_rank(j, s, p);
@@ -203,6 +277,7 @@ static void sm_pjson_callpath(const sm_cpath_t *p, void *arg)
     sm_pjson_spread(j, "exclusive", sm_cpath_spread_ranks_time(s, p, 1), "rank");
     sm_pjson_spread(j, "bytes_sent", sm_cpath_spread_ranks_bytes(s, p, 0), "rank");
     sm_pjson_spread(j, "bytes_received", sm_cpath_spread_ranks_bytes(s, p, 1), "rank");
+    sm_pjson_counter_spreads(j, s, p, true);
     sm_json_object_end(j);
     sm_json_object_end(j);
 }
@@ -253,6 +328,11 @@ int sm_profile_write_json(const sm_run_info_t *run, const sm_job_t *job,
     sm_json_field_uint(&j, "ranks", summary->n_ranks);
     sm_pjson_processes(&j, job, sm_job_ranks(job));
     sm_pjson_threads(&j, job, summary);
+    sm_json_key(&j, "papi_events");
+    sm_json_array_begin_inline(&j);
+    for (uint32_t k = 0; k < summary->n_counters; k++)
+        sm_json_string(&j, summary->counter_names[k]);
+    sm_json_array_end(&j);
 
     sm_pjson_t x = {.j = &j, .job = job, .s = summary};
     sm_json_key(&j, "callpaths");

@@ -206,6 +206,8 @@ typedef struct sm_text {
     sm_row_t *row;
     bool multi;         /* more than one rank */
     uint32_t shown;     /* members with per-thread rows */
+    sm_derived_t derived[SM_SUMMARY_MAX_COUNTERS];
+    uint32_t n_derived;
 } sm_text_t;
 
 /* Name cut at SM_LABEL_MAX_NAME characters (C++ templates), sanitized. */
@@ -271,6 +273,39 @@ typedef struct sm_text_walk {
 
 #define SM_CELL(row, c, ...) snprintf((row)->cell[c], SM_CELL_SIZE, __VA_ARGS__)
 
+/* Below a path's wall_clock row: one row per PAPI event (inclusive counts
+ * per visit; % SELF the exclusive share), then the derived figures. */
+static void sm_thread_counter_rows(sm_text_walk_t *w, const sm_cpath_member_t *m)
+{
+    const sm_text_t *x = w->x;
+    const sm_profile_summary_t *s = x->s;
+    sm_row_t *row = x->row;
+    for (uint32_t k = 0; m->counters && k < s->n_counters; k++) {
+        const sm_stat_t *incl = &m->counters[k], *excl = &m->counters[s->n_counters + k];
+        double var = sm_stat_variance(incl, m->visits);
+        SM_CELL(row, 3, "%s", s->counter_names[k]);
+        SM_CELL(row, 4, "events");
+        SM_CELL(row, 5, "%llu", (unsigned long long)incl->sum);
+        SM_CELL(row, 6, "%.3f", sm_stat_mean(incl, m->visits));
+        SM_CELL(row, 7, "%llu", (unsigned long long)(incl->min == UINT64_MAX ? 0 : incl->min));
+        SM_CELL(row, 8, "%llu", (unsigned long long)incl->max);
+        SM_CELL(row, 9, "%.3f", var);
+        SM_CELL(row, 10, "%.3f", sqrt(var));
+        SM_CELL(row, 11, "%.1f", incl->sum ? 100.0 * (double)excl->sum / (double)incl->sum : 100.0);
+        sm_table_row(w->table, row);
+    }
+    for (uint32_t d = 0; m->counters && d < x->n_derived; d++) {
+        const sm_derived_t *dv = &x->derived[d];
+        SM_CELL(row, 3, "%s", dv->name);
+        SM_CELL(row, 4, "ratio");
+        SM_CELL(row, 5, "%.4f", sm_derived_value(dv, m->counters[dv->num].sum,
+                                                 m->counters[dv->den].sum));
+        for (int c = 6; c < 12; c++)
+            SM_CELL(row, c, "-");
+        sm_table_row(w->table, row);
+    }
+}
+
 static void sm_thread_row(const sm_cpath_t *p, void *arg)
 {
     sm_text_walk_t *w = arg;
@@ -301,6 +336,7 @@ static void sm_thread_row(const sm_cpath_t *p, void *arg)
     SM_CELL(row, 10, "%.6f", sqrt(var) / u->ns);
     SM_CELL(row, 11, "%.1f", self);
     sm_table_row(w->table, row);
+    sm_thread_counter_rows(w, m);
 }
 
 static uint64_t sm_cpath_visits(const sm_profile_summary_t *s, const sm_cpath_t *p)
@@ -309,6 +345,37 @@ static uint64_t sm_cpath_visits(const sm_profile_summary_t *s, const sm_cpath_t 
     for (uint32_t i = 0; i < s->n_members; i++)
         visits += p->members[i].visits;
     return visits;
+}
+
+/* Below a path's wall_clock row across threads: each PAPI event's
+ * inclusive count per thread, then the derived figures over all threads. */
+static void sm_across_counter_rows(sm_text_walk_t *w, const sm_cpath_t *p, uint32_t threads)
+{
+    const sm_text_t *x = w->x;
+    const sm_profile_summary_t *s = x->s;
+    sm_row_t *row = x->row;
+    for (uint32_t k = 0; threads && k < s->n_counters; k++) {
+        sm_spread_t sp = sm_cpath_spread_counter(s, p, k, 0);
+        SM_CELL(row, 3, "%s", s->counter_names[k]);
+        SM_CELL(row, 4, "events");
+        SM_CELL(row, 5, "%.3f", sp.mean);
+        SM_CELL(row, 6, "%.0f", sp.min);
+        sm_text_member(x, row->cell[7], SM_CELL_SIZE, sp.min_member);
+        SM_CELL(row, 8, "%.0f", sp.max);
+        sm_text_member(x, row->cell[9], SM_CELL_SIZE, sp.max_member);
+        SM_CELL(row, 10, "%.3f", sp.stddev);
+        sm_table_row(w->table, row);
+    }
+    for (uint32_t d = 0; threads && d < x->n_derived; d++) {
+        const sm_derived_t *dv = &x->derived[d];
+        SM_CELL(row, 3, "%s", dv->name);
+        SM_CELL(row, 4, "ratio");
+        SM_CELL(row, 5, "%.4f", sm_derived_value(dv, sm_cpath_counter_total(s, p, dv->num, 0),
+                                                 sm_cpath_counter_total(s, p, dv->den, 0)));
+        for (int c = 6; c < 11; c++)
+            SM_CELL(row, c, "-");
+        sm_table_row(w->table, row);
+    }
 }
 
 static void sm_across_row(const sm_cpath_t *p, void *arg)
@@ -337,6 +404,7 @@ static void sm_across_row(const sm_cpath_t *p, void *arg)
             SM_CELL(row, c, "-");
     }
     sm_table_row(w->table, row);
+    sm_across_counter_rows(w, p, sp.n);
 }
 
 /* Six cells from first: mean, min, min rank, max, max rank, stddev. */
@@ -349,6 +417,8 @@ static void sm_ranks_cells(sm_row_t *row, int first, sm_spread_t sp, const sm_ti
     SM_CELL(row, first + 4, "%u", (unsigned)sp.max_member);
     SM_CELL(row, first + 5, "%.6f", sp.stddev / u->ns);
 }
+
+static const sm_time_unit_t sm_unit_one = {"events", 1.0};
 
 static void sm_ranks_row(const sm_cpath_t *p, void *arg)
 {
@@ -371,6 +441,16 @@ static void sm_ranks_row(const sm_cpath_t *p, void *arg)
             SM_CELL(row, c, "-");
     }
     sm_table_row(w->table, row);
+    /* Each PAPI event: the label names it, the cells are counts. */
+    for (uint32_t k = 0; incl.n && k < x->s->n_counters; k++) {
+        char label[SM_LABEL_SIZE];
+        sm_text_label(x, label, sizeof label, "", p);
+        snprintf(row->label, sizeof row->label, "%.900s [%s]", label, x->s->counter_names[k]);
+        SM_CELL(row, 3, "events");
+        sm_ranks_cells(row, 4, sm_cpath_spread_ranks_counter(x->s, p, k, 0), &sm_unit_one);
+        sm_ranks_cells(row, 10, sm_cpath_spread_ranks_counter(x->s, p, k, 1), &sm_unit_one);
+        sm_table_row(w->table, row);
+    }
 }
 
 /* Walk (measure or print) the rows of one table. */
@@ -658,6 +738,13 @@ static void sm_text_header(const sm_text_t *x)
     sm_out_printf(o, "time source : %s (1 tick = %.6g ns%s)\n",
                   run->clock_source ? run->clock_source : "unknown", s->ns_per_tick,
                   x->multi ? " on rank 0" : "");
+    if (s->n_counters) {
+        sm_out_printf(o, "PAPI events :");
+        for (uint32_t k = 0; k < s->n_counters; k++)
+            sm_out_printf(o, "%s %s", k ? "," : "", s->counter_names[k]);
+        sm_out_printf(o, " (rows under each path: inclusive counts per visit, %% SELF the "
+                      "exclusive share)\n");
+    }
     for (uint32_t i = 0; i < run->n_notes; i++)
         sm_out_printf(o, "note        : %s\n", run->notes[i]);
     sm_out_printf(o, "\n");
@@ -730,6 +817,7 @@ int sm_profile_write_text(const sm_run_info_t *run, const sm_job_t *job,
                    .multi = summary->n_ranks > 1,
                    .shown = summary->n_members < SM_TEXT_MAX_MEMBERS ? summary->n_members
                                                                     : SM_TEXT_MAX_MEMBERS};
+    x.n_derived = sm_summary_derived(summary, x.derived, SM_SUMMARY_MAX_COUNTERS);
     x.row = malloc(sizeof *x.row);
     int rc = x.row ? sm_text_body(&x) : ENOMEM;
     free(x.row);

@@ -2,6 +2,7 @@
 #include "summary_common.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,4 +113,44 @@ uint32_t sm_job_ranks(const sm_job_t *job)
     if (job && job->n_ranks)
         return job->n_ranks;
     return job && job->procs && job->procs->size ? job->procs->size : 1;
+}
+
+/* ---------------------------------------------------------------- derived figures */
+
+/* PAPI presets for misses: a miss count per 1000 instructions says how
+ * memory-bound a region is, whatever its length. */
+static bool sm_is_miss_event(const char *name)
+{
+    static const char *const kinds[] = {"_DCM", "_ICM", "_TCM", "_LDM", "_STM", "_TLB_DM",
+                                        "_TLB_IM", "MISS"};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (strstr(name, kinds[i]))
+            return true;
+    return false;
+}
+
+uint32_t sm_summary_derived(const sm_profile_summary_t *s, sm_derived_t *out, uint32_t max)
+{
+    uint32_t n = 0;
+    int ins = sm_summary_counter_index(s, "PAPI_TOT_INS");
+    int cyc = sm_summary_counter_index(s, "PAPI_TOT_CYC");
+    if (ins >= 0 && cyc >= 0 && n < max)
+        out[n++] = (sm_derived_t){.name = "instructions per cycle (PAPI_TOT_INS / PAPI_TOT_CYC)",
+                                  .num = (uint32_t)ins, .den = (uint32_t)cyc, .scale = 1.0};
+    for (uint32_t k = 0; ins >= 0 && k < s->n_counters && n < max; k++) {
+        if (!sm_is_miss_event(s->counter_names[k]))
+            continue;
+        snprintf(out[n].name, sizeof out[n].name, "%.100s per 1000 instructions",
+                 s->counter_names[k]);
+        out[n].num = k;
+        out[n].den = (uint32_t)ins;
+        out[n].scale = 1000.0;
+        n++;
+    }
+    return n;
+}
+
+double sm_derived_value(const sm_derived_t *d, uint64_t num, uint64_t den)
+{
+    return den ? d->scale * (double)num / (double)den : NAN;
 }

@@ -42,6 +42,21 @@ bool sm_job_region_is_mpi(sm_region_id_t id, void *job) SM_HIDDEN;
 /* Ranks of the job: job->n_ranks, else procs->size, else 1. */
 uint32_t sm_job_ranks(const sm_job_t *job) SM_HIDDEN;
 
+/* ---- figures derived from two counters ---- */
+
+/* num / den x scale over the same visits: instructions per cycle, misses per
+ * 1000 instructions, wherever both PAPI events were counted. */
+typedef struct sm_derived {
+    char name[160];
+    uint32_t num, den; /* counter indices of the summary */
+    double scale;
+} sm_derived_t;
+/* The derived figures this summary's counters allow (at most max). */
+uint32_t sm_summary_derived(const sm_profile_summary_t *s, sm_derived_t *out,
+                            uint32_t max) SM_HIDDEN;
+/* Its value from the two sums; NAN when den is 0. */
+double sm_derived_value(const sm_derived_t *d, uint64_t num, uint64_t den) SM_HIDDEN;
+
 /* ---- communication matrix ---- */
 typedef struct sm_comm_pair {
     uint32_t sender, receiver;

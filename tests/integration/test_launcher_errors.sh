@@ -97,6 +97,28 @@ expect_error 2 "badvalue.conf:1:" "buffer_size" "'12Q'" -- "$SM" --config=badval
 expect_error 2 "badvalue.conf:1:" -- env SYSMEASURE_CONFIG_FILE="$work/badvalue.conf" "$SM" ./marker
 expect_error 2 "cannot read config file" "$work/no-such.conf" -- "$SM" -c no-such.conf ./marker
 
+# PAPI events: checked before the program starts.  Presets name hardware
+# counters; where the machine shows none (a VM), PAPI_TOT_CYC is one it
+# cannot count.
+if [ "${SM_HAVE_PAPI:-no}" = yes ]; then
+    expect_error 2 "--papi" "unknown PAPI event PAPI_NO_SUCH" "available here" "sysmeasure-avail --papi" -- \
+        "$SM" --papi PAPI_NO_SUCH ./marker
+    expect_error 2 "--papi" "unknown PAPI events PAPI_NO_SUCH, nosuch::EVENT" -- \
+        "$SM" --papi=PAPI_NO_SUCH,nosuch::EVENT ./marker
+    expect_error 2 "SYSMEASURE_PAPI_EVENTS" "empty event name" -- env SYSMEASURE_PAPI_EVENTS=a,,b "$SM" ./marker
+    expect_error 2 "--papi" "PAPI_TOT_INS" "named twice" -- "$SM" --papi PAPI_TOT_INS,PAPI_TOT_INS ./marker
+    if ! "$AVAIL" --papi | grep -q '^  PAPI_TOT_CYC '; then
+        expect_error 2 "--papi" "PAPI event PAPI_TOT_CYC cannot be counted on this machine" \
+            "available here: no presets" -- "$SM" --papi PAPI_TOT_CYC ./marker
+        expect_error 2 "unknown PAPI event PAPI_NO_SUCH; PAPI event PAPI_TOT_CYC cannot be counted" -- \
+            "$SM" --papi PAPI_NO_SUCH,PAPI_TOT_CYC ./marker
+    fi
+    "$AVAIL" --papi >papi.txt || fail "sysmeasure-avail --papi: exit status $?"
+    grep -q '^component ' papi.txt || fail "sysmeasure-avail --papi lists no component"
+else
+    expect_error 2 "--papi" "built without PAPI" -- "$SM" --papi PAPI_TOT_CYC ./marker
+fi
+
 expect_error 127 "program 'sm-no-such-program' not found" -- "$SM" sm-no-such-program
 expect_error 127 "program './sm-no-such-program' not found" -- "$SM" -- ./sm-no-such-program
 printf '#!/bin/sh\ntouch "%s/RAN"\n' "$work" >not-executable
@@ -190,6 +212,13 @@ if [ -e "$SM_BUILDDIR/.libs/libsysmeasure.so" ]; then
     "$SM" -v -o "$work/out-v" /bin/true 2>err.txt
     grep -q -F "sysmeasure: running /bin/true (trace: yes, profile: yes, output: $work/out-v)" err.txt ||
         fail "sysmeasure -v does not say what it runs: $(cat err.txt)"
+    # --papi-optional: the program runs, one warning names what is dropped.
+    rm -f RAN
+    "$SM" --papi-optional --papi PAPI_NO_SUCH -o "$work/out-papi" ./marker 2>err.txt ||
+        fail "sysmeasure --papi-optional: exit status $?"
+    [ -e RAN ] || fail "sysmeasure --papi-optional: the program did not run"
+    grep -q "warning: --papi: .*PAPI_NO_SUCH.*running without them" err.txt ||
+        fail "sysmeasure --papi-optional does not name the dropped event: $(cat err.txt)"
 else
     echo "  note: $SM_BUILDDIR/.libs/libsysmeasure.so is not built: only the missing library is checked"
     expect_error 2 "libsysmeasure.so" -- "$SM" -o "$work/out-true" -- /bin/true

@@ -3,7 +3,9 @@
  * as sm_tree_gather delivers them, and rebuilt into the job summary; exact
  * per-member and per-rank values, the spreads across threads and ranks,
  * bytes, the MPI totals, member names and lineage; malformed blobs are
- * rejected; the writers produce their files for the job. */
+ * rejected; the writers produce their files for the job.  Then counters
+ * (PAPI events): two ranks counting different events, united by name, with
+ * exact inclusive/exclusive sums and the derived figures. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdint.h>
@@ -12,6 +14,7 @@
 
 #include "merge/profile_summary.h"
 #include "merge/unify.h"
+#include "writers/summary_common.h"
 #include "writers/writers.h"
 #include "unit.h"
 
@@ -104,6 +107,117 @@ static char *slurp(const char *dir, const char *name)
     buf[n] = '\0';
     fclose(f);
     return buf;
+}
+
+/* Counter statistics on node n: per visit, inclusive incl[i], exclusive
+ * excl[i], for counter k of nc. */
+static void plant_counter(sm_profile_node_t *n, uint32_t nc, uint32_t k, const uint64_t *incl,
+                          const uint64_t *excl, int visits)
+{
+    for (int i = 0; i < visits; i++) {
+        sm_stat_add(&n->counters[k], incl[i]);
+        sm_stat_add(&n->counters[nc + k], excl[i]);
+    }
+}
+
+/* Rank 0 counts PAPI_TOT_INS and PAPI_TOT_CYC; rank 1 PAPI_TOT_CYC and
+ * PAPI_L2_DCM: the job has all three, by name. */
+static void test_counters(void)
+{
+    sm_profile_t p0, p1;
+    sm_profile_init(&p0);
+    sm_profile_init(&p1);
+    p0.n_counters = p1.n_counters = 2;
+    uint64_t t_main[] = {10 * MS}, t_comp[] = {4 * MS, 6 * MS};
+    sm_profile_node_t *m0 = plant(&p0, &p0.root, MAIN, t_main, 1, 0, 0, 0);
+    sm_profile_node_t *c0 = plant(&p0, m0, COMPUTE, t_comp, 2, 0, 0, 0);
+    sm_profile_node_t *m1 = plant(&p1, &p1.root, MAIN, t_main, 1, 0, 0, 0);
+    sm_profile_node_t *c1 = plant(&p1, m1, COMPUTE, t_comp, 2, 0, 0, 0);
+    CHECK(m0->counters && c0->counters && m1->counters && c1->counters);
+    if (!m0->counters || !c0->counters || !m1->counters || !c1->counters)
+        return;
+    /* rank 0: main INS 1000 incl (400 own), compute INS 200 + 400; CYC 2000 / 1200 */
+    plant_counter(m0, 2, 0, (uint64_t[]){1000}, (uint64_t[]){400}, 1);
+    plant_counter(c0, 2, 0, (uint64_t[]){200, 400}, (uint64_t[]){200, 400}, 2);
+    plant_counter(m0, 2, 1, (uint64_t[]){2000}, (uint64_t[]){800}, 1);
+    plant_counter(c0, 2, 1, (uint64_t[]){500, 700}, (uint64_t[]){500, 700}, 2);
+    /* rank 1: CYC 3000 / compute 1000 + 1000; L2_DCM 50 / compute 20 + 20 */
+    plant_counter(m1, 2, 0, (uint64_t[]){3000}, (uint64_t[]){1000}, 1);
+    plant_counter(c1, 2, 0, (uint64_t[]){1000, 1000}, (uint64_t[]){1000, 1000}, 2);
+    plant_counter(m1, 2, 1, (uint64_t[]){50}, (uint64_t[]){10}, 1);
+    plant_counter(c1, 2, 1, (uint64_t[]){20, 20}, (uint64_t[]){20, 20}, 2);
+    sm_summary_thread_t t0 = {.location = 0, .name = "Thread 0 (main)", .creator = SM_INVALID_ID,
+                              .root = &p0.root};
+    sm_summary_thread_t t1 = t0;
+    t1.root = &p1.root;
+    const char *names0[] = {"PAPI_TOT_INS", "PAPI_TOT_CYC"};
+    const char *names1[] = {"PAPI_TOT_CYC", "PAPI_L2_DCM"};
+    sm_profile_summary_t *l0 = sm_profile_summary_from_counting_threads(&t0, 1, 1.0, 2, names0);
+    sm_profile_summary_t *l1 = sm_profile_summary_from_counting_threads(&t1, 1, 1.0, 2, names1);
+    CHECK(l0 && l1);
+    if (!l0 || !l1)
+        return;
+    uint64_t len0, len1;
+    uint8_t *b0 = sm_profile_summary_serialize(l0, NULL, 0, &len0);
+    uint8_t *b1 = sm_profile_summary_serialize(l1, NULL, 1, &len1);
+    uint8_t *seq = malloc(24 + len0 + len1);
+    size_t n = append_record(seq, 0, 1, b1, len1);
+    n = append_record(seq, n, 0, b0, len0);
+    sm_profile_summary_t *s = sm_profile_summary_from_blobs(seq, n, 2);
+    CHECK(s && s->n_counters == 3);
+    if (s && s->n_counters == 3) {
+        CHECK(!strcmp(s->counter_names[0], "PAPI_TOT_INS"));
+        CHECK(!strcmp(s->counter_names[1], "PAPI_TOT_CYC"));
+        CHECK(!strcmp(s->counter_names[2], "PAPI_L2_DCM"));
+        CHECK(sm_summary_counter_index(s, "PAPI_L2_DCM") == 2);
+        const sm_cpath_t *main = child(&s->root, MAIN), *comp = child(main, COMPUTE);
+        /* rank 1's CYC lands in the job's CYC; it has no INS */
+        CHECK_EQ_U(main->members[1].counters[1].sum, 3000);
+        CHECK_EQ_U(main->members[1].counters[3 + 1].sum, 1000);
+        CHECK_EQ_U(main->members[1].counters[0].sum, 0);
+        CHECK_EQ_U(comp->members[1].counters[2].sum, 40);
+        CHECK_EQ_U(comp->members[0].counters[0].min, 200);
+        CHECK_EQ_U(comp->members[0].counters[0].max, 400);
+        CHECK_EQ_U(sm_cpath_counter_total(s, main, 1, 0), 5000);
+        CHECK_EQ_U(sm_cpath_counter_total(s, main, 1, 1), 1800);
+        sm_spread_t sp = sm_cpath_spread_ranks_counter(s, comp, 1, 0);
+        CHECK_EQ_U(sp.n, 2);
+        CHECK_NEAR(sp.min, 1200, 0);
+        CHECK_EQ_U(sp.min_member, 0);
+        CHECK_NEAR(sp.max, 2000, 0);
+        CHECK_EQ_U(sp.max_member, 1);
+        sp = sm_cpath_spread_counter(s, comp, 0, 1);
+        CHECK_NEAR(sp.mean, 300, 0); /* rank 0: 600 exclusive, rank 1: none counted */
+        sm_derived_t d[8];
+        uint32_t nd = sm_summary_derived(s, d, 8);
+        CHECK_EQ_U(nd, 2);
+        if (nd == 2) {
+            CHECK(d[0].num == 0 && d[0].den == 1);
+            CHECK_NEAR(sm_derived_value(&d[0], 1000, 2000), 0.5, 1e-12);
+            CHECK(d[1].num == 2 && d[1].den == 0);
+            CHECK_NEAR(sm_derived_value(&d[1], 40, 600), 1000.0 * 40 / 600, 1e-9);
+        }
+    }
+    /* Every truncation of a blob with counters is rejected. */
+    int saved = quiet();
+    int truncated_accepted = 0;
+    for (uint64_t cut = 1; cut < len1; cut++) {
+        n = append_record(seq, 0, 1, b1, cut);
+        truncated_accepted += accepted(seq, n, 2);
+    }
+    loud(saved);
+    CHECK_EQ_U(truncated_accepted, 0);
+    /* Remapping skips the counter section. */
+    uint32_t map[] = {MAIN, COMPUTE, SEND, RECV};
+    CHECK(sm_profile_summary_remap(b1, len1, map, 4) == 0);
+    free(seq);
+    free(b0);
+    free(b1);
+    sm_profile_summary_free(s);
+    sm_profile_summary_free(l0);
+    sm_profile_summary_free(l1);
+    sm_profile_free(&p0);
+    sm_profile_free(&p1);
 }
 
 int main(void)
@@ -447,6 +561,7 @@ int main(void)
     free(longer);
 
     free(seq);
+    test_counters();
     free(b0);
     free(b1);
     free(b2);

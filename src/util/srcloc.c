@@ -1,0 +1,160 @@
+/* Code address -> source file and line, through libdwfl (elfutils). */
+#define _GNU_SOURCE
+#include "srcloc.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include "sm_build.h" /* from configure: SM_HAVE_LIBDW */
+#include "symbols.h"
+
+#ifdef SM_HAVE_LIBDW
+#include <dwarf.h>
+#include <elfutils/libdwfl.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <unistd.h>
+
+/* One Dwfl per loaded object, made at its first lookup: objects loaded
+ * later (dlopen) get theirs when first asked about, and an object without
+ * debug information is searched once. */
+typedef struct sm_srcloc_object {
+    uintptr_t bias; /* the object's load bias: which object this is */
+    Dwfl *dwfl;     /* NULL: the file could not be read as ELF */
+} sm_srcloc_object_t;
+
+#define SM_MAX_SRCLOC_OBJECTS 64
+static pthread_mutex_t sm_srcloc_lock = PTHREAD_MUTEX_INITIALIZER;
+static sm_srcloc_object_t sm_srcloc_objects[SM_MAX_SRCLOC_OBJECTS];
+static unsigned sm_srcloc_n;
+
+/* Modules are reported with their file already open, so libdwfl never
+ * needs to find one; if it asks anyway, there is none. */
+static int sm_srcloc_no_elf(Dwfl_Module *mod, void **userdata, const char *modname,
+                            Dwarf_Addr base, char **file_name, Elf **elfp)
+{
+    (void)mod, (void)userdata, (void)modname, (void)base, (void)file_name, (void)elfp;
+    return -1;
+}
+
+/* Separate debug files are looked up by build ID in the local debug folders
+ * only: dwfl_standard_find_debuginfo would also ask debuginfod servers
+ * (DEBUGINFOD_URLS), a download from inside the measured program. */
+static char *sm_srcloc_debuginfo_path; /* NULL: libdwfl's default folders */
+static const Dwfl_Callbacks sm_srcloc_callbacks = {
+    .find_elf = sm_srcloc_no_elf,
+    .find_debuginfo = dwfl_build_id_find_debuginfo,
+    .section_address = dwfl_offline_section_address,
+    .debuginfo_path = &sm_srcloc_debuginfo_path,
+};
+
+static Dwfl *sm_srcloc_open(const char *path, uintptr_t bias)
+{
+    Dwfl *dwfl = dwfl_begin(&sm_srcloc_callbacks);
+    if (!dwfl)
+        return NULL;
+    /* Our descriptor rather than libdwfl's, to keep it out of the
+     * program's children; the module keeps it open. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    Dwfl_Module *mod = NULL;
+    if (fd >= 0) {
+        dwfl_report_begin(dwfl);
+        /* add_p_vaddr: bias is what the object's addresses are moved by */
+        mod = dwfl_report_elf(dwfl, path, path, fd, bias, true);
+        dwfl_report_end(dwfl, NULL, NULL);
+        if (!mod) /* consumed only on success */
+            close(fd);
+    }
+    if (!mod) {
+        dwfl_end(dwfl);
+        return NULL;
+    }
+    return dwfl;
+}
+
+/* The line table row of addr (a process address) in mod, and its unit.
+ * libdwfl finds the compilation unit through .debug_aranges, which clang
+ * does not emit by default: without them, the unit whose address ranges
+ * hold addr. */
+static const char *sm_srcloc_find(Dwfl_Module *mod, Dwarf_Addr addr, int *line, int *column,
+                                  Dwarf_Die **unit)
+{
+    Dwarf_Addr bias;
+    Dwfl_Line *l = dwfl_module_getsrc(mod, addr);
+    if (l) {
+        *unit = dwfl_linecu(l);
+        return dwfl_lineinfo(l, NULL, line, column, NULL, NULL);
+    }
+    for (Dwarf_Die *cu = NULL; (cu = dwfl_module_nextcu(mod, cu, &bias)) != NULL;) {
+        if (dwarf_haspc(cu, addr - bias) <= 0)
+            continue;
+        Dwarf_Line *dl = dwarf_getsrc_die(cu, addr - bias);
+        if (!dl || dwarf_lineno(dl, line) != 0)
+            return NULL;
+        if (dwarf_linecol(dl, column) != 0)
+            *column = 0;
+        *unit = cu;
+        return dwarf_linesrc(dl, NULL, NULL);
+    }
+    return NULL;
+}
+
+int sm_srcloc_lookup(const void *addr, sm_srcloc_t *out)
+{
+    memset(out, 0, sizeof *out);
+    char path[PATH_MAX];
+    uintptr_t bias;
+    if (sm_symbol_object(addr, path, sizeof path, &bias) != 0 || !path[0])
+        return -1;
+
+    int rc = -1;
+    pthread_mutex_lock(&sm_srcloc_lock); /* a Dwfl is not thread-safe */
+    sm_srcloc_object_t *o = NULL;
+    for (unsigned i = 0; i < sm_srcloc_n && !o; i++)
+        if (sm_srcloc_objects[i].bias == bias)
+            o = &sm_srcloc_objects[i];
+    if (!o && sm_srcloc_n < SM_MAX_SRCLOC_OBJECTS) {
+        o = &sm_srcloc_objects[sm_srcloc_n++];
+        o->bias = bias;
+        o->dwfl = sm_srcloc_open(path, bias);
+    }
+    Dwfl_Module *mod = o && o->dwfl ? dwfl_addrmodule(o->dwfl, (Dwarf_Addr)(uintptr_t)addr) : NULL;
+    int line = 0, column = 0;
+    Dwarf_Die *unit = NULL;
+    const char *file =
+        mod ? sm_srcloc_find(mod, (Dwarf_Addr)(uintptr_t)addr, &line, &column, &unit) : NULL;
+    if (file && file[0] && line > 0) {
+        /* A file named relative to the compiler's folder (DWARF 5 often
+         * does): made absolute, so that it names the same file anywhere. */
+        Dwarf_Attribute attr;
+        const char *dir = file[0] != '/' && unit
+                              ? dwarf_formstring(dwarf_attr(unit, DW_AT_comp_dir, &attr))
+                              : NULL;
+        if (dir && dir[0])
+            snprintf(out->file, sizeof out->file, "%s/%s", dir, file);
+        else
+            snprintf(out->file, sizeof out->file, "%s", file);
+        out->line = (uint32_t)line;
+        out->column = column > 0 ? (uint32_t)column : 0;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&sm_srcloc_lock);
+    return rc;
+}
+
+#else /* no libdw: no source locations */
+
+int sm_srcloc_lookup(const void *addr, sm_srcloc_t *out)
+{
+    (void)addr;
+    memset(out, 0, sizeof *out);
+    return -1;
+}
+
+#endif
+
+const char *sm_srcloc_basename(const char *file)
+{
+    const char *slash = strrchr(file, '/');
+    return slash ? slash + 1 : file;
+}
