@@ -48,27 +48,10 @@ static unsigned long sm_counters_thread_id(void)
     return (unsigned long)pthread_self();
 }
 
-/* A fresh event set with the events; PAPI's status (the set is destroyed
- * when it fails). */
+/* A fresh event set with the process's events; PAPI's status. */
 static int sm_counters_make_set(int *set)
 {
-    *set = PAPI_NULL;
-    int rc = PAPI_create_eventset(set);
-    if (rc != PAPI_OK)
-        return rc;
-    if (sm_counter_multiplex) {
-        /* A multiplexed set must know its component before it is switched. */
-        rc = PAPI_assign_eventset_component(*set, PAPI_get_event_component(sm_counter_codes[0]));
-        if (rc == PAPI_OK)
-            rc = PAPI_set_multiplex(*set);
-    }
-    for (unsigned i = 0; i < sm_counter_names.n && rc == PAPI_OK; i++)
-        rc = PAPI_add_event(*set, sm_counter_codes[i]);
-    if (rc != PAPI_OK) {
-        PAPI_cleanup_eventset(*set);
-        PAPI_destroy_eventset(set);
-    }
-    return rc;
+    return sm_papi_make_set(sm_counter_codes, sm_counter_names.n, sm_counter_multiplex, set);
 }
 
 /* In-process check of what the launcher could not check (software-defined
@@ -78,16 +61,10 @@ static void sm_counters_resolve(sm_papi_names_t *dropped)
 {
     sm_papi_names_t keep = {0};
     for (unsigned i = 0; i < sm_counter_names.n; i++) {
-        int code, set = PAPI_NULL;
+        int code;
         const char *name = sm_counter_names.name[i];
-        bool ok = PAPI_event_name_to_code(name, &code) == PAPI_OK &&
-                  PAPI_create_eventset(&set) == PAPI_OK;
-        if (ok) {
-            ok = PAPI_add_event(set, code) == PAPI_OK;
-            PAPI_cleanup_eventset(set);
-            PAPI_destroy_eventset(&set);
-        }
-        if (ok) {
+        if (PAPI_event_name_to_code(name, &code) == PAPI_OK &&
+            sm_papi_try_set(&code, 1, false) == PAPI_OK) {
             sm_counter_codes[keep.n] = code;
             memcpy(keep.name[keep.n++], name, SM_PAPI_NAME_LEN);
         } else {
@@ -148,8 +125,7 @@ int sm_counters_init(const sm_config_t *cfg)
             return -1;
         }
     }
-    PAPI_cleanup_eventset(set);
-    PAPI_destroy_eventset(&set);
+    sm_papi_free_set(&set);
     for (unsigned i = 0; i < sm_counter_names.n; i++) {
         uint32_t id = sm_metric_define_kind(sm_counter_names.name[i], "events", SM_METRIC_COUNTER);
         if (id == SM_INVALID_ID || (i && id != sm_counter_metric0 + i)) {
@@ -204,8 +180,7 @@ void sm_counters_thread_stop(sm_location_t *loc)
     loc->counters = NULL;
     long long v[SM_PAPI_MAX_EVENTS];
     PAPI_stop(c->eventset, v);
-    PAPI_cleanup_eventset(c->eventset);
-    PAPI_destroy_eventset(&c->eventset);
+    sm_papi_free_set(&c->eventset);
     PAPI_unregister_thread();
     if (c->failed_reads)
         sm_warning("%s: %llu PAPI reads failed (counted as no change)", loc->name,

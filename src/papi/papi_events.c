@@ -96,7 +96,23 @@ int sm_papi_init(char *err, size_t errlen)
     return 0;
 }
 
-static int sm_papi_try_set(const int *codes, unsigned n, bool multiplex);
+/* Calls fn for each preset this machine can count; returns how many. */
+static unsigned sm_papi_each_preset(void (*fn)(const PAPI_event_info_t *info, void *arg),
+                                    void *arg)
+{
+    unsigned n = 0;
+    int code = PAPI_PRESET_MASK;
+    if (PAPI_enum_event(&code, PAPI_ENUM_FIRST) != PAPI_OK)
+        return 0;
+    do {
+        PAPI_event_info_t info;
+        if (PAPI_get_event_info(code, &info) != PAPI_OK || !info.count)
+            continue;
+        fn(&info, arg);
+        n++;
+    } while (PAPI_enum_event(&code, PAPI_PRESET_ENUM_AVAIL) == PAPI_OK);
+    return n;
+}
 
 /* Native events that PAPI knows but this machine cannot count (hardware
  * events in a VM) are not offered. */
@@ -118,24 +134,28 @@ static unsigned sm_papi_count_native(void)
 /* "available here: 2 presets (PAPI_TOT_INS, PAPI_TOT_CYC) and 160 native
  * events; sysmeasure-avail --papi lists them": what the user can name
  * instead, short enough for one line. */
+/* The first presets' names, comma-separated, for sm_papi_available. */
+typedef struct sm_papi_first {
+    char names[256];
+    size_t at;
+    unsigned n;
+} sm_papi_first_t;
+
+static void sm_papi_first_preset(const PAPI_event_info_t *info, void *arg)
+{
+    sm_papi_first_t *x = arg;
+    if (x->n++ < 6 && x->at < sizeof x->names) {
+        int w = snprintf(x->names + x->at, sizeof x->names - x->at, "%s%s", x->at ? ", " : "",
+                         info->symbol);
+        x->at += w > 0 ? (size_t)w : 0;
+    }
+}
+
 static void sm_papi_available(char *buf, size_t len)
 {
-    char presets[256] = "";
-    size_t at = 0;
-    unsigned npresets = 0, nnative = 0;
-    int code = PAPI_PRESET_MASK;
-    if (PAPI_enum_event(&code, PAPI_ENUM_FIRST) == PAPI_OK) {
-        do {
-            PAPI_event_info_t info;
-            if (PAPI_get_event_info(code, &info) != PAPI_OK || !info.count)
-                continue;
-            if (npresets++ < 6 && at < sizeof presets) {
-                int w = snprintf(presets + at, sizeof presets - at, "%s%s", at ? ", " : "",
-                                 info.symbol);
-                at += w > 0 ? (size_t)w : 0;
-            }
-        } while (PAPI_enum_event(&code, PAPI_PRESET_ENUM_AVAIL) == PAPI_OK);
-    }
+    sm_papi_first_t first = {.names = ""};
+    unsigned npresets = sm_papi_each_preset(sm_papi_first_preset, &first), nnative;
+    const char *presets = first.names;
     nnative = sm_papi_count_native();
     if (npresets)
         snprintf(buf, len, "available here: %u preset%s (%s%s) and %u native events; "
@@ -146,22 +166,36 @@ static void sm_papi_available(char *buf, size_t len)
                  "events; sysmeasure-avail --papi lists them", nnative);
 }
 
-/* Adds the events to a fresh event set, multiplexed or not; PAPI's status. */
-static int sm_papi_try_set(const int *codes, unsigned n, bool multiplex)
+int sm_papi_make_set(const int *codes, unsigned n, bool multiplex, int *set)
 {
-    int set = PAPI_NULL, rc = PAPI_create_eventset(&set);
+    *set = PAPI_NULL;
+    int rc = PAPI_create_eventset(set);
     if (rc != PAPI_OK)
         return rc;
     if (multiplex) {
         /* A multiplexed set must know its component before it is switched. */
-        rc = PAPI_assign_eventset_component(set, PAPI_get_event_component(codes[0]));
+        rc = PAPI_assign_eventset_component(*set, PAPI_get_event_component(codes[0]));
         if (rc == PAPI_OK)
-            rc = PAPI_set_multiplex(set);
+            rc = PAPI_set_multiplex(*set);
     }
     for (unsigned i = 0; i < n && rc == PAPI_OK; i++)
-        rc = PAPI_add_event(set, codes[i]);
-    PAPI_cleanup_eventset(set);
-    PAPI_destroy_eventset(&set);
+        rc = PAPI_add_event(*set, codes[i]);
+    if (rc != PAPI_OK)
+        sm_papi_free_set(set);
+    return rc;
+}
+
+void sm_papi_free_set(int *set)
+{
+    PAPI_cleanup_eventset(*set);
+    PAPI_destroy_eventset(set);
+}
+
+int sm_papi_try_set(const int *codes, unsigned n, bool multiplex)
+{
+    int set, rc = sm_papi_make_set(codes, n, multiplex, &set);
+    if (rc == PAPI_OK)
+        sm_papi_free_set(&set);
     return rc;
 }
 
@@ -231,24 +265,18 @@ int sm_papi_check(const sm_papi_names_t *names, sm_papi_names_t *dropped, bool *
     return 0;
 }
 
+static void sm_papi_print_preset(const PAPI_event_info_t *info, void *f)
+{
+    fprintf(f, "  %-16s %s\n", info->symbol, info->long_descr);
+}
+
 int sm_papi_list(FILE *f, char *err, size_t errlen)
 {
     if (sm_papi_init(err, errlen) != 0)
         return -1;
     fprintf(f, "PAPI %d.%d.%d presets available here:\n", PAPI_VERSION_MAJOR(PAPI_VERSION),
             PAPI_VERSION_MINOR(PAPI_VERSION), PAPI_VERSION_REVISION(PAPI_VERSION));
-    unsigned npresets = 0;
-    int code = PAPI_PRESET_MASK;
-    if (PAPI_enum_event(&code, PAPI_ENUM_FIRST) == PAPI_OK) {
-        do {
-            PAPI_event_info_t info;
-            if (PAPI_get_event_info(code, &info) != PAPI_OK || !info.count)
-                continue;
-            fprintf(f, "  %-16s %s\n", info.symbol, info.long_descr);
-            npresets++;
-        } while (PAPI_enum_event(&code, PAPI_PRESET_ENUM_AVAIL) == PAPI_OK);
-    }
-    if (!npresets)
+    if (!sm_papi_each_preset(sm_papi_print_preset, f))
         fprintf(f, "  (none: this machine shows no hardware counters to PAPI)\n");
     for (int c = 0; c < PAPI_num_components(); c++) {
         const PAPI_component_info_t *ci = PAPI_get_component_info(c);
@@ -259,7 +287,7 @@ int sm_papi_list(FILE *f, char *err, size_t errlen)
             continue;
         }
         fprintf(f, "component %s: native events\n", ci->name);
-        code = PAPI_NATIVE_MASK;
+        int code = PAPI_NATIVE_MASK;
         unsigned n = 0, skipped = 0;
         if (PAPI_enum_cmp_event(&code, PAPI_ENUM_FIRST, c) == PAPI_OK) {
             do {

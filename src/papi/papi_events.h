@@ -39,6 +39,13 @@ int sm_papi_init(char *err, size_t errlen) SM_HIDDEN;
 int sm_papi_check(const sm_papi_names_t *names, sm_papi_names_t *dropped, bool *multiplex,
                   char *err, size_t errlen) SM_HIDDEN;
 
+/* A new event set of the events (codes), multiplexed or not: PAPI's status;
+ * on failure nothing is left to free. */
+int sm_papi_make_set(const int *codes, unsigned n, bool multiplex, int *set) SM_HIDDEN;
+void sm_papi_free_set(int *set) SM_HIDDEN;
+/* Whether such a set can be made (it is freed again): PAPI's status. */
+int sm_papi_try_set(const int *codes, unsigned n, bool multiplex) SM_HIDDEN;
+
 /* "A, B, C" */
 void sm_papi_names_join(const sm_papi_names_t *names, char *buf, size_t len) SM_HIDDEN;
 
