@@ -273,6 +273,18 @@ typedef struct sm_text_walk {
 
 #define SM_CELL(row, c, ...) snprintf((row)->cell[c], SM_CELL_SIZE, __VA_ARGS__)
 
+/* A derived figure's row: its name, its value, "-" in the other cells. */
+static void sm_derived_row(sm_text_walk_t *w, const sm_derived_t *dv, double value, int ncols)
+{
+    sm_row_t *row = w->x->row;
+    SM_CELL(row, 3, "%s", dv->name);
+    SM_CELL(row, 4, "ratio");
+    SM_CELL(row, 5, "%.4f", value);
+    for (int c = 6; c < ncols; c++)
+        SM_CELL(row, c, "-");
+    sm_table_row(w->table, row);
+}
+
 /* Below a path's wall_clock row: one row per PAPI event (inclusive counts
  * per visit; % SELF the exclusive share), then the derived figures. */
 static void sm_thread_counter_rows(sm_text_walk_t *w, const sm_cpath_member_t *m)
@@ -296,13 +308,8 @@ static void sm_thread_counter_rows(sm_text_walk_t *w, const sm_cpath_member_t *m
     }
     for (uint32_t d = 0; m->counters && d < x->n_derived; d++) {
         const sm_derived_t *dv = &x->derived[d];
-        SM_CELL(row, 3, "%s", dv->name);
-        SM_CELL(row, 4, "ratio");
-        SM_CELL(row, 5, "%.4f", sm_derived_value(dv, m->counters[dv->num].sum,
-                                                 m->counters[dv->den].sum));
-        for (int c = 6; c < 12; c++)
-            SM_CELL(row, c, "-");
-        sm_table_row(w->table, row);
+        sm_derived_row(w, dv, sm_derived_value(dv, m->counters[dv->num].sum,
+                                               m->counters[dv->den].sum), 12);
     }
 }
 
@@ -368,13 +375,8 @@ static void sm_across_counter_rows(sm_text_walk_t *w, const sm_cpath_t *p, uint3
     }
     for (uint32_t d = 0; threads && d < x->n_derived; d++) {
         const sm_derived_t *dv = &x->derived[d];
-        SM_CELL(row, 3, "%s", dv->name);
-        SM_CELL(row, 4, "ratio");
-        SM_CELL(row, 5, "%.4f", sm_derived_value(dv, sm_cpath_counter_total(s, p, dv->num, 0),
-                                                 sm_cpath_counter_total(s, p, dv->den, 0)));
-        for (int c = 6; c < 11; c++)
-            SM_CELL(row, c, "-");
-        sm_table_row(w->table, row);
+        sm_derived_row(w, dv, sm_derived_value(dv, sm_cpath_counter_total(s, p, dv->num, 0),
+                                               sm_cpath_counter_total(s, p, dv->den, 0)), 11);
     }
 }
 
