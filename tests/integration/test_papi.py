@@ -12,8 +12,8 @@ import shutil
 import subprocess
 
 import otf2
-from smtest import (Trace, callpath, check, check_trace_consistent, finish, load_json, measure,
-                    program)
+from smtest import (BUILD, Trace, callpath, check, check_messages, check_trace_consistent,
+                    finish, load_json, measure, mpi_measure, program)
 
 if not check(os.environ.get("SM_HAVE_PAPI") == "yes",
              "sysmeasure is built with PAPI (apt-get install libpapi-dev)"):
@@ -153,4 +153,46 @@ check("PAPI events not counted (this process cannot count them): " + BAD in text
       "profile.txt names the dropped event")
 notes = load_json(out, "metadata.json").get("notes", [])
 check(any(BAD in n for n in notes), "metadata.json notes name it: %s" % notes)
+
+# ---- across MPI ranks: rank r adds 7(r+1) WORK in "work", 5 times; the
+# same after a job without MPI_Finalize, through sysmeasure-merge
+def check_ranks(out, what):
+    profile = load_json(out, "profile.json")
+    cp = callpath(profile, "work")
+    if not check(cp is not None, "%s: work in the profile" % what):
+        return
+    per_rank = {r["rank"]: r["counters"][WORK] for r in cp["per_rank"]}
+    check(per_rank == {0: {"inclusive": 35, "exclusive": 35}, 1: {"inclusive": 70, "exclusive": 70}},
+          "%s: WORK per rank 35 / 70: %s" % (what, per_rank))
+    across = cp["across_ranks"]["counters"][WORK]["inclusive"]
+    check(across["min"] == 35 and across["min_rank"] == 0 and across["max"] == 70 and
+          across["max_rank"] == 1, "%s: WORK across ranks: %s" % (what, across))
+    trace = Trace(out)
+    check_trace_consistent(trace)
+    check(check_messages(trace, 2) == 2, "%s: the ring's 2 messages matched" % what)
+    for loc, events in trace.events.items():
+        works = [e for e in events if isinstance(e, otf2.events.Enter) and e.region.name == "work"]
+        if not works:
+            continue
+        before = [prev for prev, e in zip(events, events[1:])
+                  if isinstance(e, (otf2.events.Enter, otf2.events.Leave)) and e.region.name == "work"]
+        ok = all(isinstance(m, otf2.events.Metric) for m in before)
+        vals = [m.values[0] for m in before] if ok else []
+        step = vals[1] - vals[0] if len(vals) > 1 else None
+        check(ok and len(vals) == 10 and step in (7, 14) and
+              all(vals[2 * i + 1] - vals[2 * i] == step for i in range(5)),
+              "%s %s: WORK before each enter/leave of work: %s" % (what, loc.name, vals))
+
+
+if os.path.exists(os.path.join(BUILD, "tests/programs/papi-sde-mpi")):
+    mprog = program("papi-sde-mpi")
+    out, proc = mpi_measure(2, [mprog], "papi-mpi", launcher_args=["--papi", WORK])
+    check("rank 1 WORK=70" in proc.stdout, "the ranks' own output: %r" % proc.stdout)
+    check_ranks(out, "2 ranks")
+    out, proc = mpi_measure(2, [mprog, "nofinalize"], "papi-mpi-nofin",
+                            launcher_args=["--papi", WORK], expect_rc=None)
+    merge = subprocess.run([os.path.join(BUILD, "sysmeasure-merge"), out], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    check(merge.returncode == 0, "sysmeasure-merge of the counting job: %s" % merge.stderr)
+    check_ranks(out, "merged")
 finish()
