@@ -975,8 +975,28 @@ typedef enum {
     SM_VALUE_EXCL,
     SM_VALUE_VISITS,
     SM_VALUE_SENT,
-    SM_VALUE_RECEIVED
+    SM_VALUE_RECEIVED,
+    SM_VALUE_COUNTER_INCL, /* of counter k */
+    SM_VALUE_COUNTER_EXCL
 } sm_value_kind_t;
+
+/* Counter k's sum over one member's visits (inclusive or exclusive). */
+static uint64_t sm_member_counter(const sm_profile_summary_t *s, const sm_cpath_member_t *m,
+                                  uint32_t k, int exclusive)
+{
+    return m->counters && k < s->n_counters ? m->counters[exclusive ? s->n_counters + k : k].sum
+                                            : 0;
+}
+
+/* ... summed over members [first, last). */
+static uint64_t sm_members_counter(const sm_profile_summary_t *s, const sm_cpath_t *p,
+                                   uint32_t first, uint32_t last, uint32_t k, int exclusive)
+{
+    uint64_t sum = 0;
+    for (uint32_t i = first; i < last; i++)
+        sum += sm_member_counter(s, &p->members[i], k, exclusive);
+    return sum;
+}
 
 /* Welford's update: one pass, no cancellation when values are large and close
  * (time sums in ns of many similar threads). */
@@ -1018,8 +1038,9 @@ static sm_spread_t sm_spread_end(sm_spread_acc_t *a)
     return a->r;
 }
 
+/* Across the members that visited p; k: the counter of the counter kinds. */
 static sm_spread_t sm_cpath_spread(const sm_profile_summary_t *s, const sm_cpath_t *p,
-                                   sm_value_kind_t kind)
+                                   sm_value_kind_t kind, uint32_t k)
 {
     sm_spread_acc_t a;
     sm_spread_begin(&a);
@@ -1029,7 +1050,9 @@ static sm_spread_t sm_cpath_spread(const sm_profile_summary_t *s, const sm_cpath
             continue;
         double npt = sm_summary_member_ns_per_tick(s, i);
         double x = kind == SM_VALUE_VISITS ? (double)m->visits
-                 : (double)(kind == SM_VALUE_INCL ? m->incl.sum : m->excl.sum) * npt;
+                 : kind == SM_VALUE_INCL   ? (double)m->incl.sum * npt
+                 : kind == SM_VALUE_EXCL   ? (double)m->excl.sum * npt
+                 : (double)sm_member_counter(s, m, k, kind == SM_VALUE_COUNTER_EXCL);
         sm_spread_add(&a, x, i);
     }
     return sm_spread_end(&a);
@@ -1038,12 +1061,12 @@ static sm_spread_t sm_cpath_spread(const sm_profile_summary_t *s, const sm_cpath
 sm_spread_t sm_cpath_spread_time(const sm_profile_summary_t *s, const sm_cpath_t *p,
                                  int exclusive)
 {
-    return sm_cpath_spread(s, p, exclusive ? SM_VALUE_EXCL : SM_VALUE_INCL);
+    return sm_cpath_spread(s, p, exclusive ? SM_VALUE_EXCL : SM_VALUE_INCL, 0);
 }
 
 sm_spread_t sm_cpath_spread_visits(const sm_profile_summary_t *s, const sm_cpath_t *p)
 {
-    return sm_cpath_spread(s, p, SM_VALUE_VISITS);
+    return sm_cpath_spread(s, p, SM_VALUE_VISITS, 0);
 }
 
 void sm_cpath_rank_total(const sm_profile_summary_t *s, const sm_cpath_t *p, uint32_t rank,
@@ -1068,7 +1091,7 @@ void sm_cpath_rank_total(const sm_profile_summary_t *s, const sm_cpath_t *p, uin
 }
 
 static sm_spread_t sm_cpath_spread_ranks(const sm_profile_summary_t *s, const sm_cpath_t *p,
-                                         sm_value_kind_t kind)
+                                         sm_value_kind_t kind, uint32_t k)
 {
     sm_spread_acc_t a;
     sm_spread_begin(&a);
@@ -1081,7 +1104,8 @@ static sm_spread_t sm_cpath_spread_ranks(const sm_profile_summary_t *s, const sm
                  : kind == SM_VALUE_EXCL   ? t.excl_ns
                  : kind == SM_VALUE_VISITS ? (double)t.visits
                  : kind == SM_VALUE_SENT   ? (double)t.bytes_sent
-                                           : (double)t.bytes_received;
+                 : kind == SM_VALUE_RECEIVED ? (double)t.bytes_received
+                 : (double)sm_cpath_rank_counter(s, p, r, k, kind == SM_VALUE_COUNTER_EXCL);
         sm_spread_add(&a, x, r);
     }
     return sm_spread_end(&a);
@@ -1090,63 +1114,46 @@ static sm_spread_t sm_cpath_spread_ranks(const sm_profile_summary_t *s, const sm
 sm_spread_t sm_cpath_spread_ranks_time(const sm_profile_summary_t *s, const sm_cpath_t *p,
                                        int exclusive)
 {
-    return sm_cpath_spread_ranks(s, p, exclusive ? SM_VALUE_EXCL : SM_VALUE_INCL);
+    return sm_cpath_spread_ranks(s, p, exclusive ? SM_VALUE_EXCL : SM_VALUE_INCL, 0);
 }
 
 sm_spread_t sm_cpath_spread_ranks_visits(const sm_profile_summary_t *s, const sm_cpath_t *p)
 {
-    return sm_cpath_spread_ranks(s, p, SM_VALUE_VISITS);
+    return sm_cpath_spread_ranks(s, p, SM_VALUE_VISITS, 0);
 }
 
 sm_spread_t sm_cpath_spread_ranks_bytes(const sm_profile_summary_t *s, const sm_cpath_t *p,
                                         int received)
 {
-    return sm_cpath_spread_ranks(s, p, received ? SM_VALUE_RECEIVED : SM_VALUE_SENT);
-}
-
-/* Counter k's sum over one member's visits (inclusive or exclusive). */
-static uint64_t sm_member_counter(const sm_profile_summary_t *s, const sm_cpath_member_t *m,
-                                  uint32_t k, int exclusive)
-{
-    return m->counters ? m->counters[exclusive ? s->n_counters + k : k].sum : 0;
+    return sm_cpath_spread_ranks(s, p, received ? SM_VALUE_RECEIVED : SM_VALUE_SENT, 0);
 }
 
 sm_spread_t sm_cpath_spread_counter(const sm_profile_summary_t *s, const sm_cpath_t *p,
                                     uint32_t k, int exclusive)
 {
-    sm_spread_acc_t a;
-    sm_spread_begin(&a);
-    for (uint32_t i = 0; k < s->n_counters && i < s->n_members; i++)
-        if (p->members[i].visits)
-            sm_spread_add(&a, (double)sm_member_counter(s, &p->members[i], k, exclusive), i);
-    return sm_spread_end(&a);
+    return sm_cpath_spread(s, p, exclusive ? SM_VALUE_COUNTER_EXCL : SM_VALUE_COUNTER_INCL, k);
 }
 
 sm_spread_t sm_cpath_spread_ranks_counter(const sm_profile_summary_t *s, const sm_cpath_t *p,
                                           uint32_t k, int exclusive)
 {
-    sm_spread_acc_t a;
-    sm_spread_begin(&a);
-    for (uint32_t r = 0; k < s->n_counters && r < s->n_ranks; r++) {
-        uint64_t sum = 0;
-        bool visited = false;
-        for (uint32_t i = s->rank_first_member[r]; i < s->rank_first_member[r + 1]; i++) {
-            visited |= p->members[i].visits != 0;
-            sum += sm_member_counter(s, &p->members[i], k, exclusive);
-        }
-        if (visited)
-            sm_spread_add(&a, (double)sum, r);
-    }
-    return sm_spread_end(&a);
+    return sm_cpath_spread_ranks(s, p, exclusive ? SM_VALUE_COUNTER_EXCL : SM_VALUE_COUNTER_INCL,
+                                 k);
+}
+
+uint64_t sm_cpath_rank_counter(const sm_profile_summary_t *s, const sm_cpath_t *p, uint32_t rank,
+                               uint32_t k, int exclusive)
+{
+    if (rank >= s->n_ranks)
+        return 0;
+    return sm_members_counter(s, p, s->rank_first_member[rank], s->rank_first_member[rank + 1],
+                              k, exclusive);
 }
 
 uint64_t sm_cpath_counter_total(const sm_profile_summary_t *s, const sm_cpath_t *p, uint32_t k,
                                 int exclusive)
 {
-    uint64_t sum = 0;
-    for (uint32_t i = 0; k < s->n_counters && i < s->n_members; i++)
-        sum += sm_member_counter(s, &p->members[i], k, exclusive);
-    return sum;
+    return sm_members_counter(s, p, 0, s->n_members, k, exclusive);
 }
 
 int sm_summary_counter_index(const sm_profile_summary_t *s, const char *name)

@@ -148,6 +148,9 @@ sm_spread_t sm_cpath_spread_counter(const sm_profile_summary_t *s, const sm_cpat
 /* Across ranks of counter k's per-rank inclusive (or exclusive) sum. */
 sm_spread_t sm_cpath_spread_ranks_counter(const sm_profile_summary_t *s, const sm_cpath_t *p,
                                           uint32_t k, int exclusive) SM_HIDDEN;
+/* Counter k's inclusive (exclusive) sum over rank r's members on p. */
+uint64_t sm_cpath_rank_counter(const sm_profile_summary_t *s, const sm_cpath_t *p, uint32_t rank,
+                               uint32_t k, int exclusive) SM_HIDDEN;
 /* Counter k's inclusive (exclusive) sum over every member on the path. */
 uint64_t sm_cpath_counter_total(const sm_profile_summary_t *s, const sm_cpath_t *p, uint32_t k,
                                 int exclusive) SM_HIDDEN;

@@ -202,14 +202,10 @@ static void sm_pjson_per_rank(sm_json_t *j, const sm_profile_summary_t *s, const
             sm_json_key(j, "counters");
             sm_json_object_begin_inline(j);
             for (uint32_t k = 0; k < s->n_counters; k++) {
-                uint64_t sum[2] = {0, 0};
-                for (uint32_t i = s->rank_first_member[r]; i < s->rank_first_member[r + 1]; i++)
-                    for (int e = 0; e < 2 && p->members[i].counters; e++)
-                        sum[e] += p->members[i].counters[e * s->n_counters + k].sum;
                 sm_json_key(j, s->counter_names[k]);
                 sm_json_object_begin_inline(j);
-                sm_json_field_uint(j, "inclusive", sum[0]);
-                sm_json_field_uint(j, "exclusive", sum[1]);
+                sm_json_field_uint(j, "inclusive", sm_cpath_rank_counter(s, p, r, k, 0));
+                sm_json_field_uint(j, "exclusive", sm_cpath_rank_counter(s, p, r, k, 1));
                 sm_json_object_end(j);
             }
             sm_json_object_end(j);
