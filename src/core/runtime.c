@@ -1,6 +1,7 @@
 /* Bring-up and shutdown of the measurement of one process. */
 #define _GNU_SOURCE
 #include "runtime.h"
+#include "job.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -385,6 +386,7 @@ int sm_runtime_init(void)
         return -1;
     }
     sm_log_set_verbosity((int)sm_cfg.verbose);
+    (void)sm_job_id(); /* fixed now: later calls may come from a signal handler */
     sm_clock_init(sm_cfg.clock);
     sm_buffers_configure(sm_cfg.buffer_size, sm_cfg.buffer_chunk_size);
     sm_definitions_init();

@@ -1,0 +1,28 @@
+/* The identity of the job a process belongs to: one string, the same in
+ * every process of one MPI job (taken from what the MPI launcher or the batch
+ * system hands every rank) and different for any other job, so that files left
+ * in an output folder can be told apart by job.  Every file sysmeasure leaves
+ * for sysmeasure-merge (process files, spill files) carries it. */
+#ifndef SM_JOB_H
+#define SM_JOB_H
+
+#include <stddef.h>
+#include "compiler.h"
+
+#define SM_JOB_ID_MAX 128
+
+/* The job's identity, at most SM_JOB_ID_MAX-1 printable characters, computed
+ * once (thread-safe, async-signal-safe after the first call). */
+const char *sm_job_id(void) SM_HIDDEN;
+
+/* Where it came from: "SYSMEASURE_JOB_ID", "Open MPI", "PMIx", "Slurm", or
+ * "process" when no launcher named the job (then each process has its own
+ * identity and only the files of one process can be matched by it). */
+const char *sm_job_id_source(void) SM_HIDDEN;
+
+/* Compute the identity from an environment lookup (tests); writes at most
+ * size bytes including the NUL; returns the source as above. */
+const char *sm_job_id_compute(const char *(*lookup)(const char *name), char *out, size_t size)
+    SM_HIDDEN;
+
+#endif
