@@ -204,9 +204,12 @@ int sm_process_file_write(const sm_run_info_t *run, const char *reason)
      * job's file of the same rank, or a link planted there, is replaced,
      * never written through. */
     snprintf(dir, sizeof dir, "%s/%s", run->output_dir, SM_PROCESS_FILE_DIR);
-    snprintf(path, sizeof path, "%s/rank-%u.smp", dir, (unsigned)run->rank);
+    /* rank-<r>.<job>.smp: the files of two jobs in one folder do not
+     * replace each other (the merge tells them apart by the job in them). */
     char name[64], tmpname[96];
-    snprintf(name, sizeof name, "rank-%u.smp", (unsigned)run->rank);
+    snprintf(name, sizeof name, "rank-%u.%016llx.smp", (unsigned)run->rank,
+             (unsigned long long)sm_fnv(job, strlen(job), SM_FNV_START));
+    snprintf(path, sizeof path, "%s/%s", dir, name);
     snprintf(tmpname, sizeof tmpname, ".rank-%u.smp.%ld.tmp", (unsigned)run->rank, (long)getpid());
     snprintf(tmp, sizeof tmp, "%s/%s", dir, tmpname);
     int outfd = sm_fs_open_dir(run->output_dir), dirfd = -1, fd = -1;

@@ -1,7 +1,8 @@
 /* What one process leaves behind when the job cannot finish collectively (a
  * rank that calls MPI_Abort, is killed, or never calls MPI_Finalize): its
  * events in its spill files (<output>/.spill), and a process file
- * <output>/.ranks/rank-<r>.smp with everything else: definitions, locations,
+ * <output>/.ranks/rank-<r>.<job>.smp with everything else (<job>: a hash of the
+ * job's identity, job.h): definitions, locations,
  * profile, message counts, clock.  sysmeasure-merge turns the files of all
  * ranks into the job's archive and summaries. */
 #ifndef SM_PROCESS_FILE_H

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../core/runtime.h"
@@ -47,6 +48,7 @@ typedef struct {
     char id[SM_JOB_ID_MAX];
     uint32_t files;
     char program[64];
+    uint64_t end_ns; /* the latest end of its ranks (wall clock) */
 } sm_merge_job_t;
 
 /* "ID (2 process files, program P), ID (...)" into buf. */
@@ -54,10 +56,16 @@ static void sm_merge_list_jobs(const sm_merge_job_t *jobs, uint32_t n, char *buf
 {
     size_t o = 0;
     buf[0] = '\0';
-    for (uint32_t i = 0; i < n && o < len; i++)
-        o += (size_t)snprintf(buf + o, len - o, "%s%s (%u process file%s, program %s)",
+    for (uint32_t i = 0; i < n && o < len; i++) {
+        char when[32] = "?";
+        time_t t = (time_t)(jobs[i].end_ns / 1000000000u);
+        struct tm tm;
+        if (localtime_r(&t, &tm))
+            strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+        o += (size_t)snprintf(buf + o, len - o, "%s%s (%u process file%s, program %s, ended %s)",
                               i ? ", " : "", jobs[i].id, (unsigned)jobs[i].files,
-                              jobs[i].files == 1 ? "" : "s", jobs[i].program);
+                              jobs[i].files == 1 ? "" : "s", jobs[i].program, when);
+    }
 }
 
 /* Every rank-*.smp in FOLDER/.ranks of one job, by rank.  Damaged files are
@@ -115,6 +123,8 @@ static sm_process_file_t **sm_merge_load(const char *folder, const char *want, u
             n_jobs++;
         }
         jobs[j].files++;
+        if (f->end_realtime_ns > jobs[j].end_ns)
+            jobs[j].end_ns = f->end_realtime_ns;
         if (n == cap) {
             cap = cap ? cap * 2 : 16;
             sm_process_file_t **more = realloc(files, sizeof *files * cap);
@@ -209,7 +219,7 @@ int main(int argc, char **argv)
         if (files[i]->rank + 1 > n_ranks)
             n_ranks = files[i]->rank + 1;
     }
-    if (n_files < n_ranks)
+    if (n_files + damaged < n_ranks)
         sm_warning("%u of the job's %u ranks left a process file; the output has only theirs "
                    "(a rank killed with SIGKILL writes nothing)",
                    (unsigned)n_files, (unsigned)n_ranks);
