@@ -754,7 +754,7 @@ int sm_runtime_finalize(void)
             sm_buffer_remove_spill(sm_location_get(i));
         char spill[PATH_MAX + 8];
         snprintf(spill, sizeof spill, "%s/.spill", sm_outdir);
-        rmdir(spill);
+        sm_fs_rmdir_own(spill); /* only our own, empty */
         if (procs->rank == 0) {
             if (sm_run.dropped_records)
                 sm_warning("%llu events were lost (spill failed); see metadata.json",

@@ -64,6 +64,13 @@ void sm_fs_remove_empty(const char *path, const char *top)
     }
 }
 
+void sm_fs_rmdir_own(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
+        rmdir(path);
+}
+
 int sm_fs_open_dir(const char *path)
 {
     return open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

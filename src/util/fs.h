@@ -32,6 +32,9 @@ int sm_mkdir_p_created(const char *path, char *created, size_t len) SM_HIDDEN;
  * is an empty folder (what sm_mkdir_p_created made, when nothing was put in). */
 void sm_fs_remove_empty(const char *path, const char *top) SM_HIDDEN;
 
+/* rmdir path when it is an empty real folder owned by this user. */
+void sm_fs_rmdir_own(const char *path) SM_HIDDEN;
+
 /* A folder named by its path (symbolic links in it are followed: the user
  * or sysmeasure chose that path), opened as the base of the *_at calls.
  * Descriptor (close-on-exec) or -1 with errno. */
