@@ -392,6 +392,8 @@ int sm_runtime_init(void)
         return -1;
     }
     sm_log_set_verbosity((int)sm_cfg.verbose);
+    if (sm_cfg.warning[0] && sm_cfg.launched_pid <= 0)
+        sm_warning("%s", sm_cfg.warning); /* the launcher said it already */
     (void)sm_job_id(); /* fixed now: later calls may come from a signal handler */
     sm_clock_init(sm_cfg.clock);
     sm_buffers_configure(sm_cfg.buffer_size, sm_cfg.buffer_chunk_size);

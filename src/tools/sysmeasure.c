@@ -752,6 +752,8 @@ int main(int argc, char **argv)
         sm_setenv(sm_config_vars[SM_CONFIG_CONFIG_FILE].env, config_abs ? config_abs : "");
     if (sm_config_load(&cfg, environ, err, sizeof err) != 0)
         sm_die(SM_EXIT_USAGE, "%s", err);
+    if (cfg.warning[0])
+        sm_warning("%s", cfg.warning);
     for (size_t i = 0; i < SM_CONFIG_COUNT; i++) {
         const sm_config_var_t *v = &sm_config_vars[i];
         if (opts.given[i] && sm_config_set(&cfg, v, opts.given[i], SM_CONFIG_FROM_ENV, err,
