@@ -64,11 +64,24 @@ void sm_fs_remove_empty(const char *path, const char *top)
     }
 }
 
+static int sm_fs_uid_ok(uid_t uid, int dirfd);
+
 void sm_fs_rmdir_own(const char *path)
 {
+    char dir[PATH_MAX];
+    const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+    int dirfd = AT_FDCWD;
+    if (slash && snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path) < (int)sizeof dir)
+        dirfd = sm_fs_open_dir(slash == path ? "/" : dir); /* the folder around it: as named */
+    else if (slash)
+        return;
     struct stat st;
-    if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
-        rmdir(path);
+    if ((dirfd >= 0 || dirfd == AT_FDCWD) &&
+        fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+        sm_fs_uid_ok(st.st_uid, dirfd))
+        unlinkat(dirfd, name, AT_REMOVEDIR);
+    if (dirfd >= 0)
+        close(dirfd);
 }
 
 int sm_fs_open_dir(const char *path)
@@ -76,8 +89,22 @@ int sm_fs_open_dir(const char *path)
     return open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
-/* Whether st (of an opened or lstat'ed entry) is a folder of ours. */
-static int sm_fs_own_dir(const struct stat *st)
+/* Whether uid is ours: this user, or the owner of the folder it sits in
+ * (dirfd; root on a file system that maps root to another user makes
+ * files it cannot see as its own, and the folder's owner could change
+ * anything in it anyway). */
+static int sm_fs_uid_ok(uid_t uid, int dirfd)
+{
+    struct stat parent;
+    if (uid == geteuid())
+        return 1;
+    if (dirfd == AT_FDCWD)
+        return stat(".", &parent) == 0 && parent.st_uid == uid;
+    return fstat(dirfd, &parent) == 0 && parent.st_uid == uid;
+}
+
+/* Whether st (of an opened or lstat'ed entry in dirfd) is a folder of ours. */
+static int sm_fs_own_dir(const struct stat *st, int dirfd)
 {
     if (S_ISLNK(st->st_mode)) {
         errno = SM_FS_SYMLINK;
@@ -87,7 +114,7 @@ static int sm_fs_own_dir(const struct stat *st)
         errno = SM_FS_NOT_PLAIN;
         return -1;
     }
-    if (st->st_uid != geteuid()) {
+    if (!sm_fs_uid_ok(st->st_uid, dirfd)) {
         errno = SM_FS_NOT_OURS;
         return -1;
     }
@@ -101,7 +128,7 @@ int sm_fs_mkdir_at(int dirfd, const char *name, mode_t mode)
         if (errno != EEXIST)
             return -1;
         /* There already: only a real folder of ours is taken. */
-        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || sm_fs_own_dir(&st) != 0)
+        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || sm_fs_own_dir(&st, dirfd) != 0)
             return -1;
     }
     int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -112,7 +139,7 @@ int sm_fs_mkdir_at(int dirfd, const char *name, mode_t mode)
         return -1;
     }
     /* What was opened is what was checked (it could have been swapped). */
-    if (fstat(fd, &st) != 0 || sm_fs_own_dir(&st) != 0) {
+    if (fstat(fd, &st) != 0 || sm_fs_own_dir(&st, dirfd) != 0) {
         int e = errno;
         close(fd);
         errno = e;
@@ -205,13 +232,13 @@ static int sm_fs_open_parent(const char *path, const char **name)
     if (fd < 0 && e == ENOTDIR && fstatat(base, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
         S_ISLNK(st.st_mode))
         e = SM_FS_SYMLINK;
-    if (base >= 0)
-        close(base);
-    if (fd >= 0 && (fstat(fd, &st) != 0 || sm_fs_own_dir(&st) != 0)) {
+    if (fd >= 0 && (fstat(fd, &st) != 0 || sm_fs_own_dir(&st, base) != 0)) {
         e = errno;
         close(fd);
         fd = -1;
     }
+    if (base >= 0)
+        close(base);
     errno = e;
     return fd;
 }
@@ -248,7 +275,7 @@ int sm_fs_open_output_at(int dirfd, const char *name)
         errno = SM_FS_NOT_PLAIN;
         return -1;
     }
-    if (st.st_uid != geteuid()) {
+    if (!sm_fs_uid_ok(st.st_uid, dirfd)) {
         errno = SM_FS_NOT_OURS;
         return -1;
     }
@@ -262,7 +289,7 @@ int sm_fs_open_output_at(int dirfd, const char *name)
     else if (now.st_dev != st.st_dev || now.st_ino != st.st_ino || !S_ISREG(now.st_mode) ||
              now.st_nlink != 1)
         e = SM_FS_NOT_PLAIN;
-    else if (now.st_uid != geteuid())
+    else if (!sm_fs_uid_ok(now.st_uid, dirfd))
         e = SM_FS_NOT_OURS;
     else if (fcntl(fd, F_SETFL, O_WRONLY) != 0 || ftruncate(fd, 0) != 0)
         e = errno;
