@@ -31,8 +31,35 @@ static int sm_api_measuring(void)
     return sm_api_location() != NULL;
 }
 
+/* A call whose region the filter left out (an MPI function excluded by
+ * name): no enter or leave, but the events inside it (a message, a
+ * collective) are still recorded, so that the other side of a message or
+ * collective still matches; they take the call's own times, not those of
+ * the region around it. */
+static SM_NOINLINE void sm_api_pass_enter(void)
+{
+    sm_location_t *loc = sm_api_location();
+    if (loc) {
+        loc->pass_frame = loc->sp;
+        loc->pass_start = sm_clock_now();
+        loc->stamp_frame = NULL;
+    }
+}
+
+static SM_NOINLINE void sm_api_pass_leave(void)
+{
+    sm_location_t *loc = sm_location_current();
+    loc->pass_frame = NULL;
+    loc->stamp_frame = NULL; /* an end time taken inside it is not the parent's */
+}
+
 static void sm_api_enter(sm_region_id_t region)
 {
+    if (SM_UNLIKELY(sm_region_filtered(region))) {
+        if (region != SM_INVALID_ID && sm_runtime_active)
+            sm_api_pass_enter();
+        return;
+    }
     if (SM_LIKELY(sm_runtime_active))
         sm_adapter_enter(region);
 }
@@ -42,6 +69,8 @@ static void sm_api_enter(sm_region_id_t region)
  * that the leave reuses.  One clock read at each end, however many events. */
 static inline uint64_t sm_api_start_time(const sm_location_t *loc)
 {
+    if (SM_UNLIKELY(loc->pass_frame == loc->sp))
+        return loc->pass_start;
     return loc->sp != loc->stack ? loc->sp->start : sm_clock_now();
 }
 
@@ -65,6 +94,11 @@ static void sm_api_leave(sm_region_id_t region)
 {
     if (SM_UNLIKELY(!sm_runtime_active))
         return;
+    if (SM_UNLIKELY(sm_region_filtered(region))) {
+        if (region != SM_INVALID_ID)
+            sm_api_pass_leave();
+        return;
+    }
     sm_location_t *loc = sm_location_current();
     if (SM_LIKELY(loc->sp->region == region && loc->sp != loc->stack && !loc->closed)) {
         uint64_t t = sm_api_stamped(loc) ? loc->stamp : sm_clock_now();
