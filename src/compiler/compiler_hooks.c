@@ -63,7 +63,20 @@ static sm_fn_t *sm_fn_table; /* calloc'ed at the first call, never moves */
 static pthread_mutex_t sm_fn_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t sm_fn_count, sm_fn_lost;
 static int sm_fn_throttle = -1; /* -1 not configured yet */
-static uint64_t sm_fn_throttle_calls, sm_fn_throttle_ticks;
+static uint64_t sm_fn_throttle_calls;
+static double sm_fn_throttle_ns;
+/* A calibration point of our own: the clock's is only final at the end,
+ * and throttling decides during the run. */
+static uint64_t sm_fn_t0_ticks, sm_fn_t0_ns;
+
+static double sm_fn_ns_per_tick(void)
+{
+    uint64_t ticks = sm_clock_now() - sm_fn_t0_ticks;
+    uint64_t ns = sm_clock_monotonic_ns() - sm_fn_t0_ns;
+    if (ns < 1000000 || !ticks) /* under 1 ms: too short to tell */
+        return sm_clock_ns_per_tick();
+    return (double)ns / (double)ticks;
+}
 
 static inline uint32_t sm_fn_hash(uintptr_t addr)
 {
@@ -92,9 +105,9 @@ static void sm_fn_configure(void)
     const sm_config_t *cfg = sm_runtime_config();
     sm_fn_throttle = cfg && cfg->throttle;
     sm_fn_throttle_calls = cfg ? (uint64_t)cfg->throttle_calls : 100000;
-    double per_call_ns = (cfg ? (double)cfg->throttle_per_call : 10.0) * 1000.0;
-    double ns_per_tick = sm_clock_ns_per_tick();
-    sm_fn_throttle_ticks = (uint64_t)(per_call_ns / (ns_per_tick > 0 ? ns_per_tick : 1.0));
+    sm_fn_throttle_ns = (cfg ? (double)cfg->throttle_per_call : 10.0) * 1000.0;
+    sm_fn_t0_ticks = sm_clock_now();
+    sm_fn_t0_ns = sm_clock_monotonic_ns();
 }
 
 static void sm_fn_finalize(const sm_run_info_t *run);
@@ -208,8 +221,9 @@ static SM_NOINLINE void sm_fn_exit_slow(sm_location_t *loc, sm_fn_t *e, uint32_t
         uint64_t calls = __atomic_load_n(&e->calls, __ATOMIC_RELAXED);
         if (calls >= sm_fn_throttle_calls) {
             uint32_t expect = SM_FN_COUNTING;
-            uint32_t verdict = ticks < sm_fn_throttle_ticks * calls ? SM_FN_THROTTLED
-                                                                   : SM_FN_TRACED;
+            /* Once per function: the clock can be read for the decision. */
+            double per_call_ns = (double)ticks * sm_fn_ns_per_tick() / (double)calls;
+            uint32_t verdict = per_call_ns < sm_fn_throttle_ns ? SM_FN_THROTTLED : SM_FN_TRACED;
             __atomic_compare_exchange_n(&e->state, &expect, verdict, 0, __ATOMIC_RELAXED,
                                         __ATOMIC_RELAXED);
         }
@@ -268,7 +282,7 @@ static void sm_fn_finalize(const sm_run_info_t *run)
     uint32_t n = 0;
     FILE *fp = NULL;
     char path[4200], note[8400], pattern[8200];
-    double ns_per_tick = sm_clock_ns_per_tick();
+    double ns_per_tick = sm_fn_ns_per_tick();
     for (uint32_t i = 0; i < SM_FN_SLOTS; i++) {
         sm_fn_t *e = &sm_fn_table[i];
         if (!e->addr || __atomic_load_n(&e->state, __ATOMIC_RELAXED) != SM_FN_THROTTLED)
@@ -298,7 +312,7 @@ static void sm_fn_finalize(const sm_run_info_t *run)
                     fprintf(fp, "# functions sysmeasure throttled (more than %" PRIu64
                             " calls at less than %.3g us per call); use with --filter\n"
                             "SCOREP_REGION_NAMES_BEGIN\n",
-                            sm_fn_throttle_calls, (double)sm_fn_throttle_ticks * ns_per_tick / 1000.0);
+                            sm_fn_throttle_calls, sm_fn_throttle_ns / 1000.0);
                 else
                     sm_warning("cannot write %s: %s", path, strerror(errno));
             }

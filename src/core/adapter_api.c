@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "config.h"
 #include "events.h"
 #include "location.h"
 #include "metrics.h"
@@ -261,6 +262,16 @@ static void sm_api_metadata(const char *key, const char *value)
     sm_runtime_metadata_set(key, value);
 }
 
+static int sm_api_config_value(const char *name, char *buf, size_t len)
+{
+    const sm_config_t *cfg = sm_runtime_active ? sm_runtime_config() : NULL;
+    const sm_config_var_t *var = cfg ? sm_config_find(name) : NULL;
+    if (!var || !len)
+        return -1;
+    sm_config_format(cfg, var, buf, len);
+    return 0;
+}
+
 /* ---------------------------------------------------------------- the table */
 
 static const sm_adapter_api_t sm_adapter_api_v1 = {
@@ -296,6 +307,7 @@ static const sm_adapter_api_t sm_adapter_api_v1 = {
     .metric_define = sm_api_metric_define,
     .metric = sm_api_metric,
     .metadata = sm_api_metadata,
+    .config_value = sm_api_config_value,
 };
 
 SM_EXPORT const sm_adapter_api_t *sysmeasure_adapter_api(unsigned version);
