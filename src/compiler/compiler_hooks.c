@@ -120,6 +120,31 @@ static void sm_fn_anonymous(const void *fn, const sm_symbol_t *sym, char *name, 
     (void)fn;
 }
 
+/* gfortran's symbol names as the source names them: module procedures
+ * __mod_MOD_name become mod::name, external procedures lose the trailing
+ * underscore (only for code from Fortran source files: a C function may
+ * well end in '_').  The symbol stays the mangled name for the filter. */
+static void sm_fn_fortran_name(const char *file, char *name, size_t len)
+{
+    const char *dot = file ? strrchr(file, '.') : NULL;
+    static const char *const ext[] = {".f", ".F", ".f90", ".F90", ".f95", ".F95", ".f03",
+                                      ".F03", ".f08", ".F08", ".for", ".FOR", ".ftn", NULL};
+    int fortran = 0;
+    for (int i = 0; dot && ext[i]; i++)
+        fortran |= strcmp(dot, ext[i]) == 0;
+    if (!fortran)
+        return;
+    char *mod = strstr(name, "_MOD_");
+    size_t n = strlen(name);
+    if (name[0] == '_' && name[1] == '_' && mod && mod > name + 2) {
+        char out[1024];
+        snprintf(out, sizeof out, "%.*s::%s", (int)(mod - name - 2), name + 2, mod + 5);
+        snprintf(name, len, "%s", out);
+    } else if (n > 1 && name[n - 1] == '_' && name[n - 2] != '_') {
+        name[n - 1] = '\0';
+    }
+}
+
 /* First call of fn: resolve, filter, define, publish. */
 static SM_NOINLINE sm_fn_t *sm_fn_miss(sm_location_t *loc, void *fn)
 {
@@ -163,6 +188,8 @@ static SM_NOINLINE sm_fn_t *sm_fn_miss(sm_location_t *loc, void *fn)
         sm_fn_anonymous(fn, &sym, name, sizeof name);
     sm_srcloc_t src;
     int have_src = sm_srcloc_lookup(fn, &src) == 0;
+    if (have_src)
+        sm_fn_fortran_name(src.file, name, sizeof name);
     sm_region_id_t r = sm_region_define_mangled(
         name, mangled[0] && strcmp(mangled, name) != 0 ? mangled : NULL, have_src ? src.file : NULL,
         have_src ? src.line : 0, SM_PARADIGM_COMPILER, SM_ROLE_FUNCTION);
