@@ -187,7 +187,7 @@ static SM_NOINLINE sm_fn_t *sm_fn_miss(sm_location_t *loc, void *fn)
     if (!name[0])
         sm_fn_anonymous(fn, &sym, name, sizeof name);
     sm_srcloc_t src;
-    int have_src = sm_srcloc_lookup(fn, &src) == 0;
+    int have_src = sm_srcloc_function(fn, &src) == 0;
     if (have_src)
         sm_fn_fortran_name(src.file, name, sizeof name);
     sm_region_id_t r = sm_region_define_mangled(
