@@ -17,10 +17,10 @@ from smtest import check
 BUILD, SRC = smtest.BUILD, smtest.SRC
 
 
-def build(wrapper, source, name, flags=("-O2",)):
+def build(wrapper, source, name, flags=("-O2",), libs=()):
     out = os.path.join(smtest.workdir("build-" + name), name)
     cmd = [os.path.join(BUILD, wrapper)] + list(flags) + \
-        [os.path.join(SRC, "tests", "programs", source), "-o", out]
+        [os.path.join(SRC, "tests", "programs", source), "-o", out] + list(libs)
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if proc.returncode != 0:
         print("cannot build %s: %s\n%s" % (source, " ".join(cmd), proc.stderr), file=sys.stderr)
@@ -145,6 +145,20 @@ check_program("instr_fortran.f90", f_exe, {
     "stencil_mod::norm2": ("double precision function norm2(a, n)", 12),
     "fill": ("subroutine fill(a, n, v)", 3),
 })
+
+# ---------------------------------------------------------------- a shared library
+libdir = smtest.workdir("build-lib")
+lib = os.path.join(libdir, "libinstr.so")
+proc = subprocess.run([os.path.join(BUILD, "sysmeasure-cc"), "-O2", "-shared", "-fPIC", "-o", lib,
+                       os.path.join(SRC, "tests", "programs", "instr_lib.c")],
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+check(proc.returncode == 0, "cannot build the library: " + proc.stderr)
+main_exe = build("sysmeasure-cc", "instr_lib_main.c", "instr-lib-main",
+                 libs=("-L" + libdir, "-Wl,-rpath," + libdir, "-linstr"))
+out, _, profile = check_program("instr_lib.c", main_exe, {
+    "lib_work": ("int lib_work(int x)", 7), "lib_inner": ("int lib_inner(int x)", 14)})
+check(smtest.callpath(profile, "main", "lib_work", "lib_inner") is not None,
+      "main > lib_work > lib_inner not in the profile")
 
 # ---------------------------------------------------------------- the wrapper's errors
 proc = subprocess.run([os.path.join(BUILD, "sysmeasure-instrument"), "tcc", "-c", "x.c"],
