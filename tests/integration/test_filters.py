@@ -120,6 +120,14 @@ check_filtered(out, {"main": 1, "tools::Counter::bump()": 50,
                 "geo::Shape<double>::Shape(double)",
                 "double geo::detail::accumulate<double>(double)"), {})
 
+# The user API: regions by name ("spin 1ms": a blank escaped with '\').
+user = write_filter("user.filter", "SCOREP_REGION_NAMES_BEGIN\n EXCLUDE outer spin\\ 1ms\n"
+                    "SCOREP_REGION_NAMES_END\n")
+out, _ = smtest.measure([smtest.program("sleep-regions")], "user-filter",
+                        launcher_args=["--filter", user])
+check_filtered(out, {"sleep 20ms": 10, "worker": 1}, ("outer", "spin 1ms"),
+               {"sleep 20ms": 10, "worker": 1})
+
 # ---------------------------------------------------------------- bad input
 BAD = [
     ("EXCLUDE foo\n", "bad1.filter:1: EXCLUDE outside a block"),
