@@ -259,6 +259,31 @@ static SM_NOINLINE void sm_fn_exit_slow(sm_location_t *loc, sm_fn_t *e, uint32_t
     }
 }
 
+/* The hooks test and dispatch only, ending in tail calls: the paths that
+ * record nothing (not measuring, filtered, throttled) then need no stack
+ * frame at all. */
+static SM_NOINLINE void sm_fn_trace_enter(sm_location_t *loc, sm_region_id_t region)
+{
+    sm_event_enter(loc, region, sm_clock_now());
+}
+
+static SM_NOINLINE void sm_fn_trace_leave(sm_location_t *loc, sm_region_id_t region)
+{
+    sm_fn_leave(loc, region, sm_clock_now());
+}
+
+static SM_NOINLINE void sm_fn_enter_new(sm_location_t *loc, void *fn)
+{
+    sm_fn_t *e = sm_fn_miss(loc, fn);
+    if (!e)
+        return;
+    uint32_t state = __atomic_load_n(&e->state, __ATOMIC_RELAXED);
+    if (state == SM_FN_TRACED)
+        sm_fn_trace_enter(loc, e->region);
+    else if (state != SM_FN_FILTERED)
+        sm_fn_enter_slow(loc, e, state);
+}
+
 void __cyg_profile_func_enter(void *fn, void *site)
 {
     (void)site;
@@ -268,12 +293,14 @@ void __cyg_profile_func_enter(void *fn, void *site)
     if (SM_UNLIKELY(!sm_measuring(loc) || loc->closed))
         return;
     sm_fn_t *e = sm_fn_find((uintptr_t)fn);
-    if (SM_UNLIKELY(!e) && !(e = sm_fn_miss(loc, fn)))
+    if (SM_UNLIKELY(!e)) {
+        sm_fn_enter_new(loc, fn);
         return;
+    }
     uint32_t state = __atomic_load_n(&e->state, __ATOMIC_RELAXED);
     if (SM_LIKELY(state == SM_FN_TRACED))
-        sm_event_enter(loc, e->region, sm_clock_now());
-    else
+        sm_fn_trace_enter(loc, e->region);
+    else if (state != SM_FN_FILTERED)
         sm_fn_enter_slow(loc, e, state);
 }
 
@@ -290,8 +317,8 @@ void __cyg_profile_func_exit(void *fn, void *site)
         return;
     uint32_t state = __atomic_load_n(&e->state, __ATOMIC_RELAXED);
     if (SM_LIKELY(state == SM_FN_TRACED))
-        sm_fn_leave(loc, e->region, sm_clock_now());
-    else
+        sm_fn_trace_leave(loc, e->region);
+    else if (state == SM_FN_COUNTING)
         sm_fn_exit_slow(loc, e, state);
 }
 
