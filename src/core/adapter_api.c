@@ -42,7 +42,7 @@ static SM_NOINLINE void sm_api_pass_enter(void)
     sm_location_t *loc = sm_api_location();
     if (loc) {
         loc->pass_frame = loc->sp;
-        loc->pass_start = sm_clock_now();
+        loc->pass_start = 0; /* read by the first event that needs it */
         loc->stamp_frame = NULL;
     }
 }
@@ -68,10 +68,13 @@ static void sm_api_enter(sm_region_id_t region)
 /* Events inside an intercepted call share the call's timestamps: those
  * recorded at its start take its enter time, those at its end take one time
  * that the leave reuses.  One clock read at each end, however many events. */
-static inline uint64_t sm_api_start_time(const sm_location_t *loc)
+static inline uint64_t sm_api_start_time(sm_location_t *loc)
 {
-    if (SM_UNLIKELY(loc->pass_frame == loc->sp))
+    if (SM_UNLIKELY(loc->pass_frame == loc->sp)) {
+        if (!loc->pass_start)
+            loc->pass_start = sm_clock_now();
         return loc->pass_start;
+    }
     return loc->sp != loc->stack ? loc->sp->start : sm_clock_now();
 }
 

@@ -68,8 +68,8 @@ typedef struct sm_location {
     uint64_t *msg_matrix;
     uint32_t msg_matrix_n;
     /* An adapter call whose region the filter left out (adapter_api.c):
-     * the frame that was on top at its enter, and its start time, for the
-     * events inside it (messages keep their own times). */
+     * the frame that was on top at its enter, and its start time (read by
+     * the first event inside it that needs it; 0 until then). */
     const struct sm_frame *pass_frame;
     uint64_t pass_start;
     /* Set while the compiler hooks resolve a function (no recursion). */
