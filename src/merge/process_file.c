@@ -168,7 +168,7 @@ int sm_process_file_write(const sm_run_info_t *run, const char *reason)
         SM_PF_PUT(&b, il.name);
         sm_pf_put_string(&b, il.creation_path);
         free(il.creation_path);
-        const char *events = loc->buffer.spill_path;
+        const char *events = sm_buffer_spill_path(loc);
         const char *base = events ? strrchr(events, '/') : NULL;
         sm_pf_put_string(&b, base ? base + 1 : NULL);
     }
@@ -410,7 +410,7 @@ static int sm_pf_for_each(void *ctx, uint32_t i, sm_record_fn fn, void *arg)
     const sm_process_file_t *f = ctx;
     if (i >= f->n_locations)
         return -1;
-    return f->events[i] ? sm_spill_file_for_each(f->events[i], fn, arg) : 0;
+    return f->events[i] ? sm_spill_file_for_each(f->events[i], f->locations[i].id, fn, arg) : 0;
 }
 
 static uint64_t sm_pf_to_ns(void *ctx, uint64_t ticks)
