@@ -262,6 +262,7 @@ static const sm_adapter_api_t sm_adapter_api_v1 = {
     .metric_define = sm_api_metric_define,
     .metric = sm_api_metric,
     .metadata = sm_api_metadata,
+    .save_before_finalize = sm_runtime_save_before_finalize,
 };
 
 SM_EXPORT const sm_adapter_api_t *sysmeasure_adapter_api(unsigned version);

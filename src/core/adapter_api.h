@@ -147,6 +147,11 @@ typedef struct sm_adapter_api {
     /* A key/value pair for metadata.json's "metadata" (Kokkos
      * declare_metadata); a key set again takes the new value. */
     void (*metadata)(const char *key, const char *value);
+    /* MPI_Finalize, before any step that waits on other processes: ends the
+     * measurement and puts this process's data on disk (as for a process
+     * that ends alone), so that a job torn down meanwhile keeps it; then
+     * finalize writes the job's output as usual.  0 or 1. */
+    int (*save_before_finalize)(void);
 } sm_adapter_api_t;
 
 /* Whether a table the core handed out has the entry `field`. */
