@@ -376,6 +376,7 @@ int sm_runtime_init(void)
     (void)sm_job_id(); /* fixed now: later calls may come from a signal handler */
     sm_clock_init(sm_cfg.clock);
     sm_buffers_configure(sm_cfg.buffer_size, sm_cfg.buffer_chunk_size);
+    sm_profile_max_depth = (uint32_t)sm_cfg.profile_depth;
     sm_definitions_init();
     sm_locations_init();
 #ifdef SM_HAVE_PAPI
@@ -468,9 +469,10 @@ __attribute__((constructor)) static void sm_runtime_constructor(int argc, char *
 /* Sums of this process's buffer counters, over the job on rank 0. */
 static void sm_runtime_job_totals(const sm_procs_t *procs)
 {
-    uint64_t v[4] = {sm_run.spills, sm_run.spilled_bytes, sm_run.dropped_records,
-                     sm_run.unmatched_leaves};
-    if (procs->allreduce_sum_u64(procs->ctx, v, 4) == 0) {
+    uint64_t v[5] = {sm_run.spills, sm_run.spilled_bytes, sm_run.dropped_records,
+                     sm_run.unmatched_leaves, sm_run.folded_enters};
+    if (procs->allreduce_sum_u64(procs->ctx, v, 5) == 0) {
+        sm_run.folded_enters = v[4];
         sm_run.spills = v[0];
         sm_run.spilled_bytes = v[1];
         sm_run.dropped_records = v[2];
@@ -682,6 +684,15 @@ static int sm_runtime_begin_end(const char *reason)
         sm_run.spilled_bytes += loc->buffer.spilled_bytes;
         sm_run.dropped_records += loc->buffer.dropped_records;
         sm_run.unmatched_leaves += loc->unmatched_leaves;
+        sm_run.folded_enters += loc->profile.folded_enters;
+    }
+    if (sm_run.folded_enters && !sm_runtime_discard) {
+        char note[256];
+        snprintf(note, sizeof note, "profile depth limit: %llu region enters deeper than %u "
+                 "levels (SYSMEASURE_PROFILE_DEPTH) folded into their ancestor at that depth",
+                 (unsigned long long)sm_run.folded_enters, sm_profile_max_depth);
+        sm_runtime_add_note(note);
+        sm_warning("%s", note);
     }
     if (!sm_runtime_discard)
         sm_clock_finish();

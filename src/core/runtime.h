@@ -36,6 +36,7 @@ typedef struct sm_run_info {
     uint64_t spilled_bytes;
     uint64_t dropped_records;
     uint64_t unmatched_leaves;
+    uint64_t folded_enters;     /* beyond the profile's depth limit */
     /* The job: this process's rank among n_ranks (0 of 1 without MPI). */
     uint32_t rank;
     uint32_t n_ranks;
