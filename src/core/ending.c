@@ -51,6 +51,7 @@ static volatile pid_t sm_end_writer;    /* the thread that writes */
 static volatile int sm_end_pending;     /* a signal held during the write */
 static volatile int sm_end_in_handler;  /* the writer writes from a signal handler */
 static volatile pid_t sm_exit_owner;    /* the thread that ends the process */
+static SM_TLS int sm_handler_sig;      /* the signal this thread's handler writes for */
 static pthread_mutex_t sm_end_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t sm_end_cond = PTHREAD_COND_INITIALIZER;
 
@@ -163,14 +164,16 @@ static void sm_ending_signal(int sig, siginfo_t *info, void *uc)
         sm_die_by(sig);
     }
     if (phase == SM_END_RUNNING && sm_runtime_active) {
-        __atomic_store_n(&sm_end_in_handler, 1, __ATOMIC_RELEASE);
-        if (sm_runtime_finalize_for_signal(sig) != 0) {
+        sm_handler_sig = sig; /* for sm_ending_begin_write, should this thread win */
+        int rc = sm_runtime_finalize_for_signal(sig);
+        sm_handler_sig = 0;
+        if (rc != 0) {
             /* Another thread began writing first. */
-            __atomic_store_n(&sm_end_in_handler, 0, __ATOMIC_RELEASE);
             errno = saved_errno;
             sm_ending_signal(sig, info, uc);
             return;
         }
+        /* (sm_ending_end_write ended the process by the signal.) */
     }
     sm_die_by(sig);
 }
@@ -309,6 +312,12 @@ int sm_ending_begin_write(void)
                                      __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return -1;
     __atomic_store_n(&sm_end_writer, gettid(), __ATOMIC_RELEASE);
+    if (sm_handler_sig) {
+        /* Writing from the handler of this signal: the process ends by it,
+         * whatever comes meanwhile. */
+        __atomic_store_n(&sm_end_in_handler, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&sm_end_pending, sm_handler_sig, __ATOMIC_RELEASE);
+    }
     return 0;
 }
 
