@@ -213,6 +213,21 @@ void sm_ending_install(void)
     __atomic_store_n(&sm_signals_on, 1, __ATOMIC_RELEASE);
 }
 
+/* Whether our handler still stands for sig: the C library itself (profil,
+ * system) may have changed the disposition without these wrappers. */
+static bool sm_still_ours(int sig)
+{
+    if (!__atomic_load_n(&sm_ours[sig], __ATOMIC_ACQUIRE))
+        return false;
+    struct sigaction k;
+    if (sm_real_sigaction(sig, NULL, &k) == 0 &&
+        (!(k.sa_flags & SA_SIGINFO) || k.sa_sigaction != sm_ending_signal)) {
+        __atomic_store_n(&sm_ours[sig], 0, __ATOMIC_RELEASE);
+        return false;
+    }
+    return true;
+}
+
 /* The application's sigaction: its own handlers and SIG_IGN go to the
  * kernel; SIG_DFL keeps (or brings back) ours, which does the default
  * action after the write. */
@@ -222,7 +237,7 @@ int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
     if (!__atomic_load_n(&sm_signals_on, __ATOMIC_ACQUIRE) || sig <= 0 || sig >= SM_NSIG ||
         !sm_terminating(sig))
         return sm_real_sigaction(sig, act, old);
-    bool ours = __atomic_load_n(&sm_ours[sig], __ATOMIC_ACQUIRE);
+    bool ours = sm_still_ours(sig);
     struct sigaction was = sm_app_view[sig];
     if (!act) {
         if (!ours)
@@ -274,7 +289,7 @@ static sighandler_t sm_signal_common(sm_signal_fn real, int sig, sighandler_t ha
         return (old.sa_flags & SA_SIGINFO) ? (sighandler_t)(void *)old.sa_sigaction
                                            : old.sa_handler;
     }
-    bool ours = __atomic_load_n(&sm_ours[sig], __ATOMIC_ACQUIRE);
+    bool ours = sm_still_ours(sig);
     sighandler_t prev = real(sig, handler);
     if (prev == SIG_ERR)
         return SIG_ERR;
