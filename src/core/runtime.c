@@ -748,12 +748,7 @@ int sm_runtime_save_before_finalize(void)
  * job wrote everything together. */
 static void sm_runtime_remove_rank_file(void)
 {
-    char path[PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/%s/rank-%u.smp", sm_outdir, SM_PROCESS_FILE_DIR,
-             (unsigned)sm_run.rank);
-    unlink(path);
-    snprintf(path, sizeof path, "%s/%s", sm_outdir, SM_PROCESS_FILE_DIR);
-    rmdir(path); /* the last rank to get here removes it */
+    sm_process_file_remove(&sm_run);
 }
 
 int sm_runtime_finalize(void)
