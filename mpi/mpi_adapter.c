@@ -455,8 +455,13 @@ void sm_mpi_hook_finalizing(void)
     if (!api || !__atomic_load_n(&sm_mpi_on, __ATOMIC_ACQUIRE))
         return;
     int saved_errno = errno;
-    sm_mpi_clock_sync(1);
+    /* This rank's data goes to disk first: the clock exchange and the
+     * collective write wait on the other ranks, and a job torn down then
+     * (a rank that ended without MPI_Finalize, mpirun signalled) must not
+     * take it along. */
     __atomic_store_n(&sm_mpi_on, 0, __ATOMIC_RELEASE);
+    api->save_before_finalize();
+    sm_mpi_clock_sync(1);
     api->finalize();
     __atomic_store_n(&sm_mpi_pass, 1, __ATOMIC_RELEASE);
     sm_mpi_comm_fini();

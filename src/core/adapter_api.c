@@ -311,6 +311,7 @@ static const sm_adapter_api_t sm_adapter_api_v1 = {
     .metric = sm_api_metric,
     .metadata = sm_api_metadata,
     .config_value = sm_api_config_value,
+    .save_before_finalize = sm_runtime_save_before_finalize,
 };
 
 SM_EXPORT const sm_adapter_api_t *sysmeasure_adapter_api(unsigned version);

@@ -153,6 +153,11 @@ typedef struct sm_adapter_api {
     /* The run's value of a configuration variable ("mpi_groups"), as text;
      * 0, or -1 when the core is not up or the name is unknown. */
     int (*config_value)(const char *name, char *buf, size_t len);
+    /* MPI_Finalize, before any step that waits on other processes: ends the
+     * measurement and puts this process's data on disk (as for a process
+     * that ends alone), so that a job torn down meanwhile keeps it; then
+     * finalize writes the job's output as usual.  0 or 1. */
+    int (*save_before_finalize)(void);
 } sm_adapter_api_t;
 
 /* Whether a table the core handed out has the entry `field`. */

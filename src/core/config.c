@@ -236,6 +236,10 @@ static const char *sm_check_range(const sm_config_var_t *var, const void *value)
         if (*(const int64_t *)value < 0)
             return "must be 0 or more";
         break;
+    case SM_CONFIG_PROFILE_DEPTH:
+        if (*(const int64_t *)value < 1 || *(const int64_t *)value > 1000000)
+            return "must be between 1 and 1000000";
+        break;
     case SM_CONFIG_BUFFER_CHUNK_SIZE: {
         uint64_t v = *(const uint64_t *)value;
         if (v < (UINT64_C(4) << 10) || v > (UINT64_C(1) << 30))

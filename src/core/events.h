@@ -83,6 +83,8 @@ static inline sm_region_id_t sm_event_pop_frame(sm_location_t *loc, uint64_t t)
     (f - 1)->child += incl;
     if (loc->profiling) {
         sm_profile_node_t *n = f->node;
+        if (SM_UNLIKELY(n->depth == SM_PROFILE_FOLD_DEPTH))
+            (f - 1)->child -= incl; /* folded: the ancestor's own time */
         n->visits++;
         sm_stat_add(&n->incl, incl);
         sm_stat_add(&n->excl, incl - f->child);

@@ -6,6 +6,8 @@
 
 #define SM_PROFILE_BLOCK_NODES 256
 
+uint32_t sm_profile_max_depth = 256;
+
 struct sm_profile_block {
     sm_profile_block_t *next;
     sm_stat_t *counters; /* 2 x n_counters per node, or NULL */
@@ -27,6 +29,8 @@ void sm_profile_init(sm_profile_t *p)
 {
     memset(p, 0, sizeof *p);
     sm_profile_node_init(&p->root, NULL, SM_INVALID_ID);
+    sm_profile_node_init(&p->fold, NULL, SM_INVALID_ID);
+    p->fold.depth = SM_PROFILE_FOLD_DEPTH;
 }
 
 void sm_profile_free(sm_profile_t *p)
@@ -43,6 +47,13 @@ void sm_profile_free(sm_profile_t *p)
 sm_profile_node_t *sm_profile_child(sm_profile_t *p, sm_profile_node_t *parent,
                                     sm_region_id_t region)
 {
+    /* Below the depth limit: no node (the tree and the output stay
+     * proportional to the distinct paths above it).  The fold node never
+     * becomes anyone's last_hit, so every such enter comes here. */
+    if (parent->depth >= sm_profile_max_depth) {
+        p->folded_enters++;
+        return &p->fold;
+    }
     sm_profile_node_t **link = &parent->first_child;
     for (sm_profile_node_t *c = parent->first_child; c; c = c->next_sibling) {
         if (c->region == region) {

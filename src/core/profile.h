@@ -38,8 +38,19 @@ typedef struct sm_profile_node {
 
 typedef struct sm_profile_block sm_profile_block_t;
 
+/* Depth of the node that stands for the regions entered below the depth
+ * limit (sm_profile_max_depth): their time stays with the ancestor at the
+ * limit, as its own (exclusive) time. */
+#define SM_PROFILE_FOLD_DEPTH UINT32_MAX
+
+/* Call paths deeper than this fold into their ancestor at this depth
+ * (SYSMEASURE_PROFILE_DEPTH); set once at init. */
+extern uint32_t sm_profile_max_depth SM_HIDDEN;
+
 typedef struct sm_profile {
     sm_profile_node_t root;
+    sm_profile_node_t fold;     /* see SM_PROFILE_FOLD_DEPTH; not in the tree */
+    uint64_t folded_enters;     /* enters folded so */
     sm_profile_block_t *blocks; /* node arena, never freed while running */
     uint32_t free_in_block;
     uint32_t n_counters; /* nodes made from now on get counter statistics */

@@ -20,6 +20,7 @@
 #include "buffer.h"
 #include "clock.h"
 #include "definitions.h"
+#include "ending.h"
 #include "events.h"
 #include "location.h"
 #include "metrics.h"
@@ -36,7 +37,9 @@ extern char **environ;
 
 volatile int sm_runtime_active;
 
-static pthread_mutex_t sm_runtime_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Recursive: a signal handler that ends the process may interrupt a thread
+ * holding it (creating the output folder) and take it again. */
+static pthread_mutex_t sm_runtime_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 static int sm_runtime_initialized, sm_runtime_finalized, sm_runtime_discard;
 static sm_config_t sm_cfg;
 static char sm_outdir[PATH_MAX];
@@ -217,56 +220,39 @@ void sm_runtime_clock_offset(int which, uint64_t local_ns, int64_t offset_ns)
 int sm_runtime_finalize_job(void)
 {
     sm_finalizing_job = 1;
-    return sm_runtime_finalize();
+    return sm_runtime_finalize_as(NULL, 0);
 }
 
 void sm_runtime_emergency_write(const char *reason)
 {
-    snprintf(sm_end_reason, sizeof sm_end_reason, "%s", reason ? reason : "abnormal end");
-    sm_runtime_finalize();
+    sm_runtime_finalize_as(reason ? reason : "abnormal end", 0);
 }
 
 /* ---------------------------------------------------------------- fatal signals */
 
-/* A process ended by a signal still leaves its data: the output of a
- * process on its own, or the process file of a rank.  Then the signal's
- * previous action runs, so the process ends as it would have. */
-static const int sm_fatal_signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGSEGV,
-                                       SIGBUS,  SIGFPE, SIGILL, SIGABRT};
-#define SM_N_FATAL (sizeof sm_fatal_signals / sizeof sm_fatal_signals[0])
-static struct sigaction sm_previous_action[SM_N_FATAL];
-
-static void sm_runtime_signal(int sig)
+/* A signal ends the process (ending.c calls this on the thread it landed
+ * on): the output of a process on its own, or the process file of a rank.
+ * 0, or -1 when another thread writes already. */
+int sm_runtime_finalize_for_signal(int sig)
 {
-    static volatile sig_atomic_t entered;
-    size_t k = 0;
-    while (k < SM_N_FATAL && sm_fatal_signals[k] != sig)
-        k++;
-    if (!entered++ && sm_runtime_active) {
-        snprintf(sm_end_reason, sizeof sm_end_reason, "signal %d (%s)", sig, strsignal(sig));
-        sm_runtime_finalize();
-    }
-    if (k < SM_N_FATAL)
-        sigaction(sig, &sm_previous_action[k], NULL);
-    raise(sig); /* delivered when this handler returns, with the old action */
+    char reason[sizeof sm_end_reason];
+    snprintf(reason, sizeof reason, "signal %d (%s)", sig, strsignal(sig));
+    return sm_runtime_finalize_as(reason, 1) == -2 ? -1 : 0;
 }
 
-static void sm_runtime_catch_signals(void)
+/* A rank whose data is on disk ends by a signal inside MPI_Finalize (the
+ * job is being torn down): rank 0 says where the data is. */
+void sm_runtime_note_signal_in_finalize(int sig)
 {
-    for (size_t k = 0; k < SM_N_FATAL; k++) {
-        struct sigaction sa, old;
-        if (sigaction(sm_fatal_signals[k], NULL, &old) != 0)
-            continue;
-        /* Leave alone what the program (or its launcher) chose to ignore. */
-        if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_IGN)
-            continue;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = sm_runtime_signal;
-        sigemptyset(&sa.sa_mask);
-        sa.sa_flags = SA_RESTART;
-        if (sigaction(sm_fatal_signals[k], &sa, &sm_previous_action[k]) != 0)
-            sm_previous_action[k] = old;
-    }
+    if (sm_run.rank != 0)
+        return;
+    char line[PATH_MAX * 2 + 256];
+    int n = snprintf(line, sizeof line,
+                     "sysmeasure: rank 0 ended by signal %d inside MPI_Finalize; each rank's data "
+                     "is in %s; after the job, run: sysmeasure-merge %s\n",
+                     sig, sm_outdir, sm_outdir);
+    if (n > 0 && write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1) < 0)
+        return;
 }
 
 /* ---------------------------------------------------------------- start/stop detection */
@@ -350,7 +336,7 @@ static void sm_read_cmdline(void)
 
 static void sm_runtime_atexit(void)
 {
-    sm_runtime_finalize();
+    sm_runtime_finalize_as(NULL, 2);
 }
 
 /* In a forked child the parent's data is not ours to write again. */
@@ -359,6 +345,7 @@ static void sm_runtime_after_fork_child(void)
     sm_runtime_discard = 1;
     sm_runtime_active = 0;
     sm_buffers_after_fork_child();
+    sm_ending_after_fork_child();
 }
 
 #ifdef SM_HAVE_PAPI
@@ -399,6 +386,7 @@ int sm_runtime_init(void)
     (void)sm_job_id(); /* fixed now: later calls may come from a signal handler */
     sm_clock_init(sm_cfg.clock);
     sm_buffers_configure(sm_cfg.buffer_size, sm_cfg.buffer_chunk_size);
+    sm_profile_max_depth = (uint32_t)sm_cfg.profile_depth;
     sm_definitions_init();
     sm_locations_init();
 #ifdef SM_HAVE_PAPI
@@ -436,8 +424,8 @@ int sm_runtime_init(void)
 
     atexit(sm_runtime_atexit);
     pthread_atfork(NULL, NULL, sm_runtime_after_fork_child);
-    sm_runtime_catch_signals();
     sm_runtime_active = 1;
+    sm_ending_install();
     pthread_mutex_unlock(&sm_runtime_lock);
 
     sm_location_t *main_loc = sm_location_current(); /* the thread that loads us */
@@ -492,9 +480,10 @@ __attribute__((constructor)) static void sm_runtime_constructor(int argc, char *
 /* Sums of this process's buffer counters, over the job on rank 0. */
 static void sm_runtime_job_totals(const sm_procs_t *procs)
 {
-    uint64_t v[4] = {sm_run.spills, sm_run.spilled_bytes, sm_run.dropped_records,
-                     sm_run.unmatched_leaves};
-    if (procs->allreduce_sum_u64(procs->ctx, v, 4) == 0) {
+    uint64_t v[5] = {sm_run.spills, sm_run.spilled_bytes, sm_run.dropped_records,
+                     sm_run.unmatched_leaves, sm_run.folded_enters};
+    if (procs->allreduce_sum_u64(procs->ctx, v, 5) == 0) {
+        sm_run.folded_enters = v[4];
         sm_run.spills = v[0];
         sm_run.spilled_bytes = v[1];
         sm_run.dropped_records = v[2];
@@ -672,15 +661,19 @@ static int sm_runtime_write_job(const sm_procs_t *procs)
     return failures;
 }
 
-int sm_runtime_finalize(void)
+/* The first step of every end: claim the write, close every thread's open
+ * regions at the end time.  0: this thread writes; 1: nothing to write (not
+ * measured, or a forked child); 2: another thread writes. */
+static int sm_runtime_begin_end(const char *reason)
 {
+    if (!sm_runtime_active)
+        return 1;
+    if (sm_ending_begin_write() != 0)
+        return 2;
     pthread_mutex_lock(&sm_runtime_lock);
-    if (!sm_runtime_active || sm_runtime_finalized) {
-        pthread_mutex_unlock(&sm_runtime_lock);
-        return 0;
-    }
     sm_runtime_finalized = 1;
-    int saved_errno = errno;
+    if (reason)
+        snprintf(sm_end_reason, sizeof sm_end_reason, "%s", reason);
     uint64_t end = sm_clock_now();
     sm_run.end_time = end;
     sm_run.end_realtime_ns = sm_clock_realtime_at_init_ns() +
@@ -693,8 +686,7 @@ int sm_runtime_finalize(void)
         for (uint32_t i = 0; i < n_hooks; i++)
             sm_finalize_hooks[i](&sm_run);
 
-    /* Close every thread's open regions at the end time.  Threads still
-     * running see `closed` and record nothing more. */
+    /* Threads still running see `closed` and record nothing more. */
     uint32_t n = sm_location_count();
     for (uint32_t i = 0; i < n; i++) {
         sm_location_t *loc = sm_location_get(i);
@@ -703,41 +695,126 @@ int sm_runtime_finalize(void)
         sm_run.spilled_bytes += loc->buffer.spilled_bytes;
         sm_run.dropped_records += loc->buffer.dropped_records;
         sm_run.unmatched_leaves += loc->unmatched_leaves;
+        sm_run.folded_enters += loc->profile.folded_enters;
     }
+    if (sm_run.folded_enters && !sm_runtime_discard) {
+        char note[256];
+        snprintf(note, sizeof note, "profile depth limit: %llu region enters deeper than %u "
+                 "levels (SYSMEASURE_PROFILE_DEPTH) folded into their ancestor at that depth",
+                 (unsigned long long)sm_run.folded_enters, sm_profile_max_depth);
+        sm_runtime_add_note(note);
+        sm_warning("%s", note);
+    }
+    if (!sm_runtime_discard)
+        sm_clock_finish();
+    return 0;
+}
+
+/* This rank's process file (and its events in the spill files), written
+ * without waiting for any other process.  0, or 1 (message printed). */
+static int sm_runtime_write_rank_file(const char *reason)
+{
+    char err[PATH_MAX + 256];
+    int rc = sm_runtime_make_output_dir(err, sizeof err);
+    if (rc != 0)
+        sm_error("%s; rank %u wrote nothing", err, (unsigned)sm_run.rank);
+    else
+        rc = sm_process_file_write(&sm_run, reason);
+    return rc != 0;
+}
+
+static int sm_runtime_rank_file_saved; /* written at the start of MPI_Finalize */
+static int sm_runtime_presaved;        /* the end began there */
+
+int sm_runtime_save_before_finalize(void)
+{
+    if (!sm_procs)
+        return 0;
+    int began = sm_runtime_begin_end(NULL);
+    if (began != 0)
+        return 0;
+    sm_finalizing_job = 1;
+    sm_runtime_presaved = 1;
     if (sm_runtime_discard) {
+        sm_ending_end_write(false);
+        return 0;
+    }
+    /* Should the job be torn down while this rank waits for the others,
+     * its data is on disk already, for sysmeasure-merge. */
+    int rc = sm_runtime_write_rank_file("ended inside MPI_Finalize (the job was torn down)");
+    sm_runtime_rank_file_saved = rc == 0;
+    sm_ending_saved();
+    return rc;
+}
+
+/* The rank file written at the start of MPI_Finalize is not needed once the
+ * job wrote everything together. */
+static void sm_runtime_remove_rank_file(void)
+{
+    sm_process_file_remove(&sm_run);
+}
+
+int sm_runtime_finalize(void)
+{
+    return sm_runtime_finalize_as(NULL, 0);
+}
+
+/* how: 0 a call (MPI_Finalize, MPI_Abort, a library's end), 1 a signal
+ * handler, 2 exit.  Returns the failures, or -2 when another thread writes
+ * (a signal handler then waits for it). */
+int sm_runtime_finalize_as(const char *reason, int how)
+{
+    int saved_errno = errno;
+    if (!(sm_finalizing_job && sm_runtime_presaved && sm_ending_phase() == SM_END_SAVED &&
+          sm_ending_writer_is_self())) {
+        int began = sm_runtime_begin_end(reason);
+        if (began == 1) {
+            errno = saved_errno;
+            return 0;
+        }
+        if (began == 2) {
+            errno = saved_errno;
+            if (how == 1)
+                return -2;
+            /* Another thread writes (exit from two threads, MPI_Finalize on
+             * another thread): the end waits for it, unless it is this very
+             * thread (an exit from inside the write). */
+            if (!sm_ending_writer_is_self())
+                sm_ending_wait_done();
+            return 0;
+        }
+    }
+    bool at_exit = how == 2;
+    if (sm_runtime_discard) {
+        sm_ending_end_write(at_exit);
         errno = saved_errno;
         return 0;
     }
-    sm_clock_finish();
 
     /* Collective only from MPI_Finalize.  A rank that ends otherwise (exit
      * without it, MPI_Abort, a signal) is not in step with the others: it
      * leaves a process file for sysmeasure-merge. */
     if (sm_procs && !sm_finalizing_job) {
-        char err[PATH_MAX + 256];
-        int rc = sm_runtime_make_output_dir(err, sizeof err);
-        if (rc != 0)
-            sm_error("%s; rank %u wrote nothing", err, (unsigned)sm_run.rank);
-        else
-            rc = sm_process_file_write(&sm_run, sm_end_reason[0] ? sm_end_reason
-                                                                 : "exit without MPI_Finalize");
+        const char *why = sm_end_reason[0] ? sm_end_reason : "exit without MPI_Finalize";
+        int rc = sm_runtime_write_rank_file(why);
         if (rc == 0 && sm_run.rank == 0)
             sm_warning("rank 0 ended without MPI_Finalize (%s): each rank left its data in %s; "
-                       "after the job, run: sysmeasure-merge %s",
-                       sm_end_reason[0] ? sm_end_reason : "exit without MPI_Finalize", sm_outdir,
-                       sm_outdir);
+                       "after the job, run: sysmeasure-merge %s", why, sm_outdir, sm_outdir);
+        sm_ending_end_write(at_exit);
         errno = saved_errno;
-        return rc != 0;
+        return rc;
     }
     const sm_procs_t *procs = sm_procs && sm_finalizing_job ? sm_procs : sm_procs_single();
     sm_run.rank = procs->rank;
     sm_run.n_ranks = procs->size;
+    uint32_t n = sm_location_count();
 
     int failures = 0;
     char err[PATH_MAX + 256];
     if (sm_runtime_make_output_dir(err, sizeof err) != 0) {
         sm_error("%s; no output written", err);
         if (procs->size == 1) {
+            sm_ending_end_write(at_exit);
             errno = saved_errno;
             return 1;
         }
@@ -753,6 +830,8 @@ int sm_runtime_finalize(void)
         job_failures = 1;
     }
     if (job_failures == 0) {
+        if (sm_runtime_rank_file_saved)
+            sm_runtime_remove_rank_file();
         /* Buffer memory stays: a thread that is still running may be
          * finishing an append, and the process is ending anyway. */
         for (uint32_t i = 0; i < n; i++)
@@ -772,8 +851,11 @@ int sm_runtime_finalize(void)
         }
     } else if (failures) {
         sm_error("%d of the outputs in %s could not be written (see above); spill files, if "
-                 "any, are kept in %s/.spill", failures, sm_outdir, sm_outdir);
+                 "any, are kept in %s/.spill%s", failures, sm_outdir, sm_outdir,
+                 sm_runtime_rank_file_saved ? ", and the rank files in .ranks for "
+                                              "sysmeasure-merge" : "");
     }
+    sm_ending_end_write(at_exit);
     errno = saved_errno;
     return failures;
 }

@@ -36,6 +36,7 @@ typedef struct sm_run_info {
     uint64_t spilled_bytes;
     uint64_t dropped_records;
     uint64_t unmatched_leaves;
+    uint64_t folded_enters;     /* beyond the profile's depth limit */
     /* The job: this process's rank among n_ranks (0 of 1 without MPI). */
     uint32_t rank;
     uint32_t n_ranks;
@@ -67,6 +68,20 @@ int sm_runtime_set_output_dir(const char *dir) SM_HIDDEN;
 void sm_runtime_clock_offset(int which, uint64_t local_ns, int64_t offset_ns) SM_HIDDEN;
 /* Finalize collectively over the process group (from MPI_Finalize). */
 int sm_runtime_finalize_job(void) SM_HIDDEN;
+/* Called by MPI_Finalize before any step that waits on other processes:
+ * ends the measurement and puts this rank's data on disk (process file and
+ * spill files, as for a rank that ends alone), so that a job torn down
+ * meanwhile loses nothing; finalize_job then continues.  0 or 1. */
+int sm_runtime_save_before_finalize(void) SM_HIDDEN;
+/* The end of the run.  reason: why it ends early (NULL: a normal end).
+ * how: 0 a call, 1 a signal handler, 2 exit.  The failures, or -2 for a
+ * signal handler when another thread writes already. */
+int sm_runtime_finalize_as(const char *reason, int how) SM_HIDDEN;
+/* For ending.c: the end by signal sig on the calling thread (0), or -1 when
+ * another thread writes; a line at rank 0 when a rank ends by a signal
+ * inside MPI_Finalize, its data on disk. */
+int sm_runtime_finalize_for_signal(int sig) SM_HIDDEN;
+void sm_runtime_note_signal_in_finalize(int sig) SM_HIDDEN;
 /* The process is about to end abnormally: put what was measured on disk. */
 void sm_runtime_emergency_write(const char *reason) SM_HIDDEN;
 

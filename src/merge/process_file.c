@@ -67,6 +67,30 @@ static int sm_pf_identity(sm_id_maps_t *m)
     return 0;
 }
 
+/* rank-<r>.<job>.smp */
+static void sm_process_file_name(const sm_run_info_t *run, char *name, size_t len)
+{
+    snprintf(name, len, "rank-%u.%016llx.smp", (unsigned)run->rank,
+             (unsigned long long)sm_job_hash());
+}
+
+void sm_process_file_remove(const sm_run_info_t *run)
+{
+    char name[64], dir[PATH_MAX];
+    sm_process_file_name(run, name, sizeof name);
+    snprintf(dir, sizeof dir, "%s/%s", run->output_dir, SM_PROCESS_FILE_DIR);
+    int outfd = sm_fs_open_dir(run->output_dir);
+    int dirfd = outfd >= 0 ? openat(outfd, SM_PROCESS_FILE_DIR,
+                                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    if (dirfd >= 0) {
+        unlinkat(dirfd, name, 0);
+        close(dirfd);
+    }
+    if (outfd >= 0)
+        close(outfd);
+    sm_fs_rmdir_own(dir); /* the last rank to get here removes it */
+}
+
 int sm_process_file_write(const sm_run_info_t *run, const char *reason)
 {
     char dir[PATH_MAX], path[PATH_MAX + 64], tmp[PATH_MAX + 200];
@@ -207,8 +231,7 @@ int sm_process_file_write(const sm_run_info_t *run, const char *reason)
     /* rank-<r>.<job>.smp: the files of two jobs in one folder do not
      * replace each other (the merge tells them apart by the job in them). */
     char name[64], tmpname[96];
-    snprintf(name, sizeof name, "rank-%u.%016llx.smp", (unsigned)run->rank,
-             (unsigned long long)sm_job_hash());
+    sm_process_file_name(run, name, sizeof name);
     snprintf(path, sizeof path, "%s/%s", dir, name);
     snprintf(tmpname, sizeof tmpname, ".rank-%u.smp.%ld.tmp", (unsigned)run->rank, (long)getpid());
     snprintf(tmp, sizeof tmp, "%s/%s", dir, tmpname);

@@ -58,6 +58,10 @@ typedef struct sm_process_file_head {
     char job[SM_JOB_ID_MAX];
 } sm_process_file_head_t;
 
+/* Removes this process's file again (and .ranks once empty): the job
+ * wrote its output together after all. */
+void sm_process_file_remove(const sm_run_info_t *run) SM_HIDDEN;
+
 /* The merge tool's side.  NULL with err (one line: the file, what is wrong
  * with it, what is lost); head is filled as far as the file allows. */
 sm_process_file_t *sm_process_file_read(const char *path, sm_process_file_head_t *head,

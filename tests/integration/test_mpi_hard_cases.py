@@ -89,6 +89,27 @@ merged(out, "killed")
 out, proc = mpi_measure(4, [PROG, "nofinalize"], "nofinalize", expect_rc=None, env=GRACE)
 merged(out, "nofinalize")
 
+# ---- rank 1 exits without MPI_Finalize while rank 0 waits inside it: the
+# job is torn down (SIGTERM to rank 0, on whichever thread it lands), and
+# rank 0 still keeps its data, put on disk before MPI_Finalize waited.
+for attempt in range(2):
+    out, proc = mpi_measure(2, [PROG, "rank-exits"], "rank-exits-%d" % attempt, expect_rc=None,
+                            env=GRACE)
+    ranks = sorted(os.listdir(os.path.join(out, ".ranks"))) if os.path.isdir(os.path.join(out, ".ranks")) else []
+    check([r.split(".")[0] for r in ranks if r.endswith(".smp")] == ["rank-0", "rank-1"],
+          "rank-exits: both ranks left their data: %s; %s" % (ranks, proc.stderr[-800:]))
+    mp = subprocess.run([MERGE, out], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    check(mp.returncode == 0 and "2 of 2 ranks merged" in mp.stderr, "rank-exits: merge: %d %s"
+          % (mp.returncode, mp.stderr))
+    if mp.returncode == 0:
+        t = Trace(out)
+        check_trace_consistent(t)
+        visits = region_visits_by_rank(t)
+        check(visits.get("waiting") == {0: 1}, "rank 0's events merged: waiting %s" % visits.get("waiting"))
+        check(visits.get("MPI_Finalize", {}).get(0) == 1 and 1 not in visits.get("MPI_Finalize", {}),
+              "MPI_Finalize on rank 0 only: %s" % visits.get("MPI_Finalize"))
+        check(check_messages(t, 2) >= 6, "rank-exits: the ring's messages matched")
+
 # ---- MPI_Finalize from an atexit handler: the normal, collective output
 out, proc = mpi_measure(4, [PROG, "atexit"], "atexit")
 trace = Trace(out)

@@ -13,6 +13,8 @@
  *   abort        some messages, then rank 1 calls MPI_Abort(3)
  *   hang         some messages, then waits forever (to be killed)
  *   nofinalize   some messages, then returns without MPI_Finalize
+ *   rank-exits   some messages, then rank 1 exits without MPI_Finalize while
+ *                the others wait in it (a region "waiting" marks rank 0's wait)
  *   atexit       MPI_Finalize from an atexit handler, after main returned
  * Exit status 0 when every check of the program's own data passed. */
 #include <mpi.h>
@@ -315,7 +317,8 @@ int main(int argc, char **argv)
         threads();
     else if (!strcmp(mode, "io_rma"))
         io_rma(argc > 2 ? argv[2] : ".");
-    else if (!strcmp(mode, "abort") || !strcmp(mode, "hang") || !strcmp(mode, "nofinalize")) {
+    else if (!strcmp(mode, "abort") || !strcmp(mode, "hang") || !strcmp(mode, "nofinalize") ||
+             !strcmp(mode, "rank-exits")) {
         ring();
         MPI_Barrier(MPI_COMM_WORLD);
         if (!strcmp(mode, "abort") && rank == 1) {
@@ -330,6 +333,16 @@ int main(int argc, char **argv)
         }
         if (!strcmp(mode, "nofinalize"))
             return errors ? 1 : 0;
+        if (!strcmp(mode, "rank-exits")) {
+            if (rank == 1) {
+                sleep_ms(300); /* the others are inside MPI_Finalize by now */
+                exit(errors ? 1 : 0);
+            }
+            sysmeasure_push_region("waiting");
+            sysmeasure_pop_region("waiting");
+            MPI_Finalize();
+            return errors ? 1 : 0;
+        }
         MPI_Barrier(MPI_COMM_WORLD);
     } else if (!strcmp(mode, "atexit")) {
         ring();

@@ -122,18 +122,25 @@ int main(void)
     sm_event_leave(loc, A, 400);
     CHECK_EQ_U(loc->unmatched_leaves, 1);
 
-    /* Deep recursion grows the frame stack and the tree. */
+    /* Deep recursion grows the frame stack; the tree up to the limit. */
     for (uint64_t i = 0; i < 1000; i++)
         sm_event_enter(loc, A, 1000 + i);
     CHECK_EQ_U(loc->sp - loc->stack, 1000);
     for (uint64_t i = 0; i < 1000; i++)
         sm_event_leave(loc, A, 3000 + i);
     CHECK(loc->sp == loc->stack);
+    /* The tree stops at the depth limit (256): the 744 deeper enters fold
+     * into the node at depth 256, whose time they become. */
     sm_profile_node_t *deep = &loc->profile.root;
-    for (int i = 0; i < 1000 && deep; i++)
+    for (int i = 0; i < 256 && deep; i++)
         deep = child(deep, A);
-    CHECK(deep && deep->depth == 1000 && deep->visits == 1);
-    if (deep)
-        CHECK_EQ_U(deep->incl.sum, 3000 - 1999); /* innermost: [1999, 3000] */
+    CHECK(deep && deep->depth == 256 && deep->visits == 1 && deep->first_child == NULL);
+    CHECK_EQ_U(loc->profile.folded_enters, 744);
+    if (deep) {
+        CHECK_EQ_U(deep->incl.sum, 3744 - 1255); /* depth 256: [1255, 3744] */
+        CHECK_EQ_U(deep->excl.sum, 3744 - 1255); /* the folded time is its own */
+        CHECK_EQ_U(deep->parent->excl.sum, 2);   /* depth 255: [1254, 3745] */
+    }
+    CHECK(loc->profile.node_count < 300);
     return UNIT_RESULT();
 }

@@ -1,0 +1,439 @@
+/* How a measured process ends (see ending.h). */
+#define _GNU_SOURCE
+#include "ending.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime.h"
+
+/* ---------------------------------------------------------------- the real functions */
+
+typedef int (*sm_sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+typedef sighandler_t (*sm_signal_fn)(int, sighandler_t);
+typedef void (*sm_exit_fn)(int) __attribute__((noreturn));
+
+static sm_sigaction_fn sm_real_sigaction_p;
+static sm_signal_fn sm_real_signal_p, sm_real_sysv_signal_p, sm_real_bsd_signal_p;
+
+/* Resolved before any handler can need them (dlsym is not for handlers). */
+static void sm_ending_resolve(void)
+{
+    if (!__atomic_load_n(&sm_real_sigaction_p, __ATOMIC_ACQUIRE)) {
+        sm_real_signal_p = (sm_signal_fn)dlsym(RTLD_NEXT, "signal");
+        sm_real_sysv_signal_p = (sm_signal_fn)dlsym(RTLD_NEXT, "sysv_signal");
+        sm_real_bsd_signal_p = (sm_signal_fn)dlsym(RTLD_NEXT, "bsd_signal");
+        __atomic_store_n(&sm_real_sigaction_p, (sm_sigaction_fn)dlsym(RTLD_NEXT, "sigaction"),
+                         __ATOMIC_RELEASE);
+    }
+}
+
+static int sm_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    sm_ending_resolve();
+    if (!sm_real_sigaction_p) {
+        errno = ENOSYS;
+        return -1;
+    }
+    return sm_real_sigaction_p(sig, act, old);
+}
+
+/* ---------------------------------------------------------------- state */
+
+static volatile int sm_end_phase;       /* SM_END_* */
+static volatile pid_t sm_end_writer;    /* the thread that writes */
+static volatile int sm_end_pending;     /* a signal held during the write */
+static volatile int sm_end_in_handler;  /* the writer writes from a signal handler */
+static volatile pid_t sm_exit_owner;    /* the thread that ends the process */
+static SM_TLS int sm_handler_sig;      /* the signal this thread's handler writes for */
+static pthread_mutex_t sm_end_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sm_end_cond = PTHREAD_COND_INITIALIZER;
+
+int sm_ending_phase(void)
+{
+    return __atomic_load_n(&sm_end_phase, __ATOMIC_ACQUIRE);
+}
+
+bool sm_ending_writer_is_self(void)
+{
+    return __atomic_load_n(&sm_end_writer, __ATOMIC_ACQUIRE) == gettid();
+}
+
+/* ---------------------------------------------------------------- signals */
+
+/* Whether sysmeasure's handler stands in for SIG_DFL, and what the
+ * application set there (it sees that, not our handler). */
+#define SM_NSIG 65
+static volatile uint8_t sm_ours[SM_NSIG];
+static struct sigaction sm_app_view[SM_NSIG];
+static volatile int sm_signals_on;
+static struct sigaction sm_our_action;
+
+/* Every signal whose default action ends the process (not SIGKILL/SIGSTOP,
+ * which cannot be caught, nor the ones that stop or are ignored). */
+static bool sm_terminating(int sig)
+{
+    switch (sig) {
+    case SIGHUP: case SIGINT: case SIGQUIT: case SIGILL: case SIGTRAP: case SIGABRT:
+    case SIGBUS: case SIGFPE: case SIGUSR1: case SIGSEGV: case SIGUSR2: case SIGPIPE:
+    case SIGALRM: case SIGTERM: case SIGSTKFLT: case SIGXCPU: case SIGXFSZ:
+    case SIGVTALRM: case SIGPROF: case SIGIO: case SIGPWR: case SIGSYS:
+        return true;
+    default:
+        return sig >= SIGRTMIN && sig <= SIGRTMAX && sig < SM_NSIG;
+    }
+}
+
+/* A fault of the thread itself (not sent): returning would repeat it. */
+static bool sm_is_fault(int sig, const siginfo_t *info)
+{
+    return (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL ||
+            sig == SIGTRAP || sig == SIGSYS) && info && info->si_code > 0;
+}
+
+static void sm_say(const char *a, const char *b, const char *c)
+{
+    /* write(2) only: this runs in signal handlers. */
+    const char *parts[] = {"sysmeasure: ", a, b, c, "\n"};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        if (parts[i] && write(2, parts[i], strlen(parts[i])) < 0)
+            return;
+}
+
+/* Ends the process by sig with its default action. */
+static void __attribute__((noreturn)) sm_die_by(int sig)
+{
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sm_real_sigaction(sig, &dfl, NULL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    raise(sig); /* pending while blocked (inside our handler) ... */
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL); /* ... delivered here */
+    _exit(128 + sig);
+}
+
+static void __attribute__((noreturn)) sm_wait_forever(void)
+{
+    for (;;)
+        pause();
+}
+
+static void sm_ending_signal(int sig, siginfo_t *info, void *uc)
+{
+    (void)uc;
+    int saved_errno = errno;
+    pid_t self = gettid();
+    int phase = sm_ending_phase();
+    if (phase == SM_END_WRITING) {
+        if (__atomic_load_n(&sm_end_writer, __ATOMIC_ACQUIRE) == self) {
+            if (sm_is_fault(sig, info)) {
+                char num[16];
+                snprintf(num, sizeof num, "%d", sig);
+                sm_say("signal ", num, " (a fault) during the end-of-run write: the output is "
+                       "incomplete");
+                sm_die_by(sig);
+            }
+            /* Held: the write goes on, and ends the process by it. */
+            int none = 0;
+            __atomic_compare_exchange_n(&sm_end_pending, &none, sig, false, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE);
+            errno = saved_errno;
+            return;
+        }
+        /* Another thread writes: it ends the process by this signal when
+         * done; this thread waits for that. */
+        int none = 0;
+        __atomic_compare_exchange_n(&sm_end_pending, &none, sig, false, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE);
+        sm_wait_forever();
+    }
+    if (phase == SM_END_SAVED) {
+        /* The data is on disk; what is left waits on other processes, which
+         * may never come: end now. */
+        sm_runtime_note_signal_in_finalize(sig);
+        sm_die_by(sig);
+    }
+    if (phase == SM_END_RUNNING && sm_runtime_active) {
+        sm_handler_sig = sig; /* for sm_ending_begin_write, should this thread win */
+        int rc = sm_runtime_finalize_for_signal(sig);
+        sm_handler_sig = 0;
+        if (rc != 0) {
+            /* Another thread began writing first. */
+            errno = saved_errno;
+            sm_ending_signal(sig, info, uc);
+            return;
+        }
+        /* (sm_ending_end_write ended the process by the signal.) */
+    }
+    sm_die_by(sig);
+}
+
+/* Called with the signal's state fixed: install ours where SIG_DFL is. */
+static void sm_take_default(int sig, const struct sigaction *view)
+{
+    struct sigaction old;
+    if (sm_real_sigaction(sig, &sm_our_action, &old) != 0)
+        return;
+    sm_app_view[sig] = view ? *view : old;
+    __atomic_store_n(&sm_ours[sig], 1, __ATOMIC_RELEASE);
+}
+
+void sm_ending_install(void)
+{
+    sm_ending_resolve();
+    memset(&sm_our_action, 0, sizeof sm_our_action);
+    sm_our_action.sa_sigaction = sm_ending_signal;
+    sm_our_action.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+    sigemptyset(&sm_our_action.sa_mask);
+    /* No other terminating signal interrupts the handler's own write: it
+     * goes to another thread, or waits for the end. */
+    for (int sig = 1; sig < SM_NSIG; sig++)
+        if (sm_terminating(sig) && sig != SIGSEGV && sig != SIGBUS && sig != SIGFPE &&
+            sig != SIGILL)
+            sigaddset(&sm_our_action.sa_mask, sig);
+    for (int sig = 1; sig < SM_NSIG; sig++) {
+        struct sigaction old;
+        if (!sm_terminating(sig) || sm_real_sigaction(sig, NULL, &old) != 0)
+            continue;
+        /* Leave alone what the program (or its launcher) ignores or handles. */
+        if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
+            continue;
+        sm_take_default(sig, &old);
+    }
+    __atomic_store_n(&sm_signals_on, 1, __ATOMIC_RELEASE);
+}
+
+/* Whether our handler still stands for sig: the C library itself (profil,
+ * system) may have changed the disposition without these wrappers. */
+static bool sm_still_ours(int sig)
+{
+    if (!__atomic_load_n(&sm_ours[sig], __ATOMIC_ACQUIRE))
+        return false;
+    struct sigaction k;
+    if (sm_real_sigaction(sig, NULL, &k) == 0 &&
+        (!(k.sa_flags & SA_SIGINFO) || k.sa_sigaction != sm_ending_signal)) {
+        __atomic_store_n(&sm_ours[sig], 0, __ATOMIC_RELEASE);
+        return false;
+    }
+    return true;
+}
+
+/* The application's sigaction: its own handlers and SIG_IGN go to the
+ * kernel; SIG_DFL keeps (or brings back) ours, which does the default
+ * action after the write. */
+SM_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    if (!__atomic_load_n(&sm_signals_on, __ATOMIC_ACQUIRE) || sig <= 0 || sig >= SM_NSIG ||
+        !sm_terminating(sig))
+        return sm_real_sigaction(sig, act, old);
+    bool ours = sm_still_ours(sig);
+    struct sigaction was = sm_app_view[sig];
+    if (!act) {
+        if (!ours)
+            return sm_real_sigaction(sig, NULL, old);
+        if (old)
+            *old = was;
+        return 0;
+    }
+    bool dfl = !(act->sa_flags & SA_SIGINFO) && act->sa_handler == SIG_DFL;
+    if (dfl) {
+        if (ours) {
+            sm_app_view[sig] = *act;
+        } else {
+            struct sigaction kernel;
+            if (sm_real_sigaction(sig, NULL, &kernel) != 0)
+                return -1;
+            sm_take_default(sig, act);
+            was = kernel;
+        }
+        if (old)
+            *old = was;
+        return 0;
+    }
+    struct sigaction kernel;
+    if (sm_real_sigaction(sig, act, &kernel) != 0)
+        return -1;
+    __atomic_store_n(&sm_ours[sig], 0, __ATOMIC_RELEASE);
+    if (old)
+        *old = ours ? was : kernel;
+    return 0;
+}
+
+/* signal(), sysv_signal(), bsd_signal(): SIG_DFL goes through our
+ * sigaction; a handler or SIG_IGN through the real function (its exact
+ * semantics), and the application gets back what it had set. */
+static sighandler_t sm_signal_common(sm_signal_fn real, int sig, sighandler_t handler)
+{
+    if (!__atomic_load_n(&sm_signals_on, __ATOMIC_ACQUIRE) || sig <= 0 || sig >= SM_NSIG ||
+        !sm_terminating(sig) || !real)
+        return real ? real(sig, handler) : SIG_ERR;
+    if (handler == SIG_DFL) {
+        struct sigaction act, old;
+        memset(&act, 0, sizeof act);
+        act.sa_handler = SIG_DFL;
+        sigemptyset(&act.sa_mask);
+        act.sa_flags = SA_RESTART;
+        if (sigaction(sig, &act, &old) != 0)
+            return SIG_ERR;
+        return (old.sa_flags & SA_SIGINFO) ? (sighandler_t)(void *)old.sa_sigaction
+                                           : old.sa_handler;
+    }
+    bool ours = sm_still_ours(sig);
+    sighandler_t prev = real(sig, handler);
+    if (prev == SIG_ERR)
+        return SIG_ERR;
+    __atomic_store_n(&sm_ours[sig], 0, __ATOMIC_RELEASE);
+    return ours ? sm_app_view[sig].sa_handler : prev;
+}
+
+SM_EXPORT sighandler_t signal(int sig, sighandler_t handler);
+sighandler_t signal(int sig, sighandler_t handler)
+{
+    sm_ending_resolve();
+    return sm_signal_common(sm_real_signal_p, sig, handler);
+}
+
+SM_EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler);
+sighandler_t sysv_signal(int sig, sighandler_t handler)
+{
+    sm_ending_resolve();
+    return sm_signal_common(sm_real_sysv_signal_p, sig, handler);
+}
+
+SM_EXPORT sighandler_t bsd_signal(int sig, sighandler_t handler);
+sighandler_t bsd_signal(int sig, sighandler_t handler)
+{
+    sm_ending_resolve();
+    return sm_signal_common(sm_real_bsd_signal_p, sig, handler);
+}
+
+/* ---------------------------------------------------------------- the write */
+
+int sm_ending_begin_write(void)
+{
+    int running = SM_END_RUNNING;
+    if (!__atomic_compare_exchange_n(&sm_end_phase, &running, SM_END_WRITING, false,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return -1;
+    __atomic_store_n(&sm_end_writer, gettid(), __ATOMIC_RELEASE);
+    if (sm_handler_sig) {
+        /* Writing from the handler of this signal: the process ends by it,
+         * whatever comes meanwhile. */
+        __atomic_store_n(&sm_end_in_handler, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&sm_end_pending, sm_handler_sig, __ATOMIC_RELEASE);
+    }
+    return 0;
+}
+
+void sm_ending_saved(void)
+{
+    __atomic_store_n(&sm_end_phase, SM_END_SAVED, __ATOMIC_RELEASE);
+    /* A signal held until now finds the data on disk: it ends the process. */
+    int sig = __atomic_load_n(&sm_end_pending, __ATOMIC_ACQUIRE);
+    if (sig) {
+        sm_runtime_note_signal_in_finalize(sig);
+        sm_die_by(sig);
+    }
+}
+
+void sm_ending_end_write(bool at_exit)
+{
+    __atomic_store_n(&sm_end_phase, SM_END_DONE, __ATOMIC_RELEASE);
+    if (!__atomic_load_n(&sm_end_in_handler, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_lock(&sm_end_lock);
+        pthread_cond_broadcast(&sm_end_cond);
+        pthread_mutex_unlock(&sm_end_lock);
+    }
+    int sig = __atomic_load_n(&sm_end_pending, __ATOMIC_ACQUIRE);
+    if (!sig)
+        return;
+    /* exit() was under way: it would have flushed the application's
+     * streams before the signal came. */
+    if (at_exit)
+        fflush(NULL);
+    sm_die_by(sig);
+}
+
+void sm_ending_wait_done(void)
+{
+    pthread_mutex_lock(&sm_end_lock);
+    while (sm_ending_phase() == SM_END_WRITING || sm_ending_phase() == SM_END_SAVED)
+        pthread_cond_wait(&sm_end_cond, &sm_end_lock);
+    pthread_mutex_unlock(&sm_end_lock);
+}
+
+/* ---------------------------------------------------------------- exit */
+
+void sm_ending_exit_gate(void)
+{
+    if (!sm_runtime_active && sm_ending_phase() == SM_END_RUNNING)
+        return; /* not measured (or a forked child): exit as it is */
+    pid_t self = gettid(), none = 0;
+    if (__atomic_compare_exchange_n(&sm_exit_owner, &none, self, false, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE) ||
+        none == self)
+        return;
+    /* Another thread is ending the process: it writes the output and exits
+     * with its code; this thread waits for that, as with a thread-safe exit. */
+    sm_wait_forever();
+}
+
+void sm_ending_after_fork_child(void)
+{
+    sm_end_phase = SM_END_RUNNING;
+    sm_end_writer = 0;
+    sm_end_pending = 0;
+    sm_end_in_handler = 0;
+    sm_exit_owner = 0;
+}
+
+SM_EXPORT void exit(int status) __attribute__((noreturn));
+void exit(int status)
+{
+    static sm_exit_fn real;
+    sm_exit_fn fn = __atomic_load_n(&real, __ATOMIC_ACQUIRE);
+    if (!fn) {
+        fn = (sm_exit_fn)dlsym(RTLD_NEXT, "exit");
+        __atomic_store_n(&real, fn, __ATOMIC_RELEASE);
+    }
+    sm_ending_exit_gate();
+    if (fn)
+        fn(status);
+    _exit(status); /* no exit() to be found: cannot happen in a linked process */
+}
+
+/* A return from main ends the process with exit() inside the C library,
+ * which no wrapper sees: main is wrapped so that the return goes through the
+ * gate above too. */
+typedef int (*sm_main_fn)(int, char **, char **);
+typedef int (*sm_start_main_fn)(sm_main_fn, int, char **, void (*)(void), void (*)(void),
+                                void (*)(void), void *);
+static sm_main_fn sm_real_main;
+
+static int sm_main_wrapper(int argc, char **argv, char **envp)
+{
+    exit(sm_real_main(argc, argv, envp));
+}
+
+SM_EXPORT int __libc_start_main(sm_main_fn main_fn, int argc, char **argv, void (*init)(void),
+                                void (*fini)(void), void (*rtld_fini)(void), void *stack_end);
+int __libc_start_main(sm_main_fn main_fn, int argc, char **argv, void (*init)(void),
+                      void (*fini)(void), void (*rtld_fini)(void), void *stack_end)
+{
+    sm_start_main_fn real = (sm_start_main_fn)dlsym(RTLD_NEXT, "__libc_start_main");
+    if (!real)
+        abort();
+    sm_real_main = main_fn;
+    return real(sm_main_wrapper, argc, argv, init, fini, rtld_fini, stack_end);
+}

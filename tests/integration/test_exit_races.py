@@ -1,0 +1,142 @@
+"""Every end writes once, completely, and keeps the exit status and stdout:
+exit() from two threads at once (50 times), exit() from a thread while the
+main thread's exit writes, SIGTERM and SIGPIPE during the end-of-run write,
+signals whose default action ends the process (SIGUSR1, SIGUSR2, SIGALRM),
+signals the program ignores or handles (its behaviour stays), and a program
+that never leaves its regions (the profile depth limit)."""
+import os
+import signal
+import subprocess
+
+from smtest import (Trace, callpath, check, check_trace_consistent, finish, load_json, measure,
+                    program, run, workdir)
+
+PROG = program("exit-races")
+OUTPUTS = ("traces.otf2", "profile.txt", "profile.json", "profile.csv", "metadata.json")
+
+
+def complete(out, what, steps=None):
+    """Every output there and readable; the planted steps all in the trace."""
+    missing = [f for f in OUTPUTS if not os.path.exists(os.path.join(out, f))]
+    if not check(not missing, "%s: outputs missing: %s (have %s)" % (what, missing,
+                                                                     os.listdir(out) if os.path.isdir(out) else "no folder")):
+        return None
+    profile = load_json(out, "profile.json")
+    load_json(out, "metadata.json")
+    if steps is not None and steps > 10000:
+        # Many events: counted with otf2-print (the Python reader is slow).
+        p = subprocess.run("otf2-print %s | grep -c '^ENTER .*\"step\"'; "
+                           "otf2-print %s | grep -c '^LEAVE .*\"step\"'"
+                           % (os.path.join(out, "traces.otf2"), os.path.join(out, "traces.otf2")),
+                           shell=True, stdout=subprocess.PIPE, text=True)
+        check(p.stdout.split() == [str(steps)] * 2, "%s: steps entered and left in the trace: %s, "
+              "planted %d" % (what, p.stdout.split(), steps))
+    elif steps is not None:
+        trace = Trace(out)
+        check(trace.count_enters("step") == steps, "%s: %d steps in the trace, planted %d"
+              % (what, trace.count_enters("step"), steps))
+        check_trace_consistent(trace)
+        cp = callpath(profile, "work", "step")
+        check(cp is not None and sum(t["visits"] for t in cp["per_thread"]) == steps,
+              "%s: work > step visited %d times in the profile" % (what, steps))
+    return profile
+
+
+# ---- exit() from two threads at the same moment: one of the two codes, the
+# output complete every time, the application's stdout flushed once.
+codes = set()
+for i in range(50):
+    out = os.path.join(workdir("concurrent-%d" % i), "out")
+    proc = run([PROG, "concurrent", "200"], launcher_args=["--output", out])
+    check(proc.returncode in (3, 4), "concurrent exits, run %d: exit code %d; stderr %s"
+          % (i, proc.returncode, proc.stderr))
+    codes.add(proc.returncode)
+    check(proc.stdout == "application output\n", "run %d: stdout %r" % (i, proc.stdout))
+    complete(out, "concurrent run %d" % i, steps=200 if i % 10 == 0 else None)
+print("exit codes seen over 50 runs: %s" % sorted(codes))
+
+# ---- exit(42) from a thread while main's exit(41) is writing: 41 stays.
+STEPS = 250000
+
+
+def run_with_dir(args_before, args_after, name, env=None):
+    """measure() with the output folder also given to the program."""
+    out = os.path.join(workdir(name), "out")
+    p = run([PROG] + args_before + [out] + args_after, env=env,
+                   launcher_args=["--output", out])
+    return out, p
+
+
+out, proc = run_with_dir(["thread-exit", str(STEPS)], [], "thread-exit")
+check(proc.returncode == 41, "exit(42) during exit(41)'s write: code %d (41 expected); %s"
+      % (proc.returncode, proc.stderr))
+check(proc.stdout == "application output\n", "thread exit: stdout %r" % proc.stdout)
+complete(out, "exit from a thread during the write", steps=STEPS)
+
+# ---- SIGTERM and SIGPIPE during the end-of-run write (a thread of the
+# program sends it once the archive's folder exists): the write finishes,
+# stdout is flushed (exit was under way), the process dies by that signal.
+for sig in (signal.SIGTERM, signal.SIGPIPE):
+    out, proc = run_with_dir(["signal-in-write", str(STEPS)], [str(int(sig))],
+                             "in-write-%s" % sig.name)
+    check(proc.returncode == -sig, "%s during the write: status %d, expected death by it; %s"
+          % (sig.name, proc.returncode, proc.stderr))
+    check(proc.stdout == "application output\n", "%s during the write: stdout %r"
+          % (sig.name, proc.stdout))
+    complete(out, "%s during the write" % sig.name, steps=STEPS)
+
+# ---- signals whose default action ends the process: output, then death by it.
+for sig in (signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM, signal.SIGXCPU):
+    out, proc = measure([PROG, "raise", "100", str(int(sig))], "raise-%s" % sig.name,
+                        expect_rc=-sig)
+    profile = complete(out, "raise %s" % sig.name, steps=100)
+    check(profile is not None and callpath(profile, "before the signal") is not None,
+          "%s: the region open at the signal is in the profile" % sig.name)
+
+# ---- the program ignores or handles SIGUSR1: its behaviour stays.
+out, proc = measure([PROG, "ignore", "100", str(int(signal.SIGUSR1))], "ignore")
+check(proc.stdout == "application output\nstill running\n", "ignored SIGUSR1: %r" % proc.stdout)
+complete(out, "ignored SIGUSR1", steps=100)
+out, proc = measure([PROG, "handle", "100", str(int(signal.SIGUSR1))], "handle")
+check(proc.stdout == "application output\nfound SIG_DFL\nhandled %d\n" % int(signal.SIGUSR1),
+      "handled SIGUSR1 (the program sees SIG_DFL before, its handler runs): %r" % proc.stdout)
+complete(out, "handled SIGUSR1", steps=100)
+# A handler set and taken back with signal(SIG_DFL): the default again, with output.
+out, proc = measure([PROG, "restore", "100", str(int(signal.SIGUSR2))], "restore",
+                    expect_rc=-signal.SIGUSR2)
+check("did not give" not in proc.stdout, "signal() returns the program's handler: %r" % proc.stdout)
+complete(out, "SIG_DFL restored", steps=100)
+
+# ---- 100,000 regions entered and never left: the profile stops at the depth
+# limit (256), folds the rest with a note; fast, small output.
+DEPTH = 100000
+out, proc = measure([PROG, "deep", str(DEPTH)], "deep")
+check(proc.stdout == "application output\n", "deep: stdout %r" % proc.stdout)
+check("profile depth limit" in proc.stderr, "deep: a warning names the limit: %r" % proc.stderr)
+profile = complete(out, "deep")
+meta = load_json(out, "metadata.json")
+check(meta.get("profile_folded_enters") == DEPTH - 256,
+      "deep: %d enters folded: %s" % (DEPTH - 256, meta.get("profile_folded_enters")))
+check(any("profile depth limit" in n for n in meta.get("notes", [])) or
+      "profile depth limit" in open(os.path.join(out, "metadata.json")).read(),
+      "deep: the note in metadata.json")
+check("profile depth limit" in open(os.path.join(out, "profile.txt")).read(),
+      "deep: the note in profile.txt")
+if profile:
+    depths = [len(cp["path"]) for cp in profile["callpaths"]]
+    check(max(depths) == 256 and len(depths) == 256, "deep: 256 call paths of depth up to 256: %d, %d"
+          % (len(depths), max(depths)))
+size = sum(os.path.getsize(os.path.join(out, f)) for f in ("profile.json", "profile.txt", "profile.csv"))
+check(size < 8 << 20, "deep: the profile stays small: %d bytes" % size)
+p = subprocess.run("otf2-print %s | grep -c '^ENTER '; otf2-print %s | grep -c '^LEAVE '"
+                   % ((os.path.join(out, "traces.otf2"),) * 2), shell=True,
+                   stdout=subprocess.PIPE, text=True)
+check(p.stdout.split() == [str(DEPTH)] * 2,
+      "deep: the trace keeps every enter, each closed at the end: %s" % p.stdout.split())
+# A lower limit, from the environment.
+out, proc = measure([PROG, "deep", "50"], "deep-10", env={"SYSMEASURE_PROFILE_DEPTH": "10"})
+profile = complete(out, "deep with SYSMEASURE_PROFILE_DEPTH=10")
+if profile:
+    check(max(len(cp["path"]) for cp in profile["callpaths"]) == 10, "depth limit 10 holds")
+check(load_json(out, "metadata.json").get("profile_folded_enters") == 40, "40 enters folded")
+finish()
