@@ -10,6 +10,7 @@
 #include "sm_build.h" /* from configure: PACKAGE_VERSION, SM_OTF2_VERSION */
 
 #include <errno.h>
+#include <pthread.h>
 #include <ftw.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -28,6 +29,7 @@
 #include "../core/event_record.h"
 #include "../core/location.h"
 #include "../core/metrics.h"
+#include "../core/pages.h"
 #include "../merge/image.h"
 #include "../util/bytes.h"
 #include "../util/log.h"
@@ -39,6 +41,7 @@
  * from again when a write fails (a crash on a full disk). */
 #define SM_OTF2_EVT_CHUNK (4u * 1024u * 1024u)
 #define SM_OTF2_DEF_CHUNK (4u * 1024u * 1024u)
+_Static_assert(SM_OTF2_EVT_CHUNK == SM_OTF2_DEF_CHUNK, "one size of chunk memory (sm_otf2_pool)");
 
 /* Kokkos and HIP became OTF2 paradigms in OTF2 2.3. */
 #if OTF2_VERSION_MAJOR > 2 || (OTF2_VERSION_MAJOR == 2 && OTF2_VERSION_MINOR >= 3)
@@ -1455,6 +1458,96 @@ static bool sm_otf2_empty_ranks(sm_otf2_writer_t *w, const sm_image_t *imgs, uin
     return ok;
 }
 
+/* OTF2's chunk memory.  Left to itself, OTF2 allocates a fresh 4 MiB chunk
+ * for each writer (each location's events, its definitions, the global
+ * definitions) and clears it: at first touch, in a virtual machine, some
+ * 20 ms each, most of the exit time of a short run.  Chunks given back are
+ * kept here and reused by the next writer; new ones come populated from
+ * pages.h.  A buffer's chunks are listed in its perBufferData. */
+typedef struct sm_otf2_chunks {
+    void **chunk;
+    size_t n, cap;
+} sm_otf2_chunks_t;
+
+static struct {
+    pthread_mutex_t lock;
+    void **chunk; /* free chunks of `size` bytes */
+    size_t n, cap, size;
+} sm_otf2_pool = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void *sm_otf2_chunk_allocate(void *user, OTF2_FileType type, OTF2_LocationRef location,
+                                    void **per_buffer, uint64_t size)
+{
+    (void)user;
+    (void)type;
+    (void)location;
+    sm_otf2_chunks_t *b = *per_buffer;
+    if (!b && !(b = *per_buffer = calloc(1, sizeof *b)))
+        return NULL;
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? 2 * b->cap : 4;
+        void **grown = realloc(b->chunk, cap * sizeof *grown);
+        if (!grown)
+            return NULL;
+        b->chunk = grown;
+        b->cap = cap;
+    }
+    void *c = NULL;
+    pthread_mutex_lock(&sm_otf2_pool.lock);
+    if (sm_otf2_pool.n && sm_otf2_pool.size == size)
+        c = sm_otf2_pool.chunk[--sm_otf2_pool.n];
+    pthread_mutex_unlock(&sm_otf2_pool.lock);
+    if (!c)
+        c = sm_pages_get((size_t)size);
+    if (c)
+        b->chunk[b->n++] = c;
+    return c;
+}
+
+static void sm_otf2_chunk_free_all(void *user, OTF2_FileType type, OTF2_LocationRef location,
+                                   void **per_buffer, bool final)
+{
+    (void)user;
+    (void)type;
+    (void)location;
+    sm_otf2_chunks_t *b = *per_buffer;
+    if (!b)
+        return;
+    pthread_mutex_lock(&sm_otf2_pool.lock);
+    for (size_t i = 0; i < b->n; i++) {
+        if (sm_otf2_pool.n == sm_otf2_pool.cap) {
+            size_t cap = sm_otf2_pool.cap ? 2 * sm_otf2_pool.cap : 8;
+            void **grown = realloc(sm_otf2_pool.chunk, cap * sizeof *grown);
+            if (!grown) {
+                sm_pages_put(b->chunk[i], sm_otf2_pool.size);
+                continue;
+            }
+            sm_otf2_pool.chunk = grown;
+            sm_otf2_pool.cap = cap;
+        }
+        sm_otf2_pool.chunk[sm_otf2_pool.n++] = b->chunk[i];
+    }
+    pthread_mutex_unlock(&sm_otf2_pool.lock);
+    b->n = 0;
+    if (final) {
+        free(b->chunk);
+        free(b);
+        *per_buffer = NULL;
+    }
+}
+
+/* After the archive is closed: the kept chunks go back to the system. */
+static void sm_otf2_pool_release(void)
+{
+    pthread_mutex_lock(&sm_otf2_pool.lock);
+    for (size_t i = 0; i < sm_otf2_pool.n; i++)
+        sm_pages_put(sm_otf2_pool.chunk[i], sm_otf2_pool.size);
+    free(sm_otf2_pool.chunk);
+    sm_otf2_pool.chunk = NULL;
+    sm_otf2_pool.n = sm_otf2_pool.cap = 0;
+    pthread_mutex_unlock(&sm_otf2_pool.lock);
+}
+
 /* Steps that are collective in OTF2 run on every process; after each, all
  * agree whether to go on. */
 static bool sm_otf2_write_archive(sm_otf2_writer_t *w, const sm_image_t *imgs, uint32_t n_imgs,
@@ -1473,8 +1566,11 @@ static bool sm_otf2_write_archive(sm_otf2_writer_t *w, const sm_image_t *imgs, u
     w->archive = OTF2_Archive_Open(run->output_dir, SM_OTF2_ARCHIVE_NAME, OTF2_FILEMODE_WRITE,
                                    SM_OTF2_EVT_CHUNK, SM_OTF2_DEF_CHUNK, OTF2_SUBSTRATE_POSIX,
                                    OTF2_COMPRESSION_NONE);
+    static const OTF2_MemoryCallbacks memory = {sm_otf2_chunk_allocate, sm_otf2_chunk_free_all};
+    sm_otf2_pool.size = SM_OTF2_EVT_CHUNK;
     ok = sm_otf2_got(w, w->archive, "cannot create the archive") &&
-         sm_otf2_ok(w, OTF2_Archive_SetFlushCallbacks(w->archive, &flush, NULL));
+         sm_otf2_ok(w, OTF2_Archive_SetFlushCallbacks(w->archive, &flush, NULL)) &&
+         sm_otf2_ok(w, OTF2_Archive_SetMemoryCallbacks(w->archive, &memory, NULL));
     if (ok && procs->otf2_collectives(procs->ctx, w->archive) != 0) {
         w->failed_reason = "cannot set up the collective operations of the archive";
         ok = false;
@@ -1567,6 +1663,7 @@ static bool sm_otf2_write_archive(sm_otf2_writer_t *w, const sm_image_t *imgs, u
 
     OTF2_ErrorCode rc = OTF2_Archive_Close(w->archive);
     w->archive = NULL;
+    sm_otf2_pool_release();
     return sm_otf2_ok(w, rc);
 
 others:
