@@ -98,7 +98,7 @@ void *sm_pages_get(size_t bytes)
     pthread_mutex_lock(&sm_pages_lock);
     int huge = sm_thp_available();
     uint8_t *p = NULL;
-    if (!huge || n > SM_SLAB_MAX / 4) {
+    if (n > SM_SLAB_MAX / 4) {
         /* Large pieces get a mapping of their own. */
         pthread_mutex_unlock(&sm_pages_lock);
         p = sm_map(huge ? (n + SM_HUGE - 1) & ~(SM_HUGE - 1) : n, huge);
@@ -115,7 +115,8 @@ void *sm_pages_get(size_t bytes)
         size_t size = sm_slab_next;
         while (size < 4 * n)
             size *= 2;
-        uint8_t *slab = sm_map(size, 1);
+        /* Without huge pages a slab still saves a system call per piece. */
+        uint8_t *slab = sm_map(size, huge);
         if (slab) {
             sm_slab_pos = slab;
             sm_slab_end = slab + size;
