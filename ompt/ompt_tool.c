@@ -1282,7 +1282,7 @@ static void sm_cb_task_create(ompt_data_t *encountering_task, const ompt_frame_t
         thread = SM_TASK_MAX_THREAD;
     new_task->value = sm_explicit_value(thread, th->generation++, site);
     uint64_t name = sm_explicit_name(new_task);
-    if (team && sm_measuring(loc))
+    if (team && loc->tracing && sm_measuring(loc)) /* (no clock read for the profile) */
         sm_event_record(loc, SM_REC_THREAD_TASK_CREATE, team->comm, SM_PARADIGM_OPENMP,
                         sm_clock_now(), &name, 1);
 }
