@@ -12,15 +12,11 @@
 
 #define SM_PAGE 4096u
 #define SM_HUGE ((size_t)2 << 20)
-/* Slabs double from 2 MiB to 32 MiB: a small run populates little, a large
- * one makes few slabs, and the tail left unused in each (less than a piece,
- * given back at once) stays small against the slab. */
-#define SM_SLAB_MIN SM_HUGE
-#define SM_SLAB_MAX ((size_t)32 << 20)
+/* Address space is reserved 32 MiB at a time (only what is handed out is
+ * ever populated). */
+#define SM_RESERVATION ((size_t)32 << 20)
 
 static pthread_mutex_t sm_pages_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint8_t *sm_slab_pos, *sm_slab_end;
-static size_t sm_slab_next = SM_SLAB_MIN;
 static int sm_thp = -1; /* transparent huge pages: -1 unknown, 0 no, 1 madvise/always */
 
 static int sm_thp_available(void)
@@ -64,15 +60,10 @@ static void sm_populate(uint8_t *p, size_t n)
         ((volatile uint8_t *)p)[o] = 0;
 }
 
-/* A populated mapping of n bytes (a multiple of SM_HUGE when huge), aligned
- * to 2 MiB so that the kernel can back it with huge pages. */
-static uint8_t *sm_map(size_t n, int huge)
+/* Address space for n bytes (a multiple of SM_HUGE), aligned to 2 MiB and
+ * advised for huge pages, not populated yet. */
+static uint8_t *sm_reserve(size_t n)
 {
-    if (!huge) {
-        void *p = mmap(NULL, n, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-        return p == MAP_FAILED ? NULL : p;
-    }
     uint8_t *raw = mmap(NULL, n + SM_HUGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                         -1, 0);
     if (raw == MAP_FAILED)
@@ -85,9 +76,15 @@ static uint8_t *sm_map(size_t n, int huge)
     int saved = errno;
     madvise(p, n, MADV_HUGEPAGE);
     errno = saved;
-    sm_populate(p, n);
     return p;
 }
+
+/* Pieces are carved from a reservation in order and populated as they are
+ * handed out, not before: the kernel clears each huge page when the first
+ * piece reaches it, at most 2 MiB ahead of the writes, which then find the
+ * cleared lines still in cache.  (Populating a whole slab ahead leaves the
+ * writes to miss, which costs more than the faults saved.) */
+static uint8_t *sm_res_pos, *sm_res_end;
 
 void *sm_pages_get(size_t bytes)
 {
@@ -98,37 +95,37 @@ void *sm_pages_get(size_t bytes)
     pthread_mutex_lock(&sm_pages_lock);
     int huge = sm_thp_available();
     uint8_t *p = NULL;
-    if (n > SM_SLAB_MAX / 4) {
-        /* Large pieces get a mapping of their own. */
+    if (!huge) {
+        /* No huge pages: mapped and populated in one call, per piece. */
         pthread_mutex_unlock(&sm_pages_lock);
-        p = sm_map(huge ? (n + SM_HUGE - 1) & ~(SM_HUGE - 1) : n, huge);
-        if (p && huge && ((n + SM_HUGE - 1) & ~(SM_HUGE - 1)) > n)
-            munmap(p + n, ((n + SM_HUGE - 1) & ~(SM_HUGE - 1)) - n);
+        p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1,
+                 0);
         errno = saved;
-        return p;
+        return p == MAP_FAILED ? NULL : p;
     }
-    if ((size_t)(sm_slab_end - sm_slab_pos) < n) {
-        /* The tail of the old slab goes back to the system. */
-        if (sm_slab_pos && sm_slab_end > sm_slab_pos)
-            munmap(sm_slab_pos, (size_t)(sm_slab_end - sm_slab_pos));
-        sm_slab_pos = sm_slab_end = NULL;
-        size_t size = sm_slab_next;
-        while (size < 4 * n)
-            size *= 2;
-        /* Without huge pages a slab still saves a system call per piece. */
-        uint8_t *slab = sm_map(size, huge);
-        if (slab) {
-            sm_slab_pos = slab;
-            sm_slab_end = slab + size;
-            if (sm_slab_next < SM_SLAB_MAX)
-                sm_slab_next *= 2;
+    if (n > SM_RESERVATION / 4) {
+        /* Large pieces get a reservation of their own. */
+        pthread_mutex_unlock(&sm_pages_lock);
+        size_t whole = (n + SM_HUGE - 1) & ~(SM_HUGE - 1);
+        p = sm_reserve(whole);
+        if (p && whole > n)
+            munmap(p + n, whole - n);
+    } else {
+        if ((size_t)(sm_res_end - sm_res_pos) < n) {
+            /* The unused tail was never populated: give the addresses back. */
+            if (sm_res_pos && sm_res_end > sm_res_pos)
+                munmap(sm_res_pos, (size_t)(sm_res_end - sm_res_pos));
+            sm_res_pos = sm_reserve(SM_RESERVATION);
+            sm_res_end = sm_res_pos ? sm_res_pos + SM_RESERVATION : NULL;
         }
+        if (sm_res_pos && (size_t)(sm_res_end - sm_res_pos) >= n) {
+            p = sm_res_pos;
+            sm_res_pos += n;
+        }
+        pthread_mutex_unlock(&sm_pages_lock);
     }
-    if ((size_t)(sm_slab_end - sm_slab_pos) >= n) {
-        p = sm_slab_pos;
-        sm_slab_pos += n;
-    }
-    pthread_mutex_unlock(&sm_pages_lock);
+    if (p)
+        sm_populate(p, n);
     errno = saved;
     return p;
 }
