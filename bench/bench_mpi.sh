@@ -23,7 +23,8 @@ while [ $i -lt "$rounds" ]; do
     "$mpirun" -np "$np" --oversubscribe "$build/bench/bench-mpi" "$iters" >>"$work/plain"
     for t in $modes; do
         "$mpirun" -np "$np" --oversubscribe "$build/sysmeasure" --trace="$t" \
-            --output "$work/out$i" -- "$build/bench/bench-mpi" "$iters" >>"$work/trace-$t" 2>/dev/null
+            --output "$work/out$i" -- "$build/bench/bench-mpi" "$iters" >>"$work/trace-$t" 2>"$work/err" ||
+            { echo "a run with --trace=$t failed ($?): $(tail -3 "$work/err")" >&2; }
         du -sk "$work/out$i" | cut -f1 >>"$work/size_kb-$t"
         rm -rf "$work/out$i"
     done

@@ -27,7 +27,8 @@ while [ $i -lt "$rounds" ]; do
     OMP_TOOL_LIBRARIES="$build/bench/bench-omp-tool.so" "$build/bench/bench-omp" "$iters" 5 "$fib" >>"$work/tool"
     for t in $modes; do
         "$build/sysmeasure" --trace="$t" --output "$work/out$i" -- \
-            "$build/bench/bench-omp" "$iters" 5 "$fib" >>"$work/trace-$t" 2>/dev/null
+            "$build/bench/bench-omp" "$iters" 5 "$fib" >>"$work/trace-$t" 2>"$work/err" ||
+            { echo "a run with --trace=$t failed ($?): $(tail -3 "$work/err")" >&2; }
         cat "$work/out$i"/profile.* | wc -c >>"$work/profile_bytes-$t"
         { du -sk "$work/out$i/traces" 2>/dev/null || echo 0; } | cut -f1 >>"$work/trace_kb-$t"
         rm -rf "$work/out$i"
