@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "../util/utf8.h"
+#include "../util/mpi_groups.h"
 
 
 /* The config key is the field name: config_vars.def keeps each field equal to
@@ -241,6 +242,14 @@ static const char *sm_check_range(const sm_config_var_t *var, const void *value)
             return "must be between 4K and 1G";
         break;
     }
+    case SM_CONFIG_THROTTLE_CALLS:
+        if (*(const int64_t *)value < 1)
+            return "must be 1 or more";
+        break;
+    case SM_CONFIG_THROTTLE_PER_CALL:
+        if (*(const int64_t *)value < 0)
+            return "must be 0 or more";
+        break;
     default:
         break;
     }
@@ -299,6 +308,10 @@ static int sm_config_apply(sm_config_t *cfg, const sm_config_var_t *var, const c
     }
     case SM_CONFIG_TYPE_STRING:
     case SM_CONFIG_TYPE_PATH: {
+        uint32_t groups;
+        if (sm_var_index(var) == SM_CONFIG_MPI_GROUPS &&
+            sm_mpi_groups_parse(value, &groups, why, whylen) != 0)
+            return -1;
         char *copy = strdup(value);
         if (!copy) {
             snprintf(why, whylen, "out of memory");

@@ -23,6 +23,7 @@
 #include "events.h"
 #include "location.h"
 #include "metrics.h"
+#include "region_filter.h"
 #include "../merge/profile_summary.h"
 #include "../merge/process_file.h"
 #include "../merge/unify.h"
@@ -430,6 +431,7 @@ int sm_runtime_init(void)
 #ifdef SM_HAVE_PAPI
     sm_runtime_note_counters();
 #endif
+    sm_region_filter_init(&sm_cfg);
 
     atexit(sm_runtime_atexit);
     pthread_atfork(NULL, NULL, sm_runtime_after_fork_child);

@@ -9,6 +9,7 @@
 #include "../util/log.h"
 #ifdef SM_HAVE_PAPI
 #include "../papi/papi_events.h"
+#include "../util/filter.h"
 #endif
 
 #include <elf.h>
@@ -851,6 +852,10 @@ int main(int argc, char **argv)
     }
     if (config_file)
         sm_setenv(sm_config_vars[SM_CONFIG_CONFIG_FILE].env, config_abs ? config_abs : "");
+    /* The filter file too: the program may change directory. */
+    const char *filter_file = opts.given[SM_CONFIG_FILTER];
+    if (filter_file && *filter_file && !(opts.given[SM_CONFIG_FILTER] = sm_absolute(filter_file)))
+        sm_die(SM_EXIT_USAGE, "out of memory");
     if (sm_config_load(&cfg, environ, err, sizeof err) != 0)
         sm_die(SM_EXIT_USAGE, "%s", err);
     if (cfg.warning[0])
@@ -869,6 +874,13 @@ int main(int argc, char **argv)
     }
     sm_log_set_verbosity((int)cfg.verbose);
     sm_check_papi(&cfg, opts.given[SM_CONFIG_PAPI_EVENTS] != NULL);
+    /* A filter file that does not parse costs one line, not a job. */
+    if (cfg.filter && cfg.filter[0]) {
+        sm_filter_t *filter = sm_filter_read(cfg.filter, err, sizeof err);
+        if (!filter)
+            sm_die(SM_EXIT_USAGE, "%s", err);
+        sm_filter_free(filter);
+    }
 
     /* c. Output folder. */
     char *output = sm_prepare_output(cfg.output);
