@@ -3,15 +3,31 @@
  * alternately, in the same run):
  *   an empty parallel region (fork, two implicit tasks, the closing barrier,
  *   join), per region;
- *   a barrier inside one parallel region, per barrier.
+ *   a barrier inside one parallel region, per barrier;
+ *   task-recursive fibonacci, fib(FIB) with one task per call (two task
+ *   constructs and a taskwait), started by one thread of a parallel region,
+ *   per whole computation (fib_ms) and per task (fib_task_ns).
  * Each kernel runs REPS times ITERS iterations; the fastest repetition
  * counts (the least disturbed by other work on a shared machine).  Built
  * with clang -fopenmp, so that it runs on LLVM's libomp (OMPT).
- * Usage: bench-omp [ITERS] [REPS] */
+ * Usage: bench-omp [ITERS] [REPS] [FIB] */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+
+static long fib(int n)
+{
+    long x, y;
+    if (n < 2)
+        return n;
+#pragma omp task shared(x) firstprivate(n)
+    x = fib(n - 1);
+#pragma omp task shared(y) firstprivate(n)
+    y = fib(n - 2);
+#pragma omp taskwait
+    return x + y;
+}
 
 static double now_ns(void)
 {
@@ -24,7 +40,9 @@ int main(int argc, char **argv)
 {
     long iters = argc > 1 ? atol(argv[1]) : 20000;
     int reps = argc > 2 ? atoi(argv[2]) : 5;
-    double best_parallel = 1e30, best_barrier = 1e30;
+    int fib_n = argc > 3 ? atoi(argv[3]) : 20;
+    double best_parallel = 1e30, best_barrier = 1e30, best_fib = 1e30;
+    long fib_result = 0;
     int team = 0;
 
 #pragma omp parallel num_threads(2) /* the team's threads exist from here on */
@@ -58,9 +76,27 @@ int main(int argc, char **argv)
                     best_barrier = per;
             }
         }
+
+        t0 = now_ns();
+#pragma omp parallel num_threads(2)
+#pragma omp single
+        fib_result = fib(fib_n);
+        t = now_ns() - t0;
+        if (t < best_fib)
+            best_fib = t;
     }
+    long a = 0, b = 1; /* tasks: 2 (fib(n + 1) - 1) */
+    for (int i = 0; i < fib_n + 1; i++) {
+        long c = a + b;
+        a = b;
+        b = c;
+    }
+    if (fib_result < 0)
+        return 1;
     printf("threads %d\n", team);
     printf("parallel_ns %.1f\n", best_parallel);
     printf("barrier_ns %.1f\n", best_barrier);
+    printf("fib_ms %.2f\n", best_fib / 1e6);
+    printf("fib_task_ns %.1f\n", best_fib / (double)(2 * (a - 1)));
     return 0;
 }

@@ -1,40 +1,63 @@
 #!/bin/sh
-# The cost sysmeasure adds to an empty OpenMP parallel region and to a
-# barrier, on 2 threads, in one run: bench-omp plain, with a do-nothing OMPT
-# tool (what LLVM's runtime itself spends on reporting the events), and
-# under the launcher (trace and profile on), in turn, ROUNDS times; the
-# medians of each are compared.
-# Usage: bench/bench_omp.sh BUILDDIR [ITERS] [ROUNDS]
-#   ITERS regions and barriers per repetition (default 20000).
-# Environment: SM_BENCH_TRACE=no for profile only; OMP_PROC_BIND (default true).
+# The cost sysmeasure adds to an empty OpenMP parallel region, to a barrier
+# and to a task-recursive fibonacci (one task per call), on 2 threads, in
+# one run: bench-omp plain, with a do-nothing OMPT tool (what LLVM's runtime
+# itself spends on reporting the events), under the launcher with trace and
+# profile, and with the profile only (--trace=no), in turn, ROUNDS times;
+# the medians of each are compared.  Also the size of the profile files and
+# of the trace that sysmeasure wrote.
+# Usage: bench/bench_omp.sh BUILDDIR [ITERS] [ROUNDS] [FIB]
+#   ITERS regions and barriers per repetition (default 20000); fib(FIB)
+#   (default 20).
+# Environment: SM_BENCH_TRACE=yes or no measures only that mode;
+# OMP_PROC_BIND (default true).
 set -eu
-build=${1:?usage: bench_omp.sh BUILDDIR [ITERS] [ROUNDS]}
+build=${1:?usage: bench_omp.sh BUILDDIR [ITERS] [ROUNDS] [FIB]}
 iters=${2:-20000}
 rounds=${3:-7}
+fib=${4:-20}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-trace=${SM_BENCH_TRACE:-yes}
+modes=${SM_BENCH_TRACE:-yes no}
 export OMP_NUM_THREADS=2 OMP_PROC_BIND=${OMP_PROC_BIND:-true} # pinned: steadier
 
 i=0
 while [ $i -lt "$rounds" ]; do
-    "$build/bench/bench-omp" "$iters" >>"$work/plain"
-    OMP_TOOL_LIBRARIES="$build/bench/bench-omp-tool.so" "$build/bench/bench-omp" "$iters" >>"$work/tool"
-    "$build/sysmeasure" --trace="$trace" --output "$work/out$i" -- \
-        "$build/bench/bench-omp" "$iters" >>"$work/measured" 2>/dev/null
-    rm -rf "$work/out$i"
+    "$build/bench/bench-omp" "$iters" 5 "$fib" >>"$work/plain"
+    OMP_TOOL_LIBRARIES="$build/bench/bench-omp-tool.so" "$build/bench/bench-omp" "$iters" 5 "$fib" >>"$work/tool"
+    for t in $modes; do
+        "$build/sysmeasure" --trace="$t" --output "$work/out$i" -- \
+            "$build/bench/bench-omp" "$iters" 5 "$fib" >>"$work/trace-$t" 2>"$work/err" ||
+            { echo "a run with --trace=$t failed ($?): $(tail -3 "$work/err")" >&2; }
+        cat "$work/out$i"/profile.* | wc -c >>"$work/profile_bytes-$t"
+        { du -sk "$work/out$i/traces" 2>/dev/null || echo 0; } | cut -f1 >>"$work/trace_kb-$t"
+        rm -rf "$work/out$i"
+    done
     i=$((i + 1))
 done
 
 median() { # key file
     grep "^$1 " "$2" | awk '{print $2}' | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'
 }
-echo "bench-omp: $(median threads "$work/plain") threads, $iters per kernel, $rounds rounds (medians, ns), trace: $trace"
-printf '%-12s %10s %10s %11s %12s %12s\n' kernel plain "no-op tool" sysmeasure "added (all)" "added by us"
-for k in parallel_ns barrier_ns; do
+mid() { sort -g "$1" | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+echo "bench-omp: $(median threads "$work/plain") threads, $iters per kernel, fib($fib), $rounds rounds (medians; ns, fib in ms)"
+printf '%-12s %10s %10s' kernel plain "no-op tool"
+for t in $modes; do
+    [ "$t" = yes ] && printf ' %10s %9s' traced added || printf ' %10s %9s' profile added
+done
+echo
+for k in parallel_ns barrier_ns fib_ms fib_task_ns; do
     p=$(median "$k" "$work/plain")
-    t=$(median "$k" "$work/tool")
-    m=$(median "$k" "$work/measured")
-    printf '%-12s %10s %10s %11s %12s %12s\n' "$k" "$p" "$t" "$m" \
-        "$(echo "$m $p" | awk '{printf "%+.1f", $1 - $2}')" "$(echo "$m $t" | awk '{printf "%+.1f", $1 - $2}')"
+    printf '%-12s %10s %10s' "$k" "$p" "$(median "$k" "$work/tool")"
+    for t in $modes; do
+        m=$(median "$k" "$work/trace-$t")
+        printf ' %10s %9s' "$m" "$(echo "$m $p" | awk '{printf "%+.1f", $1 - $2}')"
+    done
+    echo
+done
+p=$(median fib_ms "$work/plain")
+for t in $modes; do
+    m=$(median fib_ms "$work/trace-$t")
+    echo "fib($fib), trace: $t: $(echo "$m $p" | awk '{printf "%.2f", $1 / $2}')x plain;" \
+        "profile files $(mid "$work/profile_bytes-$t") bytes, trace $(mid "$work/trace_kb-$t") KiB"
 done

@@ -581,6 +581,7 @@ typedef struct sm_ompt_scope {
     uint16_t flags;        /* an implicit task's SM_IMPLICIT_* */
     sm_ompt_team_t *team;  /* an implicit task's team, NULL when unknown */
     uint32_t thread;       /* and the thread's number in it */
+    uint32_t frame;        /* a recorded task's frame on the location (index) */
 } sm_ompt_scope_t;
 
 /* A lock the thread holds: its release carries the acquisition's order
@@ -678,6 +679,51 @@ static inline void sm_scope_push(sm_ompt_thread_t *th, sm_location_t *loc, uint3
     if (SM_LIKELY(sm_measuring(loc)) && !loc->closed && site->region != SM_INVALID_ID) {
         s->region = site->region;
         sm_event_enter(loc, site->region, t);
+        th->last = t;
+    }
+}
+
+/* A task starts (or resumes) on the thread.  Recursion folds: when a task of
+ * the same construct is open below it (a task that waits for the tasks it
+ * created runs them inside its taskwait), this one takes that task's profile
+ * node, and what it creates and waits for lands on the nodes that task made.
+ * The call tree then has a path per chain of distinct constructs, not one
+ * per recursion level.  The trace keeps every task's enter and leave. */
+static inline void sm_scope_push_task(sm_ompt_thread_t *th, sm_location_t *loc,
+                                      const sm_ompt_site_t *site, uint64_t aux, uint64_t t)
+{
+    const sm_ompt_scope_t *outer = NULL;
+    uint32_t d = th->depth < SM_MAX_SCOPES ? th->depth : SM_MAX_SCOPES;
+    while (d--)
+        if (th->scope[d].kind == SM_SCOPE_TASK && th->scope[d].site == site &&
+            th->scope[d].region != SM_INVALID_ID) {
+            outer = &th->scope[d];
+            break;
+        }
+    if (!outer || !loc->profiling || outer->frame > (uint32_t)(loc->sp - loc->stack) ||
+        loc->stack[outer->frame].region != site->region) {
+        sm_scope_push(th, loc, SM_SCOPE_TASK, site, aux, t);
+        if (th->depth <= SM_MAX_SCOPES)
+            th->scope[th->depth - 1].frame = (uint32_t)(loc->sp - loc->stack);
+        return;
+    }
+    if (SM_UNLIKELY(th->depth >= SM_MAX_SCOPES)) {
+        th->depth++;
+        return;
+    }
+    sm_profile_node_t *node = loc->stack[outer->frame].node;
+    sm_ompt_scope_t *s = &th->scope[th->depth++];
+    s->site = site;
+    s->aux = aux;
+    s->kind = SM_SCOPE_TASK;
+    s->flags = 0;
+    s->team = NULL;
+    s->thread = 0;
+    s->region = SM_INVALID_ID;
+    if (SM_LIKELY(sm_measuring(loc)) && !loc->closed) {
+        s->region = site->region;
+        sm_event_enter_at(loc, site->region, t, node);
+        s->frame = (uint32_t)(loc->sp - loc->stack);
         th->last = t;
     }
 }
@@ -1236,7 +1282,7 @@ static void sm_cb_task_create(ompt_data_t *encountering_task, const ompt_frame_t
         thread = SM_TASK_MAX_THREAD;
     new_task->value = sm_explicit_value(thread, th->generation++, site);
     uint64_t name = sm_explicit_name(new_task);
-    if (team && sm_measuring(loc))
+    if (team && loc->tracing && sm_measuring(loc)) /* (no clock read for the profile) */
         sm_event_record(loc, SM_REC_THREAD_TASK_CREATE, team->comm, SM_PARADIGM_OPENMP,
                         sm_clock_now(), &name, 1);
 }
@@ -1269,8 +1315,7 @@ static void sm_cb_task_schedule(ompt_data_t *prior, ompt_task_status_t status, o
             sm_event_record(loc, SM_REC_THREAD_TASK_SWITCH, team->comm, SM_PARADIGM_OPENMP, t,
                             &name, 1);
         if (!sm_scope_find(th, SM_SCOPE_TASK, (uint64_t)(uintptr_t)next, true))
-            sm_scope_push(th, loc, SM_SCOPE_TASK, sm_explicit_site(next),
-                          (uint64_t)(uintptr_t)next, t);
+            sm_scope_push_task(th, loc, sm_explicit_site(next), (uint64_t)(uintptr_t)next, t);
     }
 }
 

@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "job.h"
 #include "location.h"
+#include "pages.h"
 #include "../util/fs.h"
 #include "../util/log.h"
 
@@ -164,15 +165,14 @@ static sm_chunk_t *sm_chunk_alloc(void)
         sm_free_chunks = c->next;
     pthread_mutex_unlock(&sm_free_lock);
     if (c && c->capacity != sm_chunk_bytes) { /* chunk size changed (tests) */
-        munmap(c, SM_CHUNK_TOTAL(c->capacity));
+        sm_pages_put(c, SM_CHUNK_TOTAL(c->capacity));
         c = NULL;
     }
     if (!c) {
-        /* Mapped and populated in one call: faulting a fresh chunk in page
-         * by page from the hot path costs several times more. */
-        void *p = mmap(NULL, SM_CHUNK_TOTAL(sm_chunk_bytes), PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-        if (p == MAP_FAILED)
+        /* Populated memory (huge pages where offered, pages.h): faulting a
+         * fresh chunk in page by page from the hot path costs several times more. */
+        void *p = sm_pages_get(SM_CHUNK_TOTAL(sm_chunk_bytes));
+        if (!p)
             return NULL;
         c = p;
         c->capacity = (uint32_t)sm_chunk_bytes;
@@ -205,7 +205,7 @@ void sm_buffers_release(void)
     pthread_mutex_unlock(&sm_free_lock);
     while (c) {
         sm_chunk_t *next = c->next;
-        munmap(c, SM_CHUNK_TOTAL(c->capacity));
+        sm_pages_put(c, SM_CHUNK_TOTAL(c->capacity));
         c = next;
     }
 }

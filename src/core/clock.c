@@ -4,6 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include "config.h"
 
@@ -76,6 +79,36 @@ int sm_clock_init(int requested)
     return sm_clock_use_tsc ? SM_CLOCK_TSC : SM_CLOCK_MONOTONIC;
 }
 
+/* The TSC rate the CPU states, in Hz, or 0: CPUID leaf 0x15 (crystal clock
+ * times the TSC/crystal ratio, Intel), else the hypervisor's timing leaf
+ * 0x40000010 (TSC kHz; VMware, and KVM where it is offered). */
+static double sm_clock_stated_tsc_hz(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, c, d;
+    if (__get_cpuid_max(0, NULL) >= 0x15) {
+        __cpuid_count(0x15, 0, a, b, c, d);
+        if (a && b && c)
+            return (double)c * (double)b / (double)a;
+    }
+    __cpuid(1, a, b, c, d);
+    if (c & (1u << 31)) { /* running under a hypervisor */
+        __cpuid(0x40000000, a, b, c, d);
+        if (a >= 0x40000010) {
+            __cpuid(0x40000010, a, b, c, d);
+            if (a)
+                return (double)a * 1e3;
+        }
+    }
+#endif
+    return 0;
+}
+
+/* The rate from the two points: exact over the run, whatever its length;
+ * converted times are off by about the points' own uncertainty (tens of ns),
+ * durations by that over the interval.  A run shorter than 10 ms takes the
+ * rate the CPU states when it states one; one shorter than 1 ms that states
+ * none waits for 1 ms to pass (no fixed wait otherwise). */
 void sm_clock_finish(void)
 {
     if (sm_cal.finished)
@@ -85,15 +118,19 @@ void sm_clock_finish(void)
         sm_cal.finished = true;
         return;
     }
-    /* 10 ms between the points keeps the rate error near 1e-6. */
-    uint64_t until = sm_cal.mono0 + 10000000u;
-    while (sm_clock_monotonic_ns() < until) {
-        struct timespec pause = {0, 1000000};
-        nanosleep(&pause, NULL);
+    uint64_t elapsed = sm_clock_monotonic_ns() - sm_cal.mono0;
+    double stated = elapsed < 10000000u ? sm_clock_stated_tsc_hz() : 0;
+    if (!stated) {
+        uint64_t until = sm_cal.mono0 + 1000000u;
+        while (sm_clock_monotonic_ns() < until) {
+            struct timespec pause = {0, 200000};
+            nanosleep(&pause, NULL);
+        }
     }
     sm_clock_pair(&sm_cal.tick1, &sm_cal.mono1);
     sm_cal.ns_per_tick =
-        (double)(sm_cal.mono1 - sm_cal.mono0) / (double)(sm_cal.tick1 - sm_cal.tick0);
+        stated ? 1e9 / stated
+               : (double)(sm_cal.mono1 - sm_cal.mono0) / (double)(sm_cal.tick1 - sm_cal.tick0);
     sm_cal.finished = true;
 }
 

@@ -39,8 +39,8 @@ bool sm_clock_tsc_invariant(void) SM_HIDDEN;
  * first calibration point.  Returns the source actually used. */
 int sm_clock_init(int requested) SM_HIDDEN;
 
-/* Take the second calibration point (waits until at least 10 ms separate the
- * two, so short runs still calibrate well).  Idempotent. */
+/* Take the second calibration point (a run shorter than 10 ms takes the TSC
+ * rate the CPU states, if any; see clock.c).  Idempotent. */
 void sm_clock_finish(void) SM_HIDDEN;
 
 /* After sm_clock_finish: ticks to CLOCK_MONOTONIC nanoseconds, and a duration

@@ -69,6 +69,35 @@ static inline void sm_event_enter(sm_location_t *loc, sm_region_id_t region, uin
         sm_trace_record(loc, SM_REC_ENTER, region, t);
 }
 
+/* An enter whose profile node the caller chose: `node` (a node of loc's
+ * own profile) instead of the child of the current one.  Adapters fold
+ * recursion with it (a task of a construct that is open below it takes
+ * that frame's node), so the tree stays as small as the program's
+ * constructs.  Each visit of a folded node still adds its own inclusive
+ * time, so a folded node's inclusive sum counts nested visits more than
+ * once; its exclusive time is exact. */
+static inline void sm_event_enter_at(sm_location_t *loc, sm_region_id_t region, uint64_t t,
+                                     sm_profile_node_t *node)
+{
+    if (SM_UNLIKELY(loc->closed))
+        return;
+    sm_frame_t *f = loc->sp + 1;
+    if (SM_UNLIKELY(f > loc->stack_limit))
+        f = sm_location_grow_stack(loc);
+    f->start = t;
+    f->child = 0;
+    f->region = region;
+    if (loc->profiling)
+        f->node = node;
+    loc->sp = f;
+#ifdef SM_HAVE_PAPI
+    if (SM_UNLIKELY(loc->counters != NULL))
+        sm_counters_enter(loc, f, t);
+#endif
+    if (loc->tracing)
+        sm_trace_record(loc, SM_REC_ENTER, region, t);
+}
+
 /* The call-path half of a leave: pop the top frame into the profile.
  * Returns the region left. */
 static inline sm_region_id_t sm_event_pop_frame(sm_location_t *loc, uint64_t t)

@@ -11,6 +11,7 @@
 #include "../core/metrics.h"
 #include "../util/log.h"
 #include "papi_events.h"
+#include "papi_dl.h"
 
 static sm_papi_names_t sm_counter_names; /* the events counted, in order */
 static char sm_counter_dropped[1024];

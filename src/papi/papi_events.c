@@ -6,6 +6,8 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "papi_dl.h"
+
 static void sm_say(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void sm_say(char *buf, size_t len, const char *fmt, ...)
 {
@@ -84,8 +86,11 @@ static void sm_papi_init_once(void)
     sm_papi_init_rc = PAPI_library_init(PAPI_VER_CURRENT);
 }
 
+/* Every use of PAPI starts here: the library is loaded now, not before. */
 int sm_papi_init(char *err, size_t errlen)
 {
+    if (sm_papi_load(err, errlen) != 0)
+        return -1;
     pthread_once(&sm_papi_once, sm_papi_init_once);
     if (sm_papi_init_rc != PAPI_VER_CURRENT) {
         sm_say(err, errlen, "PAPI does not start (%s)",

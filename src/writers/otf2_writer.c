@@ -10,6 +10,7 @@
 #include "sm_build.h" /* from configure: PACKAGE_VERSION, SM_OTF2_VERSION */
 
 #include <errno.h>
+#include <pthread.h>
 #include <ftw.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -28,6 +29,7 @@
 #include "../core/event_record.h"
 #include "../core/location.h"
 #include "../core/metrics.h"
+#include "../core/pages.h"
 #include "../merge/image.h"
 #include "../util/bytes.h"
 #include "../util/log.h"
@@ -39,6 +41,7 @@
  * from again when a write fails (a crash on a full disk). */
 #define SM_OTF2_EVT_CHUNK (4u * 1024u * 1024u)
 #define SM_OTF2_DEF_CHUNK (4u * 1024u * 1024u)
+_Static_assert(SM_OTF2_EVT_CHUNK == SM_OTF2_DEF_CHUNK, "one size of chunk memory (sm_otf2_pool)");
 
 /* Kokkos and HIP became OTF2 paradigms in OTF2 2.3. */
 #if OTF2_VERSION_MAJOR > 2 || (OTF2_VERSION_MAJOR == 2 && OTF2_VERSION_MINOR >= 3)
@@ -216,7 +219,7 @@ static void *sm_otf2_allocate(void *user, OTF2_FileType type, OTF2_LocationRef l
             sm_otf2_pool_n--;
             break;
         }
-    if (!c && !(c = malloc(size)))
+    if (!c && !(c = sm_pages_get((size_t)size))) /* populated (pages.h) */
         return NULL;
     b->size = size;
     b->chunk[b->n++] = c;
@@ -237,7 +240,7 @@ static void sm_otf2_free_all(void *user, OTF2_FileType type, OTF2_LocationRef lo
             sm_otf2_pool_size[sm_otf2_pool_n] = b->size;
             sm_otf2_pool[sm_otf2_pool_n++] = b->chunk[i];
         } else {
-            free(b->chunk[i]);
+            sm_pages_put(b->chunk[i], (size_t)b->size);
         }
     }
     b->n = 0;
@@ -247,10 +250,17 @@ static void sm_otf2_free_all(void *user, OTF2_FileType type, OTF2_LocationRef lo
     }
 }
 
+static void sm_otf2_pool_put_back(void *c, uint64_t size)
+{
+    sm_pages_put(c, (size_t)size);
+}
+
 static void sm_otf2_pool_release(void)
 {
-    while (sm_otf2_pool_n)
-        free(sm_otf2_pool[--sm_otf2_pool_n]);
+    while (sm_otf2_pool_n) {
+        sm_otf2_pool_n--;
+        sm_otf2_pool_put_back(sm_otf2_pool[sm_otf2_pool_n], sm_otf2_pool_size[sm_otf2_pool_n]);
+    }
 }
 
 /* Notes the first failure; true when rc is success.  An error OTF2 reported
@@ -1653,6 +1663,7 @@ static bool sm_otf2_write_archive(sm_otf2_writer_t *w, const sm_image_t *imgs, u
 
     OTF2_ErrorCode rc = OTF2_Archive_Close(w->archive);
     w->archive = NULL;
+    sm_otf2_pool_release();
     return sm_otf2_ok(w, rc);
 
 others:
