@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "async_ranges.h"
 #include "clock.h"
 #include "events.h"
 #include "location.h"
@@ -227,6 +228,57 @@ static void sm_api_metadata(const char *key, const char *value)
     sm_runtime_metadata_set(key, value);
 }
 
+/* ---------------------------------------------------------------- attributes, marks, async ranges */
+
+_Static_assert(sizeof(sm_adapter_attr_t) == sizeof(sm_attr_value_t) &&
+                   offsetof(sm_adapter_attr_t, attribute) == offsetof(sm_attr_value_t, attribute) &&
+                   offsetof(sm_adapter_attr_t, raw) == offsetof(sm_attr_value_t, raw),
+               "the adapter's attribute value is the core's");
+
+static sm_attribute_id_t sm_api_attribute_define(const char *name, sm_attr_type_t type)
+{
+    return sm_runtime_active ? sm_attribute_define(name, type) : SM_INVALID_ID;
+}
+
+static void sm_api_enter_attrs(sm_region_id_t region, const sm_adapter_attr_t *attrs, uint32_t n)
+{
+    sm_location_t *loc = sm_api_location();
+    if (loc)
+        sm_event_enter_attrs(loc, region, sm_clock_now(), (const sm_attr_value_t *)attrs, n);
+}
+
+static void sm_api_leave_attrs(sm_region_id_t region, const sm_adapter_attr_t *attrs, uint32_t n)
+{
+    if (SM_UNLIKELY(!sm_runtime_active))
+        return;
+    sm_location_t *loc = sm_location_current();
+    /* As leave: only the region on top, whose enter was recorded. */
+    if (loc->sp->region == region && loc->sp != loc->stack && !loc->closed)
+        sm_event_leave_attrs(loc, region, sm_clock_now(), (const sm_attr_value_t *)attrs, n);
+}
+
+static void sm_api_mark(sm_region_id_t region, const sm_adapter_attr_t *attrs, uint32_t n)
+{
+    sm_location_t *loc = sm_api_location();
+    if (!loc)
+        return;
+    uint64_t t = sm_clock_now();
+    sm_event_enter_attrs(loc, region, t, (const sm_attr_value_t *)attrs, n);
+    sm_event_leave_top(loc, t);
+}
+
+static uint64_t sm_api_now(void)
+{
+    return sm_clock_now();
+}
+
+static void sm_api_async_range(sm_region_id_t region, uint64_t start, uint64_t end,
+                               const sm_adapter_attr_t *attrs, uint32_t n)
+{
+    if (SM_LIKELY(sm_runtime_active) && sm_measurement_on)
+        sm_async_range(region, start, end, (const sm_attr_value_t *)attrs, n);
+}
+
 /* ---------------------------------------------------------------- the table */
 
 static const sm_adapter_api_t sm_adapter_api_v1 = {
@@ -262,6 +314,12 @@ static const sm_adapter_api_t sm_adapter_api_v1 = {
     .metric_define = sm_api_metric_define,
     .metric = sm_api_metric,
     .metadata = sm_api_metadata,
+    .attribute_define = sm_api_attribute_define,
+    .enter_attrs = sm_api_enter_attrs,
+    .leave_attrs = sm_api_leave_attrs,
+    .mark = sm_api_mark,
+    .now = sm_api_now,
+    .async_range = sm_api_async_range,
 };
 
 SM_EXPORT const sm_adapter_api_t *sysmeasure_adapter_api(unsigned version);

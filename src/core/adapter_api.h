@@ -56,6 +56,13 @@ typedef enum {
     SM_XFER_KIND_COUNT
 } sm_transfer_kind_t;
 
+/* An attribute value: an int64, a double's bits or a string id, by the
+ * attribute's type (definitions.h). */
+typedef struct sm_adapter_attr {
+    sm_attribute_id_t attribute;
+    uint64_t raw;
+} sm_adapter_attr_t;
+
 typedef struct sm_adapter_api {
     uint32_t version; /* SM_ADAPTER_API_VERSION */
     uint32_t size;    /* sizeof(sm_adapter_api_t) */
@@ -147,6 +154,24 @@ typedef struct sm_adapter_api {
     /* A key/value pair for metadata.json's "metadata" (Kokkos
      * declare_metadata); a key set again takes the new value. */
     void (*metadata)(const char *key, const char *value);
+
+    /* ---- added for the GPU tool libraries (ROCTx, HIP, HSA) ---- */
+    /* Same (name, type) gives the same id; SM_INVALID_ID when the core is
+     * not up. */
+    sm_attribute_id_t (*attribute_define)(const char *name, sm_attr_type_t type);
+    /* enter/leave with attributes on the record (an error code, a range id). */
+    void (*enter_attrs)(sm_region_id_t region, const sm_adapter_attr_t *attrs, uint32_t n);
+    void (*leave_attrs)(sm_region_id_t region, const sm_adapter_attr_t *attrs, uint32_t n);
+    /* A point in time on the calling thread (a ROCTx/NVTX mark): an enter
+     * and a leave of region at one timestamp, attributes on the enter. */
+    void (*mark)(sm_region_id_t region, const sm_adapter_attr_t *attrs, uint32_t n);
+    /* The core's clock, for times handed back to async_range. */
+    uint64_t (*now)(void);
+    /* An interval that belongs to no thread's stack (a range started on one
+     * thread and stopped on another), start and end from now(): written
+     * whole on an "async ranges" lane of the process (async_ranges.h). */
+    void (*async_range)(sm_region_id_t region, uint64_t start, uint64_t end,
+                        const sm_adapter_attr_t *attrs, uint32_t n);
 } sm_adapter_api_t;
 
 /* Whether a table the core handed out has the entry `field`. */

@@ -459,15 +459,22 @@ static int sm_find_library(const char *name, char *lib, size_t len, char *tried,
     return -1;
 }
 
-/* Whether the program loads an MPI library, directly or through another
- * library: its dynamic loader lists what it would load (as ldd does),
- * without running the program. */
-static bool sm_program_uses_mpi(const char *path)
+/* What the program loads, directly or through another library (bits). */
+enum {
+    SM_USES_MPI = 1,
+    SM_USES_HIP = 2,   /* libamdhip64 */
+    SM_USES_HSA = 4,   /* libhsa-runtime64 */
+    SM_USES_ROCTX = 8  /* libroctx64 */
+};
+
+/* Which of those libraries the program loads: its dynamic loader lists
+ * what it would load (as ldd does), without running the program. */
+static unsigned sm_program_libraries(const char *path)
 {
     char interp[PATH_MAX] = "";
     FILE *f = fopen(path, "rb");
     if (!f)
-        return false;
+        return 0;
     ElfW(Ehdr) eh;
     if (fread(&eh, sizeof eh, 1, f) == 1 && !memcmp(eh.e_ident, ELFMAG, SELFMAG) &&
         eh.e_ident[EI_CLASS] == (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32)) {
@@ -484,11 +491,11 @@ static bool sm_program_uses_mpi(const char *path)
     }
     fclose(f);
     if (!interp[0])
-        return false; /* a script or a static program: no MPI library to wrap */
+        return 0; /* a script or a static program: no library to wrap */
 
     int fds[2];
     if (pipe(fds) != 0)
-        return false;
+        return 0;
     pid_t child = fork();
     if (child == 0) {
         dup2(fds[1], 1);
@@ -502,14 +509,20 @@ static bool sm_program_uses_mpi(const char *path)
         _exit(127);
     }
     close(fds[1]);
-    bool found = false;
+    unsigned found = 0;
     FILE *out = child > 0 ? fdopen(fds[0], "r") : NULL;
     char line[PATH_MAX + 128];
     while (out && fgets(line, sizeof line, out)) {
         /* "\tlibmpi.so.40 => /usr/lib/.../libmpi.so.40 (0x...)" */
         const char *name = line + strspn(line, " \t");
         if (!strncmp(name, "libmpi", 6) || !strncmp(name, "libmpich", 8))
-            found = true;
+            found |= SM_USES_MPI;
+        if (!strncmp(name, "libamdhip64.", 12))
+            found |= SM_USES_HIP;
+        if (!strncmp(name, "libhsa-runtime64.", 17))
+            found |= SM_USES_HSA;
+        if (!strncmp(name, "libroctx64.", 11))
+            found |= SM_USES_ROCTX;
     }
     if (out)
         fclose(out);
@@ -686,6 +699,57 @@ static void sm_set_kokkos_tools(char *tried, size_t tlen)
     free(value);
 }
 
+/* ------------------------------------------------------------------ AMD GPUs */
+
+/* ROCTx, HIP and HSA (gpu/rocm): the ROCTx library preloaded (it answers
+ * roctx* calls before a real libroctx64), the HIP library preloaded where
+ * built (it registers with libamdhip64's callback interface), and the HSA
+ * tool named in HSA_TOOLS_LIB where built (the HSA runtime loads it). */
+static void sm_set_amd(bool asked, unsigned uses, char *tried, size_t tlen)
+{
+    char lib[PATH_MAX];
+    if (sm_find_library("libsysmeasure-roctx.so", lib, sizeof lib, tried, tlen) == 0)
+        sm_set_preload(lib);
+    else
+        sm_warning("libsysmeasure-roctx.so not found (looked for %s): ROCTx is not measured",
+                   tried);
+#ifdef SM_BUILT_HIP
+    if (asked || (uses & SM_USES_HIP)) {
+        if (sm_find_library("libsysmeasure-hip.so", lib, sizeof lib, tried, tlen) == 0)
+            sm_set_preload(lib);
+        else
+            sm_warning("libsysmeasure-hip.so not found (looked for %s): HIP is not measured",
+                       tried);
+    }
+#endif
+#ifdef SM_BUILT_HSA
+    if (asked || (uses & (SM_USES_HIP | SM_USES_HSA))) {
+        if (sm_find_library("libsysmeasure-hsa.so", lib, sizeof lib, tried, tlen) == 0) {
+            /* A tool the user named stays, after ours (the runtime loads
+             * every library of the list). */
+            const char *user = getenv("HSA_TOOLS_LIB");
+            if (user && *user && !strstr(user, "libsysmeasure-hsa")) {
+                size_t n = strlen(lib) + strlen(user) + 2;
+                char *value = malloc(n);
+                if (!value)
+                    sm_die(SM_EXIT_USAGE, "out of memory");
+                snprintf(value, n, "%s %s", lib, user);
+                sm_setenv("HSA_TOOLS_LIB", value);
+                free(value);
+            } else if (!user || !*user) {
+                sm_setenv("HSA_TOOLS_LIB", lib);
+            }
+            sm_info(2, "HSA_TOOLS_LIB=%s", getenv("HSA_TOOLS_LIB"));
+        } else {
+            sm_warning("libsysmeasure-hsa.so not found (looked for %s): HSA is not measured",
+                       tried);
+        }
+    }
+#endif
+    (void)asked;
+    (void)uses;
+}
+
 /* ------------------------------------------------------------------ PAPI */
 
 /* The events named by --papi, checked here so that a name the machine cannot
@@ -814,7 +878,8 @@ int main(int argc, char **argv)
         exit(SM_EXIT_USAGE);
     }
     /* The MPI wrappers go first, so they come before libmpi in the lookup. */
-    bool mpi = cfg.mpi == SM_MPI_YES || (cfg.mpi == SM_MPI_AUTO && sm_program_uses_mpi(path));
+    unsigned uses = cfg.mpi == SM_MPI_AUTO || cfg.gpu == SM_GPU_AUTO ? sm_program_libraries(path) : 0;
+    bool mpi = cfg.mpi == SM_MPI_YES || (cfg.mpi == SM_MPI_AUTO && (uses & SM_USES_MPI));
     char mpilib[PATH_MAX];
     if (mpi && sm_find_library("libsysmeasure-mpi.so", mpilib, sizeof mpilib, tried,
                                sizeof tried) != 0) {
@@ -846,6 +911,9 @@ int main(int argc, char **argv)
         sm_set_preload(mpilib);
     if (cfg.kokkos)
         sm_set_kokkos_tools(tried, sizeof tried);
+    if (cfg.gpu == SM_GPU_YES ||
+        (cfg.gpu == SM_GPU_AUTO && (uses & (SM_USES_HIP | SM_USES_HSA | SM_USES_ROCTX))))
+        sm_set_amd(cfg.gpu == SM_GPU_YES, uses, tried, sizeof tried);
 
     if (sm_log_verbosity() >= 1) {
         char cwd[PATH_MAX] = ".";

@@ -1,0 +1,373 @@
+/* ROCTx: the roctx* calls of an application answered here, so that ROCm's
+ * annotation API works without roctracer (which Debian does not ship):
+ *
+ *   roctxRangePushA / roctxRangePop  -> a region on the calling thread's
+ *                                       stack (nests with MPI, OpenMP, user)
+ *   roctxMarkA                       -> a mark: enter and leave of a region
+ *                                       at one timestamp on the calling thread
+ *   roctxRangeStartA / roctxRangeStop -> may cross threads: a mark on each
+ *                                       end's thread (attribute "roctx range
+ *                                       id"), and the whole range on an
+ *                                       "async ranges" lane (async_ranges.h)
+ *   roctxNameOsThread                -> the thread's name in metadata
+ *
+ * The launcher preloads this library; a program linked with -lroctx64 finds
+ * our definitions first, and each call is passed on to the next definition
+ * (a real libroctx64, dlsym(RTLD_NEXT)) so that other tools still see it.
+ * The same library is installed as libroctx64.so.4 for programs built
+ * against ROCTx on machines without roctracer. */
+#define _GNU_SOURCE
+#include "roctx.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/adapter_api.h"
+#include "core/compiler.h"
+#include "util/log.h"
+
+SM_EXPORT const sm_adapter_api_t *sysmeasure_adapter_api(unsigned version);
+
+/* ---------------------------------------------------------------- the core and the next library */
+
+static const sm_adapter_api_t *sm_rx_api; /* NULL: the core is not up or too old */
+static sm_attribute_id_t sm_rx_attr_id = SM_INVALID_ID;
+
+const char sysmeasure_roctx_library[] = "sysmeasure ROCTx";
+
+static struct {
+    int (*push)(const char *);
+    int (*pop)(void);
+    void (*mark)(const char *);
+    uint64_t (*start)(const char *);
+    void (*stop)(uint64_t);
+    int (*name_thread)(const char *);
+} sm_rx_next;
+
+static pthread_once_t sm_rx_once = PTHREAD_ONCE_INIT;
+
+#define SM_RX_NEXT(field, name)                                                           \
+    do {                                                                                  \
+        void *sym = dlsym(RTLD_NEXT, name);                                               \
+        memcpy(&sm_rx_next.field, &sym, sizeof sym);                                      \
+    } while (0)
+
+static void sm_rx_init(void)
+{
+    int saved_errno = errno;
+    SM_RX_NEXT(push, "roctxRangePushA");
+    SM_RX_NEXT(pop, "roctxRangePop");
+    SM_RX_NEXT(mark, "roctxMarkA");
+    SM_RX_NEXT(start, "roctxRangeStartA");
+    SM_RX_NEXT(stop, "roctxRangeStop");
+    SM_RX_NEXT(name_thread, "roctxNameOsThread");
+    /* The next definition may be another copy of this library (preloaded
+     * libsysmeasure-roctx.so, and libroctx64.so.4 that the program linked):
+     * calling it would count every call twice. */
+    void *twin = dlsym(RTLD_NEXT, "sysmeasure_roctx_library");
+    Dl_info a, b;
+    if (twin && sm_rx_next.push && dladdr(twin, &a) && dladdr((void *)sm_rx_next.push, &b) &&
+        a.dli_fbase == b.dli_fbase)
+        memset(&sm_rx_next, 0, sizeof sm_rx_next);
+    const sm_adapter_api_t *api = sysmeasure_adapter_api(SM_ADAPTER_API_VERSION);
+    if (api && SM_ADAPTER_API_HAS(api, async_range) && api->runtime_init() == 0) {
+        sm_rx_attr_id = api->attribute_define("roctx range id", SM_ATTR_INT64);
+        sm_rx_api = api;
+    }
+    errno = saved_errno;
+}
+
+static inline const sm_adapter_api_t *sm_rx(void)
+{
+    pthread_once(&sm_rx_once, sm_rx_init);
+    return sm_rx_api && sm_rx_api->runtime_active() ? sm_rx_api : NULL;
+}
+
+/* ---------------------------------------------------------------- region names */
+
+/* Names seen before map to their region without a lock: a small table per
+ * thread keyed by the text's hash (the text itself is compared, since the
+ * application may reuse a buffer). */
+#define SM_RX_CACHE 128
+#define SM_RX_DEPTH 256
+
+typedef struct sm_rx_thread {
+    struct {
+        uint64_t hash;
+        char *name;
+        sm_region_id_t region;
+    } cache[SM_RX_CACHE];
+    /* push/pop: the regions pushed on this thread (more than SM_RX_DEPTH
+     * deep are counted, not stored: their pops leave nothing). */
+    sm_region_id_t pushed[SM_RX_DEPTH];
+    uint32_t depth;
+} sm_rx_thread_t;
+
+static SM_TLS sm_rx_thread_t *sm_rx_tls;
+static pthread_key_t sm_rx_key;
+static pthread_once_t sm_rx_key_once = PTHREAD_ONCE_INIT;
+
+static void sm_rx_thread_release(void *p)
+{
+    sm_rx_thread_t *t = p;
+    for (int i = 0; i < SM_RX_CACHE; i++)
+        free(t->cache[i].name);
+    free(t);
+    sm_rx_tls = NULL;
+}
+
+static void sm_rx_key_create(void)
+{
+    if (pthread_key_create(&sm_rx_key, sm_rx_thread_release) != 0)
+        sm_rx_key = (pthread_key_t)-1;
+}
+
+static SM_NOINLINE sm_rx_thread_t *sm_rx_thread_slow(void)
+{
+    int saved_errno = errno;
+    sm_rx_thread_t *t = calloc(1, sizeof *t);
+    if (t) {
+        pthread_once(&sm_rx_key_once, sm_rx_key_create);
+        if (sm_rx_key != (pthread_key_t)-1)
+            pthread_setspecific(sm_rx_key, t);
+        sm_rx_tls = t;
+    }
+    errno = saved_errno;
+    return t;
+}
+
+static inline sm_rx_thread_t *sm_rx_thread(void)
+{
+    sm_rx_thread_t *t = sm_rx_tls;
+    return SM_LIKELY(t != NULL) ? t : sm_rx_thread_slow();
+}
+
+static inline uint64_t sm_rx_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* The region named by the text (a NULL text is "(null)"), as the user API
+ * would define it.  role: SM_ROLE_CODE for ranges, SM_ROLE_ARTIFICIAL for
+ * marks (a mark and a range of the same text are two regions). */
+static sm_region_id_t sm_rx_region(const sm_adapter_api_t *api, sm_rx_thread_t *t,
+                                   const char *text, sm_region_role_t role)
+{
+    if (!text)
+        text = "(null)";
+    uint64_t h = sm_rx_hash(text) ^ (uint64_t)role;
+    uint32_t slot = (uint32_t)(h ^ h >> 29) & (SM_RX_CACHE - 1);
+    if (t && t->cache[slot].name && t->cache[slot].hash == h && !strcmp(t->cache[slot].name, text))
+        return t->cache[slot].region;
+    int saved_errno = errno;
+    sm_region_id_t r = api->region_define(text, NULL, 0, SM_PARADIGM_USER, role);
+    if (t && r != SM_INVALID_ID) {
+        char *copy = strdup(text);
+        if (copy) {
+            free(t->cache[slot].name);
+            t->cache[slot].name = copy;
+            t->cache[slot].hash = h;
+            t->cache[slot].region = r;
+        }
+    }
+    errno = saved_errno;
+    return r;
+}
+
+/* ---------------------------------------------------------------- start/stop ranges */
+
+/* Open start/stop ranges by id, in an open-addressed table of fixed size
+ * whose slots are claimed with a compare-and-swap: a range may stop on
+ * another thread than its start, and neither end takes a lock. */
+#define SM_RX_OPEN 4096
+
+typedef struct sm_rx_open {
+    uint64_t id; /* 0: free; SM_RX_BUSY: being filled or emptied */
+    uint64_t start;
+    sm_region_id_t region;
+    sm_region_id_t stop_mark;
+} sm_rx_open_t;
+
+#define SM_RX_BUSY UINT64_MAX
+
+static sm_rx_open_t sm_rx_open_ranges[SM_RX_OPEN];
+static uint64_t sm_rx_next_id = 1;
+static uint64_t sm_rx_lost;
+
+static inline uint32_t sm_rx_open_slot(uint64_t id)
+{
+    return (uint32_t)((id * 0x9E3779B97F4A7C15ull) >> 52) & (SM_RX_OPEN - 1);
+}
+
+static void sm_rx_open_put(uint64_t id, uint64_t start, sm_region_id_t region,
+                           sm_region_id_t stop_mark)
+{
+    uint32_t s = sm_rx_open_slot(id);
+    for (uint32_t k = 0; k < SM_RX_OPEN; k++, s = (s + 1) & (SM_RX_OPEN - 1)) {
+        sm_rx_open_t *o = &sm_rx_open_ranges[s];
+        uint64_t free_id = 0;
+        if (!__atomic_compare_exchange_n(&o->id, &free_id, SM_RX_BUSY, false, __ATOMIC_ACQUIRE,
+                                         __ATOMIC_RELAXED))
+            continue;
+        o->start = start;
+        o->region = region;
+        o->stop_mark = stop_mark;
+        __atomic_store_n(&o->id, id, __ATOMIC_RELEASE);
+        return;
+    }
+    /* More than SM_RX_OPEN ranges open at once: this one is not recorded. */
+    if (__atomic_fetch_add(&sm_rx_lost, 1, __ATOMIC_RELAXED) == 0)
+        sm_warning("more than %d ROCTx start/stop ranges open at once: the others are not "
+                   "recorded", SM_RX_OPEN);
+}
+
+/* 0 when the range is not open here (not started while measuring). */
+static int sm_rx_open_take(uint64_t id, sm_rx_open_t *out)
+{
+    uint32_t s = sm_rx_open_slot(id);
+    for (uint32_t k = 0; k < SM_RX_OPEN; k++, s = (s + 1) & (SM_RX_OPEN - 1)) {
+        sm_rx_open_t *o = &sm_rx_open_ranges[s];
+        uint64_t want = id;
+        if (!__atomic_compare_exchange_n(&o->id, &want, SM_RX_BUSY, false, __ATOMIC_ACQUIRE,
+                                         __ATOMIC_RELAXED)) {
+            if (want == 0)
+                return 0; /* a free slot ends the probe: never stored */
+            continue;
+        }
+        *out = *o;
+        __atomic_store_n(&o->id, 0, __ATOMIC_RELEASE);
+        return 1;
+    }
+    return 0;
+}
+
+/* The region of a start/stop range's stop mark: "<text> (stop)". */
+static sm_region_id_t sm_rx_stop_region(const sm_adapter_api_t *api, const char *text)
+{
+    char name[512];
+    snprintf(name, sizeof name, "%s (stop)", text ? text : "(null)");
+    return api->region_define(name, NULL, 0, SM_PARADIGM_USER, SM_ROLE_ARTIFICIAL);
+}
+
+static sm_region_id_t sm_rx_start_region(const sm_adapter_api_t *api, sm_rx_thread_t *t,
+                                         const char *text)
+{
+    char name[512];
+    snprintf(name, sizeof name, "%s (start)", text ? text : "(null)");
+    return sm_rx_region(api, t, name, SM_ROLE_ARTIFICIAL);
+}
+
+/* ---------------------------------------------------------------- the ROCTx API */
+
+int roctxRangePushA(const char *message)
+{
+    const sm_adapter_api_t *api = sm_rx();
+    int level = -1;
+    if (sm_rx_next.push)
+        level = sm_rx_next.push(message);
+    sm_rx_thread_t *t = sm_rx_thread();
+    if (!t)
+        return level;
+    uint32_t depth = t->depth++;
+    sm_region_id_t r = SM_INVALID_ID;
+    if (api) {
+        r = sm_rx_region(api, t, message, SM_ROLE_CODE);
+        if (r != SM_INVALID_ID)
+            api->enter(r);
+    }
+    if (depth < SM_RX_DEPTH)
+        t->pushed[depth] = r;
+    /* roctracer's answer: the nesting level of the range just pushed, from 0. */
+    return sm_rx_next.push ? level : (int)depth;
+}
+
+int roctxRangePop(void)
+{
+    const sm_adapter_api_t *api = sm_rx();
+    int level = -1;
+    if (sm_rx_next.pop)
+        level = sm_rx_next.pop();
+    sm_rx_thread_t *t = sm_rx_thread();
+    if (!t || t->depth == 0) {
+        /* A pop without a push: roctracer answers -1; we record nothing. */
+        return sm_rx_next.pop ? level : -1;
+    }
+    uint32_t depth = --t->depth;
+    if (api && depth < SM_RX_DEPTH && t->pushed[depth] != SM_INVALID_ID)
+        api->leave(t->pushed[depth]);
+    return sm_rx_next.pop ? level : (int)depth;
+}
+
+void roctxMarkA(const char *message)
+{
+    const sm_adapter_api_t *api = sm_rx();
+    if (sm_rx_next.mark)
+        sm_rx_next.mark(message);
+    if (!api)
+        return;
+    sm_region_id_t r = sm_rx_region(api, sm_rx_thread(), message, SM_ROLE_ARTIFICIAL);
+    if (r != SM_INVALID_ID)
+        api->mark(r, NULL, 0);
+}
+
+roctx_range_id_t roctxRangeStartA(const char *message)
+{
+    const sm_adapter_api_t *api = sm_rx();
+    uint64_t id;
+    if (sm_rx_next.start)
+        id = sm_rx_next.start(message);
+    else
+        id = __atomic_fetch_add(&sm_rx_next_id, 1, __ATOMIC_RELAXED);
+    if (!api || id == 0 || id == SM_RX_BUSY)
+        return id;
+    sm_rx_thread_t *t = sm_rx_thread();
+    sm_region_id_t range = sm_rx_region(api, t, message, SM_ROLE_CODE);
+    sm_region_id_t start_mark = sm_rx_start_region(api, t, message);
+    sm_region_id_t stop_mark = sm_rx_stop_region(api, message);
+    if (range == SM_INVALID_ID || start_mark == SM_INVALID_ID || stop_mark == SM_INVALID_ID)
+        return id;
+    sm_adapter_attr_t a = {sm_rx_attr_id, id};
+    uint64_t now = api->now();
+    api->mark(start_mark, &a, sm_rx_attr_id != SM_INVALID_ID);
+    sm_rx_open_put(id, now, range, stop_mark);
+    return id;
+}
+
+void roctxRangeStop(roctx_range_id_t id)
+{
+    const sm_adapter_api_t *api = sm_rx();
+    if (sm_rx_next.stop)
+        sm_rx_next.stop(id);
+    sm_rx_open_t o;
+    if (!api || id == 0 || id == SM_RX_BUSY || !sm_rx_open_take(id, &o))
+        return;
+    uint64_t end = api->now();
+    sm_adapter_attr_t a = {sm_rx_attr_id, id};
+    uint32_t n = sm_rx_attr_id != SM_INVALID_ID;
+    api->mark(o.stop_mark, &a, n);
+    api->async_range(o.region, o.start, end, &a, n);
+}
+
+int roctxNameOsThread(const char *name)
+{
+    const sm_adapter_api_t *api = sm_rx();
+    int rc = 0;
+    if (sm_rx_next.name_thread)
+        rc = sm_rx_next.name_thread(name);
+    if (api && name) {
+        /* Names the thread in metadata.json: the OS thread id and the name. */
+        char key[64];
+        snprintf(key, sizeof key, "roctx_thread_name_%ld", (long)gettid());
+        api->metadata(key, name);
+    }
+    return rc;
+}
