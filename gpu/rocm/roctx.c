@@ -76,10 +76,10 @@ static void sm_rx_init(void)
         a.dli_fbase == b.dli_fbase)
         memset(&sm_rx_next, 0, sizeof sm_rx_next);
     const sm_adapter_api_t *api = sysmeasure_adapter_api(SM_ADAPTER_API_VERSION);
-    if (api && SM_ADAPTER_API_HAS(api, async_range) && api->runtime_init() == 0) {
-        sm_rx_attr_id = api->attribute_define("roctx range id", SM_ATTR_INT64);
+    /* The core measures this process when the launcher (or SYSMEASURE_ENABLE)
+     * asked for it: its constructor brought it up.  We never start it. */
+    if (api && SM_ADAPTER_API_HAS(api, async_range))
         sm_rx_api = api;
-    }
     errno = saved_errno;
 }
 
@@ -87,6 +87,14 @@ static inline const sm_adapter_api_t *sm_rx(void)
 {
     pthread_once(&sm_rx_once, sm_rx_init);
     return sm_rx_api && sm_rx_api->runtime_active() ? sm_rx_api : NULL;
+}
+
+/* The attribute naming a start/stop range's id, defined at first use. */
+static pthread_once_t sm_rx_attr_once = PTHREAD_ONCE_INIT;
+
+static void sm_rx_attr_init(void)
+{
+    sm_rx_attr_id = sm_rx_api->attribute_define("roctx range id", SM_ATTR_INT64);
 }
 
 /* ---------------------------------------------------------------- region names */
@@ -329,6 +337,7 @@ roctx_range_id_t roctxRangeStartA(const char *message)
         id = __atomic_fetch_add(&sm_rx_next_id, 1, __ATOMIC_RELAXED);
     if (!api || id == 0 || id == SM_RX_BUSY)
         return id;
+    pthread_once(&sm_rx_attr_once, sm_rx_attr_init);
     sm_rx_thread_t *t = sm_rx_thread();
     sm_region_id_t range = sm_rx_region(api, t, message, SM_ROLE_CODE);
     sm_region_id_t start_mark = sm_rx_start_region(api, t, message);
@@ -350,11 +359,11 @@ void roctxRangeStop(roctx_range_id_t id)
     sm_rx_open_t o;
     if (!api || id == 0 || id == SM_RX_BUSY || !sm_rx_open_take(id, &o))
         return;
-    uint64_t end = api->now();
     sm_adapter_attr_t a = {sm_rx_attr_id, id};
     uint32_t n = sm_rx_attr_id != SM_INVALID_ID;
     api->mark(o.stop_mark, &a, n);
-    api->async_range(o.region, o.start, end, &a, n);
+    /* The range spans both marks: its end is read after the stop mark. */
+    api->async_range(o.region, o.start, api->now(), &a, n);
 }
 
 int roctxNameOsThread(const char *name)
