@@ -53,17 +53,22 @@ typedef struct sm_hip_record {
     uint64_t bytes;
 } sm_hip_record_t;
 
-/* The layout the runtime writes (x86-64, LP64). */
-_Static_assert(offsetof(sm_hip_record_t, domain) == 0, "activity_record_t.domain");
-_Static_assert(offsetof(sm_hip_record_t, kind) == 4, "activity_record_t.kind");
-_Static_assert(offsetof(sm_hip_record_t, op) == 8, "activity_record_t.op");
-_Static_assert(offsetof(sm_hip_record_t, correlation_id) == 16, "activity_record_t.correlation_id");
-_Static_assert(offsetof(sm_hip_record_t, begin_ns) == 24, "activity_record_t.begin_ns");
-_Static_assert(offsetof(sm_hip_record_t, end_ns) == 32, "activity_record_t.end_ns");
-_Static_assert(offsetof(sm_hip_record_t, device_id) == 40, "activity_record_t.device_id");
-_Static_assert(offsetof(sm_hip_record_t, queue_id) == 48, "activity_record_t.queue_id");
-_Static_assert(offsetof(sm_hip_record_t, bytes) == 56, "activity_record_t.bytes");
-_Static_assert(sizeof(sm_hip_record_t) == 64, "activity_record_t is 64 bytes");
+/* The layout the runtime writes (x86-64, LP64); checked in C and C++. */
+#ifdef __cplusplus
+#define SM_ROCM_STATIC_ASSERT static_assert
+#else
+#define SM_ROCM_STATIC_ASSERT _Static_assert
+#endif
+SM_ROCM_STATIC_ASSERT(offsetof(sm_hip_record_t, domain) == 0, "activity_record_t.domain");
+SM_ROCM_STATIC_ASSERT(offsetof(sm_hip_record_t, kind) == 4, "activity_record_t.kind");
+SM_ROCM_STATIC_ASSERT(offsetof(sm_hip_record_t, op) == 8, "activity_record_t.op");
+SM_ROCM_STATIC_ASSERT(offsetof(sm_hip_record_t, correlation_id) == 16, "activity_record_t.correlation_id");
+SM_ROCM_STATIC_ASSERT(offsetof(sm_hip_record_t, begin_ns) == 24, "activity_record_t.begin_ns");
+SM_ROCM_STATIC_ASSERT(offsetof(sm_hip_record_t, end_ns) == 32, "activity_record_t.end_ns");
+SM_ROCM_STATIC_ASSERT(offsetof(sm_hip_record_t, device_id) == 40, "activity_record_t.device_id");
+SM_ROCM_STATIC_ASSERT(offsetof(sm_hip_record_t, queue_id) == 48, "activity_record_t.queue_id");
+SM_ROCM_STATIC_ASSERT(offsetof(sm_hip_record_t, bytes) == 56, "activity_record_t.bytes");
+SM_ROCM_STATIC_ASSERT(sizeof(sm_hip_record_t) == 64, "activity_record_t is 64 bytes");
 
 /* ---------------------------------------------------------------- the vendor-neutral activity */
 

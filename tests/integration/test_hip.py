@@ -61,6 +61,10 @@ pre = [l for l in verbose.stderr.splitlines() if "LD_PRELOAD=" in l]
 check(pre and "libsysmeasure-hip.so" in pre[0] and "libsysmeasure-roctx.so" in pre[0],
       "the HIP and ROCTx libraries preloaded: %s" % pre)
 check(verbose.returncode == 3, "exit code kept: %d" % verbose.returncode)
+# The HSA tool is named for the runtime, which loads it only where hsa_init
+# succeeds (not here: no /dev/kfd).
+hsa = [l for l in verbose.stderr.splitlines() if "HSA_TOOLS_LIB=" in l]
+check(hsa and "libsysmeasure-hsa.so" in hsa[0], "HSA_TOOLS_LIB names the HSA tool: %s" % hsa)
 
 # --no-gpu: none of it.
 nog = run([prog], launcher_args=["-vv", "--no-gpu", "--output",
