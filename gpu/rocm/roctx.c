@@ -99,18 +99,25 @@ static void sm_rx_attr_init(void)
 
 /* ---------------------------------------------------------------- region names */
 
-/* Names seen before map to their region without a lock: a small table per
- * thread keyed by the text's hash (the text itself is compared, since the
- * application may reuse a buffer). */
+/* Names seen before map to their regions without a lock: a small table per
+ * thread, looked up by the text's address first (an application passes the
+ * same literal again and again) and confirmed by the text itself (it may
+ * reuse a buffer).  One entry holds every region of one text: the range,
+ * the mark, and a start/stop range's start and stop marks, each defined at
+ * its first use. */
 #define SM_RX_CACHE 128
 #define SM_RX_DEPTH 256
 
+enum { SM_RX_RANGE, SM_RX_MARK, SM_RX_START, SM_RX_STOP, SM_RX_KINDS };
+
+typedef struct sm_rx_name {
+    const char *key; /* the application's pointer last seen for this text */
+    char *name;      /* our copy of the text */
+    sm_region_id_t region[SM_RX_KINDS];
+} sm_rx_name_t;
+
 typedef struct sm_rx_thread {
-    struct {
-        uint64_t hash;
-        char *name;
-        sm_region_id_t region;
-    } cache[SM_RX_CACHE];
+    sm_rx_name_t cache[SM_RX_CACHE];
     /* push/pop: the regions pushed on this thread (more than SM_RX_DEPTH
      * deep are counted, not stored: their pops leave nothing). */
     sm_region_id_t pushed[SM_RX_DEPTH];
@@ -156,39 +163,57 @@ static inline sm_rx_thread_t *sm_rx_thread(void)
     return SM_LIKELY(t != NULL) ? t : sm_rx_thread_slow();
 }
 
-static inline uint64_t sm_rx_hash(const char *s)
+static const char *const sm_rx_suffix[SM_RX_KINDS] = {"", "", " (start)", " (stop)"};
+
+/* Defines the region of kind k for text (marks: role ARTIFICIAL, so that a
+ * mark and a range of one text are two regions). */
+static sm_region_id_t sm_rx_define(const sm_adapter_api_t *api, const char *text, int k)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
+    char name[512];
+    const char *n = text;
+    if (k == SM_RX_START || k == SM_RX_STOP) {
+        snprintf(name, sizeof name, "%s%s", text, sm_rx_suffix[k]);
+        n = name;
+    }
+    return api->region_define(n, NULL, 0, SM_PARADIGM_USER,
+                              k == SM_RX_RANGE ? SM_ROLE_CODE : SM_ROLE_ARTIFICIAL);
 }
 
-/* The region named by the text (a NULL text is "(null)"), as the user API
- * would define it.  role: SM_ROLE_CODE for ranges, SM_ROLE_ARTIFICIAL for
- * marks (a mark and a range of the same text are two regions). */
+/* The region of kind k named by text (a NULL text is "(null)"). */
 static sm_region_id_t sm_rx_region(const sm_adapter_api_t *api, sm_rx_thread_t *t,
-                                   const char *text, sm_region_role_t role)
+                                   const char *text, int k)
 {
     if (!text)
         text = "(null)";
-    uint64_t h = sm_rx_hash(text) ^ (uint64_t)role;
-    uint32_t slot = (uint32_t)(h ^ h >> 29) & (SM_RX_CACHE - 1);
-    if (t && t->cache[slot].name && t->cache[slot].hash == h && !strcmp(t->cache[slot].name, text))
-        return t->cache[slot].region;
-    int saved_errno = errno;
-    sm_region_id_t r = api->region_define(text, NULL, 0, SM_PARADIGM_USER, role);
-    if (t && r != SM_INVALID_ID) {
-        char *copy = strdup(text);
-        if (copy) {
-            free(t->cache[slot].name);
-            t->cache[slot].name = copy;
-            t->cache[slot].hash = h;
-            t->cache[slot].region = r;
-        }
+    if (SM_UNLIKELY(!t)) {
+        int saved_errno = errno;
+        sm_region_id_t r = sm_rx_define(api, text, k);
+        errno = saved_errno;
+        return r;
     }
-    errno = saved_errno;
-    return r;
+    uintptr_t p = (uintptr_t)text;
+    sm_rx_name_t *e = &t->cache[(p ^ p >> 7 ^ p >> 15) & (SM_RX_CACHE - 1)];
+    if (SM_UNLIKELY(e->key != text || !e->name || strcmp(e->name, text) != 0)) {
+        int saved_errno = errno;
+        char *copy = strdup(text);
+        if (!copy) {
+            sm_region_id_t r = sm_rx_define(api, text, k);
+            errno = saved_errno;
+            return r;
+        }
+        free(e->name);
+        e->name = copy;
+        e->key = text;
+        for (int i = 0; i < SM_RX_KINDS; i++)
+            e->region[i] = SM_INVALID_ID;
+        errno = saved_errno;
+    }
+    if (SM_UNLIKELY(e->region[k] == SM_INVALID_ID)) {
+        int saved_errno = errno;
+        e->region[k] = sm_rx_define(api, text, k);
+        errno = saved_errno;
+    }
+    return e->region[k];
 }
 
 /* ---------------------------------------------------------------- start/stop ranges */
@@ -258,22 +283,6 @@ static int sm_rx_open_take(uint64_t id, sm_rx_open_t *out)
     return 0;
 }
 
-/* The region of a start/stop range's stop mark: "<text> (stop)". */
-static sm_region_id_t sm_rx_stop_region(const sm_adapter_api_t *api, const char *text)
-{
-    char name[512];
-    snprintf(name, sizeof name, "%s (stop)", text ? text : "(null)");
-    return api->region_define(name, NULL, 0, SM_PARADIGM_USER, SM_ROLE_ARTIFICIAL);
-}
-
-static sm_region_id_t sm_rx_start_region(const sm_adapter_api_t *api, sm_rx_thread_t *t,
-                                         const char *text)
-{
-    char name[512];
-    snprintf(name, sizeof name, "%s (start)", text ? text : "(null)");
-    return sm_rx_region(api, t, name, SM_ROLE_ARTIFICIAL);
-}
-
 /* ---------------------------------------------------------------- the ROCTx API */
 
 int roctxRangePushA(const char *message)
@@ -288,7 +297,7 @@ int roctxRangePushA(const char *message)
     uint32_t depth = t->depth++;
     sm_region_id_t r = SM_INVALID_ID;
     if (api) {
-        r = sm_rx_region(api, t, message, SM_ROLE_CODE);
+        r = sm_rx_region(api, t, message, SM_RX_RANGE);
         if (r != SM_INVALID_ID)
             api->enter(r);
     }
@@ -322,7 +331,7 @@ void roctxMarkA(const char *message)
         sm_rx_next.mark(message);
     if (!api)
         return;
-    sm_region_id_t r = sm_rx_region(api, sm_rx_thread(), message, SM_ROLE_ARTIFICIAL);
+    sm_region_id_t r = sm_rx_region(api, sm_rx_thread(), message, SM_RX_MARK);
     if (r != SM_INVALID_ID)
         api->mark(r, NULL, 0);
 }
@@ -339,9 +348,9 @@ roctx_range_id_t roctxRangeStartA(const char *message)
         return id;
     pthread_once(&sm_rx_attr_once, sm_rx_attr_init);
     sm_rx_thread_t *t = sm_rx_thread();
-    sm_region_id_t range = sm_rx_region(api, t, message, SM_ROLE_CODE);
-    sm_region_id_t start_mark = sm_rx_start_region(api, t, message);
-    sm_region_id_t stop_mark = sm_rx_stop_region(api, message);
+    sm_region_id_t range = sm_rx_region(api, t, message, SM_RX_RANGE);
+    sm_region_id_t start_mark = sm_rx_region(api, t, message, SM_RX_START);
+    sm_region_id_t stop_mark = sm_rx_region(api, t, message, SM_RX_STOP);
     if (range == SM_INVALID_ID || start_mark == SM_INVALID_ID || stop_mark == SM_INVALID_ID)
         return id;
     sm_adapter_attr_t a = {sm_rx_attr_id, id};
