@@ -33,6 +33,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "buffer.h"
 #include "compiler.h"
 #include "definitions.h"
 
@@ -155,5 +156,12 @@ const sm_gpu_device_def_t *sm_gpu_device_get(sm_gpu_device_t id) SM_HIDDEN;
 sm_gpu_device_t sm_gpu_location_device(uint32_t location_id) SM_HIDDEN;
 uint64_t sm_gpu_dropped_count(void) SM_HIDDEN;
 const char *sm_gpu_kind_name(sm_gpu_kind_t kind) SM_HIDDEN;
+
+/* Location i's records from source (an image's for_each), handed to fn in
+ * time order (stable: records of equal time keep their arrival order).  A
+ * stream's batches may have arrived in any order; the writers read GPU
+ * stream locations through this.  Returns as sm_buffer_for_each. */
+int sm_gpu_for_each_in_order(int (*source)(void *ctx, uint32_t i, sm_record_fn fn, void *arg),
+                             void *ctx, uint32_t i, sm_record_fn fn, void *arg) SM_HIDDEN;
 
 #endif
