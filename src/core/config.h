@@ -53,6 +53,7 @@ enum { SM_INIT_ENABLED_AUTO, SM_INIT_ENABLED_YES, SM_INIT_ENABLED_NO };
 enum { SM_CLOCK_AUTO, SM_CLOCK_TSC, SM_CLOCK_MONOTONIC };
 enum { SM_MPI_AUTO, SM_MPI_YES, SM_MPI_NO };
 enum { SM_OPENMP_RUNTIME_NATIVE, SM_OPENMP_RUNTIME_LLVM };
+enum { SM_GPU_AUTO, SM_GPU_YES, SM_GPU_NO };
 
 typedef struct sm_config_var {
     const char *name;    /* "BUFFER_SIZE" */
