@@ -129,6 +129,9 @@ static struct {
     uint32_t device; /* + 1 */
 } sm_cu_contexts[SM_CU_MAX_CONTEXTS];
 static pthread_mutex_t sm_cu_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Live contexts, to wait for their work at the end of the run. */
+#define SM_CU_MAX_LIVE 32
+static CUcontext sm_cu_live[SM_CU_MAX_LIVE];
 
 static sm_gpu_device_t sm_cu_device(uint32_t ordinal)
 {
@@ -513,8 +516,22 @@ static void CUPTIAPI sm_cu_callback(void *userdata, CUpti_CallbackDomain domain,
             pthread_mutex_lock(&sm_cu_lock);
             sm_cu_context_device(ctx_id, dev);
             sm_cu_device(dev);
+            for (uint32_t i = 0; i < SM_CU_MAX_LIVE; i++)
+                if (!sm_cu_live[i]) {
+                    sm_cu_live[i] = rd->context;
+                    break;
+                }
             pthread_mutex_unlock(&sm_cu_lock);
         }
+        return;
+    }
+    if (domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
+        const CUpti_ResourceData *rd = data;
+        pthread_mutex_lock(&sm_cu_lock);
+        for (uint32_t i = 0; i < SM_CU_MAX_LIVE; i++)
+            if (sm_cu_live[i] == rd->context)
+                sm_cu_live[i] = NULL;
+        pthread_mutex_unlock(&sm_cu_lock);
         return;
     }
     if (domain == CUPTI_CB_DOMAIN_NVTX) {
@@ -556,6 +573,19 @@ static void sm_cu_flush(void)
     if (!sm_cu_on)
         return;
     sm_cu_in_tool++;
+    /* Work still running (a thread called exit with kernels in flight)
+     * ends first, so that its records exist. */
+    CUcontext live[SM_CU_MAX_LIVE];
+    pthread_mutex_lock(&sm_cu_lock);
+    memcpy(live, sm_cu_live, sizeof live);
+    pthread_mutex_unlock(&sm_cu_lock);
+    for (uint32_t i = 0; i < SM_CU_MAX_LIVE; i++) {
+        CUcontext popped;
+        if (live[i] && cuCtxPushCurrent(live[i]) == CUDA_SUCCESS) {
+            cuCtxSynchronize();
+            cuCtxPopCurrent(&popped);
+        }
+    }
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     cuptiEnableDomain(0, sm_cu_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
     cuptiEnableDomain(0, sm_cu_subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
@@ -622,6 +652,8 @@ int InitializeInjection(void)
     cuptiEnableDomain(1, sm_cu_subscriber, CUPTI_CB_DOMAIN_NVTX);
     cuptiEnableCallback(1, sm_cu_subscriber, CUPTI_CB_DOMAIN_RESOURCE,
                         CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
+    cuptiEnableCallback(1, sm_cu_subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+                        CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
     const char *period = getenv("SYSMEASURE_GPU_FLUSH_PERIOD");
     long ms = period && period[0] ? strtol(period, NULL, 10) : 100;
     if (ms > 0)
