@@ -379,8 +379,7 @@ static void sm_cu_record(sm_cu_batch_t *b, const CUpti_Activity *rec)
     }
     a->stream = sm_cu_stream(device, context, stream);
     if (a->stream == SM_GPU_NONE) {
-        b->n--; /* stays unused */
-        sm_cu_api->gpu_dropped(1);
+        sm_cu_api->gpu_dropped(1); /* the slot stays free */
         return;
     }
     b->n++;
