@@ -34,6 +34,7 @@
 #include "core/adapter_api.h"
 #include "core/compiler.h"
 #include "rocm_convert.h"
+#include "rocm_deliver.h"
 #include "rsmi_sampler.h"
 #include "util/log.h"
 
@@ -61,7 +62,6 @@ _Static_assert(offsetof(hip_api_data_t, correlation_id) == 0 &&
 #define SM_HIP_PHASE_EXIT 1
 
 static const sm_adapter_api_t *sm_hip_api;
-static sm_attribute_id_t sm_hip_attr_corr = SM_INVALID_ID, sm_hip_attr_error = SM_INVALID_ID;
 static sm_region_id_t sm_hip_regions[HIP_API_ID_LAST + 1];
 static sm_rocm_clock_t sm_hip_clock;
 static sm_rocm_names_t sm_hip_names;
@@ -159,15 +159,15 @@ static void sm_hip_api_callback(uint32_t domain, uint32_t cid, const void *data,
     sm_hip_busy = 1;
     sm_region_id_t r = sm_hip_region(cid);
     if (d->phase == SM_HIP_PHASE_ENTER) {
-        sm_adapter_attr_t a = {sm_hip_attr_corr, d->correlation_id};
-        sm_hip_api->enter_attrs(r, &a, sm_hip_attr_corr != SM_INVALID_ID);
+        /* The GPU layer puts the correlation id on the enter and charges
+         * the device work of that id to this call path. */
+        sm_hip_api->gpu_api_enter(r, d->correlation_id);
     } else {
         sm_hip_launch_name(cid, d);
         /* HIP stores each call's result as the thread's last error before
          * the exit callback runs; peeking does not reset it. */
         hipError_t err = sm_hip_rt.peek_error ? sm_hip_rt.peek_error() : hipSuccess;
-        sm_adapter_attr_t a = {sm_hip_attr_error, (uint64_t)(int64_t)err};
-        sm_hip_api->leave_attrs(r, &a, err != hipSuccess && sm_hip_attr_error != SM_INVALID_ID);
+        sm_hip_api->gpu_api_leave(r, (int64_t)err);
     }
     sm_hip_busy = 0;
     errno = saved_errno;
@@ -175,13 +175,13 @@ static void sm_hip_api_callback(uint32_t domain, uint32_t cid, const void *data,
 
 /* ---------------------------------------------------------------- device work */
 
-/* Hands a finished activity on.  Until the GPU layer's batch entry is in the
- * adapter table, device work is counted (metadata) and not yet placed on
- * stream locations: see the manual's AMD section. */
+/* Hands a finished activity to the GPU layer (a stream location per HIP
+ * queue, the kernel's or copy's region, linked to its launch by the
+ * correlation id). */
 static void sm_hip_deliver(const sm_rocm_activity_t *a)
 {
-    (void)a;
-    __atomic_fetch_add(&sm_hip_activities, 1, __ATOMIC_RELAXED);
+    if (sm_rocm_deliver(sm_hip_api, a, "HIP queue") == 0)
+        __atomic_fetch_add(&sm_hip_activities, 1, __ATOMIC_RELAXED);
 }
 
 static void sm_hip_id_callback(uint64_t correlation)
@@ -263,8 +263,6 @@ __attribute__((constructor)) static void sm_hip_start(void)
     if (!sm_hip_rt.register_api) {
         sm_info(1, "libamdhip64 not loaded: HIP is not measured");
     } else {
-        sm_hip_attr_corr = api->attribute_define("correlation id", SM_ATTR_INT64);
-        sm_hip_attr_error = api->attribute_define("error code", SM_ATTR_INT64);
         uint32_t failed = 0;
         for (uint32_t id = HIP_API_ID_FIRST; id <= HIP_API_ID_LAST; id++)
             failed += sm_hip_rt.register_api(id, (void *)sm_hip_api_callback, NULL) != hipSuccess;

@@ -31,12 +31,16 @@
 #include <time.h>
 #include <unordered_map>
 
+/* The core's headers are C11: their compile-time checks read as C++'s. */
+#define _Static_assert static_assert
 extern "C" {
 #include "core/adapter_api.h"
 #include "gpu/rocm/rocm_convert.h"
+#include "gpu/rocm/rocm_deliver.h"
 #include "util/log.h"
 const sm_adapter_api_t *sysmeasure_adapter_api(unsigned version);
 }
+#undef _Static_assert
 
 namespace {
 
@@ -166,11 +170,11 @@ struct Pending {
     const char *name;
 };
 
-void deliver(const sm_rocm_activity_t &)
+/* Into the GPU layer: a stream location per HSA queue. */
+void deliver(const sm_rocm_activity_t &a)
 {
-    /* Until the GPU layer's batch entry is in the adapter table, device
-     * work is counted here (metadata), not placed on stream locations. */
-    activities.fetch_add(1, std::memory_order_relaxed);
+    if (sm_rocm_deliver(api, &a, "HSA queue") == 0)
+        activities.fetch_add(1, std::memory_order_relaxed);
 }
 
 bool completed(hsa_signal_value_t, void *arg)

@@ -9,6 +9,7 @@
 #include "async_ranges.h"
 #include "clock.h"
 #include "events.h"
+#include "gpu.h"
 #include "location.h"
 #include "metrics.h"
 #include "runtime.h"
@@ -228,6 +229,12 @@ static void sm_api_metadata(const char *key, const char *value)
     sm_runtime_metadata_set(key, value);
 }
 
+static void sm_api_note(const char *text)
+{
+    if (sm_runtime_active)
+        sm_runtime_add_note(text);
+}
+
 /* ---------------------------------------------------------------- attributes, marks, async ranges */
 
 _Static_assert(sizeof(sm_adapter_attr_t) == sizeof(sm_attr_value_t) &&
@@ -314,6 +321,15 @@ static const sm_adapter_api_t sm_adapter_api_v1 = {
     .metric_define = sm_api_metric_define,
     .metric = sm_api_metric,
     .metadata = sm_api_metadata,
+    .gpu_device_define = sm_gpu_device_define,
+    .gpu_stream_define = sm_gpu_stream_define,
+    .gpu_ticks = sm_gpu_ticks,
+    .gpu_activities = sm_gpu_activities,
+    .gpu_api_enter = sm_gpu_api_enter,
+    .gpu_api_leave = sm_gpu_api_leave,
+    .gpu_dropped = sm_gpu_dropped,
+    .gpu_on_flush = sm_gpu_on_flush,
+    .note = sm_api_note,
     .attribute_define = sm_api_attribute_define,
     .enter_attrs = sm_api_enter_attrs,
     .leave_attrs = sm_api_leave_attrs,

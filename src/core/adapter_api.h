@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "definitions.h"
+#include "gpu.h"
 #include "../merge/procs.h"
 
 #define SM_ADAPTER_API_VERSION 1
@@ -154,6 +155,34 @@ typedef struct sm_adapter_api {
     /* A key/value pair for metadata.json's "metadata" (Kokkos
      * declare_metadata); a key set again takes the new value. */
     void (*metadata)(const char *key, const char *value);
+
+    /* ---- added for the GPU backends (gpu.h explains the model; check with
+     * SM_ADAPTER_API_HAS(api, gpu_activities)).  Definitions and batches
+     * may come from any thread, the vendor's own included. ---- */
+    /* A device; same (vendor, ordinal) gives the same id; SM_GPU_NONE when
+     * the core is not up. */
+    sm_gpu_device_t (*gpu_device_define)(const sm_gpu_device_info_t *info);
+    /* A stream (queue) of a device: a location of its own.  key: the
+     * vendor's stream id; same (device, key) gives the same id. */
+    sm_gpu_stream_t (*gpu_stream_define)(sm_gpu_device_t device, uint64_t key, const char *name);
+    /* Vendor timestamps (ns on one of the host's clocks) to core ticks. */
+    uint64_t (*gpu_ticks)(sm_gpu_clock_t clock, uint64_t ns);
+    /* Finished device work, n activities `stride` (the caller's
+     * sizeof(sm_gpu_activity_t)) bytes apart; returns how many were kept. */
+    size_t (*gpu_activities)(const sm_gpu_activity_t *a, size_t n, size_t stride);
+    /* An API call that issues device work, on the calling thread: its
+     * region entered with the correlation id (0: none) that the work's
+     * activity will carry; left with the call's error code (0: success). */
+    void (*gpu_api_enter)(sm_region_id_t region, uint64_t correlation);
+    void (*gpu_api_leave)(sm_region_id_t region, int64_t error);
+    /* Activities the backend lost (reported, never silent). */
+    void (*gpu_dropped)(uint64_t n);
+    /* The backend's flush, called before the end-of-run output is written
+     * (finalize, exit from any thread, fatal signal, MPI_Abort). */
+    int (*gpu_on_flush)(sm_gpu_flush_fn fn);
+    /* A line for the summary's header and metadata.json's notes (the
+     * backend says it on stderr itself). */
+    void (*note)(const char *text);
 
     /* ---- added for the GPU tool libraries (ROCTx, HIP, HSA) ---- */
     /* Same (name, type) gives the same id; SM_INVALID_ID when the core is

@@ -37,6 +37,7 @@ typedef enum {
     SM_ROLE_LOOP,
     SM_ROLE_COLLECTIVE,
     SM_ROLE_POINT2POINT,
+    SM_ROLE_DATA_TRANSFER, /* a copy or memset of device memory */
     SM_ROLE_COUNT
 } sm_region_role_t;
 

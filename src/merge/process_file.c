@@ -19,7 +19,7 @@
 #include "profile_summary.h"
 
 #define SM_PF_MAGIC 0x46504d53u /* "SMPF" */
-#define SM_PF_VERSION 1u
+#define SM_PF_VERSION 2u /* 2: GPU devices of stream locations */
 
 #define SM_PF_PUT(b, v) sm_put_bytes((b), &(v), sizeof(v))
 
@@ -171,6 +171,9 @@ int sm_process_file_write(const sm_run_info_t *run, const char *reason)
         const char *events = loc->buffer.spill_path;
         const char *base = events ? strrchr(events, '/') : NULL;
         sm_pf_put_string(&b, base ? base + 1 : NULL);
+        SM_PF_PUT(&b, il.has_device);
+        if (il.has_device)
+            SM_PF_PUT(&b, il.device);
     }
 
     if (b.oom) {
@@ -383,6 +386,13 @@ sm_process_file_t *sm_process_file_read(const char *path, char *err, size_t errl
                          f->path, ev);
         }
         free(ev);
+        SM_PF_GET(&r, l->has_device);
+        if (l->has_device) {
+            SM_PF_GET(&r, l->device);
+            l->device.name[sizeof l->device.name - 1] = '\0';
+            l->device.uuid[sizeof l->device.uuid - 1] = '\0';
+            l->device.pci_bus_id[sizeof l->device.pci_bus_id - 1] = '\0';
+        }
     }
     free(data);
     if (r.bad) {
@@ -405,12 +415,21 @@ static int sm_pf_location(void *ctx, uint32_t i, sm_image_location_t *out)
     return 0;
 }
 
-static int sm_pf_for_each(void *ctx, uint32_t i, sm_record_fn fn, void *arg)
+static int sm_pf_records(void *ctx, uint32_t i, sm_record_fn fn, void *arg)
 {
     const sm_process_file_t *f = ctx;
     if (i >= f->n_locations)
         return -1;
     return f->events[i] ? sm_spill_file_for_each(f->events[i], fn, arg) : 0;
+}
+
+/* A GPU stream's records in time order (its batches arrived in any order). */
+static int sm_pf_for_each(void *ctx, uint32_t i, sm_record_fn fn, void *arg)
+{
+    const sm_process_file_t *f = ctx;
+    if (i < f->n_locations && f->locations[i].type == SM_LOCATION_GPU_STREAM)
+        return sm_gpu_for_each_in_order(sm_pf_records, ctx, i, fn, arg);
+    return sm_pf_records(ctx, i, fn, arg);
 }
 
 static uint64_t sm_pf_to_ns(void *ctx, uint64_t ticks)

@@ -11,6 +11,7 @@
 #include "../papi/papi_events.h"
 #endif
 
+#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -459,22 +460,24 @@ static int sm_find_library(const char *name, char *lib, size_t len, char *tried,
     return -1;
 }
 
-/* What the program loads, directly or through another library (bits). */
-enum {
-    SM_USES_MPI = 1,
-    SM_USES_HIP = 2,   /* libamdhip64 */
-    SM_USES_HSA = 4,   /* libhsa-runtime64 */
-    SM_USES_ROCTX = 8  /* libroctx64 */
-};
+/* Which of the libraries that matter the program loads, directly or
+ * through another library: its dynamic loader lists what it would load (as
+ * ldd does), without running the program. */
+typedef struct sm_program_libs {
+    bool mpi;  /* libmpi, libmpich */
+    bool cuda; /* libcudart, libcuda */
+    bool hip;   /* libamdhip64 */
+    bool hsa;   /* libhsa-runtime64 */
+    bool roctx; /* libroctx64 */
+} sm_program_libs_t;
 
-/* Which of those libraries the program loads: its dynamic loader lists
- * what it would load (as ldd does), without running the program. */
-static unsigned sm_program_libraries(const char *path)
+static void sm_program_libraries(const char *path, sm_program_libs_t *libs)
 {
+    memset(libs, 0, sizeof *libs);
     char interp[PATH_MAX] = "";
     FILE *f = fopen(path, "rb");
     if (!f)
-        return 0;
+        return;
     ElfW(Ehdr) eh;
     if (fread(&eh, sizeof eh, 1, f) == 1 && !memcmp(eh.e_ident, ELFMAG, SELFMAG) &&
         eh.e_ident[EI_CLASS] == (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32)) {
@@ -491,11 +494,11 @@ static unsigned sm_program_libraries(const char *path)
     }
     fclose(f);
     if (!interp[0])
-        return 0; /* a script or a static program: no library to wrap */
+        return; /* a script or a static program: no library to wrap */
 
     int fds[2];
     if (pipe(fds) != 0)
-        return 0;
+        return;
     pid_t child = fork();
     if (child == 0) {
         dup2(fds[1], 1);
@@ -509,20 +512,21 @@ static unsigned sm_program_libraries(const char *path)
         _exit(127);
     }
     close(fds[1]);
-    unsigned found = 0;
     FILE *out = child > 0 ? fdopen(fds[0], "r") : NULL;
     char line[PATH_MAX + 128];
     while (out && fgets(line, sizeof line, out)) {
         /* "\tlibmpi.so.40 => /usr/lib/.../libmpi.so.40 (0x...)" */
         const char *name = line + strspn(line, " \t");
         if (!strncmp(name, "libmpi", 6) || !strncmp(name, "libmpich", 8))
-            found |= SM_USES_MPI;
+            libs->mpi = true;
+        if (!strncmp(name, "libcudart.so", 12) || !strncmp(name, "libcuda.so", 10))
+            libs->cuda = true;
         if (!strncmp(name, "libamdhip64.", 12))
-            found |= SM_USES_HIP;
+            libs->hip = true;
         if (!strncmp(name, "libhsa-runtime64.", 17))
-            found |= SM_USES_HSA;
+            libs->hsa = true;
         if (!strncmp(name, "libroctx64.", 11))
-            found |= SM_USES_ROCTX;
+            libs->roctx = true;
     }
     if (out)
         fclose(out);
@@ -530,6 +534,27 @@ static unsigned sm_program_libraries(const char *path)
         close(fds[0]);
     if (child > 0)
         waitpid(child, NULL, 0);
+}
+
+/* nvcc links the CUDA runtime statically by default: such a program names
+ * no CUDA library, but carries the name of the driver it loads. */
+static bool sm_program_has_cuda_runtime(const char *path)
+{
+    static const char needle[] = "libcuda.so.1";
+    const size_t n = sizeof needle - 1;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return false;
+    static char buf[1 << 16];
+    size_t keep = 0, got;
+    bool found = false;
+    while (!found && (got = fread(buf + keep, 1, sizeof buf - keep, f)) > 0) {
+        size_t len = keep + got;
+        found = memmem(buf, len, needle, n) != NULL;
+        keep = len >= n - 1 ? n - 1 : len;
+        memmove(buf, buf + len - keep, keep);
+    }
+    fclose(f);
     return found;
 }
 
@@ -666,6 +691,42 @@ static void sm_set_preload(const char *lib)
     free(value);
 }
 
+/* CUDA: the driver loads the library named by CUDA_INJECTION64_PATH at its
+ * initialisation, NVTX the one named by NVTX_INJECTION64_PATH at its first
+ * call; ours hands NVTX on to CUPTI.  Only a program that initialises CUDA
+ * loads it.  A tool already named there (another profiler) keeps its place,
+ * and GPU work is then not measured. */
+static void sm_set_cuda_injection(const char *program, bool asked, char *tried, size_t tlen)
+{
+    char lib[PATH_MAX];
+    if (sm_find_library("libsysmeasure-cuda.so", lib, sizeof lib, tried, tlen) != 0) {
+        if (asked)
+            sm_die(SM_EXIT_USAGE, "--gpu: this sysmeasure was built without the CUDA backend "
+                   "(libsysmeasure-cuda.so not found; looked for %s)", tried);
+        sm_warning("%s uses CUDA, but this sysmeasure was built without the CUDA backend: its "
+                   "GPU work is not measured", program);
+        return;
+    }
+    void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (!driver) {
+        sm_warning("GPU work of %s is not measured: no CUDA driver here (libcuda.so.1 not "
+                   "found); the program runs on and CPU measurement continues", program);
+        return;
+    }
+    dlclose(driver);
+    const char *old = getenv("CUDA_INJECTION64_PATH");
+    if (old && old[0] && strcmp(old, lib) != 0) {
+        sm_warning("GPU work of %s is not measured: CUDA_INJECTION64_PATH already names %s "
+                   "(another tool); it is kept", program, old);
+        return;
+    }
+    sm_setenv("CUDA_INJECTION64_PATH", lib);
+    const char *nvtx = getenv("NVTX_INJECTION64_PATH");
+    if (!nvtx || !nvtx[0])
+        sm_setenv("NVTX_INJECTION64_PATH", lib);
+    sm_info(1, "CUDA: %s (CUDA_INJECTION64_PATH, NVTX_INJECTION64_PATH)", lib);
+}
+
 /* Kokkos loads the first library of KOKKOS_TOOLS_LIBS (3.7 and newer) or of
  * KOKKOS_PROFILE_LIBRARY (before) itself, and only a program that uses Kokkos
  * does: so ours is named for every program, which also covers a Kokkos
@@ -705,7 +766,7 @@ static void sm_set_kokkos_tools(char *tried, size_t tlen)
  * roctx* calls before a real libroctx64), the HIP library preloaded where
  * built (it registers with libamdhip64's callback interface), and the HSA
  * tool named in HSA_TOOLS_LIB where built (the HSA runtime loads it). */
-static void sm_set_amd(bool asked, unsigned uses, char *tried, size_t tlen)
+static void sm_set_amd(bool asked, const sm_program_libs_t *uses, char *tried, size_t tlen)
 {
     char lib[PATH_MAX];
     if (sm_find_library("libsysmeasure-roctx.so", lib, sizeof lib, tried, tlen) == 0)
@@ -714,7 +775,7 @@ static void sm_set_amd(bool asked, unsigned uses, char *tried, size_t tlen)
         sm_warning("libsysmeasure-roctx.so not found (looked for %s): ROCTx is not measured",
                    tried);
 #ifdef SM_BUILT_HIP
-    if (asked || (uses & SM_USES_HIP)) {
+    if (asked || uses->hip) {
         if (sm_find_library("libsysmeasure-hip.so", lib, sizeof lib, tried, tlen) == 0)
             sm_set_preload(lib);
         else
@@ -723,7 +784,7 @@ static void sm_set_amd(bool asked, unsigned uses, char *tried, size_t tlen)
     }
 #endif
 #ifdef SM_BUILT_HSA
-    if (asked || (uses & (SM_USES_HIP | SM_USES_HSA))) {
+    if (asked || uses->hip || uses->hsa) {
         if (sm_find_library("libsysmeasure-hsa.so", lib, sizeof lib, tried, tlen) == 0) {
             /* A tool the user named stays, after ours (the runtime loads
              * every library of the list). */
@@ -878,8 +939,11 @@ int main(int argc, char **argv)
         exit(SM_EXIT_USAGE);
     }
     /* The MPI wrappers go first, so they come before libmpi in the lookup. */
-    unsigned uses = cfg.mpi == SM_MPI_AUTO || cfg.gpu == SM_GPU_AUTO ? sm_program_libraries(path) : 0;
-    bool mpi = cfg.mpi == SM_MPI_YES || (cfg.mpi == SM_MPI_AUTO && (uses & SM_USES_MPI));
+    sm_program_libs_t libs;
+    memset(&libs, 0, sizeof libs);
+    if (cfg.mpi == SM_MPI_AUTO || cfg.gpu == SM_GPU_AUTO)
+        sm_program_libraries(path, &libs);
+    bool mpi = cfg.mpi == SM_MPI_YES || (cfg.mpi == SM_MPI_AUTO && libs.mpi);
     char mpilib[PATH_MAX];
     if (mpi && sm_find_library("libsysmeasure-mpi.so", mpilib, sizeof mpilib, tried,
                                sizeof tried) != 0) {
@@ -911,9 +975,12 @@ int main(int argc, char **argv)
         sm_set_preload(mpilib);
     if (cfg.kokkos)
         sm_set_kokkos_tools(tried, sizeof tried);
-    if (cfg.gpu == SM_GPU_YES ||
-        (cfg.gpu == SM_GPU_AUTO && (uses & (SM_USES_HIP | SM_USES_HSA | SM_USES_ROCTX))))
-        sm_set_amd(cfg.gpu == SM_GPU_YES, uses, tried, sizeof tried);
+    bool cuda = cfg.gpu == SM_GPU_YES ||
+                (cfg.gpu == SM_GPU_AUTO && (libs.cuda || sm_program_has_cuda_runtime(path)));
+    if (cuda)
+        sm_set_cuda_injection(name, cfg.gpu == SM_GPU_YES, tried, sizeof tried);
+    if (cfg.gpu == SM_GPU_YES || (cfg.gpu == SM_GPU_AUTO && (libs.hip || libs.hsa || libs.roctx)))
+        sm_set_amd(cfg.gpu == SM_GPU_YES, &libs, tried, sizeof tried);
 
     if (sm_log_verbosity() >= 1) {
         char cwd[PATH_MAX] = ".";
