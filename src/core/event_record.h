@@ -50,6 +50,11 @@ typedef enum {
      * the same time.  ref: the metric id of the first event (the others
      * follow); payload: one value per event. */
     SM_REC_COUNTERS,
+    /* A call-stack sample (src/sampling/callstack.c), appended to the
+     * thread's records at the end of the run, out of time order: readers
+     * place it by its time.  ref: calling context (contexts.h); aux: its
+     * depth (frames unwound). */
+    SM_REC_CALLING_CONTEXT_SAMPLE,
     SM_REC_KIND_COUNT
 } sm_record_kind_t;
 
