@@ -549,6 +549,11 @@ void sm_callstack_finish(void)
     }
 }
 
+int sm_callstack_active_signal(void)
+{
+    return sm_cs_on ? sm_cs_signal : 0;
+}
+
 void sm_callstack_stats(sm_callstack_stats_t *out)
 {
     memset(out, 0, sizeof *out);
@@ -578,6 +583,11 @@ void sm_callstack_stop(void)
 
 void sm_callstack_finish(void)
 {
+}
+
+int sm_callstack_active_signal(void)
+{
+    return 0;
 }
 
 void sm_callstack_stats(sm_callstack_stats_t *out)

@@ -30,6 +30,9 @@ void sm_callstack_stop(void) SM_HIDDEN;
 /* After the locations closed: symbols, profile nodes, contexts, records. */
 void sm_callstack_finish(void) SM_HIDDEN;
 
+/* The sampling signal while timers run, else 0 (syscall_guard.c). */
+int sm_callstack_active_signal(void) SM_HIDDEN;
+
 typedef struct sm_callstack_stats {
     uint64_t samples;      /* recorded */
     uint64_t lost;         /* table full, or no stack unwound */

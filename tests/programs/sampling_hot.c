@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #ifdef SM_WITH_MPI
 #include <mpi.h>
 #endif
@@ -76,7 +77,9 @@ int main(int argc, char **argv)
 #endif
 #ifdef SM_WITH_MPI
     MPI_Barrier(MPI_COMM_WORLD);
-    MPI_Finalize();
+    /* argv[3] "nofinalize": end without MPI_Finalize (sysmeasure-merge). */
+    if (!(argc > 3 && strcmp(argv[3], "nofinalize") == 0))
+        MPI_Finalize();
 #endif
     double s = 0;
     for (int t = 0; t < threads; t++)
