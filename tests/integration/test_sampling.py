@@ -141,9 +141,16 @@ else:
 
 # ---------------------------------------------------------------- MPI, and the merge
 if os.environ.get("SM_HAVE_MPI") == "yes":
+    # (with process sampling too: its summary across ranks)
     out, proc = smtest.mpi_measure(2, [smtest.program("sampling-hot-mpi")] + HOT_ARGS,
-                                   "sampling-mpi", launcher_args=SAMPLING)
+                                   "sampling-mpi", launcher_args=SAMPLING + ["--process-sampling"])
     profile = smtest.load_json(out, "profile.json")
+    rss = [m for m in profile.get("sampled_metrics", []) if m["name"] == "memory resident"]
+    if check(rss, "MPI: no resident-memory metric in profile.json"):
+        a = rss[0]["across_ranks"]
+        check(len(rss[0]["per_rank"]) == 2 and a["ranks"] == 2 and a["min_rank"] in (0, 1) and
+              a["min"] <= a["mean"] <= a["max"] and a["max_rank"] in (0, 1),
+              "MPI: resident memory per rank and across ranks: %s" % rss[0])
     check_shares(profile, "compute", 4, "MPI")
     cp = sampled(profile, "compute")
     hot = [f for f in (cp["functions"] if cp else []) if f["function"] == "hot"]
@@ -151,7 +158,8 @@ if os.environ.get("SM_HAVE_MPI") == "yes":
         r = hot[0]["across_ranks"]
         check(r["n"] == 2 and r["min"] <= r["max"], "MPI: hot across ranks: %s" % r)
     text = open(os.path.join(out, "profile.txt")).read()
-    check("SAMPLED FUNCTIONS ACROSS RANKS" in text, "MPI: profile.txt has no across-ranks section")
+    check("SAMPLED FUNCTIONS ACROSS RANKS" in text and "SAMPLED METRICS ACROSS RANKS" in text,
+          "MPI: profile.txt has no across-ranks sections")
     mpi_paths = [c["path"] for c in profile["sampling"]["callpaths"]] if profile.get("sampling") else []
     check(not any(p.startswith("MPI_Finalize") and "sm_" in p for p in mpi_paths),
           "MPI: samples inside sysmeasure's finalize")
