@@ -40,6 +40,7 @@ static uint64_t sm_samplers_default_ns = 100000000u;
 static clockid_t sm_samplers_cpu_clock;
 static int sm_samplers_have_cpu_clock;
 static uint64_t sm_samplers_cpu_at_stop;
+static uint64_t sm_samplers_started_ns;
 
 static uint64_t sm_samplers_now_ns(void)
 {
@@ -171,6 +172,7 @@ static int sm_samplers_start_thread(void)
     sm_samplers_have_cpu_clock =
         pthread_getcpuclockid(sm_samplers_thread, &sm_samplers_cpu_clock) == 0;
     sm_samplers_started = 1;
+    sm_samplers_started_ns = sm_samplers_now_ns();
     static int atfork_done;
     if (!atfork_done++)
         pthread_atfork(NULL, NULL, sm_samplers_after_fork_child);
@@ -207,8 +209,19 @@ void sm_samplers_stop(void)
     if (join)
         pthread_cond_signal(&sm_samplers_cond);
     pthread_mutex_unlock(&sm_samplers_lock);
-    if (join)
+    if (join) {
         pthread_join(sm_samplers_thread, NULL);
+        /* What the thread cost, for the summary (it must stay small). */
+        char note[200];
+        double s = (double)(sm_samplers_now_ns() - sm_samplers_started_ns) * 1e-9;
+        snprintf(note, sizeof note,
+                 "process sampling: the sampler thread used %.1f ms of CPU in %.1f s (%.3f%% "
+                 "of a core), %u sampler(s), every %.0f ms",
+                 (double)sm_samplers_cpu_at_stop * 1e-6, s,
+                 s > 0 ? 100.0 * (double)sm_samplers_cpu_at_stop * 1e-9 / s : 0.0,
+                 (unsigned)sm_samplers_n, (double)sm_samplers_default_ns * 1e-6);
+        sm_runtime_add_note(note);
+    }
 }
 
 uint64_t sm_samplers_cpu_ns(void)
