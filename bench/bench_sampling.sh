@@ -42,15 +42,24 @@ for k in $kinds; do
 done
 
 # One sample: 10000 Hz of wall-clock time (a timer signal each 100 us, as
-# many as the kernel delivers), against the same loop without sampling.
+# many as the kernel delivers), against the same loop without sampling;
+# and a bare timer signal (the program's own timer, empty handler) at the
+# same rate: the difference is sysmeasure's handler (unwind, record).
 "$build/sysmeasure" -o "$work/s" --sampling --sampling-freq 10000 --sampling-clock real -- \
     "$prog" "$iters" >"$work/fast" 2>/dev/null
 "$build/sysmeasure" -o "$work/n" -- "$prog" "$iters" >"$work/slow" 2>/dev/null
+"$prog" bare 10000 "$iters" >"$work/bare" 2>/dev/null
+"$prog" "$iters" >"$work/plain" 2>/dev/null
 samples=$(otf2-print "$work/s/traces.otf2" | grep -c CALLING_CONTEXT_SAMPLE || true)
-extra=$(awk -v a="$(grep ^cpu_s "$work/fast" | awk '{print $2}')" \
-            -v b="$(grep ^cpu_s "$work/slow" | awk '{print $2}')" 'BEGIN {print (a - b) * 1e9}')
-echo "one sample (signal, unwind of 12 frames, record): $samples samples at 10000 Hz wall," \
-    "$(awk -v e="$extra" -v s="$samples" 'BEGIN {if (s > 0) printf "%.0f", e / s; else print "?"}') ns each"
+val() { grep "^$1 " "$2" | awk '{print $2}'; }
+per_sample=$(awk -v a="$(val cpu_s "$work/fast")" -v b="$(val cpu_s "$work/slow")" -v s="$samples" \
+    'BEGIN {if (s > 0) printf "%.0f", (a - b) * 1e9 / s; else print "?"}')
+bare=$(val signals "$work/bare")
+per_signal=$(awk -v a="$(val cpu_s "$work/bare")" -v b="$(val cpu_s "$work/plain")" -v s="$bare" \
+    'BEGIN {if (s > 0) printf "%.0f", (a - b) * 1e9 / s; else print "?"}')
+echo "one sample (timer signal, unwind of 12 frames, record): $samples samples at 10000 Hz wall: $per_sample ns of CPU each"
+echo "one bare timer signal (empty handler), same rate: $bare signals: $per_signal ns of CPU each"
+echo "sysmeasure's handler alone (difference): $(awk -v a="$per_sample" -v b="$per_signal" 'BEGIN {printf "%.0f", a - b}') ns"
 
 # The sampler thread at 100 ms: its CPU time, from the run's note.
 "$build/sysmeasure" -o "$work/p" --process-sampling --sampling-interval 100 -- \

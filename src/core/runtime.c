@@ -762,11 +762,16 @@ int sm_runtime_finalize(void)
             if (sm_run.dropped_records)
                 sm_warning("%llu events were lost (spill failed); see metadata.json",
                            (unsigned long long)sm_run.dropped_records);
-            if (procs->size > 1)
+            if (procs->size > 1) {
                 sm_info(0, "%u ranks measured%s; output in %s", (unsigned)procs->size,
                         sm_job_summary_line, sm_outdir);
-            else
-                sm_info(0, "%u thread%s measured, output in %s", n, n == 1 ? "" : "s", sm_outdir);
+            } else {
+                uint32_t threads = 0; /* CPU threads: not metric locations (samplers) */
+                for (uint32_t i = 0; i < n; i++)
+                    threads += sm_location_get(i)->type == SM_LOCATION_CPU_THREAD;
+                sm_info(0, "%u thread%s measured, output in %s", threads, threads == 1 ? "" : "s",
+                        sm_outdir);
+            }
         }
     } else if (failures) {
         sm_error("%d of the outputs in %s could not be written (see above); spill files, if "

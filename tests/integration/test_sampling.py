@@ -178,6 +178,19 @@ if os.environ.get("SM_HAVE_MPI") == "yes":
 else:
     print("MPI part skipped: no MPI adapter in this build")
 
+# ---------------------------------------------------------------- Kokkos
+kokkos = os.path.join(smtest.BUILD, "tests", "programs", "kokkos-patterns")
+if os.path.exists(kokkos):
+    out, proc = smtest.measure([kokkos], "sampling-kokkos",
+                               launcher_args=["--sampling", "--sampling-freq", "1000",
+                                              "--sampling-clock", "real"])
+    profile = smtest.load_json(out, "profile.json")
+    paths = [c["path"] for c in (profile.get("sampling") or {}).get("callpaths", [])]
+    check(any("Kokkos" in p for p in paths),
+          "Kokkos: no samples under a Kokkos region: %s" % paths[:10])
+else:
+    print("Kokkos part skipped: no Kokkos test program in this build")
+
 # ---------------------------------------------------------------- system calls, SIGPROF
 out, proc = smtest.measure([smtest.program("sampling-blocking")], "sampling-syscalls",
                            launcher_args=["--sampling", "--sampling-freq", "1000",
