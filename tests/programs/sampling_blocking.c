@@ -94,7 +94,7 @@ int main(void)
     setitimer(ITIMER_PROF, &off, NULL);
     struct sigaction now;
     sigaction(SIGPROF, NULL, &now);
-    printf("SIGPROF ticks %d, handler kept %s\n", (int)sm_prof_ticks,
+    printf("SIGPROF ticks %d (%g), handler kept %s\n", (int)sm_prof_ticks, x > 0 ? 1.0 : 0.0,
            now.sa_handler == on_prof ? "yes" : "no");
     if (sm_prof_ticks < 20 || now.sa_handler != on_prof)
         failed = 1;
