@@ -54,6 +54,7 @@ enum { SM_CLOCK_AUTO, SM_CLOCK_TSC, SM_CLOCK_MONOTONIC };
 enum { SM_MPI_AUTO, SM_MPI_YES, SM_MPI_NO };
 enum { SM_OPENMP_RUNTIME_NATIVE, SM_OPENMP_RUNTIME_LLVM };
 enum { SM_GPU_AUTO, SM_GPU_YES, SM_GPU_NO };
+enum { SM_SAMPLING_CLOCK_CPU, SM_SAMPLING_CLOCK_REAL };
 
 typedef struct sm_config_var {
     const char *name;    /* "BUFFER_SIZE" */

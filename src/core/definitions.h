@@ -23,6 +23,7 @@ typedef enum {
     SM_PARADIGM_KOKKOS,
     SM_PARADIGM_CUDA,
     SM_PARADIGM_HIP,
+    SM_PARADIGM_SAMPLING,    /* functions seen by call-stack sampling */
     SM_PARADIGM_COUNT
 } sm_paradigm_t;
 

@@ -56,6 +56,11 @@ typedef enum {
      * grid z|block x, block y|z (32-bit halves, low first), registers,
      * static|dynamic shared memory. */
     SM_REC_GPU_ACTIVITY,
+    /* A call-stack sample (src/sampling/callstack.c), appended to the
+     * thread's records at the end of the run, out of time order: readers
+     * place it by its time.  ref: calling context (contexts.h); aux: its
+     * depth (frames unwound). */
+    SM_REC_CALLING_CONTEXT_SAMPLE,
     SM_REC_KIND_COUNT
 } sm_record_kind_t;
 

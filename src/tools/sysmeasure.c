@@ -891,6 +891,15 @@ int main(int argc, char **argv)
     }
     sm_log_set_verbosity((int)cfg.verbose);
     sm_check_papi(&cfg, opts.given[SM_CONFIG_PAPI_EVENTS] != NULL);
+#ifndef SM_HAVE_LIBUNWIND
+    /* Call-stack sampling was not built: one line, and the program runs. */
+    if (cfg.sampling) {
+        sm_warning("--sampling: this sysmeasure was built without libunwind (apt-get install "
+                   "libunwind-dev, then configure again); running without call-stack sampling");
+        cfg.sampling = false;
+        opts.given[SM_CONFIG_SAMPLING] = "no";
+    }
+#endif
 
     /* c. Output folder. */
     char *output = sm_prepare_output(cfg.output);

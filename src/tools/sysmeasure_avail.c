@@ -181,7 +181,12 @@ static void sm_print_text(void)
 #endif
         {"Kokkos tool library", "yes: libsysmeasure-kokkos.so (KokkosP)"},
         {"PAPI counters", "not in this version"},
-        {"call-stack sampling", "not in this version"},
+#ifdef SM_HAVE_LIBUNWIND
+        {"call-stack sampling", "yes (libunwind): --sampling"},
+#else
+        {"call-stack sampling", "no (configure found no libunwind; see its closing table)"},
+#endif
+        {"process sampling", "yes (/proc): --process-sampling"},
         {"CUDA/CUPTI adapter", "not in this version"},
         {"HIP/HSA adapter", "not in this version"},
     };

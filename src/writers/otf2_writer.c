@@ -121,6 +121,16 @@ typedef struct sm_otf2_writer {
     OTF2_AttributeRef gpu_attr[SM_OTF2_GPU_ATTRS];
     uint64_t gpu_last_end;
     uint64_t gpu_overlaps;
+    /* Call-stack samples of the location being written: its records hold
+     * them after its other events (callstack.c), so they are read first and
+     * merged in by time. */
+    uint32_t n_contexts;       /* the job's calling contexts */
+    struct sm_otf2_sample {
+        uint64_t time;
+        uint32_t context;      /* the process's id */
+        uint32_t depth;
+    } *samples;
+    uint64_t n_samples, samples_cap, next_sample;
 } sm_otf2_writer_t;
 
 /* A location's global OTF2 id: the rank in the high half leaves each rank its
@@ -551,6 +561,41 @@ static OTF2_ErrorCode sm_otf2_gpu_record(sm_otf2_writer_t *w, const sm_record_t 
     return OTF2_EvtWriter_Leave(w->evt, NULL, sm_otf2_time(w, end), region);
 }
 
+/* The samples of the location up to time `until` (ticks), as
+ * CallingContextSample events of the one interrupt generator (0). */
+static OTF2_ErrorCode sm_otf2_samples_until(sm_otf2_writer_t *w, uint64_t until)
+{
+    const sm_id_maps_t *m = w->img->maps;
+    while (w->next_sample < w->n_samples && w->samples[w->next_sample].time <= until) {
+        const struct sm_otf2_sample *x = &w->samples[w->next_sample++];
+        uint32_t ctx = x->context < m->n_contexts ? m->contexts[x->context] : SM_INVALID_ID;
+        if (ctx == SM_INVALID_ID)
+            continue;
+        OTF2_ErrorCode rc = OTF2_EvtWriter_CallingContextSample(
+            w->evt, NULL, sm_otf2_time(w, x->time), ctx, x->depth, 0);
+        if (rc != OTF2_SUCCESS)
+            return rc;
+    }
+    return OTF2_SUCCESS;
+}
+
+static int sm_otf2_collect_sample(const sm_record_t *rec, void *arg)
+{
+    sm_otf2_writer_t *w = arg;
+    if (rec->kind != SM_REC_CALLING_CONTEXT_SAMPLE)
+        return 0;
+    if (w->n_samples == w->samples_cap) {
+        uint64_t cap = w->samples_cap ? 2 * w->samples_cap : 4096;
+        struct sm_otf2_sample *grown = realloc(w->samples, sizeof *grown * cap);
+        if (!grown)
+            return 1;
+        w->samples = grown;
+        w->samples_cap = cap;
+    }
+    w->samples[w->n_samples++] = (struct sm_otf2_sample){rec->time, rec->ref, rec->aux};
+    return 0;
+}
+
 /* sm_buffer_for_each callback: one record into the event writer.  Returns 1
  * on an OTF2 failure (the buffer layer uses -1 for its own). */
 static int sm_otf2_record(const sm_record_t *rec, void *arg)
@@ -558,6 +603,16 @@ static int sm_otf2_record(const sm_record_t *rec, void *arg)
     sm_otf2_writer_t *w = arg;
     OTF2_ErrorCode rc = OTF2_SUCCESS;
     uint64_t t;
+
+    if (w->next_sample < w->n_samples) {
+        if (rec->kind == SM_REC_CALLING_CONTEXT_SAMPLE)
+            return 0; /* placed by time, here */
+        rc = sm_otf2_samples_until(w, rec->time);
+        if (rc != OTF2_SUCCESS)
+            return sm_otf2_ok(w, rc) ? 0 : 1;
+    } else if (rec->kind == SM_REC_CALLING_CONTEXT_SAMPLE) {
+        return 0;
+    }
 
     switch (rec->kind) {
     case SM_REC_ENTER:
@@ -656,7 +711,17 @@ static bool sm_otf2_write_location_events(sm_otf2_writer_t *w, uint32_t i, uint6
         return false;
     w->loc_has_time = false;
     w->gpu_last_end = 0;
-    int rc = img->for_each(img->ctx, i, sm_otf2_record, w);
+    w->n_samples = w->next_sample = 0;
+    int rc = 0;
+    if (w->n_contexts && img->maps->n_contexts) {
+        rc = img->for_each(img->ctx, i, sm_otf2_collect_sample, w);
+        if (rc > 0)
+            return sm_otf2_got(w, NULL, "out of memory reading the call-stack samples");
+    }
+    if (rc == 0)
+        rc = img->for_each(img->ctx, i, sm_otf2_record, w);
+    if (rc == 0 && !sm_otf2_ok(w, sm_otf2_samples_until(w, UINT64_MAX)))
+        return false;
     if (rc > 0)
         return false; /* OTF2 failure, already noted */
     if (rc < 0 && w->spill_failures++ == 0) {
@@ -837,6 +902,8 @@ static OTF2_Paradigm sm_otf2_paradigm(uint8_t p)
 #endif
     case SM_PARADIGM_CUDA:
         return OTF2_PARADIGM_CUDA;
+    case SM_PARADIGM_SAMPLING:
+        return OTF2_PARADIGM_SAMPLING;
     default:
         return OTF2_PARADIGM_UNKNOWN;
     }
@@ -1467,14 +1534,53 @@ static bool sm_otf2_write_global_defs(sm_otf2_writer_t *w, OTF2_GlobalDefWriter 
             return false;
     }
 
+    /* A sampled function's description is its module (from its contexts). */
+    uint32_t n_contexts = sm_defset_context_count(d);
+    OTF2_StringRef *desc = malloc(sizeof *desc * (n_regions + 1u));
+    if (!desc)
+        return sm_otf2_got(w, NULL, "out of memory");
+    for (uint32_t i = 0; i < n_regions; i++)
+        desc[i] = s_empty;
+    for (uint32_t i = 0; i < n_contexts; i++) {
+        const sm_context_def_t *c = sm_defset_context_get(d, i);
+        if (c->region < n_regions && c->module < n_strings)
+            desc[c->region] = c->module;
+    }
     for (uint32_t i = 0; i < n_regions; i++) {
         const sm_region_def_t *r = sm_defset_region_get(d, i);
         OTF2_StringRef file = r->file < n_strings ? r->file : OTF2_UNDEFINED_STRING;
         if (!sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteRegion(
-                               g, i, r->name, r->name, s_empty, sm_otf2_role(r->role),
+                               g, i, r->name, r->name, desc[i], sm_otf2_role(r->role),
                                sm_otf2_paradigm(r->paradigm), OTF2_REGION_FLAG_NONE, file,
-                               r->line, 0 /* end line: unknown */)))
+                               r->line, 0 /* end line: unknown */))) {
+            free(desc);
             return false;
+        }
+    }
+    free(desc);
+
+    /* Call-stack sampling: its timer, and the calling contexts (parents
+     * first) that the CallingContextSample events name. */
+    if (n_contexts) {
+        const sm_config_t *cfg = w->run->config;
+        int64_t hz = cfg && cfg->sampling_freq > 0 ? cfg->sampling_freq : 100;
+        char name[96];
+        snprintf(name, sizeof name, "call-stack sampling (%s time)",
+                 cfg && cfg->sampling_clock == SM_SAMPLING_CLOCK_REAL ? "wall-clock" : "CPU");
+        OTF2_StringRef s_gen;
+        if (!sm_otf2_extra_string(w, g, name, &s_gen) ||
+            !sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteInterruptGenerator(
+                               g, 0, s_gen, OTF2_INTERRUPT_GENERATOR_MODE_TIME, OTF2_BASE_DECIMAL,
+                               -9, (uint64_t)(1000000000 / hz))))
+            return false;
+        for (uint32_t i = 0; i < n_contexts; i++) {
+            const sm_context_def_t *c = sm_defset_context_get(d, i);
+            OTF2_CallingContextRef parent =
+                c->parent < i ? c->parent : OTF2_UNDEFINED_CALLING_CONTEXT;
+            if (!sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteCallingContext(
+                                   g, i, c->region, OTF2_UNDEFINED_SOURCE_CODE_LOCATION, parent)))
+                return false;
+        }
     }
 
     if (!sm_otf2_system_tree(w, g, procs))
@@ -1761,6 +1867,7 @@ int sm_otf2_write_images(const sm_run_info_t *run, const sm_job_t *job, const sm
     w.job = job;
     w.n_ranks = job->n_ranks ? job->n_ranks : job->procs->size;
     w.n_comms = sm_defset_comm_count(job->defs);
+    w.n_contexts = sm_defset_context_count(job->defs);
     for (uint32_t c = 0; c < w.n_comms; c++) {
         if (sm_comm_key_is_team(sm_defset_comm_get(job->defs, c)->key))
             w.team_comms = true;
@@ -1795,6 +1902,7 @@ int sm_otf2_write_images(const sm_run_info_t *run, const sm_job_t *job, const sm
     free(w.loc.creation_path);
     free(w.named_metric);
     free(w.counters);
+    free(w.samples);
     OTF2_Error_RegisterCallback(previous, NULL);
 
     if (!ok)
