@@ -206,28 +206,44 @@ static void sm_hip_async_callback(uint32_t op, void *record, void *arg)
 
 /* ---------------------------------------------------------------- rocm-smi */
 
+/* rocm-smi on the core's sampler thread: per device, power, energy,
+ * temperature, utilization and VRAM used, at the sampling interval. */
 static uint32_t sm_hip_rsmi_devices;
+static uint32_t sm_hip_rsmi_metric[SM_RSMI_MAX_DEVICES][5];
 
-/* One sample per device as named metrics ("gpu0 power" ...) of the process. */
-static void sm_hip_rsmi_sample(void)
+static int sm_hip_rsmi_start(void *ctx)
 {
+    (void)ctx;
+    static const char *const what[5] = {"power", "energy", "temperature", "busy",
+                                        "memory used"};
+    static const char *const unit[5] = {"uW", "uJ", "mC", "%", "bytes"};
+    for (uint32_t d = 0; d < sm_hip_rsmi_devices; d++)
+        for (int k = 0; k < 5; k++) {
+            char name[64];
+            snprintf(name, sizeof name, "AMD GPU %u %s", d, what[k]);
+            sm_hip_rsmi_metric[d][k] = sm_hip_api->metric_define(name, unit[k]);
+        }
+    return 0;
+}
+
+static void sm_hip_rsmi_read(void *ctx, sm_sample_sink_t *sink)
+{
+    (void)ctx;
     sm_rsmi_sample_t s[SM_RSMI_MAX_DEVICES];
     uint32_t n = sm_rsmi_read(s, sm_hip_rsmi_devices);
-    static const char *const what[5] = {"power", "energy", "temperature", "busy", "memory used"};
-    static const char *const unit[5] = {"uW", "uJ", "mC", "%", "bytes"};
     for (uint32_t d = 0; d < n; d++) {
         const uint64_t v[5] = {s[d].power_uw, s[d].energy_uj, s[d].temperature_mc,
                                s[d].busy_percent, s[d].memory_used};
-        for (int k = 0; k < 5; k++) {
-            if (v[k] == UINT64_MAX)
-                continue;
-            char name[64];
-            snprintf(name, sizeof name, "AMD GPU %u %s", d, what[k]);
-            uint32_t m = sm_hip_api->metric_define(name, unit[k]);
-            if (m != SM_INVALID_ID)
-                sm_hip_api->metric(m, v[k]);
-        }
+        for (int k = 0; k < 5; k++)
+            if (v[k] != UINT64_MAX && sm_hip_rsmi_metric[d][k] != SM_INVALID_ID)
+                sm_hip_api->sample_put(sink, sm_hip_rsmi_metric[d][k], v[k]);
     }
+}
+
+static void sm_hip_rsmi_stop(void *ctx)
+{
+    (void)ctx;
+    sm_rsmi_close();
 }
 
 /* ---------------------------------------------------------------- start and end */
@@ -236,7 +252,7 @@ __attribute__((constructor)) static void sm_hip_start(void)
 {
     int saved_errno = errno;
     const sm_adapter_api_t *api = sysmeasure_adapter_api(SM_ADAPTER_API_VERSION);
-    if (!api || !SM_ADAPTER_API_HAS(api, async_range) || !api->runtime_active()) {
+    if (!api || !SM_ADAPTER_API_HAS(api, sample_put) || !api->runtime_active()) {
         errno = saved_errno;
         return;
     }
@@ -281,8 +297,12 @@ __attribute__((constructor)) static void sm_hip_start(void)
     }
     api->metadata("amd_gpu", sm_hip_gpu ? "yes" : "no (/dev/kfd missing)");
     sm_hip_rsmi_devices = sm_rsmi_open(0);
-    if (sm_hip_rsmi_devices)
-        sm_hip_rsmi_sample();
+    if (sm_hip_rsmi_devices) {
+        sm_sampler_t sampler = {"rocm-smi", 0, NULL, sm_hip_rsmi_start, sm_hip_rsmi_read,
+                                sm_hip_rsmi_stop};
+        if (api->sampler_register(&sampler) != 0)
+            sm_rsmi_close();
+    }
     atexit(sm_hip_end);
     errno = saved_errno;
 }
@@ -294,10 +314,6 @@ static void sm_hip_end(void)
 {
     if (!sm_hip_api->runtime_active())
         return;
-    if (sm_hip_rsmi_devices) {
-        sm_hip_rsmi_sample();
-        sm_rsmi_close();
-    }
     char v[32];
     snprintf(v, sizeof v, "%llu", (unsigned long long)sm_hip_activities);
     sm_hip_api->metadata("hip_device_activities", v);

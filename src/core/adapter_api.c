@@ -286,6 +286,11 @@ static void sm_api_async_range(sm_region_id_t region, uint64_t start, uint64_t e
         sm_async_range(region, start, end, (const sm_attr_value_t *)attrs, n);
 }
 
+static void sm_api_sample_put(sm_sample_sink_t *sink, uint32_t metric, uint64_t value)
+{
+    sm_sample_put(sink, (sm_metric_id_t)metric, value);
+}
+
 /* ---------------------------------------------------------------- the table */
 
 static const sm_adapter_api_t sm_adapter_api_v1 = {
@@ -336,6 +341,8 @@ static const sm_adapter_api_t sm_adapter_api_v1 = {
     .mark = sm_api_mark,
     .now = sm_api_now,
     .async_range = sm_api_async_range,
+    .sampler_register = sm_sampler_register,
+    .sample_put = sm_api_sample_put,
 };
 
 SM_EXPORT const sm_adapter_api_t *sysmeasure_adapter_api(unsigned version);

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "definitions.h"
+#include "sampler.h"
 #include "gpu.h"
 #include "../merge/procs.h"
 
@@ -201,6 +202,11 @@ typedef struct sm_adapter_api {
      * whole on an "async ranges" lane of the process (async_ranges.h). */
     void (*async_range)(sm_region_id_t region, uint64_t start, uint64_t end,
                         const sm_adapter_attr_t *attrs, uint32_t n);
+    /* A sampler on the core's sampler thread (sampler.h: rocm-smi, NVML):
+     * 0, or -1 (said on stderr).  Its read function reports each value with
+     * sample_put, its metrics defined with metric_define. */
+    int (*sampler_register)(const sm_sampler_t *s);
+    void (*sample_put)(sm_sample_sink_t *sink, uint32_t metric, uint64_t value);
 } sm_adapter_api_t;
 
 /* Whether a table the core handed out has the entry `field`. */
