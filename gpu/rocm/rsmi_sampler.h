@@ -3,9 +3,9 @@
  *
  * sm_rsmi_open loads and initialises the library (one line on stderr when it
  * is missing or rsmi_init fails; the run goes on); sm_rsmi_read fills one
- * sample per device.  The core's background sampler can call sm_rsmi_read
- * at its period; until that sampler is merged, the HIP library samples at
- * the start and at the end of the run (hip_tool.c). */
+ * sample per device.  The HIP library registers a sampler on the core's
+ * sampler thread that calls sm_rsmi_read at the sampling interval
+ * (hip_tool.c). */
 #ifndef SM_RSMI_SAMPLER_H
 #define SM_RSMI_SAMPLER_H
 
