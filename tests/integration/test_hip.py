@@ -74,4 +74,15 @@ check(pre and "libsysmeasure-hip" not in pre[0] and "roctx" not in pre[0],
       "--no-gpu preloads no AMD library: %s" % pre)
 check("no AMD GPU" not in nog.stderr and nog.returncode == 3 and nog.stdout == plain.stdout,
       "--no-gpu: nothing said, the program as without: %d %s" % (nog.returncode, nog.stderr))
+
+# sysmeasure-avail says what was tested here and what was not.
+avail = subprocess.run([os.path.join(os.path.dirname(LAUNCHER), "sysmeasure-avail")],
+                       env=clean_env(), stdout=subprocess.PIPE, text=True).stdout
+for feature, state in (("ROCTx ranges and marks", "tested here"),
+                       ("HIP without an AMD GPU", "tested here"),
+                       ("HIP API calls as regions", "built, not verified on AMD hardware"),
+                       ("HIP kernels and copies", "built, not verified on AMD hardware"),
+                       ("HSA calls, kernel and copy timing", "built, not verified on AMD hardware")):
+    line = [l for l in avail.splitlines() if l.strip().startswith(feature)]
+    check(line and state in line[0], "sysmeasure-avail: %s: %s (%s)" % (feature, state, line))
 finish()
