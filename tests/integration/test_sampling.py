@@ -167,6 +167,15 @@ if os.environ.get("SM_HAVE_MPI") == "yes":
     seen = {f["function"] for c in (profile.get("sampling") or {}).get("callpaths", [])
             for f in c["functions"]}
     check(not (seen & ours), "MPI: samples inside sysmeasure's finalize: %s" % (seen & ours))
+    # Open MPI's own threads (PMIx, progress: started in MPI_Init) are not
+    # sampled without --sampling-runtime-threads: no runtime code outside
+    # every region, where those threads run.
+    outside = [c for c in (profile.get("sampling") or {}).get("callpaths", [])
+               if c["path"] == "(outside every region)"]
+    outside = outside[0] if outside else {"functions": []}
+    runtime = [f["function"] for f in outside["functions"]
+               if f["module"].startswith(("libpmix", "libevent", "libopen-pal", "libmpi"))]
+    check(not runtime, "MPI: runtime threads sampled: %s" % runtime[:5])
     check_archive(out, "MPI", ranks=2)
 
     # A job that ends without MPI_Finalize: the samples survive sysmeasure-merge.
