@@ -181,7 +181,10 @@ if os.environ.get("SM_HAVE_MPI") == "yes":
     # A job that ends without MPI_Finalize: the samples survive sysmeasure-merge.
     out2, proc = smtest.mpi_measure(2, [smtest.program("sampling-hot-mpi")] + HOT_ARGS +
                                     ["nofinalize"], "sampling-merge", launcher_args=SAMPLING,
-                                    expect_rc=None)
+                                    expect_rc=None,
+                                    # Open MPI ends the other rank when one exits
+                                    # without MPI_Finalize: time to write its files.
+                                    env={"OMPI_MCA_odls_base_sigkill_timeout": "5"})
     p = subprocess.run([os.path.join(smtest.BUILD, "sysmeasure-merge"), out2],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     check(p.returncode == 0, "sysmeasure-merge after a job without MPI_Finalize: %s" % p.stderr)
