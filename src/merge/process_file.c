@@ -3,6 +3,7 @@
  * integers in a fixed order, with a magic and a version; the reader checks
  * every length against the file. */
 #include "process_file.h"
+#include "../core/metrics.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -172,6 +173,11 @@ int sm_process_file_write(const sm_run_info_t *run, const char *reason)
         const char *base = events ? strrchr(events, '/') : NULL;
         sm_pf_put_string(&b, base ? base + 1 : NULL);
     }
+    /* The sampled metrics' summaries (process sampling, Kokkos memory),
+     * last: a file without them still reads. */
+    blob = sm_metrics_serialize(&len);
+    sm_pf_put_blob(&b, blob, blob ? len : 0);
+    free(blob);
 
     if (b.oom) {
         sm_error("writing the process file of rank %u failed: out of memory", (unsigned)run->rank);
@@ -250,6 +256,7 @@ void sm_process_file_free(sm_process_file_t *f)
     free(f->events);
     free(f->defs);
     free(f->profile);
+    free(f->metrics);
     free(f->matrix_row);
     free(f->path);
     sm_id_maps_free(&f->maps);
@@ -384,6 +391,8 @@ sm_process_file_t *sm_process_file_read(const char *path, char *err, size_t errl
         }
         free(ev);
     }
+    if (!r.bad && r.p < r.end)
+        f->metrics = sm_pf_get_blob(&r, &f->metrics_len);
     free(data);
     if (r.bad) {
         snprintf(err, errlen, "%s is truncated or damaged", path);

@@ -180,7 +180,8 @@ if os.environ.get("SM_HAVE_MPI") == "yes":
 
     # A job that ends without MPI_Finalize: the samples survive sysmeasure-merge.
     out2, proc = smtest.mpi_measure(2, [smtest.program("sampling-hot-mpi")] + HOT_ARGS +
-                                    ["nofinalize"], "sampling-merge", launcher_args=SAMPLING,
+                                    ["nofinalize"], "sampling-merge",
+                                    launcher_args=SAMPLING + ["--process-sampling"],
                                     expect_rc=None,
                                     # Open MPI ends the other rank when one exits
                                     # without MPI_Finalize: time to write its files.
@@ -189,7 +190,11 @@ if os.environ.get("SM_HAVE_MPI") == "yes":
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     check(p.returncode == 0, "sysmeasure-merge after a job without MPI_Finalize: %s" % p.stderr)
     if p.returncode == 0:
-        check_shares(smtest.load_json(out2, "profile.json"), "compute", 4, "merged")
+        merged = smtest.load_json(out2, "profile.json")
+        check_shares(merged, "compute", 4, "merged")
+        rss = [m for m in merged.get("sampled_metrics", []) if m["name"] == "memory resident"]
+        check(rss and rss[0]["across_ranks"]["ranks"] == 2,
+              "merged: the process metrics of both ranks: %s" % rss)
         check_archive(out2, "merged", ranks=2)
 else:
     print("MPI part skipped: no MPI adapter in this build")
