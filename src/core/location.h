@@ -54,6 +54,7 @@ typedef struct sm_location {
     char name[64];
     pid_t tid;
     uint32_t creator;              /* location that created this thread, or SM_INVALID_ID */
+    void *start_routine;           /* pthread_create's start routine, or NULL */
     uint32_t creator_depth;        /* regions open in the creator at pthread_create */
     sm_region_id_t *creator_path;  /* those regions, outermost first */
     uint64_t begin_time, end_time; /* ticks */

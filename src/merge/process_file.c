@@ -3,6 +3,7 @@
  * integers in a fixed order, with a magic and a version; the reader checks
  * every length against the file. */
 #include "process_file.h"
+#include "../core/metrics.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -175,6 +176,11 @@ int sm_process_file_write(const sm_run_info_t *run, const char *reason)
         if (il.has_device)
             SM_PF_PUT(&b, il.device);
     }
+    /* The sampled metrics' summaries (process sampling, Kokkos memory),
+     * last: a file without them still reads. */
+    blob = sm_metrics_serialize(&len);
+    sm_pf_put_blob(&b, blob, blob ? len : 0);
+    free(blob);
 
     if (b.oom) {
         sm_error("writing the process file of rank %u failed: out of memory", (unsigned)run->rank);
@@ -253,6 +259,7 @@ void sm_process_file_free(sm_process_file_t *f)
     free(f->events);
     free(f->defs);
     free(f->profile);
+    free(f->metrics);
     free(f->matrix_row);
     free(f->path);
     sm_id_maps_free(&f->maps);
@@ -394,6 +401,8 @@ sm_process_file_t *sm_process_file_read(const char *path, char *err, size_t errl
             l->device.pci_bus_id[sizeof l->device.pci_bus_id - 1] = '\0';
         }
     }
+    if (!r.bad && r.p < r.end)
+        f->metrics = sm_pf_get_blob(&r, &f->metrics_len);
     free(data);
     if (r.bad) {
         snprintf(err, errlen, "%s is truncated or damaged", path);

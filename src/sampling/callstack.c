@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "callstack.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -212,10 +213,33 @@ static void sm_cs_timer_failed(const char *what, int err)
                    "sampled, the program runs on", what, strerror(err));
 }
 
+/* Libraries whose own threads (progress, events) are not the program's:
+ * sampled only with sampling_runtime_threads. */
+static const char *const sm_cs_runtime_libs[] = {
+    "libmpi", "libopen-pal", "libopen-rte", "libpmix", "libevent", "libucp", "libucs",
+    "libuct", "libfabric", "libpsm2", "libcuda", "libcupti", "libnvidia-ml",
+    "libhsa-runtime64", "libamdhip64", "libnccl", "librccl"};
+static int sm_cs_runtime_threads;
+
+static int sm_cs_is_runtime_thread(const sm_location_t *loc)
+{
+    Dl_info info;
+    if (sm_cs_runtime_threads || !loc->start_routine ||
+        !dladdr(loc->start_routine, &info) || !info.dli_fname)
+        return 0;
+    const char *base = strrchr(info.dli_fname, '/');
+    base = base ? base + 1 : info.dli_fname;
+    for (size_t i = 0; i < sizeof sm_cs_runtime_libs / sizeof sm_cs_runtime_libs[0]; i++)
+        if (strncmp(base, sm_cs_runtime_libs[i], strlen(sm_cs_runtime_libs[i])) == 0)
+            return 1;
+    return 0;
+}
+
 /* On the thread, right after it is bound to loc. */
 static void sm_cs_thread_start(sm_location_t *loc)
 {
-    if (!sm_cs_on || sm_cs_tls || loc->type != SM_LOCATION_CPU_THREAD)
+    if (!sm_cs_on || sm_cs_tls || loc->type != SM_LOCATION_CPU_THREAD ||
+        sm_cs_is_runtime_thread(loc))
         return;
     sm_cs_thread_t *t = calloc(1, sizeof *t);
     if (!t) {
@@ -300,6 +324,7 @@ int sm_callstack_init(const sm_config_t *cfg)
     }
     sm_cs_clock_cpu = cfg->sampling_clock == SM_SAMPLING_CLOCK_CPU;
     sm_cs_tracing = cfg->trace;
+    sm_cs_runtime_threads = cfg->sampling_runtime_threads;
     sm_cs_period_ns = 1000000000L / (long)(cfg->sampling_freq > 0 ? cfg->sampling_freq : 100);
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
     /* Warm libunwind up outside a handler (its first use sets up state). */

@@ -22,10 +22,12 @@ done
 grep -q 'SYSMEASURE_BUFFER_SIZE' "$root/share/man/man1/sysmeasure.1" || no "man page lacks the variables"
 grep -q -- '-lsysmeasure' "$stage$libdir/pkgconfig/sysmeasure.pc" || no "pkg-config file"
 
-# Only the public API (and the pthread_create wrapper, and the OMPT tool's
-# entry point) is exported.
+# Only the public API (and the pthread_create wrapper, the OMPT tool's
+# entry point, and the waits that call-stack sampling keeps from EINTR) is
+# exported.
+guarded='nanosleep|clock_nanosleep|sleep|usleep|poll|ppoll|select|pselect|epoll_wait|epoll_pwait'
 extra=$(nm -D --defined-only "$stage$libdir/libsysmeasure.so" | awk '{print $3}' |
-        grep -v -E '^(sysmeasure_|pthread_create$|ompt_start_tool$|_init$|_fini$)' || true)
+        grep -v -E "^(sysmeasure_|pthread_create\$|ompt_start_tool\$|_init\$|_fini\$|($guarded)\$)" || true)
 [ -z "$extra" ] || no "unexpected exported symbols: $extra"
 
 # Build against the installed header and library, run under the installed launcher.

@@ -167,17 +167,34 @@ if os.environ.get("SM_HAVE_MPI") == "yes":
     seen = {f["function"] for c in (profile.get("sampling") or {}).get("callpaths", [])
             for f in c["functions"]}
     check(not (seen & ours), "MPI: samples inside sysmeasure's finalize: %s" % (seen & ours))
+    # Open MPI's own threads (PMIx, progress: started in MPI_Init) are not
+    # sampled without --sampling-runtime-threads: no runtime code outside
+    # every region, where those threads run.
+    outside = [c for c in (profile.get("sampling") or {}).get("callpaths", [])
+               if c["path"] == "(outside every region)"]
+    outside = outside[0] if outside else {"functions": []}
+    runtime = [f["function"] for f in outside["functions"]
+               if f["module"].startswith(("libpmix", "libevent", "libopen-pal", "libmpi"))]
+    check(not runtime, "MPI: runtime threads sampled: %s" % runtime[:5])
     check_archive(out, "MPI", ranks=2)
 
     # A job that ends without MPI_Finalize: the samples survive sysmeasure-merge.
     out2, proc = smtest.mpi_measure(2, [smtest.program("sampling-hot-mpi")] + HOT_ARGS +
-                                    ["nofinalize"], "sampling-merge", launcher_args=SAMPLING,
-                                    expect_rc=None)
+                                    ["nofinalize"], "sampling-merge",
+                                    launcher_args=SAMPLING + ["--process-sampling"],
+                                    expect_rc=None,
+                                    # Open MPI ends the other rank when one exits
+                                    # without MPI_Finalize: time to write its files.
+                                    env={"OMPI_MCA_odls_base_sigkill_timeout": "5"})
     p = subprocess.run([os.path.join(smtest.BUILD, "sysmeasure-merge"), out2],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     check(p.returncode == 0, "sysmeasure-merge after a job without MPI_Finalize: %s" % p.stderr)
     if p.returncode == 0:
-        check_shares(smtest.load_json(out2, "profile.json"), "compute", 4, "merged")
+        merged = smtest.load_json(out2, "profile.json")
+        check_shares(merged, "compute", 4, "merged")
+        rss = [m for m in merged.get("sampled_metrics", []) if m["name"] == "memory resident"]
+        check(rss and rss[0]["across_ranks"]["ranks"] == 2,
+              "merged: the process metrics of both ranks: %s" % rss)
         check_archive(out2, "merged", ranks=2)
 else:
     print("MPI part skipped: no MPI adapter in this build")
