@@ -6,9 +6,11 @@
 
 #include <string.h>
 
+#include "async_ranges.h"
 #include "clock.h"
 #include "config.h"
 #include "events.h"
+#include "gpu.h"
 #include "location.h"
 #include "metrics.h"
 #include "runtime.h"
@@ -275,6 +277,68 @@ static int sm_api_config_value(const char *name, char *buf, size_t len)
     return 0;
 }
 
+static void sm_api_note(const char *text)
+{
+    if (sm_runtime_active)
+        sm_runtime_add_note(text);
+}
+
+/* ---------------------------------------------------------------- attributes, marks, async ranges */
+
+_Static_assert(sizeof(sm_adapter_attr_t) == sizeof(sm_attr_value_t) &&
+                   offsetof(sm_adapter_attr_t, attribute) == offsetof(sm_attr_value_t, attribute) &&
+                   offsetof(sm_adapter_attr_t, raw) == offsetof(sm_attr_value_t, raw),
+               "the adapter's attribute value is the core's");
+
+static sm_attribute_id_t sm_api_attribute_define(const char *name, sm_attr_type_t type)
+{
+    return sm_runtime_active ? sm_attribute_define(name, type) : SM_INVALID_ID;
+}
+
+static void sm_api_enter_attrs(sm_region_id_t region, const sm_adapter_attr_t *attrs, uint32_t n)
+{
+    sm_location_t *loc = sm_api_location();
+    if (loc)
+        sm_event_enter_attrs(loc, region, sm_clock_now(), (const sm_attr_value_t *)attrs, n);
+}
+
+static void sm_api_leave_attrs(sm_region_id_t region, const sm_adapter_attr_t *attrs, uint32_t n)
+{
+    if (SM_UNLIKELY(!sm_runtime_active))
+        return;
+    sm_location_t *loc = sm_location_current();
+    /* As leave: only the region on top, whose enter was recorded. */
+    if (loc->sp->region == region && loc->sp != loc->stack && !loc->closed)
+        sm_event_leave_attrs(loc, region, sm_clock_now(), (const sm_attr_value_t *)attrs, n);
+}
+
+static void sm_api_mark(sm_region_id_t region, const sm_adapter_attr_t *attrs, uint32_t n)
+{
+    sm_location_t *loc = sm_api_location();
+    if (!loc)
+        return;
+    uint64_t t = sm_clock_now();
+    sm_event_enter_attrs(loc, region, t, (const sm_attr_value_t *)attrs, n);
+    sm_event_leave_top(loc, t);
+}
+
+static uint64_t sm_api_now(void)
+{
+    return sm_clock_now();
+}
+
+static void sm_api_async_range(sm_region_id_t region, uint64_t start, uint64_t end,
+                               const sm_adapter_attr_t *attrs, uint32_t n)
+{
+    if (SM_LIKELY(sm_runtime_active) && sm_measurement_on)
+        sm_async_range(region, start, end, (const sm_attr_value_t *)attrs, n);
+}
+
+static void sm_api_sample_put(sm_sample_sink_t *sink, uint32_t metric, uint64_t value)
+{
+    sm_sample_put(sink, (sm_metric_id_t)metric, value);
+}
+
 /* ---------------------------------------------------------------- the table */
 
 static const sm_adapter_api_t sm_adapter_api_v1 = {
@@ -312,6 +376,23 @@ static const sm_adapter_api_t sm_adapter_api_v1 = {
     .metadata = sm_api_metadata,
     .config_value = sm_api_config_value,
     .save_before_finalize = sm_runtime_save_before_finalize,
+    .gpu_device_define = sm_gpu_device_define,
+    .gpu_stream_define = sm_gpu_stream_define,
+    .gpu_ticks = sm_gpu_ticks,
+    .gpu_activities = sm_gpu_activities,
+    .gpu_api_enter = sm_gpu_api_enter,
+    .gpu_api_leave = sm_gpu_api_leave,
+    .gpu_dropped = sm_gpu_dropped,
+    .gpu_on_flush = sm_gpu_on_flush,
+    .note = sm_api_note,
+    .attribute_define = sm_api_attribute_define,
+    .enter_attrs = sm_api_enter_attrs,
+    .leave_attrs = sm_api_leave_attrs,
+    .mark = sm_api_mark,
+    .now = sm_api_now,
+    .async_range = sm_api_async_range,
+    .sampler_register = sm_sampler_register,
+    .sample_put = sm_api_sample_put,
 };
 
 SM_EXPORT const sm_adapter_api_t *sysmeasure_adapter_api(unsigned version);

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "definitions.h"
+#include "sampler.h"
+#include "gpu.h"
 #include "../merge/procs.h"
 
 #define SM_ADAPTER_API_VERSION 1
@@ -55,6 +57,13 @@ typedef enum {
     SM_XFER_RMA_GET,
     SM_XFER_KIND_COUNT
 } sm_transfer_kind_t;
+
+/* An attribute value: an int64, a double's bits or a string id, by the
+ * attribute's type (definitions.h). */
+typedef struct sm_adapter_attr {
+    sm_attribute_id_t attribute;
+    uint64_t raw;
+} sm_adapter_attr_t;
 
 typedef struct sm_adapter_api {
     uint32_t version; /* SM_ADAPTER_API_VERSION */
@@ -158,6 +167,56 @@ typedef struct sm_adapter_api {
      * that ends alone), so that a job torn down meanwhile keeps it; then
      * finalize writes the job's output as usual.  0 or 1. */
     int (*save_before_finalize)(void);
+    /* ---- added for the GPU backends (gpu.h explains the model; check with
+     * SM_ADAPTER_API_HAS(api, gpu_activities)).  Definitions and batches
+     * may come from any thread, the vendor's own included. ---- */
+    /* A device; same (vendor, ordinal) gives the same id; SM_GPU_NONE when
+     * the core is not up. */
+    sm_gpu_device_t (*gpu_device_define)(const sm_gpu_device_info_t *info);
+    /* A stream (queue) of a device: a location of its own.  key: the
+     * vendor's stream id; same (device, key) gives the same id. */
+    sm_gpu_stream_t (*gpu_stream_define)(sm_gpu_device_t device, uint64_t key, const char *name);
+    /* Vendor timestamps (ns on one of the host's clocks) to core ticks. */
+    uint64_t (*gpu_ticks)(sm_gpu_clock_t clock, uint64_t ns);
+    /* Finished device work, n activities `stride` (the caller's
+     * sizeof(sm_gpu_activity_t)) bytes apart; returns how many were kept. */
+    size_t (*gpu_activities)(const sm_gpu_activity_t *a, size_t n, size_t stride);
+    /* An API call that issues device work, on the calling thread: its
+     * region entered with the correlation id (0: none) that the work's
+     * activity will carry; left with the call's error code (0: success). */
+    void (*gpu_api_enter)(sm_region_id_t region, uint64_t correlation);
+    void (*gpu_api_leave)(sm_region_id_t region, int64_t error);
+    /* Activities the backend lost (reported, never silent). */
+    void (*gpu_dropped)(uint64_t n);
+    /* The backend's flush, called before the end-of-run output is written
+     * (finalize, exit from any thread, fatal signal, MPI_Abort). */
+    int (*gpu_on_flush)(sm_gpu_flush_fn fn);
+    /* A line for the summary's header and metadata.json's notes (the
+     * backend says it on stderr itself). */
+    void (*note)(const char *text);
+
+    /* ---- added for the GPU tool libraries (ROCTx, HIP, HSA) ---- */
+    /* Same (name, type) gives the same id; SM_INVALID_ID when the core is
+     * not up. */
+    sm_attribute_id_t (*attribute_define)(const char *name, sm_attr_type_t type);
+    /* enter/leave with attributes on the record (an error code, a range id). */
+    void (*enter_attrs)(sm_region_id_t region, const sm_adapter_attr_t *attrs, uint32_t n);
+    void (*leave_attrs)(sm_region_id_t region, const sm_adapter_attr_t *attrs, uint32_t n);
+    /* A point in time on the calling thread (a ROCTx/NVTX mark): an enter
+     * and a leave of region at one timestamp, attributes on the enter. */
+    void (*mark)(sm_region_id_t region, const sm_adapter_attr_t *attrs, uint32_t n);
+    /* The core's clock, for times handed back to async_range. */
+    uint64_t (*now)(void);
+    /* An interval that belongs to no thread's stack (a range started on one
+     * thread and stopped on another), start and end from now(): written
+     * whole on an "async ranges" lane of the process (async_ranges.h). */
+    void (*async_range)(sm_region_id_t region, uint64_t start, uint64_t end,
+                        const sm_adapter_attr_t *attrs, uint32_t n);
+    /* A sampler on the core's sampler thread (sampler.h: rocm-smi, NVML):
+     * 0, or -1 (said on stderr).  Its read function reports each value with
+     * sample_put, its metrics defined with metric_define. */
+    int (*sampler_register)(const sm_sampler_t *s);
+    void (*sample_put)(sm_sample_sink_t *sink, uint32_t metric, uint64_t value);
 } sm_adapter_api_t;
 
 /* Whether a table the core handed out has the entry `field`. */

@@ -240,6 +240,14 @@ static const char *sm_check_range(const sm_config_var_t *var, const void *value)
         if (*(const int64_t *)value < 1 || *(const int64_t *)value > 1000000)
             return "must be between 1 and 1000000";
         break;
+    case SM_CONFIG_SAMPLING_FREQ:
+        if (*(const int64_t *)value < 1 || *(const int64_t *)value > 10000)
+            return "must be between 1 and 10000 (samples per second)";
+        break;
+    case SM_CONFIG_SAMPLING_INTERVAL:
+        if (*(const int64_t *)value < 1 || *(const int64_t *)value > 3600000)
+            return "must be between 1 and 3600000 (milliseconds)";
+        break;
     case SM_CONFIG_BUFFER_CHUNK_SIZE: {
         uint64_t v = *(const uint64_t *)value;
         if (v < (UINT64_C(4) << 10) || v > (UINT64_C(1) << 30))

@@ -396,6 +396,7 @@ const char *sm_paradigm_name(sm_paradigm_t p)
         [SM_PARADIGM_OPENMP] = "openmp",   [SM_PARADIGM_KOKKOS] = "kokkos",
         [SM_PARADIGM_CUDA] = "cuda",       [SM_PARADIGM_HIP] = "hip",
         [SM_PARADIGM_COMPILER] = "compiler",
+        [SM_PARADIGM_SAMPLING] = "sampling",
     };
     return (unsigned)p < SM_PARADIGM_COUNT ? names[p] : "unknown";
 }

@@ -24,6 +24,7 @@ typedef enum {
     SM_PARADIGM_CUDA,
     SM_PARADIGM_HIP,
     SM_PARADIGM_COMPILER, /* compiler-instrumented functions */
+    SM_PARADIGM_SAMPLING,    /* functions seen by call-stack sampling */
     SM_PARADIGM_COUNT
 } sm_paradigm_t;
 
@@ -38,6 +39,7 @@ typedef enum {
     SM_ROLE_LOOP,
     SM_ROLE_COLLECTIVE,
     SM_ROLE_POINT2POINT,
+    SM_ROLE_DATA_TRANSFER, /* a copy or memset of device memory */
     SM_ROLE_COUNT
 } sm_region_role_t;
 

@@ -50,6 +50,17 @@ typedef enum {
      * the same time.  ref: the metric id of the first event (the others
      * follow); payload: one value per event. */
     SM_REC_COUNTERS,
+    /* Finished device work on a GPU stream location (gpu.h), one record per
+     * activity.  time: start; ref: region; aux: sm_gpu_kind_t; payload:
+     * end, correlation id, bytes, and for kernels 5 more words: grid x|y,
+     * grid z|block x, block y|z (32-bit halves, low first), registers,
+     * static|dynamic shared memory. */
+    SM_REC_GPU_ACTIVITY,
+    /* A call-stack sample (src/sampling/callstack.c), appended to the
+     * thread's records at the end of the run, out of time order: readers
+     * place it by its time.  ref: calling context (contexts.h); aux: its
+     * depth (frames unwound). */
+    SM_REC_CALLING_CONTEXT_SAMPLE,
     SM_REC_KIND_COUNT
 } sm_record_kind_t;
 

@@ -116,6 +116,14 @@ static void sm_location_name_thread(sm_location_t *loc)
         snprintf(loc->name, sizeof loc->name, "Thread %u", loc->id);
 }
 
+static sm_thread_observer_fn sm_observer_start, sm_observer_stop;
+
+void sm_location_set_thread_observer(sm_thread_observer_fn start, sm_thread_observer_fn stop)
+{
+    __atomic_store_n(&sm_observer_stop, stop, __ATOMIC_RELEASE);
+    __atomic_store_n(&sm_observer_start, start, __ATOMIC_RELEASE);
+}
+
 void sm_location_bind_current(sm_location_t *loc)
 {
     loc->tid = (pid_t)syscall(SYS_gettid);
@@ -126,6 +134,9 @@ void sm_location_bind_current(sm_location_t *loc)
 #ifdef SM_HAVE_PAPI
     sm_counters_thread_start(loc);
 #endif
+    sm_thread_observer_fn start = __atomic_load_n(&sm_observer_start, __ATOMIC_ACQUIRE);
+    if (start)
+        start(loc);
 }
 
 /* Where a thread lands when it has no location: one that never touched the
@@ -208,6 +219,9 @@ void sm_location_close(sm_location_t *loc, uint64_t time)
 #ifdef SM_HAVE_PAPI
     sm_counters_thread_stop(loc);
 #endif
+    sm_thread_observer_fn stop = __atomic_load_n(&sm_observer_stop, __ATOMIC_ACQUIRE);
+    if (stop && loc->type == SM_LOCATION_CPU_THREAD)
+        stop(loc);
     loc->end_time = time;
     __atomic_store_n(&loc->closed, 1, __ATOMIC_RELEASE);
 }

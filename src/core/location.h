@@ -54,6 +54,7 @@ typedef struct sm_location {
     char name[64];
     pid_t tid;
     uint32_t creator;              /* location that created this thread, or SM_INVALID_ID */
+    void *start_routine;           /* pthread_create's start routine, or NULL */
     uint32_t creator_depth;        /* regions open in the creator at pthread_create */
     sm_region_id_t *creator_path;  /* those regions, outermost first */
     uint64_t begin_time, end_time; /* ticks */
@@ -106,6 +107,14 @@ void sm_location_bind_current(sm_location_t *loc) SM_HIDDEN;
 
 /* Defaults for locations created from now on (set by the runtime). */
 void sm_locations_set_modes(int tracing, int profiling, int enabled) SM_HIDDEN;
+
+/* An observer of CPU threads (call-stack sampling): start runs on a thread
+ * right after it is bound to its location, stop when that location closes
+ * (on the thread, or on the finalizing thread).  One observer; NULLs
+ * remove it. */
+typedef void (*sm_thread_observer_fn)(sm_location_t *loc);
+void sm_location_set_thread_observer(sm_thread_observer_fn start,
+                                     sm_thread_observer_fn stop) SM_HIDDEN;
 
 /* Grows the frame stack; returns the frame above the current top. */
 sm_frame_t *sm_location_grow_stack(sm_location_t *loc) SM_HIDDEN;

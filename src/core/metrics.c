@@ -38,6 +38,7 @@ sm_metric_id_t sm_metric_define_kind(const char *name, const char *unit, sm_metr
         sm_metrics[n].name = s_name;
         sm_metrics[n].unit = s_unit;
         sm_metrics[n].kind = kind;
+        sm_metrics[n].min = UINT64_MAX;
         id = n;
         __atomic_store_n(&sm_metrics_n, n + 1, __ATOMIC_RELEASE);
     }
@@ -52,6 +53,12 @@ void sm_metric_sample(sm_metric_id_t id, uint64_t value)
     sm_metric_def_t *m = &sm_metrics[id];
     __atomic_store_n(&m->last, value, __ATOMIC_RELAXED);
     __atomic_add_fetch(&m->samples, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&m->sum, value, __ATOMIC_RELAXED);
+    uint64_t min = __atomic_load_n(&m->min, __ATOMIC_RELAXED);
+    while (value < min &&
+           !__atomic_compare_exchange_n(&m->min, &min, value, true, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED)) {
+    }
     uint64_t max = __atomic_load_n(&m->max, __ATOMIC_RELAXED);
     while (value > max &&
            !__atomic_compare_exchange_n(&m->max, &max, value, true, __ATOMIC_RELAXED,
@@ -75,6 +82,8 @@ int sm_metric_get(sm_metric_id_t id, sm_metric_def_t *out)
     out->last = __atomic_load_n(&m->last, __ATOMIC_RELAXED);
     out->max = __atomic_load_n(&m->max, __ATOMIC_RELAXED);
     out->samples = __atomic_load_n(&m->samples, __ATOMIC_RELAXED);
+    out->min = __atomic_load_n(&m->min, __ATOMIC_RELAXED);
+    out->sum = __atomic_load_n(&m->sum, __ATOMIC_RELAXED);
     return 0;
 }
 
@@ -102,6 +111,8 @@ void *sm_metrics_serialize(uint64_t *len)
         sm_put_u64(&w, m.last);
         sm_put_u64(&w, m.max);
         sm_put_u64(&w, m.samples);
+        sm_put_u64(&w, m.samples ? m.min : 0);
+        sm_put_u64(&w, m.sum);
     }
     return sm_wbuf_finish(&w, len);
 }

@@ -23,6 +23,8 @@ typedef struct sm_metric_def {
     uint64_t last;    /* the latest sample */
     uint64_t max;     /* the largest sample: a high-water mark */
     uint64_t samples;
+    uint64_t min;     /* the smallest sample (UINT64_MAX before the first) */
+    uint64_t sum;     /* of every sample, for the mean */
 } sm_metric_def_t;
 
 /* Same name gives the same id (the first unit stays).  SM_INVALID_ID when
@@ -38,7 +40,7 @@ int sm_metric_get(sm_metric_id_t id, sm_metric_def_t *out) SM_HIDDEN;
 
 /* This process's sampled metrics as bytes, for rank 0 to gather (malloc'd; NULL
  * when out of memory): per metric its name and unit (u32 length, bytes),
- * last, max, samples (u64). */
+ * last, max, samples, min, sum (u64). */
 void *sm_metrics_serialize(uint64_t *len) SM_HIDDEN;
 
 #endif

@@ -25,10 +25,13 @@
 #include "location.h"
 #include "metrics.h"
 #include "region_filter.h"
+#include "sampler.h"
 #include "../merge/profile_summary.h"
 #include "../merge/process_file.h"
 #include "../merge/unify.h"
 #include "../util/fs.h"
+#include "../sampling/callstack.h"
+#include "../sampling/process_sampler.h"
 #include "../util/log.h"
 #include "../writers/summary_common.h"
 #include "../writers/writers.h"
@@ -428,7 +431,9 @@ int sm_runtime_init(void)
     sm_ending_install();
     pthread_mutex_unlock(&sm_runtime_lock);
 
+    sm_callstack_init(&sm_cfg); /* before the main thread is bound: it gets a timer */
     sm_location_t *main_loc = sm_location_current(); /* the thread that loads us */
+    sm_process_sampler_init(&sm_cfg);
     if (!enabled)
         sm_event_measurement(main_loc, false, sm_run.start_time);
     sm_info(1, "measuring %s (trace: %s, profile: %s, clock: %s), output in %s", sm_program,
@@ -681,6 +686,9 @@ static int sm_runtime_begin_end(const char *reason)
     sm_runtime_active = 0; /* threads that appear from now on are not measured */
     uint32_t n_hooks = sm_n_finalize_hooks;
     pthread_mutex_unlock(&sm_runtime_lock);
+    /* No sample of our own finalize; the samplers' last values now. */
+    sm_callstack_stop();
+    sm_samplers_stop();
 
     if (!sm_runtime_discard)
         for (uint32_t i = 0; i < n_hooks; i++)
@@ -790,6 +798,8 @@ int sm_runtime_finalize_as(const char *reason, int how)
         errno = saved_errno;
         return 0;
     }
+    sm_clock_finish();
+    sm_callstack_finish(); /* (its time figures need the calibrated clock) */
 
     /* Collective only from MPI_Finalize.  A rank that ends otherwise (exit
      * without it, MPI_Abort, a signal) is not in step with the others: it
@@ -843,11 +853,16 @@ int sm_runtime_finalize_as(const char *reason, int how)
             if (sm_run.dropped_records)
                 sm_warning("%llu events were lost (spill failed); see metadata.json",
                            (unsigned long long)sm_run.dropped_records);
-            if (procs->size > 1)
+            if (procs->size > 1) {
                 sm_info(0, "%u ranks measured%s; output in %s", (unsigned)procs->size,
                         sm_job_summary_line, sm_outdir);
-            else
-                sm_info(0, "%u thread%s measured, output in %s", n, n == 1 ? "" : "s", sm_outdir);
+            } else {
+                uint32_t threads = 0; /* CPU threads: not metric locations (samplers) */
+                for (uint32_t i = 0; i < n; i++)
+                    threads += sm_location_get(i)->type == SM_LOCATION_CPU_THREAD;
+                sm_info(0, "%u thread%s measured, output in %s", threads, threads == 1 ? "" : "s",
+                        sm_outdir);
+            }
         }
     } else if (failures) {
         sm_error("%d of the outputs in %s could not be written (see above); spill files, if "

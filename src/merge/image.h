@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include "../core/buffer.h"
 #include "../core/compiler.h"
+#include "../core/gpu.h"
 #include "unify.h"
 
 typedef struct sm_image_location {
@@ -17,6 +18,8 @@ typedef struct sm_image_location {
     uint32_t creator; /* location id in the same process, or SM_INVALID_ID */
     char name[64];
     char *creation_path; /* "a > b" (region names), malloc'd; NULL: none */
+    uint32_t has_device; /* a GPU stream: the device it belongs to */
+    sm_gpu_device_def_t device;
 } sm_image_location_t;
 
 typedef struct sm_image {

@@ -44,13 +44,29 @@ static int sm_live_location(void *ctx, uint32_t i, sm_image_location_t *out)
     out->creator = loc->creator;
     snprintf(out->name, sizeof out->name, "%.*s", (int)sizeof loc->name, loc->name);
     out->creation_path = loc->creator != SM_INVALID_ID ? sm_live_creation_path(loc) : NULL;
+    const sm_gpu_device_def_t *d = loc->type == SM_LOCATION_GPU_STREAM
+                                       ? sm_gpu_device_get(sm_gpu_location_device(loc->id))
+                                       : NULL;
+    if (d) {
+        out->has_device = 1;
+        out->device = *d;
+    }
     return 0;
 }
 
-static int sm_live_for_each(void *ctx, uint32_t i, sm_record_fn fn, void *arg)
+static int sm_live_records(void *ctx, uint32_t i, sm_record_fn fn, void *arg)
 {
     (void)ctx;
     return sm_buffer_for_each(sm_location_get(i), fn, arg);
+}
+
+/* A GPU stream's batches arrive in any order: its records are sorted. */
+static int sm_live_for_each(void *ctx, uint32_t i, sm_record_fn fn, void *arg)
+{
+    const sm_location_t *loc = sm_location_get(i);
+    if (loc && loc->type == SM_LOCATION_GPU_STREAM)
+        return sm_gpu_for_each_in_order(sm_live_records, ctx, i, fn, arg);
+    return sm_live_records(ctx, i, fn, arg);
 }
 
 static uint64_t sm_live_to_ns(void *ctx, uint64_t ticks)

@@ -3,6 +3,7 @@
  * integers in a fixed order, with a magic and a version; the reader checks
  * every length against the file. */
 #include "process_file.h"
+#include "../core/metrics.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,7 +23,7 @@
 #include "profile_summary.h"
 
 #define SM_PF_MAGIC 0x46504d53u /* "SMPF" */
-#define SM_PF_VERSION 2u
+#define SM_PF_VERSION 3u /* 2: checksummed head; 3: GPU devices of stream locations */
 
 /* The fixed head: magic, version, the file's length, a checksum (FNV-1a,
  * 64 bits) of every byte after it, then rank, ranks and the job's identity,
@@ -212,7 +213,15 @@ int sm_process_file_write(const sm_run_info_t *run, const char *reason)
         const char *events = sm_buffer_spill_path(loc);
         const char *base = events ? strrchr(events, '/') : NULL;
         sm_pf_put_string(&b, base ? base + 1 : NULL);
+        SM_PF_PUT(&b, il.has_device);
+        if (il.has_device)
+            SM_PF_PUT(&b, il.device);
     }
+    /* The sampled metrics' summaries (process sampling, Kokkos memory),
+     * last: a file without them still reads. */
+    blob = sm_metrics_serialize(&len);
+    sm_pf_put_blob(&b, blob, blob ? len : 0);
+    free(blob);
 
     if (b.oom) {
         sm_error("writing the process file of rank %u failed: out of memory", (unsigned)run->rank);
@@ -322,6 +331,7 @@ void sm_process_file_free(sm_process_file_t *f)
     free(f->events);
     free(f->defs);
     free(f->profile);
+    free(f->metrics);
     free(f->matrix_row);
     free(f->path);
     sm_id_maps_free(&f->maps);
@@ -514,7 +524,16 @@ sm_process_file_t *sm_process_file_read(const char *path, sm_process_file_head_t
                          f->path, ev);
         }
         free(ev);
+        SM_PF_GET(&r, l->has_device);
+        if (l->has_device) {
+            SM_PF_GET(&r, l->device);
+            l->device.name[sizeof l->device.name - 1] = '\0';
+            l->device.uuid[sizeof l->device.uuid - 1] = '\0';
+            l->device.pci_bus_id[sizeof l->device.pci_bus_id - 1] = '\0';
+        }
     }
+    if (!r.bad && r.p < r.end)
+        f->metrics = sm_pf_get_blob(&r, &f->metrics_len);
     free(data);
     if (r.bad) {
         snprintf(err, errlen, "%s is damaged (its checksum holds, its contents do not): rank "
@@ -537,12 +556,21 @@ static int sm_pf_location(void *ctx, uint32_t i, sm_image_location_t *out)
     return 0;
 }
 
-static int sm_pf_for_each(void *ctx, uint32_t i, sm_record_fn fn, void *arg)
+static int sm_pf_records(void *ctx, uint32_t i, sm_record_fn fn, void *arg)
 {
     const sm_process_file_t *f = ctx;
     if (i >= f->n_locations)
         return -1;
     return f->events[i] ? sm_spill_file_for_each(f->events[i], f->locations[i].id, fn, arg) : 0;
+}
+
+/* A GPU stream's records in time order (its batches arrived in any order). */
+static int sm_pf_for_each(void *ctx, uint32_t i, sm_record_fn fn, void *arg)
+{
+    const sm_process_file_t *f = ctx;
+    if (i < f->n_locations && f->locations[i].type == SM_LOCATION_GPU_STREAM)
+        return sm_gpu_for_each_in_order(sm_pf_records, ctx, i, fn, arg);
+    return sm_pf_records(ctx, i, fn, arg);
 }
 
 static uint64_t sm_pf_to_ns(void *ctx, uint64_t ticks)

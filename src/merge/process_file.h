@@ -40,6 +40,8 @@ typedef struct sm_process_file {
     uint64_t defs_len;
     void *profile;              /* serialized profile summary (its own ids) */
     uint64_t profile_len;
+    void *metrics;              /* sm_metrics_serialize (sampled metrics); NULL: none */
+    uint64_t metrics_len;
     uint64_t *matrix_row;       /* n_ranks pairs: messages, bytes sent to each */
     uint32_t n_locations;
     sm_image_location_t *locations;

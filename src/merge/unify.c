@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/contexts.h"
 #include "../core/metrics.h"
 #include "../util/bytes.h"
 #include "../util/hash.h"
@@ -30,6 +31,7 @@ struct sm_defset {
     sm_dtab_t attributes; /* sm_attribute_def_t */
     sm_dtab_t comms;      /* sm_comm_def_t */
     sm_dtab_t metrics;    /* sm_named_metric_def_t */
+    sm_dtab_t contexts;   /* sm_context_def_t */
 };
 
 static void *sm_dtab_at(const sm_dtab_t *t, uint32_t id)
@@ -146,6 +148,19 @@ static int sm_metric_eq(const void *a, const void *b)
     return ((const sm_named_metric_def_t *)a)->name == ((const sm_named_metric_def_t *)b)->name;
 }
 
+static uint64_t sm_context_hash(const void *e)
+{
+    const sm_context_def_t *c = e;
+    uint32_t w[2] = {c->region, c->parent};
+    return sm_fnv(w, sizeof w, SM_FNV_START);
+}
+
+static int sm_context_eq(const void *a, const void *b)
+{
+    const sm_context_def_t *x = a, *y = b;
+    return x->region == y->region && x->parent == y->parent;
+}
+
 /* ---------------------------------------------------------------- a set */
 
 sm_defset_t *sm_defset_new(void)
@@ -158,6 +173,7 @@ sm_defset_t *sm_defset_new(void)
     d->attributes.entry_size = sizeof(sm_attribute_def_t);
     d->comms.entry_size = sizeof(sm_comm_def_t);
     d->metrics.entry_size = sizeof(sm_named_metric_def_t);
+    d->contexts.entry_size = sizeof(sm_context_def_t);
     return d;
 }
 
@@ -169,7 +185,8 @@ void sm_defset_free(sm_defset_t *d)
         free(*(char **)sm_dtab_at(&d->strings, i));
     for (uint32_t i = 0; i < d->comms.count; i++)
         free(((sm_comm_def_t *)sm_dtab_at(&d->comms, i))->members);
-    sm_dtab_t *tabs[] = {&d->strings, &d->regions, &d->attributes, &d->comms, &d->metrics};
+    sm_dtab_t *tabs[] = {&d->strings, &d->regions, &d->attributes, &d->comms, &d->metrics,
+                         &d->contexts};
     for (size_t i = 0; i < sizeof tabs / sizeof tabs[0]; i++) {
         free(tabs[i]->entries);
         free(tabs[i]->index);
@@ -272,6 +289,25 @@ uint32_t sm_defset_metric(sm_defset_t *d, const char *name, const char *unit, ui
     return sm_defset_metric_ids(d, sm_defset_string(d, name), u, kind);
 }
 
+uint32_t sm_defset_context(sm_defset_t *d, uint32_t region, uint32_t parent, uint32_t module)
+{
+    int added;
+    sm_context_def_t c = {region, parent, module};
+    if (region == SM_INVALID_ID)
+        return SM_INVALID_ID;
+    return sm_dtab_intern(&d->contexts, &c, sm_context_hash, sm_context_eq, &added);
+}
+
+uint32_t sm_defset_context_count(const sm_defset_t *d)
+{
+    return d->contexts.count;
+}
+
+const sm_context_def_t *sm_defset_context_get(const sm_defset_t *d, uint32_t id)
+{
+    return id < d->contexts.count ? sm_dtab_at(&d->contexts, id) : NULL;
+}
+
 uint32_t sm_defset_metric_count(const sm_defset_t *d)
 {
     return d->metrics.count;
@@ -371,6 +407,12 @@ void *sm_defset_serialize(const sm_defset_t *d, uint64_t *len)
         sm_put_u32(&b, m->unit);
         sm_put_u32(&b, m->kind);
     }
+    sm_put_u32(&b, d->contexts.count);
+    for (uint32_t i = 0; i < d->contexts.count; i++) {
+        const sm_context_def_t *c = sm_dtab_at(&d->contexts, i);
+        uint32_t w[3] = {c->region, c->parent, c->module};
+        sm_put_bytes(&b, w, sizeof w);
+    }
     return sm_wbuf_finish(&b, len);
 }
 
@@ -383,6 +425,7 @@ void sm_id_maps_free(sm_id_maps_t *m)
     free(m->attributes);
     free(m->comms);
     free(m->metrics);
+    free(m->contexts);
     memset(m, 0, sizeof *m);
 }
 
@@ -502,7 +545,26 @@ int sm_defset_merge_blob(sm_defset_t *d, const void *blob, uint64_t len, sm_id_m
         m.metrics[i] = sm_defset_metric_ids(d, name, unit, kind);
     }
 
-    if (r.bad || bad || !m.strings || !m.regions || !m.attributes || !m.comms || !m.metrics) {
+    /* Calling contexts: a parent always comes before its children. */
+    m.n_contexts = sm_get_u32(&r);
+    if (!r.bad && m.n_contexts <= len)
+        m.contexts = malloc(sizeof *m.contexts * (m.n_contexts + 1u));
+    for (uint32_t i = 0; m.contexts && i < m.n_contexts && !r.bad; i++) {
+        uint32_t w[3];
+        const void *at = sm_get_bytes(&r, sizeof w);
+        if (!at)
+            break;
+        memcpy(w, at, sizeof w);
+        uint32_t region = sm_map_id(m.regions, m.n_regions, w[0], &bad);
+        uint32_t parent = w[1] == SM_INVALID_ID ? SM_INVALID_ID
+                          : w[1] < i            ? m.contexts[w[1]]
+                                                : (bad = 1, SM_INVALID_ID);
+        uint32_t module = sm_map_id(m.strings, m.n_strings, w[2], &bad);
+        m.contexts[i] = sm_defset_context(d, region, parent, module);
+    }
+
+    if (r.bad || bad || !m.strings || !m.regions || !m.attributes || !m.comms || !m.metrics ||
+        !m.contexts) {
         sm_id_maps_free(&m);
         return -1;
     }
@@ -548,6 +610,11 @@ sm_defset_t *sm_defset_from_process(uint32_t rank)
         sm_metric_def_t m;
         if (sm_metric_get(i, &m) == 0)
             sm_defset_metric_ids(d, m.name, m.unit, m.kind);
+    }
+    n = sm_context_count();
+    for (uint32_t i = 0; i < n; i++) {
+        const sm_context_def_t *c = sm_context_get(i);
+        sm_defset_context(d, c->region, c->parent, c->module);
     }
     return d;
 }

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "../core/adapter_api.h"
+#include "../core/contexts.h"
 #include "../core/compiler.h"
 #include "../core/definitions.h"
 #include "procs.h"
@@ -23,8 +24,8 @@ typedef struct sm_defset sm_defset_t;
 
 /* Ids of one process's definitions in the unified set. */
 typedef struct sm_id_maps {
-    uint32_t n_strings, n_regions, n_attributes, n_comms, n_metrics;
-    uint32_t *strings, *regions, *attributes, *comms, *metrics;
+    uint32_t n_strings, n_regions, n_attributes, n_comms, n_metrics, n_contexts;
+    uint32_t *strings, *regions, *attributes, *comms, *metrics, *contexts;
 } sm_id_maps_t;
 
 /* ---- a set ---- */
@@ -50,6 +51,13 @@ uint32_t sm_defset_metric(sm_defset_t *d, const char *name, const char *unit,
                           uint32_t kind) SM_HIDDEN;
 uint32_t sm_defset_metric_count(const sm_defset_t *d) SM_HIDDEN;
 const sm_named_metric_def_t *sm_defset_metric_get(const sm_defset_t *d, uint32_t id) SM_HIDDEN;
+
+/* Calling contexts (contexts.h; region, parent and module are ids of the
+ * set): same (region, parent), same id. */
+uint32_t sm_defset_context(sm_defset_t *d, uint32_t region, uint32_t parent,
+                           uint32_t module) SM_HIDDEN;
+uint32_t sm_defset_context_count(const sm_defset_t *d) SM_HIDDEN;
+const sm_context_def_t *sm_defset_context_get(const sm_defset_t *d, uint32_t id) SM_HIDDEN;
 
 uint32_t sm_defset_string_count(const sm_defset_t *d) SM_HIDDEN;
 uint32_t sm_defset_region_count(const sm_defset_t *d) SM_HIDDEN;

@@ -12,7 +12,7 @@
 
 #define SM_PAPI_FUNCTIONS(X)                                                            \
     X(PAPI_add_event) X(PAPI_assign_eventset_component) X(PAPI_cleanup_eventset)        \
-    X(PAPI_create_eventset) X(PAPI_destroy_eventset) X(PAPI_enum_cmp_event)             \
+    X(PAPI_create_eventset) X(PAPI_destroy_eventset) X(PAPI_disable_component_by_name) X(PAPI_enum_cmp_event)             \
     X(PAPI_enum_event) X(PAPI_event_name_to_code) X(PAPI_get_component_info)            \
     X(PAPI_get_event_component) X(PAPI_get_event_info) X(PAPI_library_init)             \
     X(PAPI_multiplex_init) X(PAPI_num_components) X(PAPI_read) X(PAPI_register_thread)  \
@@ -36,6 +36,7 @@ int sm_papi_load(char *err, size_t errlen) SM_HIDDEN;
 #define PAPI_cleanup_eventset sm_papi_fn.PAPI_cleanup_eventset
 #define PAPI_create_eventset sm_papi_fn.PAPI_create_eventset
 #define PAPI_destroy_eventset sm_papi_fn.PAPI_destroy_eventset
+#define PAPI_disable_component_by_name sm_papi_fn.PAPI_disable_component_by_name
 #define PAPI_enum_cmp_event sm_papi_fn.PAPI_enum_cmp_event
 #define PAPI_enum_event sm_papi_fn.PAPI_enum_event
 #define PAPI_event_name_to_code sm_papi_fn.PAPI_event_name_to_code

@@ -83,6 +83,13 @@ static int sm_papi_init_rc;
 
 static void sm_papi_init_once(void)
 {
+    /* PAPI's AMD GPU components call rsmi_init, which on a machine without
+     * an AMD GPU prints two lines of its own on stderr at every start
+     * (Debian's PAPI 7 with librocm-smi installed).  sysmeasure reads
+     * rocm-smi itself (gpu/rocm/rsmi_sampler.c); GPU counters per CPU region
+     * are not offered, so these components stay off. */
+    PAPI_disable_component_by_name("rocm_smi");
+    PAPI_disable_component_by_name("rocm");
     sm_papi_init_rc = PAPI_library_init(PAPI_VER_CURRENT);
 }
 

@@ -62,6 +62,7 @@ SM_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
     s->start = start;
     s->arg = arg;
     s->loc = loc;
+    loc->start_routine = (void *)start; /* (sampling tells runtimes' threads by it) */
     sm_event_thread_create(creator, loc->id, sm_clock_now());
     int rc = real(thread, attr, sm_thread_trampoline, s);
     if (rc != 0) {

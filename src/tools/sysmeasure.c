@@ -12,6 +12,7 @@
 #include "../util/filter.h"
 #endif
 
+#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -569,14 +570,26 @@ static int sm_program_interp(const char *path, char *interp, size_t len)
     return rc;
 }
 
-/* Whether the program loads an MPI library, directly or through another
- * library: its own DT_NEEDED when that settles it, else its dynamic loader
- * lists what it would load (as ldd does), without running the program. */
-static bool sm_program_uses_mpi(const char *path)
+/* Which of the libraries that matter the program loads, directly or
+ * through another library: its dynamic loader lists what it would load (as
+ * ldd does), without running the program. */
+typedef struct sm_program_libs {
+    bool mpi;  /* libmpi, libmpich */
+    bool cuda; /* libcudart, libcuda */
+    bool hip;   /* libamdhip64 */
+    bool hsa;   /* libhsa-runtime64 */
+    bool roctx; /* libroctx64 */
+} sm_program_libs_t;
+
+static void sm_program_libraries(const char *path, sm_program_libs_t *libs)
 {
+    memset(libs, 0, sizeof *libs);
     char interp[PATH_MAX] = "";
     if (sm_program_interp(path, interp, sizeof interp) != 1 || !interp[0])
-        return false; /* a script or a static program: no MPI library to wrap */
+        return; /* a script or a static program: no library to wrap */
+    /* Its own DT_NEEDED names only the C/C++ and OpenMP runtimes: none of
+     * the libraries below can load, and the dynamic loader's run (a few
+     * milliseconds) is spared. */
     int needed = -1;
     FILE *f = fopen(path, "rb");
     if (f) {
@@ -585,12 +598,12 @@ static bool sm_program_uses_mpi(const char *path)
             needed = sm_needed_says_mpi(f, &eh);
         fclose(f);
     }
-    if (needed >= 0)
-        return needed == 1;
+    if (needed == 0)
+        return;
 
     int fds[2];
     if (pipe(fds) != 0)
-        return false;
+        return;
     pid_t child = fork();
     if (child == 0) {
         dup2(fds[1], 1);
@@ -604,14 +617,21 @@ static bool sm_program_uses_mpi(const char *path)
         _exit(127);
     }
     close(fds[1]);
-    bool found = false;
     FILE *out = child > 0 ? fdopen(fds[0], "r") : NULL;
     char line[PATH_MAX + 128];
     while (out && fgets(line, sizeof line, out)) {
         /* "\tlibmpi.so.40 => /usr/lib/.../libmpi.so.40 (0x...)" */
         const char *name = line + strspn(line, " \t");
         if (!strncmp(name, "libmpi", 6) || !strncmp(name, "libmpich", 8))
-            found = true;
+            libs->mpi = true;
+        if (!strncmp(name, "libcudart.so", 12) || !strncmp(name, "libcuda.so", 10))
+            libs->cuda = true;
+        if (!strncmp(name, "libamdhip64.", 12))
+            libs->hip = true;
+        if (!strncmp(name, "libhsa-runtime64.", 17))
+            libs->hsa = true;
+        if (!strncmp(name, "libroctx64.", 11))
+            libs->roctx = true;
     }
     if (out)
         fclose(out);
@@ -619,6 +639,27 @@ static bool sm_program_uses_mpi(const char *path)
         close(fds[0]);
     if (child > 0)
         waitpid(child, NULL, 0);
+}
+
+/* nvcc links the CUDA runtime statically by default: such a program names
+ * no CUDA library, but carries the name of the driver it loads. */
+static bool sm_program_has_cuda_runtime(const char *path)
+{
+    static const char needle[] = "libcuda.so.1";
+    const size_t n = sizeof needle - 1;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return false;
+    static char buf[1 << 16];
+    size_t keep = 0, got;
+    bool found = false;
+    while (!found && (got = fread(buf + keep, 1, sizeof buf - keep, f)) > 0) {
+        size_t len = keep + got;
+        found = memmem(buf, len, needle, n) != NULL;
+        keep = len >= n - 1 ? n - 1 : len;
+        memmove(buf, buf + len - keep, keep);
+    }
+    fclose(f);
     return found;
 }
 
@@ -755,6 +796,42 @@ static void sm_set_preload(const char *lib)
     free(value);
 }
 
+/* CUDA: the driver loads the library named by CUDA_INJECTION64_PATH at its
+ * initialisation, NVTX the one named by NVTX_INJECTION64_PATH at its first
+ * call; ours hands NVTX on to CUPTI.  Only a program that initialises CUDA
+ * loads it.  A tool already named there (another profiler) keeps its place,
+ * and GPU work is then not measured. */
+static void sm_set_cuda_injection(const char *program, bool asked, char *tried, size_t tlen)
+{
+    char lib[PATH_MAX];
+    if (sm_find_library("libsysmeasure-cuda.so", lib, sizeof lib, tried, tlen) != 0) {
+        if (asked)
+            sm_die(SM_EXIT_USAGE, "--gpu: this sysmeasure was built without the CUDA backend "
+                   "(libsysmeasure-cuda.so not found; looked for %s)", tried);
+        sm_warning("%s uses CUDA, but this sysmeasure was built without the CUDA backend: its "
+                   "GPU work is not measured", program);
+        return;
+    }
+    void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (!driver) {
+        sm_warning("GPU work of %s is not measured: no CUDA driver here (libcuda.so.1 not "
+                   "found); the program runs on and CPU measurement continues", program);
+        return;
+    }
+    dlclose(driver);
+    const char *old = getenv("CUDA_INJECTION64_PATH");
+    if (old && old[0] && strcmp(old, lib) != 0) {
+        sm_warning("GPU work of %s is not measured: CUDA_INJECTION64_PATH already names %s "
+                   "(another tool); it is kept", program, old);
+        return;
+    }
+    sm_setenv("CUDA_INJECTION64_PATH", lib);
+    const char *nvtx = getenv("NVTX_INJECTION64_PATH");
+    if (!nvtx || !nvtx[0])
+        sm_setenv("NVTX_INJECTION64_PATH", lib);
+    sm_info(1, "CUDA: %s (CUDA_INJECTION64_PATH, NVTX_INJECTION64_PATH)", lib);
+}
+
 /* Kokkos loads the first library of KOKKOS_TOOLS_LIBS (3.7 and newer) or of
  * KOKKOS_PROFILE_LIBRARY (before) itself, and only a program that uses Kokkos
  * does: so ours is named for every program, which also covers a Kokkos
@@ -786,6 +863,57 @@ static void sm_set_kokkos_tools(char *tried, size_t tlen)
     sm_setenv("KOKKOS_PROFILE_LIBRARY", value);
     sm_info(2, "KOKKOS_TOOLS_LIBS=KOKKOS_PROFILE_LIBRARY=%s", value);
     free(value);
+}
+
+/* ------------------------------------------------------------------ AMD GPUs */
+
+/* ROCTx, HIP and HSA (gpu/rocm): the ROCTx library preloaded (it answers
+ * roctx* calls before a real libroctx64), the HIP library preloaded where
+ * built (it registers with libamdhip64's callback interface), and the HSA
+ * tool named in HSA_TOOLS_LIB where built (the HSA runtime loads it). */
+static void sm_set_amd(bool asked, const sm_program_libs_t *uses, char *tried, size_t tlen)
+{
+    char lib[PATH_MAX];
+    if (sm_find_library("libsysmeasure-roctx.so", lib, sizeof lib, tried, tlen) == 0)
+        sm_set_preload(lib);
+    else
+        sm_warning("libsysmeasure-roctx.so not found (looked for %s): ROCTx is not measured",
+                   tried);
+#ifdef SM_BUILT_HIP
+    if (asked || uses->hip) {
+        if (sm_find_library("libsysmeasure-hip.so", lib, sizeof lib, tried, tlen) == 0)
+            sm_set_preload(lib);
+        else
+            sm_warning("libsysmeasure-hip.so not found (looked for %s): HIP is not measured",
+                       tried);
+    }
+#endif
+#ifdef SM_BUILT_HSA
+    if (asked || uses->hip || uses->hsa) {
+        if (sm_find_library("libsysmeasure-hsa.so", lib, sizeof lib, tried, tlen) == 0) {
+            /* A tool the user named stays, after ours (the runtime loads
+             * every library of the list). */
+            const char *user = getenv("HSA_TOOLS_LIB");
+            if (user && *user && !strstr(user, "libsysmeasure-hsa")) {
+                size_t n = strlen(lib) + strlen(user) + 2;
+                char *value = malloc(n);
+                if (!value)
+                    sm_die(SM_EXIT_USAGE, "out of memory");
+                snprintf(value, n, "%s %s", lib, user);
+                sm_setenv("HSA_TOOLS_LIB", value);
+                free(value);
+            } else if (!user || !*user) {
+                sm_setenv("HSA_TOOLS_LIB", lib);
+            }
+            sm_info(2, "HSA_TOOLS_LIB=%s", getenv("HSA_TOOLS_LIB"));
+        } else {
+            sm_warning("libsysmeasure-hsa.so not found (looked for %s): HSA is not measured",
+                       tried);
+        }
+    }
+#endif
+    (void)asked;
+    (void)uses;
 }
 
 /* ------------------------------------------------------------------ PAPI */
@@ -881,6 +1009,15 @@ int main(int argc, char **argv)
             sm_die(SM_EXIT_USAGE, "%s", err);
         sm_filter_free(filter);
     }
+#ifndef SM_HAVE_LIBUNWIND
+    /* Call-stack sampling was not built: one line, and the program runs. */
+    if (cfg.sampling) {
+        sm_warning("--sampling: this sysmeasure was built without libunwind (apt-get install "
+                   "libunwind-dev, then configure again); running without call-stack sampling");
+        cfg.sampling = false;
+        opts.given[SM_CONFIG_SAMPLING] = "no";
+    }
+#endif
 
     /* c. Output folder. */
     char *output = sm_prepare_output(cfg.output);
@@ -938,7 +1075,11 @@ int main(int argc, char **argv)
         exit(SM_EXIT_USAGE);
     }
     /* The MPI wrappers go first, so they come before libmpi in the lookup. */
-    bool mpi = cfg.mpi == SM_MPI_YES || (cfg.mpi == SM_MPI_AUTO && sm_program_uses_mpi(path));
+    sm_program_libs_t libs;
+    memset(&libs, 0, sizeof libs);
+    if (cfg.mpi == SM_MPI_AUTO || cfg.gpu == SM_GPU_AUTO)
+        sm_program_libraries(path, &libs);
+    bool mpi = cfg.mpi == SM_MPI_YES || (cfg.mpi == SM_MPI_AUTO && libs.mpi);
     char mpilib[PATH_MAX];
     if (mpi && sm_find_library("libsysmeasure-mpi.so", mpilib, sizeof mpilib, tried,
                                sizeof tried) != 0) {
@@ -970,6 +1111,12 @@ int main(int argc, char **argv)
         sm_set_preload(mpilib);
     if (cfg.kokkos)
         sm_set_kokkos_tools(tried, sizeof tried);
+    bool cuda = cfg.gpu == SM_GPU_YES ||
+                (cfg.gpu == SM_GPU_AUTO && (libs.cuda || sm_program_has_cuda_runtime(path)));
+    if (cuda)
+        sm_set_cuda_injection(name, cfg.gpu == SM_GPU_YES, tried, sizeof tried);
+    if (cfg.gpu == SM_GPU_YES || (cfg.gpu == SM_GPU_AUTO && (libs.hip || libs.hsa || libs.roctx)))
+        sm_set_amd(cfg.gpu == SM_GPU_YES, &libs, tried, sizeof tried);
 
     if (sm_log_verbosity() >= 1) {
         char cwd[PATH_MAX] = ".";

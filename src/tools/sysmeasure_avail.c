@@ -181,9 +181,32 @@ static void sm_print_text(void)
 #endif
         {"Kokkos tool library", "yes: libsysmeasure-kokkos.so (KokkosP)"},
         {"PAPI counters", "not in this version"},
-        {"call-stack sampling", "not in this version"},
+#ifdef SM_HAVE_LIBUNWIND
+        {"call-stack sampling", "yes (libunwind): --sampling"},
+#else
+        {"call-stack sampling", "no (configure found no libunwind; see its closing table)"},
+#endif
+        {"process sampling", "yes (/proc): --process-sampling"},
         {"CUDA/CUPTI adapter", "not in this version"},
-        {"HIP/HSA adapter", "not in this version"},
+        /* AMD: what was tested on this kind of machine (no AMD GPU) and
+         * what was built but never run on AMD hardware (manual, AMD GPUs). */
+        {"ROCTx ranges and marks", "yes: libsysmeasure-roctx.so, libroctx64.so.4 (tested here)"},
+#ifdef SM_BUILT_HIP
+        {"HIP without an AMD GPU", "yes: one line, program unchanged (tested here)"},
+        {"HIP API calls as regions", "yes: libsysmeasure-hip.so (built, not verified on AMD hardware)"},
+        {"HIP kernels and copies", "yes: activity records (built, not verified on AMD hardware; "
+                                   "record conversion unit-tested)"},
+        {"rocm-smi sampling", "yes: failure is one line (tested here); samples (built, not "
+                              "verified on AMD hardware)"},
+#else
+        {"HIP adapter", "no (configure found no HIP headers; see its closing table)"},
+#endif
+#ifdef SM_BUILT_HSA
+        {"HSA calls, kernel and copy timing", "yes: libsysmeasure-hsa.so, HSA_TOOLS_LIB (built, not "
+                                              "verified on AMD hardware)"},
+#else
+        {"HSA tool", "no (configure found no usable hsa_api_trace.h; see its closing table)"},
+#endif
     };
     printf("This build\n==========\n\n");
     for (size_t i = 0; i < sizeof components / sizeof components[0]; i++)

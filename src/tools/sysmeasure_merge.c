@@ -300,6 +300,21 @@ int main(int argc, char **argv)
         .matrix_messages = any_message ? messages : NULL,
         .matrix_bytes = any_message ? bytes : NULL,
     };
+    /* The sampled metrics of every rank, as the tree would have gathered them. */
+    uint64_t mlen = 0;
+    for (uint32_t i = 0; i < n_files; i++)
+        mlen += sizeof(uint32_t) + sizeof(uint64_t) + files[i]->metrics_len;
+    uint8_t *mseq = malloc(mlen ? mlen : 1), *q = mseq;
+    for (uint32_t i = 0; mseq && i < n_files; i++) {
+        sm_process_file_t *f = files[i];
+        memcpy(q, &f->rank, sizeof f->rank);
+        memcpy(q + sizeof f->rank, &f->metrics_len, sizeof f->metrics_len);
+        if (f->metrics_len)
+            memcpy(q + sizeof f->rank + sizeof f->metrics_len, f->metrics, f->metrics_len);
+        q += sizeof f->rank + sizeof f->metrics_len + f->metrics_len;
+    }
+    job.metrics = mseq;
+    job.metrics_len = mseq ? (uint64_t)(q - mseq) : 0;
     int failures = 0;
     failures += sm_otf2_write_images(&run, &job, imgs, n_files) != 0;
 
@@ -342,6 +357,7 @@ int main(int argc, char **argv)
     if (job.matrix_messages)
         failures += sm_comm_matrix_write(&run, &job) != 0;
     failures += sm_metadata_write_json(&run, &job) != 0;
+    free(mseq);
 
     if (failures) {
         sm_error("%d of the outputs in %s could not be written (see above)", failures, folder);

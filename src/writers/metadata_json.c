@@ -138,6 +138,7 @@ static void sm_meta_metrics_of(sm_json_t *j, uint32_t rank, const uint8_t *blob,
             text[k][s ? keep : 0] = '\0';
         }
         uint64_t last = sm_get_u64(&r), max = sm_get_u64(&r), samples = sm_get_u64(&r);
+        uint64_t min = sm_get_u64(&r), sum = sm_get_u64(&r);
         if (r.bad)
             break;
         sm_json_object_begin_inline(j);
@@ -147,6 +148,8 @@ static void sm_meta_metrics_of(sm_json_t *j, uint32_t rank, const uint8_t *blob,
         sm_json_field_uint(j, "last", last);
         sm_json_field_uint(j, "max", max);
         sm_json_field_uint(j, "samples", samples);
+        sm_json_field_uint(j, "min", min);
+        sm_json_field_double(j, "mean", samples ? (double)sum / (double)samples : 0.0);
         sm_json_object_end(j);
     }
 }

@@ -52,6 +52,13 @@ _Static_assert(SM_OTF2_EVT_CHUNK == SM_OTF2_DEF_CHUNK, "one size of chunk memory
 static const char *const sm_otf2_metric_names[SM_XFER_KIND_COUNT] = {
     "MPI-IO bytes read", "MPI-IO bytes written", "RMA bytes put", "RMA bytes got"};
 
+/* Attributes of a GPU activity's Enter, in payload order (gpu.c defines
+ * them in every process that has GPU streams). */
+#define SM_OTF2_GPU_ATTRS 11
+static const char *const sm_otf2_gpu_attr_names[SM_OTF2_GPU_ATTRS] = {
+    "correlation id", "bytes",  "grid x",  "grid y",  "grid z", "block x", "block y",
+    "block z",        "registers per thread", "static shared memory", "dynamic shared memory"};
+
 /* The first error OTF2 reported through its error callback (which is
  * process-wide, hence a static; the writer runs once, at finalize). */
 typedef struct sm_otf2_error {
@@ -109,6 +116,24 @@ typedef struct sm_otf2_writer {
     char first_spill_failure[96];
 
     OTF2_StringRef next_string; /* ids after the interned strings */
+
+    /* GPU activities: the job's attributes they carry (by name; undefined
+     * when no process defined them), and the end of the last one written on
+     * the current location (activities that overlap it are moved after it,
+     * and counted). */
+    OTF2_AttributeRef gpu_attr[SM_OTF2_GPU_ATTRS];
+    uint64_t gpu_last_end;
+    uint64_t gpu_overlaps;
+    /* Call-stack samples of the location being written: its records hold
+     * them after its other events (callstack.c), so they are read first and
+     * merged in by time. */
+    uint32_t n_contexts;       /* the job's calling contexts */
+    struct sm_otf2_sample {
+        uint64_t time;
+        uint32_t context;      /* the process's id */
+        uint32_t depth;
+    } *samples;
+    uint64_t n_samples, samples_cap, next_sample;
 } sm_otf2_writer_t;
 
 /* A location's global OTF2 id: the rank in the high half leaves each rank its
@@ -129,10 +154,6 @@ static uint32_t sm_otf2_process_group_ref(uint32_t rank)
 
 #if OTF2_VERSION_MAJOR >= 3
 #define SM_OTF2_HAVE_ACCELERATOR_GROUP 1
-static uint32_t sm_otf2_accelerator_group_ref(uint32_t rank, uint32_t n_ranks)
-{
-    return n_ranks + rank;
-}
 #endif
 
 /* Keep OTF2 from printing its own messages: keep the first error for our one
@@ -586,6 +607,87 @@ static OTF2_ErrorCode sm_otf2_fork_join_record(sm_otf2_writer_t *w, const sm_rec
     }
 }
 
+/* A GPU activity: Enter with its correlation id (and bytes, launch
+ * configuration) at its start, Leave at its end. */
+static OTF2_ErrorCode sm_otf2_gpu_record(sm_otf2_writer_t *w, const sm_record_t *rec)
+{
+    uint64_t start = rec->time, end = sm_otf2_word(rec, 0);
+    if (end < start)
+        end = start;
+    if (w->loc_has_time && start < w->gpu_last_end) {
+        /* Overlapping work on one stream (graph branches): after the last. */
+        w->gpu_overlaps++;
+        uint64_t d = end - start;
+        start = w->gpu_last_end;
+        end = start + d;
+    }
+    w->gpu_last_end = end;
+    uint64_t v[SM_OTF2_GPU_ATTRS];
+    uint32_t n = 0;
+    v[n++] = sm_otf2_word(rec, 1);
+    v[n++] = sm_otf2_word(rec, 2);
+    if (rec->aux == SM_GPU_KERNEL && rec->words >= 8) {
+        for (unsigned k = 3; k <= 5; k++) {
+            uint64_t x = sm_otf2_word(rec, k);
+            v[n++] = (uint32_t)x;
+            v[n++] = x >> 32;
+        }
+        v[n++] = sm_otf2_word(rec, 6);
+        v[n++] = (uint32_t)sm_otf2_word(rec, 7);
+        v[n++] = sm_otf2_word(rec, 7) >> 32;
+    }
+    OTF2_AttributeList *al = NULL;
+    for (uint32_t k = 0; k < n; k++) {
+        if (w->gpu_attr[k] == OTF2_UNDEFINED_ATTRIBUTE || (k == 0 && !v[0]) ||
+            (k == 1 && rec->aux == SM_GPU_KERNEL))
+            continue;
+        OTF2_ErrorCode rc = OTF2_AttributeList_AddInt64(w->attrs, w->gpu_attr[k], (int64_t)v[k]);
+        if (rc != OTF2_SUCCESS)
+            return rc;
+        al = w->attrs;
+    }
+    uint32_t region = sm_otf2_region(w, rec->ref);
+    OTF2_ErrorCode rc = OTF2_EvtWriter_Enter(w->evt, al, sm_otf2_time(w, start), region);
+    if (rc != OTF2_SUCCESS)
+        return rc;
+    return OTF2_EvtWriter_Leave(w->evt, NULL, sm_otf2_time(w, end), region);
+}
+
+/* The samples of the location up to time `until` (ticks), as
+ * CallingContextSample events of the one interrupt generator (0). */
+static OTF2_ErrorCode sm_otf2_samples_until(sm_otf2_writer_t *w, uint64_t until)
+{
+    const sm_id_maps_t *m = w->img->maps;
+    while (w->next_sample < w->n_samples && w->samples[w->next_sample].time <= until) {
+        const struct sm_otf2_sample *x = &w->samples[w->next_sample++];
+        uint32_t ctx = x->context < m->n_contexts ? m->contexts[x->context] : SM_INVALID_ID;
+        if (ctx == SM_INVALID_ID)
+            continue;
+        OTF2_ErrorCode rc = OTF2_EvtWriter_CallingContextSample(
+            w->evt, NULL, sm_otf2_time(w, x->time), ctx, x->depth, 0);
+        if (rc != OTF2_SUCCESS)
+            return rc;
+    }
+    return OTF2_SUCCESS;
+}
+
+static int sm_otf2_collect_sample(const sm_record_t *rec, void *arg)
+{
+    sm_otf2_writer_t *w = arg;
+    if (rec->kind != SM_REC_CALLING_CONTEXT_SAMPLE)
+        return 0;
+    if (w->n_samples == w->samples_cap) {
+        uint64_t cap = w->samples_cap ? 2 * w->samples_cap : 4096;
+        struct sm_otf2_sample *grown = realloc(w->samples, sizeof *grown * cap);
+        if (!grown)
+            return 1;
+        w->samples = grown;
+        w->samples_cap = cap;
+    }
+    w->samples[w->n_samples++] = (struct sm_otf2_sample){rec->time, rec->ref, rec->aux};
+    return 0;
+}
+
 /* sm_buffer_for_each callback: one record into the event writer.  Returns 1
  * on an OTF2 failure (the buffer layer uses -1 for its own). */
 static int sm_otf2_record(const sm_record_t *rec, void *arg)
@@ -593,6 +695,16 @@ static int sm_otf2_record(const sm_record_t *rec, void *arg)
     sm_otf2_writer_t *w = arg;
     OTF2_ErrorCode rc = OTF2_SUCCESS;
     uint64_t t;
+
+    if (w->next_sample < w->n_samples) {
+        if (rec->kind == SM_REC_CALLING_CONTEXT_SAMPLE)
+            return 0; /* placed by time, here */
+        rc = sm_otf2_samples_until(w, rec->time);
+        if (rc != OTF2_SUCCESS)
+            return sm_otf2_ok(w, rc) ? 0 : 1;
+    } else if (rec->kind == SM_REC_CALLING_CONTEXT_SAMPLE) {
+        return 0;
+    }
 
     switch (rec->kind) {
     case SM_REC_ENTER:
@@ -655,6 +767,9 @@ static int sm_otf2_record(const sm_record_t *rec, void *arg)
                                       w->loc.id);
         w->thread_events = true;
         break;
+    case SM_REC_GPU_ACTIVITY:
+        rc = sm_otf2_gpu_record(w, rec);
+        break;
     case SM_REC_THREAD_FORK:
     case SM_REC_THREAD_JOIN:
     case SM_REC_THREAD_TEAM_BEGIN:
@@ -687,7 +802,18 @@ static bool sm_otf2_write_location_events(sm_otf2_writer_t *w, uint32_t i, uint6
     if (!sm_otf2_got(w, w->evt, "cannot create an event writer"))
         return false;
     w->loc_has_time = false;
-    int rc = img->for_each(img->ctx, i, sm_otf2_record, w);
+    w->gpu_last_end = 0;
+    w->n_samples = w->next_sample = 0;
+    int rc = 0;
+    if (w->n_contexts && img->maps->n_contexts) {
+        rc = img->for_each(img->ctx, i, sm_otf2_collect_sample, w);
+        if (rc > 0)
+            return sm_otf2_got(w, NULL, "out of memory reading the call-stack samples");
+    }
+    if (rc == 0)
+        rc = img->for_each(img->ctx, i, sm_otf2_record, w);
+    if (rc == 0 && !sm_otf2_ok(w, sm_otf2_samples_until(w, UINT64_MAX)))
+        return false;
     if (rc > 0)
         return false; /* OTF2 failure, already noted */
     if (rc < 0 && w->spill_failures++ == 0) {
@@ -714,6 +840,8 @@ typedef struct sm_otf2_loc_info {
     uint32_t creator;  /* location id in the same process, or SM_INVALID_ID */
     char name[64];
     char *creation_path; /* "a > b", region names; NULL when no creator */
+    uint32_t has_device; /* a GPU stream, of this device */
+    sm_gpu_device_def_t device;
 } sm_otf2_loc_info_t;
 
 /* One process as the global definitions need it. */
@@ -757,6 +885,8 @@ static void *sm_otf2_proc_blob(sm_otf2_writer_t *w, const uint64_t *n_events, ui
         li.n_events = n_events[i];
         li.creator = il.creator;
         memcpy(li.name, il.name, sizeof li.name);
+        li.has_device = il.has_device;
+        li.device = il.device;
         uint32_t plen = il.creation_path ? (uint32_t)strlen(il.creation_path) : 0;
         h.any_gpu |= il.type == SM_LOCATION_GPU_STREAM;
         sm_put_bytes(&b, &li, sizeof li);
@@ -866,6 +996,8 @@ static OTF2_Paradigm sm_otf2_paradigm(uint8_t p)
         return OTF2_PARADIGM_CUDA;
     case SM_PARADIGM_COMPILER:
         return OTF2_PARADIGM_COMPILER;
+    case SM_PARADIGM_SAMPLING:
+        return OTF2_PARADIGM_SAMPLING;
     default:
         return OTF2_PARADIGM_UNKNOWN;
     }
@@ -1266,6 +1398,59 @@ static uint64_t sm_otf2_realtime_of(uint64_t monotonic_ns)
     return sm_clock_realtime_at_init_ns() + (uint64_t)delta;
 }
 
+/* Devices: each distinct device of a rank's GPU streams is a system-tree
+ * node (domain ACCELERATOR_DEVICE) under its host and a location group
+ * (ACCELERATOR, created by the process's group) holding its streams.  They
+ * are numbered in rank order, then by first appearance among the rank's
+ * locations: group n_ranks + k, node first_node + k. */
+static bool sm_otf2_same_device(const sm_otf2_loc_info_t *a, const sm_otf2_loc_info_t *b)
+{
+    return a->has_device == b->has_device &&
+           (!a->has_device ||
+            (a->device.vendor == b->device.vendor && a->device.ordinal == b->device.ordinal));
+}
+
+/* Whether location i of p is the first of its device; and the number of
+ * distinct devices among p's locations before i (i = n_locations: all). */
+static uint32_t sm_otf2_devices_before(const sm_otf2_proc_info_t *p, uint32_t i, bool *first)
+{
+    uint32_t k = 0;
+    if (first)
+        *first = false;
+    for (uint32_t j = 0; j <= i && j < p->n_locations; j++) {
+        if (p->locations[j].type != SM_LOCATION_GPU_STREAM)
+            continue;
+        bool seen = false;
+        for (uint32_t e = 0; e < j && !seen; e++)
+            seen = p->locations[e].type == SM_LOCATION_GPU_STREAM &&
+                   sm_otf2_same_device(&p->locations[e], &p->locations[j]);
+        if (j == i) {
+            if (first)
+                *first = !seen;
+            if (seen) {
+                /* Its device's index: that of the first location with it. */
+                for (uint32_t e = 0; e < j; e++)
+                    if (p->locations[e].type == SM_LOCATION_GPU_STREAM &&
+                        sm_otf2_same_device(&p->locations[e], &p->locations[j]))
+                        return sm_otf2_devices_before(p, e, NULL);
+            }
+            return k;
+        }
+        if (!seen)
+            k++;
+    }
+    return k;
+}
+
+/* The device slot (0, 1, ... over the job) of location i of rank r. */
+static uint32_t sm_otf2_device_slot(const sm_otf2_proc_info_t *procs, uint32_t r, uint32_t i)
+{
+    uint32_t k = 0;
+    for (uint32_t q = 0; q < r; q++)
+        k += sm_otf2_devices_before(&procs[q], procs[q].n_locations, NULL);
+    return k + sm_otf2_devices_before(&procs[r], i, NULL);
+}
+
 /* System tree: the job, one node per host, one location group per process. */
 static bool sm_otf2_system_tree(sm_otf2_writer_t *w, OTF2_GlobalDefWriter *g,
                                 const sm_otf2_proc_info_t *procs)
@@ -1310,16 +1495,53 @@ static bool sm_otf2_system_tree(sm_otf2_writer_t *w, OTF2_GlobalDefWriter *g,
                                OTF2_UNDEFINED_LOCATION_GROUP));
     }
 #ifdef SM_OTF2_HAVE_ACCELERATOR_GROUP
+    OTF2_StringRef s_device = 0, s_uuid = 0, s_pci = 0;
+    ok = ok && sm_otf2_extra_string(w, g, "accelerator", &s_device) &&
+         sm_otf2_extra_string(w, g, "UUID", &s_uuid) &&
+         sm_otf2_extra_string(w, g, "PCI bus id", &s_pci);
     for (uint32_t r = 0; ok && r < n; r++) {
-        OTF2_StringRef s_gpu;
-        if (!procs[r].any_gpu)
-            continue;
-        snprintf(text, sizeof text, "GPU streams of rank %" PRIu32, r);
-        ok = sm_otf2_extra_string(w, g, text, &s_gpu) &&
-             sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteLocationGroup(
-                               g, sm_otf2_accelerator_group_ref(r, n), s_gpu,
-                               OTF2_LOCATION_GROUP_TYPE_ACCELERATOR, node_of[r],
-                               sm_otf2_process_group_ref(r)));
+        const sm_otf2_proc_info_t *p = &procs[r];
+        for (uint32_t i = 0; ok && i < p->n_locations; i++) {
+            bool first;
+            const sm_otf2_loc_info_t *li = &p->locations[i];
+            if (li->type != SM_LOCATION_GPU_STREAM)
+                continue;
+            sm_otf2_devices_before(p, i, &first);
+            if (!first)
+                continue;
+            uint32_t slot = sm_otf2_device_slot(procs, r, i);
+            uint32_t node = 1 + n_nodes + slot;
+            OTF2_StringRef s_name, s_group, s_value;
+            const sm_gpu_device_def_t *d = &li->device;
+            if (li->has_device)
+                snprintf(text, sizeof text, "GPU %" PRIu32 " %s", d->ordinal, d->name);
+            else
+                snprintf(text, sizeof text, "GPU (unknown)");
+            ok = sm_otf2_extra_string(w, g, text, &s_name) &&
+                 sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteSystemTreeNode(g, node, s_name, s_device,
+                                                                        node_of[r])) &&
+                 sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteSystemTreeNodeDomain(
+                                   g, node, OTF2_SYSTEM_TREE_DOMAIN_ACCELERATOR_DEVICE));
+            if (ok && li->has_device && d->uuid[0])
+                ok = sm_otf2_extra_string(w, g, d->uuid, &s_value) &&
+                     sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteSystemTreeNodeProperty(
+                                       g, node, s_uuid, OTF2_TYPE_STRING,
+                                       (OTF2_AttributeValue){.stringRef = s_value}));
+            if (ok && li->has_device && d->pci_bus_id[0])
+                ok = sm_otf2_extra_string(w, g, d->pci_bus_id, &s_value) &&
+                     sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteSystemTreeNodeProperty(
+                                       g, node, s_pci, OTF2_TYPE_STRING,
+                                       (OTF2_AttributeValue){.stringRef = s_value}));
+            if (n > 1)
+                snprintf(text, sizeof text, "GPU %" PRIu32 " of rank %" PRIu32,
+                         li->has_device ? d->ordinal : 0, r);
+            else
+                snprintf(text, sizeof text, "GPU %" PRIu32, li->has_device ? d->ordinal : 0);
+            ok = ok && sm_otf2_extra_string(w, g, text, &s_group) &&
+                 sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteLocationGroup(
+                                   g, n + slot, s_group, OTF2_LOCATION_GROUP_TYPE_ACCELERATOR, node,
+                                   sm_otf2_process_group_ref(r)));
+        }
     }
 #else
     (void)procs;
@@ -1406,14 +1628,53 @@ static bool sm_otf2_write_global_defs(sm_otf2_writer_t *w, OTF2_GlobalDefWriter 
             return false;
     }
 
+    /* A sampled function's description is its module (from its contexts). */
+    uint32_t n_contexts = sm_defset_context_count(d);
+    OTF2_StringRef *desc = malloc(sizeof *desc * (n_regions + 1u));
+    if (!desc)
+        return sm_otf2_got(w, NULL, "out of memory");
+    for (uint32_t i = 0; i < n_regions; i++)
+        desc[i] = s_empty;
+    for (uint32_t i = 0; i < n_contexts; i++) {
+        const sm_context_def_t *c = sm_defset_context_get(d, i);
+        if (c->region < n_regions && c->module < n_strings)
+            desc[c->region] = c->module;
+    }
     for (uint32_t i = 0; i < n_regions; i++) {
         const sm_region_def_t *r = sm_defset_region_get(d, i);
         OTF2_StringRef file = r->file < n_strings ? r->file : OTF2_UNDEFINED_STRING;
         if (!sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteRegion(
-                               g, i, r->name, r->name, s_empty, sm_otf2_role(r->role),
+                               g, i, r->name, r->name, desc[i], sm_otf2_role(r->role),
                                sm_otf2_paradigm(r->paradigm), OTF2_REGION_FLAG_NONE, file,
-                               r->line, 0 /* end line: unknown */)))
+                               r->line, 0 /* end line: unknown */))) {
+            free(desc);
             return false;
+        }
+    }
+    free(desc);
+
+    /* Call-stack sampling: its timer, and the calling contexts (parents
+     * first) that the CallingContextSample events name. */
+    if (n_contexts) {
+        const sm_config_t *cfg = w->run->config;
+        int64_t hz = cfg && cfg->sampling_freq > 0 ? cfg->sampling_freq : 100;
+        char name[96];
+        snprintf(name, sizeof name, "call-stack sampling (%s time)",
+                 cfg && cfg->sampling_clock == SM_SAMPLING_CLOCK_REAL ? "wall-clock" : "CPU");
+        OTF2_StringRef s_gen;
+        if (!sm_otf2_extra_string(w, g, name, &s_gen) ||
+            !sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteInterruptGenerator(
+                               g, 0, s_gen, OTF2_INTERRUPT_GENERATOR_MODE_TIME, OTF2_BASE_DECIMAL,
+                               -9, (uint64_t)(1000000000 / hz))))
+            return false;
+        for (uint32_t i = 0; i < n_contexts; i++) {
+            const sm_context_def_t *c = sm_defset_context_get(d, i);
+            OTF2_CallingContextRef parent =
+                c->parent < i ? c->parent : OTF2_UNDEFINED_CALLING_CONTEXT;
+            if (!sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteCallingContext(
+                                   g, i, c->region, OTF2_UNDEFINED_SOURCE_CODE_LOCATION, parent)))
+                return false;
+        }
     }
 
     if (!sm_otf2_system_tree(w, g, procs))
@@ -1436,7 +1697,7 @@ static bool sm_otf2_write_global_defs(sm_otf2_writer_t *w, OTF2_GlobalDefWriter 
             OTF2_LocationGroupRef group = sm_otf2_process_group_ref(r);
 #ifdef SM_OTF2_HAVE_ACCELERATOR_GROUP
             if (li->type == SM_LOCATION_GPU_STREAM)
-                group = sm_otf2_accelerator_group_ref(r, w->n_ranks);
+                group = w->n_ranks + sm_otf2_device_slot(procs, r, i);
 #endif
             snprintf(text, sizeof text, "%s", li->name);
             if (!sm_otf2_extra_string(w, g, text, &s_name) ||
@@ -1551,6 +1812,24 @@ static bool sm_otf2_empty_ranks(sm_otf2_writer_t *w, const sm_image_t *imgs, uin
 
 /* Steps that are collective in OTF2 run on every process; after each, all
  * agree whether to go on. */
+/* The job's ids of the attributes GPU activities carry (by name). */
+static void sm_otf2_find_gpu_attrs(sm_otf2_writer_t *w)
+{
+    const sm_defset_t *d = w->job->defs;
+    uint32_t n = sm_defset_attribute_count(d);
+    for (uint32_t k = 0; k < SM_OTF2_GPU_ATTRS; k++) {
+        w->gpu_attr[k] = OTF2_UNDEFINED_ATTRIBUTE;
+        for (uint32_t i = 0; i < n; i++) {
+            const sm_attribute_def_t *a = sm_defset_attribute_get(d, i);
+            const char *name = a ? sm_defset_string_get(d, a->name) : NULL;
+            if (name && a->type == SM_ATTR_INT64 && strcmp(name, sm_otf2_gpu_attr_names[k]) == 0) {
+                w->gpu_attr[k] = i;
+                break;
+            }
+        }
+    }
+}
+
 static bool sm_otf2_write_archive(sm_otf2_writer_t *w, const sm_image_t *imgs, uint32_t n_imgs,
                                   bool *others_failed)
 {
@@ -1590,6 +1869,7 @@ static bool sm_otf2_write_archive(sm_otf2_writer_t *w, const sm_image_t *imgs, u
         w->attrs = OTF2_AttributeList_New();
         ok = sm_otf2_got(w, w->attrs, strerror(ENOMEM));
     }
+    sm_otf2_find_gpu_attrs(w);
     if (sm_otf2_any_failed(w, !ok))
         goto others;
 
@@ -1684,6 +1964,7 @@ int sm_otf2_write_images(const sm_run_info_t *run, const sm_job_t *job, const sm
     w.job = job;
     w.n_ranks = job->n_ranks ? job->n_ranks : job->procs->size;
     w.n_comms = sm_defset_comm_count(job->defs);
+    w.n_contexts = sm_defset_context_count(job->defs);
     for (uint32_t c = 0; c < w.n_comms; c++) {
         if (sm_comm_key_is_team(sm_defset_comm_get(job->defs, c)->key))
             w.team_comms = true;
@@ -1719,6 +2000,7 @@ int sm_otf2_write_images(const sm_run_info_t *run, const sm_job_t *job, const sm
     free(w.named_metric);
     free(w.counters);
     sm_otf2_pool_release();
+    free(w.samples);
     OTF2_Error_RegisterCallback(previous, NULL);
 
     if (!ok)
@@ -1726,6 +2008,9 @@ int sm_otf2_write_images(const sm_run_info_t *run, const sm_job_t *job, const sm
     if (w.clamps)
         sm_info(1, "OTF2: %" PRIu64 " timestamps that went backwards on their location were clamped",
                 w.clamps);
+    if (w.gpu_overlaps)
+        sm_info(1, "OTF2: %" PRIu64 " GPU activities overlapped the previous one on their stream "
+                "and were moved after it", w.gpu_overlaps);
     if (w.skipped_attrs)
         sm_info(1, "OTF2: %" PRIu64 " event attributes were unknown or repeated and left out",
                 w.skipped_attrs);

@@ -3,6 +3,7 @@
  * named by its id, its parent's id (0: top level) and its region names
  * joined with " > ". */
 #include "summary_common.h"
+#include "profile_sampled.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -154,5 +155,9 @@ int sm_profile_write_csv(const sm_run_info_t *run, const sm_job_t *job,
         sm_out_fail(&o, ENOMEM);
     free(x.id_at_depth);
     free(x.path);
-    return sm_out_close(&o);
+    int rc = sm_out_close(&o);
+    /* The sampled functions, flat, in a file of their own. */
+    if (sm_sampled_csv(run, job, summary) != 0)
+        rc = -1;
+    return rc;
 }

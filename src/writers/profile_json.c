@@ -4,6 +4,7 @@
  * communication matrix.  Nothing is cut for large jobs. */
 #include "sm_build.h" /* from configure: PACKAGE_VERSION, SM_OTF2_VERSION */
 #include "summary_common.h"
+#include "profile_sampled.h"
 
 #include <errno.h>
 #include <math.h>
@@ -342,6 +343,8 @@ int sm_profile_write_json(const sm_run_info_t *run, const sm_job_t *job,
         j.err = rc;
     sm_json_key(&j, "comm_matrix");
     sm_comm_matrix_json(&j, job);
+    sm_sampled_json(&j, run, job, summary);
+    sm_procmetrics_json(&j, job);
     sm_json_run_totals(&j, run);
     sm_json_object_end(&j);
     return sm_json_close(&j);

@@ -6,6 +6,7 @@
  * thread rows and the matrix are cut (profile.json and the CSV files have
  * everything). */
 #include "summary_common.h"
+#include "profile_sampled.h"
 
 #include <errno.h>
 #include <math.h>
@@ -317,8 +318,8 @@ static void sm_thread_row(const sm_cpath_t *p, void *arg)
 {
     sm_text_walk_t *w = arg;
     const sm_cpath_member_t *m = &p->members[w->member];
-    if (p->depth == 0 || m->visits == 0)
-        return;
+    if (p->depth == 0 || m->visits == 0 || sm_cpath_is_sampled(w->x->job, p))
+        return; /* sampled functions: their own section */
     double npt = sm_summary_member_ns_per_tick(w->x->s, w->member);
     double sum = (double)m->incl.sum * npt;
     double mean = sm_stat_mean(&m->incl, m->visits) * npt;
@@ -383,7 +384,7 @@ static void sm_across_counter_rows(sm_text_walk_t *w, const sm_cpath_t *p, uint3
 static void sm_across_row(const sm_cpath_t *p, void *arg)
 {
     sm_text_walk_t *w = arg;
-    if (p->depth == 0)
+    if (p->depth == 0 || sm_cpath_is_sampled(w->x->job, p))
         return;
     const sm_text_t *x = w->x;
     sm_spread_t sp = sm_cpath_spread_time(x->s, p, 0);
@@ -425,7 +426,7 @@ static const sm_time_unit_t sm_unit_one = {"events", 1.0};
 static void sm_ranks_row(const sm_cpath_t *p, void *arg)
 {
     sm_text_walk_t *w = arg;
-    if (p->depth == 0)
+    if (p->depth == 0 || sm_cpath_is_sampled(w->x->job, p))
         return;
     const sm_text_t *x = w->x;
     sm_spread_t incl = sm_cpath_spread_ranks_time(x->s, p, 0);
@@ -796,7 +797,9 @@ static int sm_text_body(sm_text_t *x)
         int rc = sm_text_mpi(x);
         if (rc)
             return rc;
+        sm_sampled_text(x->o, x->run, x->job, s);
     }
+    sm_procmetrics_text(x->o, x->job);
     if (x->multi) {
         sm_out_printf(x->o, "\n");
         sm_text_matrix(x);

@@ -1,0 +1,233 @@
+"""GPU integration test (make check-gpu; needs an NVIDIA GPU): the CUDA test
+program gpu_app under the launcher, its archive read back with the OTF2
+Python reader and checked against what the program says it did."""
+
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.environ.get("SM_SRCDIR", "."), "tests", "lib"))
+import otf2  # noqa: E402
+from smtest import (Trace, check, check_trace_consistent, finish, load_json,  # noqa: E402
+                    measure, mpi_measure)
+
+PROGRAMS = os.environ.get("SM_GPU_PROGRAMS",
+                          os.path.join(os.environ.get("SM_BUILDDIR", "."), "tests", "gpu"))
+APP = os.path.join(PROGRAMS, "gpu_app")
+APP_MPI = os.path.join(PROGRAMS, "gpu_app_mpi")
+SLACK_NS = 5000  # "a few µs": clocks of host and CUPTI read apart
+
+
+def expectation(proc):
+    for line in proc.stdout.splitlines():
+        if line.startswith("{"):
+            return json.loads(line)
+    check(False, "the program printed no expectation: %s" % proc.stdout)
+    return None
+
+
+def attrs(event):
+    return {a.name: v for a, v in event.attributes.items()} if event.attributes else {}
+
+
+def is_stream(loc):
+    return loc.type == otf2.LocationType.ACCELERATOR_STREAM
+
+
+def intervals(trace, locations):
+    """(location, enter, leave) of every region visit on those locations."""
+    out = []
+    for loc in locations:
+        stack = []
+        for e in trace.events[loc]:
+            if isinstance(e, otf2.events.Enter):
+                stack.append(e)
+            elif isinstance(e, otf2.events.Leave) and stack:
+                out.append((loc, stack.pop(), e))
+    return out
+
+
+def gpu_part(trace):
+    streams = [l for l in trace.locations if is_stream(l)]
+    cpus = [l for l in trace.locations if l.type == otf2.LocationType.CPU_THREAD]
+    return streams, intervals(trace, streams), intervals(trace, cpus)
+
+
+def check_structure(trace, streams, n_ranks):
+    check(streams, "no ACCELERATOR_STREAM locations")
+    for s in streams:
+        g = s.group
+        check(g.location_group_type == otf2.LocationGroupType.ACCELERATOR,
+              "stream %s is in group %s of type %s" % (s.name, g.name, g.location_group_type))
+        check(g.creating_location_group is not None and
+              g.creating_location_group.location_group_type == otf2.LocationGroupType.PROCESS,
+              "device group %s has no creating process group" % g.name)
+        node = g.system_tree_parent
+        domains = [d.system_tree_node_domain for d in trace.definitions.system_tree_node_domains
+                   if d.system_tree_node == node]
+        check(otf2.SystemTreeDomain.ACCELERATOR_DEVICE in domains,
+              "device group %s hangs under node %s without domain ACCELERATOR_DEVICE (%s)"
+              % (g.name, node.name, domains))
+        check("H100" in node.name or "NVIDIA" in node.name or "GPU" in node.name,
+              "device node name %r" % node.name)
+    groups = {s.group for s in streams}
+    check(len(groups) == n_ranks, "%d device groups for %d ranks (one GPU)" % (len(groups), n_ranks))
+    props = {p.name: p.value for p in trace.definitions.system_tree_node_properties}
+    check(str(props.get("UUID", "")).startswith("GPU-"), "device UUID property: %s" % props)
+
+
+def check_full(out, proc, trace, expect, rank_of=lambda loc: 0):
+    streams, acts, calls = gpu_part(trace)
+    kernels = [(l, en, lv) for l, en, lv in acts
+               if en.region.paradigm == otf2.Paradigm.CUDA and en.region.region_role == otf2.RegionRole.FUNCTION
+               and not en.region.name.startswith("[")]
+    # Kernel names (demangled: "scale_kernel(float*, int, float)").
+    counts = {}
+    for _, en, _ in kernels:
+        base = en.region.name.split("(")[0]
+        counts[base] = counts.get(base, 0) + 1
+    n_ranks = len({rank_of(l) for l, _, _ in calls}) or 1
+    for name, n in expect["kernels"].items():
+        check(counts.get(name, 0) == n * n_ranks,
+              "kernel %s: %d activities, expected %d" % (name, counts.get(name, 0), n * n_ranks))
+
+    # Correlation: launches and kernels by (rank, id).
+    launch = {}
+    for loc, en, lv in calls:
+        if en.region.name in ("cudaLaunchKernel", "cudaGraphLaunch"):
+            cid = attrs(en).get("correlation id")
+            if check(cid, "%s without a correlation id" % en.region.name):
+                launch[(rank_of(loc), cid)] = (en, lv)
+    per_launch = {}
+    for loc, en, lv in kernels:
+        cid = attrs(en).get("correlation id")
+        key = (rank_of(loc), cid)
+        per_launch.setdefault(key, []).append((en, lv))
+        if check(key in launch, "kernel %s (correlation %s) has no launch call"
+                 % (en.region.name, cid)):
+            check(en.time >= launch[key][0].time,
+                  "kernel %s starts %d ns before its launch call" % (en.region.name,
+                                                                       launch[key][0].time - en.time))
+    for key, (en, lv) in launch.items():
+        n = len(per_launch.get(key, []))
+        want = expect["graph_nodes"] if en.region.name == "cudaGraphLaunch" else 1
+        check(n == want, "%s (correlation %s) has %d kernel activities, expected %d"
+              % (en.region.name, key[1], n, want))
+    n_graph = sum(1 for en, _ in launch.values() if en.region.name == "cudaGraphLaunch")
+    check(n_graph == expect["graph_launches"] * n_ranks, "%d cudaGraphLaunch calls" % n_graph)
+
+    # Copies: bytes per direction; pageable ones inside their cudaMemcpy.
+    moved = {}
+    for loc, en, lv in acts:
+        name = en.region.name
+        if name.startswith("[CUDA memcpy") or name.startswith("[CUDA memset"):
+            check(en.region.region_role == otf2.RegionRole.DATA_TRANSFER,
+                  "%s has role %s" % (name, en.region.region_role))
+            key = name.strip("[]").replace("CUDA ", "")
+            moved[key] = moved.get(key, 0) + attrs(en).get("bytes", 0)
+    for d, b in expect["bytes"].items():
+        check(moved.get("memcpy " + d, 0) == b * n_ranks,
+              "memcpy %s: %d bytes in the trace, the program copied %d" % (d, moved.get("memcpy " + d, 0), b * n_ranks))
+    check(moved.get("memset", 0) == expect["memset"] * n_ranks,
+          "memset: %d bytes, expected %d" % (moved.get("memset", 0), expect["memset"] * n_ranks))
+    copy_of = {}
+    for loc, en, lv in acts:
+        if en.region.name.startswith("[CUDA memcpy"):
+            copy_of[(rank_of(loc), attrs(en).get("correlation id"))] = (en, lv)
+    pageable = 0
+    for loc, en, lv in calls:
+        if en.region.name != "cudaMemcpy":
+            continue
+        c = copy_of.get((rank_of(loc), attrs(en).get("correlation id")))
+        if check(c, "cudaMemcpy (correlation %s) has no copy activity" % attrs(en).get("correlation id")):
+            pageable += 1
+            check(c[0].time + SLACK_NS >= en.time and c[1].time <= lv.time + SLACK_NS,
+                  "pageable copy [%d, %d] outside its cudaMemcpy call [%d, %d]"
+                  % (c[0].time, c[1].time, en.time, lv.time))
+    check(pageable == expect["pageable"] * n_ranks, "%d pageable cudaMemcpy calls" % pageable)
+
+    # NVTX ranges and marks on the host threads; the failed call's error.
+    names = {en.region.name for _, en, _ in calls}
+    for n in expect["nvtx"]:
+        check(n in names, "NVTX range/mark %r not in the trace" % n)
+    errors = [attrs(lv).get("error code") for _, en, lv in calls if en.region.name == "cudaMalloc"]
+    check(expect["failed_error"] in errors,
+          "the failed cudaMalloc has no error code %d (%s)" % (expect["failed_error"], errors))
+    return kernels
+
+
+def check_summary(out, kernels):
+    """profile.json's GPU section against the archive."""
+    prof = load_json(out, "profile.json")
+    gpu = prof.get("gpu")
+    if not check(gpu, "profile.json has no gpu section"):
+        return
+    by_name = {}
+    for _, en, lv in kernels:
+        by_name.setdefault(en.region.name, []).append(lv.time - en.time)
+    table = {k["name"]: k for k in gpu.get("kernels", [])}
+    for name, durs in by_name.items():
+        row = table.get(name)
+        if not check(row, "kernel %s missing from the summary" % name):
+            continue
+        check(row["calls"] == len(durs), "%s: %d calls in the summary, %d in the archive"
+              % (name, row["calls"], len(durs)))
+        total = sum(durs)
+        check(abs(row["total_ns"] - total) <= max(1000, total * 0.01),
+              "%s: total %d ns in the summary, %d in the archive" % (name, row["total_ns"], total))
+        check(row["min_ns"] <= min(durs) + 1000 and row["max_ns"] + 1000 >= max(durs),
+              "%s: min/max %s/%s against %d/%d" % (name, row["min_ns"], row["max_ns"], min(durs), max(durs)))
+    text = open(os.path.join(out, "profile.txt")).read()
+    check("GPU kernels" in text, "profile.txt has no GPU section")
+
+
+# ---------------------------------------------------------------- one process
+
+out, proc = measure([APP], "gpu-full")
+expect = expectation(proc)
+if expect:
+    trace = Trace(out)
+    check_trace_consistent(trace)
+    streams = [l for l in trace.locations if is_stream(l)]
+    check_structure(trace, streams, 1)
+    check(len(streams) >= 2, "%d stream locations, the program used 2 streams" % len(streams))
+    kernels = check_full(out, proc, trace, expect)
+    check_summary(out, kernels)
+    meta = load_json(out, "metadata.json")
+    print("metadata gpu_dropped_records:", json.dumps(meta.get("metadata", {}).get("gpu_dropped_records")))
+
+# Records survive exit() from another thread with kernels in flight.
+out, proc = measure([APP, "exit-thread"], "gpu-exit")
+trace = Trace(out)
+check_trace_consistent(trace)
+spins = [e for l, e in trace.of_type(otf2.events.Enter) if is_stream(l) and e.region.name.startswith("spin_kernel")]
+check(len(spins) == 4, "%d spin_kernel activities after exit() from a thread, expected 4" % len(spins))
+
+# --no-gpu: the program runs, nothing of the GPU is measured.
+out, proc = measure([APP], "gpu-off", launcher_args=["--no-gpu"])
+trace = Trace(out)
+check(not [l for l in trace.locations if is_stream(l)], "--no-gpu still recorded streams")
+check("cudaLaunchKernel" not in trace.regions, "--no-gpu still recorded CUDA API calls")
+
+# ---------------------------------------------------------------- MPI + CUDA, 2 ranks on one GPU
+
+if os.path.exists(APP_MPI):
+    out, proc = mpi_measure(2, [APP_MPI], "gpu-mpi")
+    lines = [json.loads(l) for l in proc.stdout.splitlines() if l.startswith("{")]
+    check(len(lines) == 2, "2 ranks should print their expectation: %s" % proc.stdout)
+    if lines:
+        trace = Trace(out)
+        check_trace_consistent(trace)
+
+        def rank_of(loc):
+            g = loc.group
+            if g.location_group_type == otf2.LocationGroupType.ACCELERATOR:
+                g = g.creating_location_group
+            return int(g.name.split()[-1]) if g.name.startswith("MPI Rank") else 0
+        streams = [l for l in trace.locations if is_stream(l)]
+        check_structure(trace, streams, 2)
+        check({rank_of(s) for s in streams} == {0, 1}, "streams of both ranks in one archive")
+        check_full(out, proc, trace, lines[0], rank_of)
+
+finish()
