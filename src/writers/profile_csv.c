@@ -3,6 +3,7 @@
  * named by its id, its parent's id (0: top level) and its region names
  * joined with " > ". */
 #include "summary_common.h"
+#include "gpu_summary.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -154,5 +155,11 @@ int sm_profile_write_csv(const sm_run_info_t *run, const sm_job_t *job,
         sm_out_fail(&o, ENOMEM);
     free(x.id_at_depth);
     free(x.path);
-    return sm_out_close(&o);
+    int rc = sm_out_close(&o);
+    /* The GPU section is a table of another shape: profile_gpu.csv. */
+    sm_gpu_summary_t *gpu = sm_gpu_summary_build(job, summary);
+    if (gpu && sm_gpu_summary_csv(run->output_dir, gpu) != 0)
+        rc = -1;
+    sm_gpu_summary_free(gpu);
+    return rc;
 }

@@ -4,6 +4,7 @@
  * communication matrix.  Nothing is cut for large jobs. */
 #include "sm_build.h" /* from configure: PACKAGE_VERSION, SM_OTF2_VERSION */
 #include "summary_common.h"
+#include "gpu_summary.h"
 
 #include <errno.h>
 #include <math.h>
@@ -340,6 +341,9 @@ int sm_profile_write_json(const sm_run_info_t *run, const sm_job_t *job,
     int rc = sm_pjson_mpi(&j, job, summary);
     if (rc && !j.err)
         j.err = rc;
+    sm_gpu_summary_t *gpu = sm_gpu_summary_build(job, summary);
+    sm_gpu_summary_json(&j, gpu);
+    sm_gpu_summary_free(gpu);
     sm_json_key(&j, "comm_matrix");
     sm_comm_matrix_json(&j, job);
     sm_json_run_totals(&j, run);

@@ -6,6 +6,7 @@
  * thread rows and the matrix are cut (profile.json and the CSV files have
  * everything). */
 #include "summary_common.h"
+#include "gpu_summary.h"
 
 #include <errno.h>
 #include <math.h>
@@ -796,6 +797,9 @@ static int sm_text_body(sm_text_t *x)
         int rc = sm_text_mpi(x);
         if (rc)
             return rc;
+        sm_gpu_summary_t *g = sm_gpu_summary_build(x->job, s);
+        sm_gpu_summary_text(x->o, g);
+        sm_gpu_summary_free(g);
     }
     if (x->multi) {
         sm_out_printf(x->o, "\n");
