@@ -92,9 +92,22 @@ def check_full(out, proc, trace, expect, rank_of=lambda loc: 0):
         check(counts.get(name, 0) == n * n_ranks,
               "kernel %s: %d activities, expected %d" % (name, counts.get(name, 0), n * n_ranks))
 
-    # Correlation: launches and kernels by (rank, id).
+    # Correlation: launches and kernels by (rank, id).  Launches while a
+    # stream is captured into a graph run nothing: they become its nodes.
+    begin = {}
+    captured = []
+    for loc, en, lv in sorted(calls, key=lambda c: c[1].time):
+        if en.region.name == "cudaStreamBeginCapture":
+            begin[loc] = en.time
+        elif en.region.name == "cudaStreamEndCapture" and loc in begin:
+            captured.append((loc, begin.pop(loc), lv.time))
     launch = {}
+    n_captured = 0
     for loc, en, lv in calls:
+        if en.region.name == "cudaLaunchKernel" and any(
+                l == loc and t0 <= en.time <= t1 for l, t0, t1 in captured):
+            n_captured += 1
+            continue
         if en.region.name in ("cudaLaunchKernel", "cudaGraphLaunch"):
             cid = attrs(en).get("correlation id")
             if check(cid, "%s without a correlation id" % en.region.name):
@@ -114,6 +127,8 @@ def check_full(out, proc, trace, expect, rank_of=lambda loc: 0):
         want = expect["graph_nodes"] if en.region.name == "cudaGraphLaunch" else 1
         check(n == want, "%s (correlation %s) has %d kernel activities, expected %d"
               % (en.region.name, key[1], n, want))
+    check(n_captured == expect["graph_nodes"] * n_ranks,
+          "%d launches inside stream capture, expected %d" % (n_captured, expect["graph_nodes"] * n_ranks))
     n_graph = sum(1 for en, _ in launch.values() if en.region.name == "cudaGraphLaunch")
     check(n_graph == expect["graph_launches"] * n_ranks, "%d cudaGraphLaunch calls" % n_graph)
 
