@@ -225,6 +225,24 @@ trace = Trace(out)
 check(not [l for l in trace.locations if is_stream(l)], "--no-gpu still recorded streams")
 check("cudaLaunchKernel" not in trace.regions, "--no-gpu still recorded CUDA API calls")
 
+# Another tool holds CUPTI: one line naming it; the program and the CPU
+# measurement go on, and the summary says it.
+OTHER = os.path.join(PROGRAMS, "other_tool.so")
+if os.path.exists(OTHER):
+    out, proc = measure([APP], "gpu-other", env={"LD_PRELOAD": OTHER})
+    lines = [l for l in proc.stderr.splitlines() if "another tool holds CUPTI" in l]
+    check(len(lines) == 1 and "other-tool" in lines[0],
+          "one line naming the other CUPTI tool: %s" % proc.stderr)
+    check(expectation(proc) is not None, "the program ran to its end beside the other tool")
+    trace = Trace(out)
+    check(not [l for l in trace.locations if is_stream(l)], "streams recorded beside another tool")
+    check(any(l.type == otf2.LocationType.CPU_THREAD for l in trace.locations),
+          "no CPU thread measured beside another tool")
+    meta = load_json(out, "metadata.json")
+    check("other-tool" in json.dumps(meta), "metadata.json does not name the other tool")
+    check("other-tool" in open(os.path.join(out, "profile.txt")).read(),
+          "profile.txt does not name the other tool")
+
 # ---------------------------------------------------------------- MPI + CUDA, 2 ranks on one GPU
 
 if os.path.exists(APP_MPI):
