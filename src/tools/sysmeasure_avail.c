@@ -182,7 +182,11 @@ static void sm_print_text(void)
         {"Kokkos tool library", "yes: libsysmeasure-kokkos.so (KokkosP)"},
         {"PAPI counters", "not in this version"},
         {"call-stack sampling", "not in this version"},
-        {"CUDA/CUPTI adapter", "not in this version"},
+#ifdef SM_BUILT_CUPTI
+        {"CUDA/CUPTI adapter", SM_BUILT_CUPTI},
+#else
+        {"CUDA/CUPTI adapter", "no (configure found no CUDA toolkit with CUPTI; see its closing table)"},
+#endif
         {"HIP/HSA adapter", "not in this version"},
     };
     printf("This build\n==========\n\n");
