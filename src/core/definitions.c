@@ -7,6 +7,7 @@
 #include "definitions.h"
 
 #include "../util/hash.h"
+#include "../util/utf8.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -124,6 +125,15 @@ static sm_string_id_t sm_string_intern_locked(const char *s)
     uint32_t *slot = sm_def_slot(&sm_strings, h, s, sm_string_equal);
     if (*slot)
         return *slot - 1;
+    /* What goes into the archive and the summaries is valid UTF-8: a name
+     * with invalid bytes is kept with U+FFFD in their place. */
+    size_t n = strlen(s);
+    if (sm_utf8_check(s, n) != n) {
+        char *clean = sm_utf8_sanitize(s);
+        sm_string_id_t cid = clean ? sm_string_intern_locked(clean) : SM_INVALID_ID;
+        free(clean);
+        return cid;
+    }
     uint32_t id = sm_def_append(&sm_strings);
     char *copy = id == SM_INVALID_ID ? NULL : strdup(s);
     if (!copy)
