@@ -13,7 +13,7 @@ n=${3:-200000}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 nsys=$(command -v nsys || true)
-for round in 1 2 3; do
+for round in 1 2 3 4 5; do
     printf 'plain      '; "$app" bench "$n"
     printf 'sysmeasure '; "$build/sysmeasure" -o "$out/sm$round" -- "$app" bench "$n" 2>/dev/null
     printf 'sm-notrace '; "$build/sysmeasure" --no-trace -o "$out/np$round" -- "$app" bench "$n" 2>/dev/null

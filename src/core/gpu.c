@@ -36,6 +36,14 @@ static uint64_t sm_gpu_dropped_total; /* atomic */
 /* Batches are taken until the end-of-run flush is over, even though the
  * runtime already stopped measuring new threads then. */
 static volatile int sm_gpu_closing_done;
+/* The end-of-run flush is under way: the runtime no longer measures new
+ * threads, but devices and streams met in the last records still count. */
+static volatile int sm_gpu_flushing;
+
+static int sm_gpu_accepting(void)
+{
+    return (sm_runtime_active || sm_gpu_flushing) && !sm_gpu_closing_done;
+}
 
 /* Attributes of the host side (local ids; defined once). */
 static sm_attribute_id_t sm_gpu_attr_correlation = SM_INVALID_ID;
@@ -184,7 +192,7 @@ static void sm_gpu_copy_text(char *dst, size_t cap, const char *src)
 
 sm_gpu_device_t sm_gpu_device_define(const sm_gpu_device_info_t *info)
 {
-    if (!info || !sm_runtime_active)
+    if (!info || !sm_gpu_accepting())
         return SM_GPU_NONE;
     pthread_mutex_lock(&sm_gpu_lock);
     sm_gpu_prepare_locked();
@@ -208,7 +216,7 @@ sm_gpu_device_t sm_gpu_device_define(const sm_gpu_device_info_t *info)
 
 sm_gpu_stream_t sm_gpu_stream_define(sm_gpu_device_t device, uint64_t key, const char *name)
 {
-    if (!sm_runtime_active || device >= __atomic_load_n(&sm_gpu_n_devices, __ATOMIC_ACQUIRE))
+    if (!sm_gpu_accepting() || device >= __atomic_load_n(&sm_gpu_n_devices, __ATOMIC_ACQUIRE))
         return SM_GPU_NONE;
     pthread_mutex_lock(&sm_gpu_lock);
     sm_gpu_stream_t id = SM_GPU_NONE;
@@ -426,9 +434,11 @@ static void sm_gpu_finalize_hook(const sm_run_info_t *run)
     sm_gpu_flush_fn fns[SM_GPU_MAX_FLUSH];
     memcpy(fns, sm_gpu_flushes, sizeof fns);
     pthread_mutex_unlock(&sm_gpu_lock);
+    sm_gpu_flushing = 1;
     for (uint32_t i = 0; i < n; i++)
         fns[i]();
     sm_gpu_closing_done = 1;
+    sm_gpu_flushing = 0;
     uint64_t dropped = sm_gpu_dropped_count();
     char text[160];
     snprintf(text, sizeof text, "%" PRIu64, dropped);

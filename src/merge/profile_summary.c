@@ -324,7 +324,10 @@ sm_profile_summary_t *sm_profile_summary_from_counting_threads(
 
 static bool sm_location_is_member(const sm_location_t *loc)
 {
-    return loc && loc->type == SM_LOCATION_CPU_THREAD && loc->profiling;
+    /* A GPU stream is a member too: its paths are the host paths that
+     * issued its work, ending in the activity (gpu.c). */
+    return loc && (loc->type == SM_LOCATION_CPU_THREAD || loc->type == SM_LOCATION_GPU_STREAM) &&
+           loc->profiling;
 }
 
 sm_profile_summary_t *sm_profile_summarize(void)

@@ -187,7 +187,11 @@ static void sm_print_text(void)
         {"call-stack sampling", "no (configure found no libunwind; see its closing table)"},
 #endif
         {"process sampling", "yes (/proc): --process-sampling"},
-        {"CUDA/CUPTI adapter", "not in this version"},
+#ifdef SM_BUILT_CUPTI
+        {"CUDA/CUPTI adapter", SM_BUILT_CUPTI},
+#else
+        {"CUDA/CUPTI adapter", "no (configure found no CUDA toolkit with CUPTI; see its closing table)"},
+#endif
         /* AMD: what was tested on this kind of machine (no AMD GPU) and
          * what was built but never run on AMD hardware (manual, AMD GPUs). */
         {"ROCTx ranges and marks", "yes: libsysmeasure-roctx.so, libroctx64.so.4 (tested here)"},

@@ -1026,6 +1026,8 @@ static OTF2_RegionRole sm_otf2_role(uint8_t r)
         return OTF2_REGION_ROLE_COLL_ALL2ALL;
     case SM_ROLE_POINT2POINT:
         return OTF2_REGION_ROLE_POINT2POINT;
+    case SM_ROLE_DATA_TRANSFER:
+        return OTF2_REGION_ROLE_DATA_TRANSFER;
     default:
         return OTF2_REGION_ROLE_UNKNOWN;
     }

@@ -4,6 +4,7 @@
  * joined with " > ". */
 #include "summary_common.h"
 #include "profile_sampled.h"
+#include "gpu_summary.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -159,5 +160,10 @@ int sm_profile_write_csv(const sm_run_info_t *run, const sm_job_t *job,
     /* The sampled functions, flat, in a file of their own. */
     if (sm_sampled_csv(run, job, summary) != 0)
         rc = -1;
+    /* The GPU section is a table of another shape: profile_gpu.csv. */
+    sm_gpu_summary_t *gpu = sm_gpu_summary_build(job, summary);
+    if (gpu && sm_gpu_summary_csv(run->output_dir, gpu) != 0)
+        rc = -1;
+    sm_gpu_summary_free(gpu);
     return rc;
 }

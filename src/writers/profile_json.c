@@ -5,6 +5,7 @@
 #include "sm_build.h" /* from configure: PACKAGE_VERSION, SM_OTF2_VERSION */
 #include "summary_common.h"
 #include "profile_sampled.h"
+#include "gpu_summary.h"
 
 #include <errno.h>
 #include <math.h>
@@ -341,6 +342,9 @@ int sm_profile_write_json(const sm_run_info_t *run, const sm_job_t *job,
     int rc = sm_pjson_mpi(&j, job, summary);
     if (rc && !j.err)
         j.err = rc;
+    sm_gpu_summary_t *gpu = sm_gpu_summary_build(job, summary);
+    sm_gpu_summary_json(&j, gpu);
+    sm_gpu_summary_free(gpu);
     sm_json_key(&j, "comm_matrix");
     sm_comm_matrix_json(&j, job);
     sm_sampled_json(&j, run, job, summary);

@@ -7,6 +7,7 @@
  * everything). */
 #include "summary_common.h"
 #include "profile_sampled.h"
+#include "gpu_summary.h"
 
 #include <errno.h>
 #include <math.h>
@@ -798,6 +799,9 @@ static int sm_text_body(sm_text_t *x)
         if (rc)
             return rc;
         sm_sampled_text(x->o, x->run, x->job, s);
+        sm_gpu_summary_t *g = sm_gpu_summary_build(x->job, s);
+        sm_gpu_summary_text(x->o, g);
+        sm_gpu_summary_free(g);
     }
     sm_procmetrics_text(x->o, x->job);
     if (x->multi) {

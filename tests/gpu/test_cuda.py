@@ -92,9 +92,22 @@ def check_full(out, proc, trace, expect, rank_of=lambda loc: 0):
         check(counts.get(name, 0) == n * n_ranks,
               "kernel %s: %d activities, expected %d" % (name, counts.get(name, 0), n * n_ranks))
 
-    # Correlation: launches and kernels by (rank, id).
+    # Correlation: launches and kernels by (rank, id).  Launches while a
+    # stream is captured into a graph run nothing: they become its nodes.
+    begin = {}
+    captured = []
+    for loc, en, lv in sorted(calls, key=lambda c: c[1].time):
+        if en.region.name == "cudaStreamBeginCapture":
+            begin[loc] = en.time
+        elif en.region.name == "cudaStreamEndCapture" and loc in begin:
+            captured.append((loc, begin.pop(loc), lv.time))
     launch = {}
+    n_captured = 0
     for loc, en, lv in calls:
+        if en.region.name == "cudaLaunchKernel" and any(
+                l == loc and t0 <= en.time <= t1 for l, t0, t1 in captured):
+            n_captured += 1
+            continue
         if en.region.name in ("cudaLaunchKernel", "cudaGraphLaunch"):
             cid = attrs(en).get("correlation id")
             if check(cid, "%s without a correlation id" % en.region.name):
@@ -114,6 +127,8 @@ def check_full(out, proc, trace, expect, rank_of=lambda loc: 0):
         want = expect["graph_nodes"] if en.region.name == "cudaGraphLaunch" else 1
         check(n == want, "%s (correlation %s) has %d kernel activities, expected %d"
               % (en.region.name, key[1], n, want))
+    check(n_captured == expect["graph_nodes"] * n_ranks,
+          "%d launches inside stream capture, expected %d" % (n_captured, expect["graph_nodes"] * n_ranks))
     n_graph = sum(1 for en, _ in launch.values() if en.region.name == "cudaGraphLaunch")
     check(n_graph == expect["graph_launches"] * n_ranks, "%d cudaGraphLaunch calls" % n_graph)
 
@@ -146,6 +161,10 @@ def check_full(out, proc, trace, expect, rank_of=lambda loc: 0):
                   "pageable copy [%d, %d] outside its cudaMemcpy call [%d, %d]"
                   % (c[0].time, c[1].time, en.time, lv.time))
     check(pageable == expect["pageable"] * n_ranks, "%d pageable cudaMemcpy calls" % pageable)
+    print("  %d rank(s), %d stream locations: kernels %s; %d launch calls matched by correlation id "
+          "(%d launches captured into the graph); copied bytes %s; %d pageable copies inside "
+          "their cudaMemcpy" % (n_ranks, len(streams), counts, len(launch), n_captured,
+                                {k: v for k, v in sorted(moved.items())}, pageable))
 
     # NVTX ranges and marks on the host threads; the failed call's error.
     names = {en.region.name for _, en, _ in calls}
@@ -180,10 +199,12 @@ def check_summary(out, kernels):
               "%s: min/max %s/%s against %d/%d" % (name, row["min_ns"], row["max_ns"], min(durs), max(durs)))
     text = open(os.path.join(out, "profile.txt")).read()
     check("GPU kernels" in text, "profile.txt has no GPU section")
+    print("  summary: %d kernels agree with the archive (calls, total, min, max)" % len(by_name))
 
 
 # ---------------------------------------------------------------- one process
 
+print("gpu_app under sysmeasure:")
 out, proc = measure([APP], "gpu-full")
 expect = expectation(proc)
 if expect:
@@ -198,21 +219,45 @@ if expect:
     print("metadata gpu_dropped_records:", json.dumps(meta.get("metadata", {}).get("gpu_dropped_records")))
 
 # Records survive exit() from another thread with kernels in flight.
+print("exit() from a thread with kernels in flight:")
 out, proc = measure([APP, "exit-thread"], "gpu-exit")
 trace = Trace(out)
 check_trace_consistent(trace)
 spins = [e for l, e in trace.of_type(otf2.events.Enter) if is_stream(l) and e.region.name.startswith("spin_kernel")]
 check(len(spins) == 4, "%d spin_kernel activities after exit() from a thread, expected 4" % len(spins))
+print("  %d of 4 spin_kernel activities in the archive" % len(spins))
 
 # --no-gpu: the program runs, nothing of the GPU is measured.
+print("--no-gpu:")
 out, proc = measure([APP], "gpu-off", launcher_args=["--no-gpu"])
 trace = Trace(out)
 check(not [l for l in trace.locations if is_stream(l)], "--no-gpu still recorded streams")
 check("cudaLaunchKernel" not in trace.regions, "--no-gpu still recorded CUDA API calls")
 
+# Another tool holds CUPTI: one line naming it; the program and the CPU
+# measurement go on, and the summary says it.
+OTHER = os.path.join(PROGRAMS, "other_tool.so")
+if os.path.exists(OTHER):
+    print("beside another CUPTI subscriber:")
+    out, proc = measure([APP], "gpu-other", env={"LD_PRELOAD": OTHER})
+    lines = [l for l in proc.stderr.splitlines() if "another tool holds CUPTI" in l]
+    check(len(lines) == 1 and "other-tool" in lines[0],
+          "one line naming the other CUPTI tool: %s" % proc.stderr)
+    print("  " + (lines[0] if lines else "(no line)"))
+    check(expectation(proc) is not None, "the program ran to its end beside the other tool")
+    trace = Trace(out)
+    check(not [l for l in trace.locations if is_stream(l)], "streams recorded beside another tool")
+    check(any(l.type == otf2.LocationType.CPU_THREAD for l in trace.locations),
+          "no CPU thread measured beside another tool")
+    meta = load_json(out, "metadata.json")
+    check("other-tool" in json.dumps(meta), "metadata.json does not name the other tool")
+    check("other-tool" in open(os.path.join(out, "profile.txt")).read(),
+          "profile.txt does not name the other tool")
+
 # ---------------------------------------------------------------- MPI + CUDA, 2 ranks on one GPU
 
 if os.path.exists(APP_MPI):
+    print("mpirun -np 2 sysmeasure gpu_app_mpi (one GPU):")
     out, proc = mpi_measure(2, [APP_MPI], "gpu-mpi")
     lines = [json.loads(l) for l in proc.stdout.splitlines() if l.startswith("{")]
     check(len(lines) == 2, "2 ranks should print their expectation: %s" % proc.stdout)
@@ -228,6 +273,10 @@ if os.path.exists(APP_MPI):
         streams = [l for l in trace.locations if is_stream(l)]
         check_structure(trace, streams, 2)
         check({rank_of(s) for s in streams} == {0, 1}, "streams of both ranks in one archive")
-        check_full(out, proc, trace, lines[0], rank_of)
+        kernels = check_full(out, proc, trace, lines[0], rank_of)
+        check_summary(out, kernels)
+        gpu = load_json(out, "profile.json").get("gpu") or {}
+        for k in gpu.get("kernels", []):
+            check(k["ranks"]["n"] == 2, "kernel %s: across ranks n=%s" % (k["name"], k["ranks"]["n"]))
 
 finish()
