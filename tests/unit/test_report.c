@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "merge/profile_summary.h"
@@ -136,6 +137,7 @@ static void test_large_job(void)
         }
         free(b);
         sm_profile_summary_free(l);
+        sm_profile_free(&p);
     }
     sm_profile_summary_t *s = seq ? sm_profile_summary_from_blobs(seq, at, RANKS) : NULL;
     CHECK(s != NULL);
@@ -163,12 +165,16 @@ static void test_large_job(void)
     CHECK(s && sm_profile_write_json(&run, &job, s) == 0);
     CHECK(sm_metadata_write_json(&run, &job) == 0);
     char err[512] = "";
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     CHECK(sm_report_write_html(dir, err, sizeof err) == 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
     size_t len = 0, json_len = 0;
     char *html = slurp(dir, "report.html", &len);
     free(slurp(dir, "profile.json", &json_len));
-    fprintf(stderr, "64 ranks x 1000 call paths: report.html %zu bytes (profile.json %zu)\n",
-            len, json_len);
+    fprintf(stderr, "64 ranks x 1000 call paths: report.html %zu bytes (profile.json %zu), "
+            "written in %.2f s\n", len, json_len,
+            (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
     CHECK(html != NULL && len > 0 && len < 5u * 1000 * 1000);
     if (html) {
         CHECK(strstr(html, "The 200 call paths with the most time of 1000 are shown"));
