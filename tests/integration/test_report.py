@@ -7,7 +7,8 @@ the browser's console; the screenshot
 (kept as tests/logs/report-screenshot.png) must not be blank; the file
 loads nothing from elsewhere and escapes the region name with markup.
 sysmeasure-report rebuilds the same page; on a folder that is no
-sysmeasure output it says so in one line and exits 2."""
+sysmeasure output it says so in one line and exits 2.  A job that ends
+without MPI_Finalize gets its page from sysmeasure-merge."""
 import os
 import re
 import shutil
@@ -168,5 +169,21 @@ r = subprocess.run([REPORT, bad], stdout=subprocess.PIPE, stderr=subprocess.PIPE
 check(r.returncode == 2 and r.stderr.count("\n") == 1 and "profile.json is damaged" in r.stderr,
       "a damaged profile.json: rc %d, %r" % (r.returncode, r.stderr))
 shutil.rmtree(bad, ignore_errors=True)
+shutil.rmtree(os.path.dirname(out), ignore_errors=True)
+
+# A job without MPI_Finalize: sysmeasure-merge writes report.html too.
+out, proc = mpi_measure(2, [program("mpi-patterns"), "nofinalize"], "report-merge",
+                        expect_rc=None, env={"OMPI_MCA_odls_base_sigkill_timeout": "5"})
+page = os.path.join(out, "report.html")
+check(not os.path.exists(page), "no report.html before the merge")
+r = subprocess.run([os.path.join(BUILD, "sysmeasure-merge"), out], stdout=subprocess.PIPE,
+                   stderr=subprocess.PIPE, text=True)
+check(r.returncode == 0 and os.path.exists(page), "sysmeasure-merge writes report.html: rc %d %s"
+      % (r.returncode, r.stderr))
+if os.path.exists(page):
+    with open(page, encoding="utf-8") as f:
+        merged = f.read()
+    check("<td>MPI_Send</td>" in merged and "2 ranks &times;" in merged and
+          'id="matrix-bytes"' in merged, "the merged page has both ranks, MPI_Send and the matrix")
 shutil.rmtree(os.path.dirname(out), ignore_errors=True)
 finish()
