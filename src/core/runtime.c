@@ -661,7 +661,8 @@ static int sm_runtime_write_job(const sm_procs_t *procs)
         if (messages)
             failures += sm_comm_matrix_write(&sm_run, &job) != 0;
         failures += sm_metadata_write_json(&sm_run, &job) != 0;
-        failures += sm_runtime_write_report(sm_run.output_dir);
+        if (sm_cfg.report)
+            failures += sm_runtime_write_report(sm_run.output_dir);
     }
     free(messages);
     free(bytes);

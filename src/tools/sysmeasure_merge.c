@@ -259,7 +259,7 @@ int main(int argc, char **argv)
         failures += sm_comm_matrix_write(&run, &job) != 0;
     int meta_failed = sm_metadata_write_json(&run, &job) != 0;
     failures += meta_failed;
-    if (!meta_failed) { /* report.html reads the files just written */
+    if (!meta_failed && (!run.config || run.config->report)) { /* it reads the files just written */
         char err[PATH_MAX + 200];
         int rc = sm_report_write_html(folder, err, sizeof err);
         if (rc == SM_REPORT_NOT_OUTPUT)

@@ -192,9 +192,10 @@ static void sm_report_run(sm_report_t *r)
         if (r->threads[i] > max_threads)
             max_threads = r->threads[i];
     }
-    sm_out_printf(o, "</code></dd>\n<dt>Ranks &times; threads</dt><dd>%u ranks &times; up to %u "
-                     "threads (%u threads in all)</dd>\n",
-                  (unsigned)r->n_ranks, (unsigned)max_threads, (unsigned)threads);
+    sm_out_printf(o, "</code></dd>\n<dt>Ranks &times; threads</dt><dd>%u rank%s &times; up to "
+                     "%u thread%s (%u in all)</dd>\n",
+                  (unsigned)r->n_ranks, r->n_ranks == 1 ? "" : "s", (unsigned)max_threads,
+                  max_threads == 1 ? "" : "s", (unsigned)threads);
     /* Hosts, each once, in rank order. */
     const sm_jv_t *procs = sm_jv_get(m, "processes");
     uint32_t np = sm_jv_len(procs), n_hosts = 0;

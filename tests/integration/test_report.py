@@ -16,7 +16,7 @@ import struct
 import subprocess
 import zlib
 
-from smtest import BUILD, check, finish, mpi_measure, program, workdir
+from smtest import BUILD, check, finish, measure, mpi_measure, program, workdir
 
 if not check(os.environ.get("SM_HAVE_MPI", "yes") == "yes", "sysmeasure is built with MPI"):
     finish()
@@ -170,6 +170,18 @@ check(r.returncode == 2 and r.stderr.count("\n") == 1 and "profile.json is damag
       "a damaged profile.json: rc %d, %r" % (r.returncode, r.stderr))
 shutil.rmtree(bad, ignore_errors=True)
 shutil.rmtree(os.path.dirname(out), ignore_errors=True)
+
+# A process without MPI: its page; none with --no-report.
+out, proc = measure([program("sleep-regions")], "report-single")
+page = os.path.join(out, "report.html")
+if check(os.path.exists(page), "report.html of a process without MPI: %s" % proc.stderr):
+    with open(page, encoding="utf-8") as f:
+        single = f.read()
+    check("1 rank &times;" in single and "No MPI function was called." in single,
+          "one rank, no MPI")
+out, proc = measure([program("sleep-regions")], "report-off", launcher_args=["--no-report"])
+check(os.path.exists(os.path.join(out, "profile.json")) and
+      not os.path.exists(os.path.join(out, "report.html")), "--no-report: no report.html")
 
 # A job without MPI_Finalize: sysmeasure-merge writes report.html too.
 out, proc = mpi_measure(2, [program("mpi-patterns"), "nofinalize"], "report-merge",
