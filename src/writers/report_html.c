@@ -146,7 +146,7 @@ static const char sm_report_css[] =
     "#dde5ee}th.a:after{content:' \\25b2'}th.d:after{content:' \\25bc'}"
     ".note{color:#555;font-style:italic}.warn{color:#a00}.key span{display:inline-block;"
     "width:12px;height:12px;margin:0 4px 0 12px;vertical-align:middle}"
-    "svg text{font:11px system-ui,sans-serif}td.path{font-family:monospace;white-space:pre}"
+    "svg text{font:11px system-ui,sans-serif}td.path{font-family:monospace}"
     "dt{font-weight:bold;float:left;clear:left;width:150px}dd{margin-left:160px}";
 
 /* Sorting only: click a header; numbers sort by data-v. */
@@ -446,14 +446,18 @@ static void sm_report_paths(sm_report_t *r, sm_rpath_t **sorted)
                      "<th>Incl. max</th></tr></thead>\n<tbody>\n");
     for (uint32_t i = 0; i < rows && !o->err; i++) {
         const sm_rpath_t *p = sorted[i];
+        /* The whole path (rows are sorted, so indentation would mislead),
+         * the region itself in bold. */
         const sm_jv_t *path = sm_jv_get(p->v, "path");
         uint32_t depth = sm_jv_len(path);
-        sm_out_printf(o, "<tr><td class=path title=\"");
-        sm_path_text(o, p->v);
-        sm_out_printf(o, "\">");
-        sm_out_repeat(o, ' ', depth > 1 ? 2 * (depth - 1) : 0);
+        sm_out_printf(o, "<tr><td class=path>");
+        for (uint32_t d = 0; d + 1 < depth; d++) {
+            sm_html(o, sm_jv_at(path, d)->str);
+            sm_out_printf(o, " / ");
+        }
+        sm_out_printf(o, "<b>");
         sm_html(o, depth ? sm_jv_at(path, depth - 1)->str : "?");
-        sm_out_printf(o, "</td><td>");
+        sm_out_printf(o, "</b></td><td>");
         sm_html(o, sm_jv_str(p->v, "paradigm"));
         sm_out_printf(o, "</td>");
         sm_td_count(o, p->ranks);

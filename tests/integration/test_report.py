@@ -123,7 +123,7 @@ for fn in ("MPI_Barrier", "MPI_Send", "MPI_Irecv", "MPI_Wait"):
 check(dom.stdout.count('id="matrix-messages"') == 1 and dom.stdout.count('id="matrix-bytes"') == 1,
       "both heat maps")
 # 4 ranks x 4 steps: solve visited 16 times
-check(re.search(r'> *solve</td><td>user</td><td class="n" data-v="4">4</td><td class="n" '
+check(re.search(r'timestep / <b>solve</b></td><td>user</td><td class="n" data-v="4">4</td><td class="n" '
                 r'data-v="16">16</td>', dom.stdout) is not None, "solve: 4 ranks, 16 visits")
 
 # The screenshot: every section drawn, not a blank page.
