@@ -219,6 +219,59 @@ class Param:
         return 'void *'
 
 
+# MPI function groups (--mpi-groups; names in src/util/mpi_groups.h, as
+# Score-P's SCOREP_MPI_ENABLE_GROUPS): derived here from each function's
+# kind and name, so the one list stays the one list.  First match wins.
+GROUP_RULES = [
+    ('env', lambda f: f.kind in ('init', 'init_thread', 'finalize', 'abort') or f.name in (
+        'MPI_Initialized', 'MPI_Finalized', 'MPI_Is_thread_main', 'MPI_Query_thread',
+        'MPI_Get_version', 'MPI_Get_library_version', 'MPI_Get_processor_name', 'MPI_Wtime',
+        'MPI_Wtick')),
+    ('perf', lambda f: f.name == 'MPI_Pcontrol' or f.name.startswith('MPI_T_')),
+    ('err', lambda f: 'rrhandler' in f.name or f.name.startswith(('MPI_Error_', 'MPI_Add_error_'))),
+    ('coll', lambda f: f.kind.startswith(('coll_', 'icoll_')) or f.name == 'MPI_Reduce_local'),
+    ('io', lambda f: f.kind.startswith('io_') or f.name.startswith('MPI_File_') or
+     f.name == 'MPI_Register_datarep'),
+    ('rma', lambda f: f.kind.startswith('rma_') or f.name.startswith('MPI_Win_') or f.name in (
+        'MPI_Put', 'MPI_Get', 'MPI_Accumulate', 'MPI_Rput', 'MPI_Rget', 'MPI_Raccumulate',
+        'MPI_Get_accumulate', 'MPI_Rget_accumulate', 'MPI_Fetch_and_op',
+        'MPI_Compare_and_swap')),
+    ('ext', lambda f: f.name.startswith(('MPI_Grequest_', 'MPI_Status_set_'))),
+    ('spawn', lambda f: f.name.startswith('MPI_Comm_spawn') or f.name in (
+        'MPI_Comm_get_parent', 'MPI_Comm_accept', 'MPI_Comm_connect', 'MPI_Comm_disconnect',
+        'MPI_Comm_join', 'MPI_Open_port', 'MPI_Close_port', 'MPI_Lookup_name',
+        'MPI_Publish_name', 'MPI_Unpublish_name')),
+    ('topo', lambda f: f.name.startswith(('MPI_Cart', 'MPI_Graph', 'MPI_Dist_graph')) or
+     f.name in ('MPI_Dims_create', 'MPI_Topo_test')),
+    ('type', lambda f: f.name.startswith(('MPI_Type_', 'MPI_Pack', 'MPI_Unpack')) or f.name in (
+        'MPI_Get_address', 'MPI_Address', 'MPI_Get_elements', 'MPI_Get_elements_x')),
+    ('cg', lambda f: f.name.startswith(('MPI_Comm_', 'MPI_Group_', 'MPI_Intercomm_',
+                                        'MPI_Attr_', 'MPI_Keyval_'))),
+    ('p2p', lambda f: f.kind in (
+        'send', 'recv', 'sendrecv', 'sendrecv_replace', 'isend', 'irecv', 'send_init',
+        'recv_init', 'start', 'startall', 'cancel', 'request_free', 'wait', 'test', 'waitall',
+        'testall', 'waitsome', 'testsome', 'waitany', 'testany', 'mprobe', 'improbe', 'mrecv',
+        'imrecv') or f.name in ('MPI_Probe', 'MPI_Iprobe', 'MPI_Buffer_attach',
+                                'MPI_Buffer_detach', 'MPI_Request_get_status',
+                                'MPI_Test_cancelled', 'MPI_Get_count')),
+    ('misc', lambda f: True),
+]
+# Kinds whose hooks keep sysmeasure's tables true (communicators, requests,
+# the life cycle): a call of a group left out still runs them, only its
+# region is left out; any other call of such a group runs straight through.
+BOOKKEEPING_KINDS = (
+    'comm_new', 'comm_free', 'comm_set_name', 'wait', 'test', 'waitall', 'testall', 'waitsome',
+    'testsome', 'waitany', 'testany', 'start', 'startall', 'cancel', 'request_free', 'init',
+    'init_thread', 'finalize', 'abort')
+
+
+def group_of(f):
+    for name, rule in GROUP_RULES:
+        if rule(f):
+            return name
+    return 'misc'
+
+
 class Function:
     def __init__(self, name, kind, role, options, where):
         self.name, self.kind, self.role, self.where = name, kind, role, where
@@ -401,7 +454,9 @@ def gen_c(funcs):
            '#endif',
            '',
            'const sm_mpi_function_info_t sm_mpi_functions[SM_MPI_FN_COUNT] = {']
-    out += ['    [SM_MPI_FN_%s] = {"%s", SM_ROLE_%s},' % (f.name, f.name, f.role.upper()) for f in funcs]
+    out += ['    [SM_MPI_FN_%s] = {"%s", SM_ROLE_%s, SM_MPI_GROUP_%s, %d},'
+            % (f.name, f.name, f.role.upper(), group_of(f).upper(),
+               1 if f.kind in BOOKKEEPING_KINDS else 0) for f in funcs]
     out += ['};', '']
     for f in funcs:
         if f.removed:

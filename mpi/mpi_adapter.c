@@ -75,16 +75,39 @@ const char *sm_mpi_function_name(uint32_t fn)
     return fn < SM_MPI_FN_COUNT ? sm_mpi_functions[fn].name : NULL;
 }
 
+/* The groups measured (--mpi-groups), read with the first region. */
+static uint32_t sm_mpi_groups = SM_MPI_GROUPS_ALL;
+static int sm_mpi_groups_known;
+
+static int sm_mpi_group_off(uint32_t fn)
+{
+    return !(sm_mpi_groups & (1u << sm_mpi_functions[fn].group));
+}
+
 static uint32_t sm_mpi_region_define(uint32_t fn)
 {
     /* Before the core is up (calls before MPI_Init): nothing to enter. */
     if (!sm_mpi_api->runtime_active())
         return SM_INVALID_ID;
+    if (!__atomic_load_n(&sm_mpi_groups_known, __ATOMIC_ACQUIRE)) {
+        char text[256], err[512];
+        uint32_t mask = SM_MPI_GROUPS_ALL;
+        if (SM_ADAPTER_API_HAS(sm_mpi_api, config_value) &&
+            sm_mpi_api->config_value("mpi_groups", text, sizeof text) == 0 &&
+            sm_mpi_groups_parse(text, &mask, err, sizeof err) != 0)
+            mask = SM_MPI_GROUPS_ALL; /* checked by the config already */
+        __atomic_store_n(&sm_mpi_groups, mask, __ATOMIC_RELAXED);
+        __atomic_store_n(&sm_mpi_groups_known, 1, __ATOMIC_RELEASE);
+    }
     const sm_mpi_function_info_t *f = &sm_mpi_functions[fn];
     sm_region_id_t r = sm_mpi_api->region_define(f->name, NULL, 0, SM_PARADIGM_MPI,
                                                  (sm_region_role_t)f->role);
     if (r == SM_INVALID_ID)
         return SM_INVALID_ID; /* core not up yet: try again next time */
+    /* A group left out: the region is not entered (the filtered bit), and
+     * sm_mpi_call_begin passes the call through untraced. */
+    if (sm_mpi_group_off(fn))
+        r |= SM_REGION_FILTERED;
     __atomic_store_n(&sm_mpi_regions[fn], r + 1, __ATOMIC_RELAXED);
     return r;
 }
@@ -114,9 +137,19 @@ int sm_mpi_call_begin(sm_mpi_call_t *call, uint32_t fn)
     uint32_t r = __atomic_load_n(&sm_mpi_regions[fn], __ATOMIC_RELAXED) - 1;
     if (SM_UNLIKELY(r == SM_INVALID_ID))
         r = sm_mpi_region_of_slow(fn);
+    if (SM_UNLIKELY(sm_region_filtered(r)) && r != SM_INVALID_ID && sm_mpi_group_off(fn) &&
+        !sm_mpi_functions[fn].bookkeeping) {
+        /* Its group is left out, and its hooks only record events: straight
+         * through, untraced.  Groups are the job's (one configuration), so
+         * both ends of a message or collective are left out alike. */
+        sm_mpi_depth = 0;
+        return 0;
+    }
     call->region = r;
     if (SM_LIKELY(r != SM_INVALID_ID))
-        sm_mpi_api->enter(r); /* the core's entries leave errno alone */
+        sm_mpi_api->enter(r); /* the core's entries leave errno alone; a
+                                 * filtered region records only the events
+                                 * inside the call (adapter_api.c) */
     return 1;
 }
 

@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include "core/adapter_api.h"
 #include "core/compiler.h"
+#include "util/mpi_groups.h"
 #include "mpi_function_ids.h" /* generated: enum SM_MPI_FN_<name>, SM_MPI_FN_COUNT */
 
 /* The core's entry points (set when the library loads). */
@@ -42,6 +43,8 @@ typedef struct sm_mpi_call {
 typedef struct sm_mpi_function_info {
     const char *name;  /* "MPI_Send" */
     uint8_t role;      /* sm_region_role_t */
+    uint8_t group;     /* sm_mpi_group_t (util/mpi_groups.h) */
+    uint8_t bookkeeping; /* its hooks keep the tables true: run even when its group is off */
 } sm_mpi_function_info_t;
 extern const sm_mpi_function_info_t sm_mpi_functions[] SM_HIDDEN;
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "config.h"
 #include "events.h"
 #include "location.h"
 #include "metrics.h"
@@ -31,8 +32,35 @@ static int sm_api_measuring(void)
     return sm_api_location() != NULL;
 }
 
+/* A call whose region the filter left out (an MPI function excluded by
+ * name): no enter or leave, but the events inside it (a message, a
+ * collective) are still recorded, so that the other side of a message or
+ * collective still matches; they take the call's own times, not those of
+ * the region around it. */
+static SM_NOINLINE void sm_api_pass_enter(void)
+{
+    sm_location_t *loc = sm_api_location();
+    if (loc) {
+        loc->pass_frame = loc->sp;
+        loc->pass_start = 0; /* read by the first event that needs it */
+        loc->stamp_frame = NULL;
+    }
+}
+
+static SM_NOINLINE void sm_api_pass_leave(void)
+{
+    sm_location_t *loc = sm_location_current();
+    loc->pass_frame = NULL;
+    loc->stamp_frame = NULL; /* an end time taken inside it is not the parent's */
+}
+
 static void sm_api_enter(sm_region_id_t region)
 {
+    if (SM_UNLIKELY(sm_region_filtered(region))) {
+        if (region != SM_INVALID_ID && sm_runtime_active)
+            sm_api_pass_enter();
+        return;
+    }
     if (SM_LIKELY(sm_runtime_active))
         sm_adapter_enter(region);
 }
@@ -40,8 +68,13 @@ static void sm_api_enter(sm_region_id_t region)
 /* Events inside an intercepted call share the call's timestamps: those
  * recorded at its start take its enter time, those at its end take one time
  * that the leave reuses.  One clock read at each end, however many events. */
-static inline uint64_t sm_api_start_time(const sm_location_t *loc)
+static inline uint64_t sm_api_start_time(sm_location_t *loc)
 {
+    if (SM_UNLIKELY(loc->pass_frame == loc->sp)) {
+        if (!loc->pass_start)
+            loc->pass_start = sm_clock_now();
+        return loc->pass_start;
+    }
     return loc->sp != loc->stack ? loc->sp->start : sm_clock_now();
 }
 
@@ -65,6 +98,11 @@ static void sm_api_leave(sm_region_id_t region)
 {
     if (SM_UNLIKELY(!sm_runtime_active))
         return;
+    if (SM_UNLIKELY(sm_region_filtered(region))) {
+        if (region != SM_INVALID_ID)
+            sm_api_pass_leave();
+        return;
+    }
     sm_location_t *loc = sm_location_current();
     if (SM_LIKELY(loc->sp->region == region && loc->sp != loc->stack && !loc->closed)) {
         uint64_t t = sm_api_stamped(loc) ? loc->stamp : sm_clock_now();
@@ -227,6 +265,16 @@ static void sm_api_metadata(const char *key, const char *value)
     sm_runtime_metadata_set(key, value);
 }
 
+static int sm_api_config_value(const char *name, char *buf, size_t len)
+{
+    const sm_config_t *cfg = sm_runtime_active ? sm_runtime_config() : NULL;
+    const sm_config_var_t *var = cfg ? sm_config_find(name) : NULL;
+    if (!var || !len)
+        return -1;
+    sm_config_format(cfg, var, buf, len);
+    return 0;
+}
+
 /* ---------------------------------------------------------------- the table */
 
 static const sm_adapter_api_t sm_adapter_api_v1 = {
@@ -262,6 +310,7 @@ static const sm_adapter_api_t sm_adapter_api_v1 = {
     .metric_define = sm_api_metric_define,
     .metric = sm_api_metric,
     .metadata = sm_api_metadata,
+    .config_value = sm_api_config_value,
 };
 
 SM_EXPORT const sm_adapter_api_t *sysmeasure_adapter_api(unsigned version);

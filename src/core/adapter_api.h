@@ -147,6 +147,12 @@ typedef struct sm_adapter_api {
     /* A key/value pair for metadata.json's "metadata" (Kokkos
      * declare_metadata); a key set again takes the new value. */
     void (*metadata)(const char *key, const char *value);
+
+    /* ---- added for MPI function groups (check with
+     * SM_ADAPTER_API_HAS(api, config_value)) ---- */
+    /* The run's value of a configuration variable ("mpi_groups"), as text;
+     * 0, or -1 when the core is not up or the name is unknown. */
+    int (*config_value)(const char *name, char *buf, size_t len);
 } sm_adapter_api_t;
 
 /* Whether a table the core handed out has the entry `field`. */

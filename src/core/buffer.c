@@ -181,11 +181,11 @@ static int sm_spill_open(sm_location_t *loc)
                      shown, strerror(dir ? saved : ENOENT));
         return -1;
     }
-    b->spill_fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    b->spill_fd = sm_fs_create(path, O_RDWR, 0644); /* new, in a folder of ours (fs.h) */
     if (b->spill_fd < 0) {
         if (sm_spill_first_error())
             sm_error("cannot create spill file %s: %s; events that do not fit in "
-                     "SYSMEASURE_BUFFER_SIZE are dropped and counted", path, strerror(errno));
+                     "SYSMEASURE_BUFFER_SIZE are dropped and counted", path, sm_fs_why(errno));
         return -1;
     }
     b->spill_path = strdup(path);

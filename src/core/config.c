@@ -10,6 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../util/utf8.h"
+#include "../util/mpi_groups.h"
 
 
 /* The config key is the field name: config_vars.def keeps each field equal to
@@ -236,6 +242,14 @@ static const char *sm_check_range(const sm_config_var_t *var, const void *value)
             return "must be between 4K and 1G";
         break;
     }
+    case SM_CONFIG_THROTTLE_CALLS:
+        if (*(const int64_t *)value < 1)
+            return "must be 1 or more";
+        break;
+    case SM_CONFIG_THROTTLE_PER_CALL:
+        if (*(const int64_t *)value < 0)
+            return "must be 0 or more";
+        break;
     default:
         break;
     }
@@ -294,6 +308,10 @@ static int sm_config_apply(sm_config_t *cfg, const sm_config_var_t *var, const c
     }
     case SM_CONFIG_TYPE_STRING:
     case SM_CONFIG_TYPE_PATH: {
+        uint32_t groups;
+        if (sm_var_index(var) == SM_CONFIG_MPI_GROUPS &&
+            sm_mpi_groups_parse(value, &groups, why, whylen) != 0)
+            return -1;
         char *copy = strdup(value);
         if (!copy) {
             snprintf(why, whylen, "out of memory");
@@ -402,18 +420,127 @@ static char *sm_trim(char *s)
     return s;
 }
 
-int sm_config_read_file(sm_config_t *cfg, const char *path, char *err, size_t errlen)
+/* A config file is a few lines: anything longer is not one (/dev/zero,
+ * a log, a binary), and reading it must not grow without bound. */
+#define SM_CONFIG_FILE_MAX (1u << 20)
+
+/* The whole file into a malloc'd, NUL-terminated buffer of at most
+ * SM_CONFIG_FILE_MAX bytes; NULL with err. */
+static char *sm_config_slurp(const char *path, size_t *len, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
         snprintf(err, errlen, "cannot read config file %s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "config file %s is a folder", path);
+        close(fd);
+        return NULL;
+    }
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        if (n == cap) {
+            if (cap > SM_CONFIG_FILE_MAX)
+                break;
+            char *more = realloc(buf, 2 * cap + 1);
+            if (!more) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = more;
+            cap *= 2;
+        }
+        ssize_t k = read(fd, buf + n, cap - n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0) {
+            snprintf(err, errlen, "cannot read config file %s: %s", path, strerror(errno));
+            free(buf);
+            close(fd);
+            return NULL;
+        }
+        if (k == 0)
+            break;
+        n += (size_t)k;
+    }
+    close(fd);
+    if (!buf) {
+        snprintf(err, errlen, "cannot read config file %s: out of memory", path);
+        return NULL;
+    }
+    if (n > SM_CONFIG_FILE_MAX) {
+        snprintf(err, errlen, "config file %s is larger than %uM (it is not a config file?)",
+                 path, SM_CONFIG_FILE_MAX >> 20);
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+/* What is not text: a byte-order mark, NUL bytes, control characters and
+ * invalid UTF-8 are named with their line, before any line is applied. */
+static int sm_config_check_text(const char *path, const char *buf, size_t n, char *err,
+                                size_t errlen)
+{
+    if (n >= 3 && !memcmp(buf, "\xef\xbb\xbf", 3)) {
+        snprintf(err, errlen, "config file %s starts with a UTF-8 byte-order mark (bytes EF BB "
+                 "BF); save it without one", path);
         return -1;
     }
-    char *line = NULL, why[256], quoted[512];
-    size_t cap = 0;
-    unsigned long lineno = 0;
+    unsigned long line = 1;
+    size_t col = 1;
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)buf[i];
+        if (c == '\n') {
+            line++;
+            col = 1;
+            i++;
+            continue;
+        }
+        if (c == '\0') {
+            snprintf(err, errlen, "%s:%lu: NUL byte at column %zu: a binary file, not a config "
+                     "file?", path, line, col);
+            return -1;
+        }
+        size_t k = c == '\t' || c == '\r' || (c >= 0x20 && c != 0x7f)
+                       ? sm_utf8_seq((const unsigned char *)buf + i, n - i) : 0;
+        if (!k) {
+            snprintf(err, errlen, "%s:%lu: binary data (byte 0x%02x at column %zu, %s): not a "
+                     "config file?", path, line, c, col,
+                     c < 0x20 || c == 0x7f ? "a control character" : "not UTF-8");
+            return -1;
+        }
+        i += k;
+        col++;
+    }
+    return 0;
+}
+
+int sm_config_read_file(sm_config_t *cfg, const char *path, char *err, size_t errlen)
+{
+    size_t len = 0;
+    char *buf = sm_config_slurp(path, &len, err, errlen);
+    if (!buf)
+        return -1;
+    if (sm_config_check_text(path, buf, len, err, errlen) != 0) {
+        free(buf);
+        return -1;
+    }
+    char why[256], quoted[512];
+    unsigned long lineno = 0, first[SM_CONFIG_COUNT] = {0};
     int rc = 0;
-    while (getline(&line, &cap, f) >= 0) {
+    for (char *line = buf, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
         lineno++;
         sm_strip_comment(line);
         char *text = sm_trim(line);
@@ -452,13 +579,16 @@ int sm_config_read_file(sm_config_t *cfg, const char *path, char *err, size_t er
             rc = -1;
             break;
         }
+        /* A key given twice: the last one counts, and the caller warns. */
+        size_t k = sm_var_index(var);
+        if (first[k] && !cfg->warning[0])
+            snprintf(cfg->warning, sizeof cfg->warning, "%s:%lu: key '%s' given twice (first on "
+                     "line %lu); the value of line %lu counts", path, lineno, var->key, first[k],
+                     lineno);
+        else if (!first[k])
+            first[k] = lineno;
     }
-    if (rc == 0 && ferror(f)) {
-        snprintf(err, errlen, "cannot read config file %s: %s", path, strerror(errno));
-        rc = -1;
-    }
-    free(line);
-    fclose(f);
+    free(buf);
     return rc;
 }
 

@@ -46,6 +46,7 @@ typedef struct sm_config {
 #include "config_vars.def"
 #undef SM_CONFIG_VAR
     sm_config_source_t source[SM_CONFIG_COUNT]; /* where each value came from */
+    char warning[320]; /* the config file's first warning (a key given twice), or "" */
 } sm_config_t;
 
 /* Enum values, in the order of their "choices" strings. */

@@ -6,7 +6,9 @@
  * the hot path. */
 #include "definitions.h"
 
+#include "../util/filter.h"
 #include "../util/hash.h"
+#include "../util/utf8.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -124,6 +126,15 @@ static sm_string_id_t sm_string_intern_locked(const char *s)
     uint32_t *slot = sm_def_slot(&sm_strings, h, s, sm_string_equal);
     if (*slot)
         return *slot - 1;
+    /* What goes into the archive and the summaries is valid UTF-8: a name
+     * with invalid bytes is kept with U+FFFD in their place. */
+    size_t n = strlen(s);
+    if (sm_utf8_check(s, n) != n) {
+        char *clean = sm_utf8_sanitize(s);
+        sm_string_id_t cid = clean ? sm_string_intern_locked(clean) : SM_INVALID_ID;
+        free(clean);
+        return cid;
+    }
     uint32_t id = sm_def_append(&sm_strings);
     char *copy = id == SM_INVALID_ID ? NULL : strdup(s);
     if (!copy)
@@ -198,12 +209,29 @@ static uint32_t sm_def_intern_locked(sm_def_table_t *t, const void *key, uint64_
     return id;
 }
 
+static const sm_filter_t *sm_def_filter;
+
+void sm_definitions_set_filter(const struct sm_filter *filter)
+{
+    pthread_mutex_lock(&sm_def_lock);
+    sm_def_filter = filter;
+    pthread_mutex_unlock(&sm_def_lock);
+}
+
 sm_region_id_t sm_region_define(const char *name, const char *file, uint32_t line,
                                 sm_paradigm_t paradigm, sm_region_role_t role)
+{
+    return sm_region_define_mangled(name, NULL, file, line, paradigm, role);
+}
+
+sm_region_id_t sm_region_define_mangled(const char *name, const char *mangled, const char *file,
+                                        uint32_t line, sm_paradigm_t paradigm,
+                                        sm_region_role_t role)
 {
     if (!name)
         return SM_INVALID_ID;
     pthread_mutex_lock(&sm_def_lock);
+    uint32_t before = sm_regions.count;
     sm_region_id_t id = SM_INVALID_ID;
     sm_region_def_t key = {
         .name = sm_string_intern_locked(name),
@@ -215,12 +243,23 @@ sm_region_id_t sm_region_define(const char *name, const char *file, uint32_t lin
     if (key.name != SM_INVALID_ID && (!file || key.file != SM_INVALID_ID))
         id = sm_def_intern_locked(&sm_regions, &key, sm_region_hash_of(&key), sm_region_equal,
                                   sm_region_hash_id);
+    if (id != SM_INVALID_ID) {
+        sm_region_def_t *def = sm_def_entry(&sm_regions, id);
+        /* Decided once, when the region is new; sysmeasure's own regions
+         * are never filtered. */
+        if (id >= before && sm_def_filter && paradigm != SM_PARADIGM_MEASUREMENT &&
+            sm_filter_excludes(sm_def_filter, name, mangled, file, sm_paradigm_name(paradigm)))
+            def->filtered = 1;
+        if (def->filtered)
+            id |= SM_REGION_FILTERED;
+    }
     pthread_mutex_unlock(&sm_def_lock);
     return id;
 }
 
 const sm_region_def_t *sm_region_get(sm_region_id_t id)
 {
+    id &= ~SM_REGION_FILTERED;
     if (id >= __atomic_load_n(&sm_regions.count, __ATOMIC_ACQUIRE))
         return NULL;
     return sm_def_entry(&sm_regions, id);
@@ -356,6 +395,7 @@ const char *sm_paradigm_name(sm_paradigm_t p)
         [SM_PARADIGM_PTHREAD] = "pthread", [SM_PARADIGM_MPI] = "mpi",
         [SM_PARADIGM_OPENMP] = "openmp",   [SM_PARADIGM_KOKKOS] = "kokkos",
         [SM_PARADIGM_CUDA] = "cuda",       [SM_PARADIGM_HIP] = "hip",
+        [SM_PARADIGM_COMPILER] = "compiler",
     };
     return (unsigned)p < SM_PARADIGM_COUNT ? names[p] : "unknown";
 }

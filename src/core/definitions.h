@@ -23,6 +23,7 @@ typedef enum {
     SM_PARADIGM_KOKKOS,
     SM_PARADIGM_CUDA,
     SM_PARADIGM_HIP,
+    SM_PARADIGM_COMPILER, /* compiler-instrumented functions */
     SM_PARADIGM_COUNT
 } sm_paradigm_t;
 
@@ -46,7 +47,24 @@ typedef struct sm_region_def {
     uint32_t line;       /* 0 when unknown */
     uint8_t paradigm;    /* sm_paradigm_t */
     uint8_t role;        /* sm_region_role_t */
+    uint8_t filtered;    /* left out by the filter (see SM_REGION_FILTERED) */
 } sm_region_def_t;
+
+/* A region the filter (util/filter.h) leaves out is still defined, but the
+ * id handed out for it carries this bit: enter and leave drop it with one
+ * test, so a filtered region costs its lookup once and a few ns per call.
+ * Its children go to its parent.  SM_INVALID_ID has the bit too. */
+#define SM_REGION_FILTERED 0x80000000u
+
+static inline int sm_region_filtered(sm_region_id_t id)
+{
+    return (id & SM_REGION_FILTERED) != 0;
+}
+
+struct sm_filter;
+/* The filter applied to regions defined from now on (NULL: none); the
+ * caller keeps it alive. */
+void sm_definitions_set_filter(const struct sm_filter *filter) SM_HIDDEN;
 
 typedef enum {
     SM_ATTR_INT64,
@@ -65,9 +83,16 @@ sm_string_id_t sm_string_intern(const char *s) SM_HIDDEN;
 const char *sm_string_get(sm_string_id_t id) SM_HIDDEN;
 uint32_t sm_string_count(void) SM_HIDDEN;
 
-/* Same (name, file, line, paradigm) gives the same id. */
+/* Same (name, file, line, paradigm) gives the same id; with
+ * SM_REGION_FILTERED set when the filter leaves the region out. */
 sm_region_id_t sm_region_define(const char *name, const char *file, uint32_t line,
                                 sm_paradigm_t paradigm, sm_region_role_t role) SM_HIDDEN;
+/* The same, for a name that has a mangled form too (the filter's MANGLED
+ * rules match it); mangled may be NULL. */
+sm_region_id_t sm_region_define_mangled(const char *name, const char *mangled, const char *file,
+                                        uint32_t line, sm_paradigm_t paradigm,
+                                        sm_region_role_t role) SM_HIDDEN;
+/* Also for an id with SM_REGION_FILTERED. */
 const sm_region_def_t *sm_region_get(sm_region_id_t id) SM_HIDDEN;
 const char *sm_region_name(sm_region_id_t id) SM_HIDDEN;
 uint32_t sm_region_count(void) SM_HIDDEN;

@@ -8,7 +8,7 @@ volatile uint8_t sm_measurement_on = 1;
 
 void sm_event_leave_mismatch(sm_location_t *loc, sm_region_id_t region, uint64_t t)
 {
-    if (loc->closed)
+    if (loc->closed || sm_region_filtered(region))
         return;
     /* Close everything above the innermost open frame of this region: the
      * program left it without leaving what it entered inside. */
@@ -45,7 +45,7 @@ static void sm_trace_attrs(sm_location_t *loc, sm_record_kind_t kind, sm_region_
 void sm_event_enter_attrs(sm_location_t *loc, sm_region_id_t region, uint64_t t,
                           const sm_attr_value_t *attrs, uint32_t n)
 {
-    if (!n || !loc->tracing || loc->closed) {
+    if (!n || !loc->tracing || loc->closed || sm_region_filtered(region)) {
         sm_event_enter(loc, region, t);
         return;
     }
@@ -56,7 +56,7 @@ void sm_event_enter_attrs(sm_location_t *loc, sm_region_id_t region, uint64_t t,
 void sm_event_leave_attrs(sm_location_t *loc, sm_region_id_t region, uint64_t t,
                           const sm_attr_value_t *attrs, uint32_t n)
 {
-    if (!n || !loc->tracing || loc->closed) {
+    if (!n || !loc->tracing || loc->closed || sm_region_filtered(region)) {
         sm_event_leave(loc, region, t);
         return;
     }

@@ -62,7 +62,7 @@ static inline void sm_event_push_frame(sm_location_t *loc, sm_region_id_t region
 
 static inline void sm_event_enter(sm_location_t *loc, sm_region_id_t region, uint64_t t)
 {
-    if (SM_UNLIKELY(loc->closed))
+    if (SM_UNLIKELY(loc->closed || sm_region_filtered(region)))
         return;
     sm_event_push_frame(loc, region, t);
     if (loc->tracing)

@@ -67,6 +67,13 @@ typedef struct sm_location {
      * messages, bytes), allocated at the first send; see sm_event_matrix. */
     uint64_t *msg_matrix;
     uint32_t msg_matrix_n;
+    /* An adapter call whose region the filter left out (adapter_api.c):
+     * the frame that was on top at its enter, and its start time (read by
+     * the first event inside it that needs it; 0 until then). */
+    const struct sm_frame *pass_frame;
+    uint64_t pass_start;
+    /* Set while the compiler hooks resolve a function (no recursion). */
+    uint8_t in_compiler_hook;
     /* Running totals of the transfer metrics (I/O, one-sided bytes). */
     uint64_t transfer_total[8];
     sm_buffer_t buffer;

@@ -23,6 +23,7 @@
 #include "events.h"
 #include "location.h"
 #include "metrics.h"
+#include "region_filter.h"
 #include "../merge/profile_summary.h"
 #include "../merge/process_file.h"
 #include "../merge/unify.h"
@@ -125,8 +126,10 @@ int sm_runtime_make_output_dir(char *err, size_t errlen)
     int rc = 0;
     if (!sm_outdir_made) {
         int explicit_dir = sm_cfg.output && sm_cfg.output[0];
-        if (explicit_dir) {
-            rc = sm_mkdir_p(sm_outdir);
+        if (explicit_dir && sm_cfg.launched_pid > 0 && sm_cfg.launched_pid != getpid()) {
+            rc = sm_fs_mkdir_own(sm_outdir); /* <output>/<program>-<pid>: ours */
+        } else if (explicit_dir) {
+            rc = sm_mkdir_p(sm_outdir); /* the user's folder */
         } else {
             /* Our own name: it must be new.  Should another job have taken
              * it (same pid and second on another host sharing the folder),
@@ -137,7 +140,7 @@ int sm_runtime_make_output_dir(char *err, size_t errlen)
                 snprintf(sm_outdir, sizeof sm_outdir, "%.*s-%d", PATH_MAX - 16, base, i);
         }
         if (rc != 0)
-            snprintf(err, errlen, "cannot create output folder %s: %s", sm_outdir, strerror(errno));
+            snprintf(err, errlen, "cannot create output folder %s: %s", sm_outdir, sm_fs_why(errno));
         else
             sm_outdir_made = 1;
     }
@@ -158,6 +161,10 @@ static const char *sm_runtime_spill_dir(void)
         return NULL;
     }
     snprintf(dir, sizeof dir, "%s/.spill", sm_outdir);
+    /* Made by us, or ours already (another rank's); a link or someone
+     * else's folder in its place is left alone, and the spill file's own
+     * open (sm_fs_create) then fails and says so. */
+    (void)sm_fs_mkdir_own(dir);
     return dir;
 }
 
@@ -386,6 +393,8 @@ int sm_runtime_init(void)
         return -1;
     }
     sm_log_set_verbosity((int)sm_cfg.verbose);
+    if (sm_cfg.warning[0] && sm_cfg.launched_pid <= 0)
+        sm_warning("%s", sm_cfg.warning); /* the launcher said it already */
     (void)sm_job_id(); /* fixed now: later calls may come from a signal handler */
     sm_clock_init(sm_cfg.clock);
     sm_buffers_configure(sm_cfg.buffer_size, sm_cfg.buffer_chunk_size);
@@ -422,6 +431,7 @@ int sm_runtime_init(void)
 #ifdef SM_HAVE_PAPI
     sm_runtime_note_counters();
 #endif
+    sm_region_filter_init(&sm_cfg);
 
     atexit(sm_runtime_atexit);
     pthread_atfork(NULL, NULL, sm_runtime_after_fork_child);
@@ -590,7 +600,7 @@ static int sm_runtime_write_profile(const sm_procs_t *procs, const sm_job_t *job
         }
     }
     free(all);
-    return failures || !blob;
+    return failures + !blob;
 }
 
 /* report.html, last: it reads the files just written.  0 or 1. */
@@ -760,7 +770,7 @@ int sm_runtime_finalize(void)
             sm_buffer_remove_spill(sm_location_get(i));
         char spill[PATH_MAX + 8];
         snprintf(spill, sizeof spill, "%s/.spill", sm_outdir);
-        rmdir(spill);
+        sm_fs_rmdir_own(spill); /* only our own, empty */
         if (procs->rank == 0) {
             if (sm_run.dropped_records)
                 sm_warning("%llu events were lost (spill failed); see metadata.json",

@@ -10,16 +10,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "../core/job.h"
 #include "../core/location.h"
 #include "../util/bytes.h"
 #include "../util/fs.h"
+#include "../util/hash.h"
 #include "../util/log.h"
 #include "profile_summary.h"
 
 #define SM_PF_MAGIC 0x46504d53u /* "SMPF" */
-#define SM_PF_VERSION 1u
+#define SM_PF_VERSION 2u
+
+/* The fixed head: magic, version, the file's length, a checksum (FNV-1a,
+ * 64 bits) of every byte after it, then rank, ranks and the job's identity,
+ * so that even a damaged file names its rank and job. */
+#define SM_PF_OFF_LEN 8u
+#define SM_PF_OFF_SUM 16u
+#define SM_PF_OFF_RANK 24u
+#define SM_PF_HEAD (SM_PF_OFF_RANK + 8u + SM_JOB_ID_MAX)
 
 #define SM_PF_PUT(b, v) sm_put_bytes((b), &(v), sizeof(v))
 
@@ -58,7 +69,7 @@ static int sm_pf_identity(sm_id_maps_t *m)
 
 int sm_process_file_write(const sm_run_info_t *run, const char *reason)
 {
-    char dir[PATH_MAX], path[PATH_MAX + 64], tmp[PATH_MAX + 80];
+    char dir[PATH_MAX], path[PATH_MAX + 64], tmp[PATH_MAX + 200];
     uint32_t n_locations = sm_location_count();
     int failed = 0;
 
@@ -71,10 +82,16 @@ int sm_process_file_write(const sm_run_info_t *run, const char *reason)
 
     sm_wbuf_t b = {0};
     uint32_t magic = SM_PF_MAGIC, version = SM_PF_VERSION;
+    uint64_t placeholder = 0; /* length and checksum, filled in at the end */
+    char job[SM_JOB_ID_MAX] = "";
+    snprintf(job, sizeof job, "%s", sm_job_id());
     SM_PF_PUT(&b, magic);
     SM_PF_PUT(&b, version);
+    SM_PF_PUT(&b, placeholder);
+    SM_PF_PUT(&b, placeholder);
     SM_PF_PUT(&b, run->rank);
     SM_PF_PUT(&b, run->n_ranks);
+    SM_PF_PUT(&b, job);
     int64_t pid = run->pid;
     SM_PF_PUT(&b, pid);
     char host[64] = "", program[256] = "", why[256] = "";
@@ -178,10 +195,39 @@ int sm_process_file_write(const sm_run_info_t *run, const char *reason)
         free(b.p);
         return -1;
     }
+    uint64_t total = b.len, sum = sm_fnv(b.p + SM_PF_OFF_RANK, b.len - SM_PF_OFF_RANK, SM_FNV_START);
+    memcpy(b.p + SM_PF_OFF_LEN, &total, sizeof total);
+    memcpy(b.p + SM_PF_OFF_SUM, &sum, sizeof sum);
+
+    /* <output>/.ranks: a folder of ours (fs.h).  The file is written under
+     * a new name of this process's, then renamed into place: an earlier
+     * job's file of the same rank, or a link planted there, is replaced,
+     * never written through. */
     snprintf(dir, sizeof dir, "%s/%s", run->output_dir, SM_PROCESS_FILE_DIR);
-    snprintf(path, sizeof path, "%s/rank-%u.smp", dir, (unsigned)run->rank);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    int fd = sm_mkdir_p(dir) == 0 ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
+    /* rank-<r>.<job>.smp: the files of two jobs in one folder do not
+     * replace each other (the merge tells them apart by the job in them). */
+    char name[64], tmpname[96];
+    snprintf(name, sizeof name, "rank-%u.%016llx.smp", (unsigned)run->rank,
+             (unsigned long long)sm_fnv(job, strlen(job), SM_FNV_START));
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(tmpname, sizeof tmpname, ".rank-%u.smp.%ld.tmp", (unsigned)run->rank, (long)getpid());
+    snprintf(tmp, sizeof tmp, "%s/%s", dir, tmpname);
+    int outfd = sm_fs_open_dir(run->output_dir), dirfd = -1, fd = -1;
+    if (outfd >= 0)
+        dirfd = sm_fs_mkdir_at(outfd, SM_PROCESS_FILE_DIR, 0755);
+    int saved = errno;
+    if (dirfd < 0) {
+        sm_error("writing process file %s failed: %s is not usable: %s", path, dir,
+                 sm_fs_why(saved));
+        if (outfd >= 0)
+            close(outfd);
+        free(b.p);
+        return -1;
+    }
+    close(outfd);
+    fd = sm_fs_create_at(dirfd, tmpname, O_WRONLY, 0644);
+    if (fd < 0 && (errno == EEXIST || errno == SM_FS_SYMLINK) && unlinkat(dirfd, tmpname, 0) == 0)
+        fd = sm_fs_create_at(dirfd, tmpname, O_WRONLY, 0644); /* an earlier pid's, dead */
     const uint8_t *p = b.p;
     uint64_t left = b.len;
     while (fd >= 0 && left) {
@@ -193,14 +239,17 @@ int sm_process_file_write(const sm_run_info_t *run, const char *reason)
         p += k;
         left -= (uint64_t)k;
     }
-    int saved = errno;
-    if (fd < 0 || left || close(fd) != 0 || rename(tmp, path) != 0) {
-        sm_error("writing process file %s failed: %s", path, strerror(fd < 0 || left ? saved : errno));
+    saved = errno;
+    if (fd < 0 || left || close(fd) != 0 || renameat(dirfd, tmpname, dirfd, name) != 0) {
+        sm_error("writing process file %s failed: %s", fd < 0 ? tmp : path,
+                 sm_fs_why(fd < 0 || left ? saved : errno));
         if (fd >= 0)
-            unlink(tmp);
+            unlinkat(dirfd, tmpname, 0);
+        close(dirfd);
         free(b.p);
         return -1;
     }
+    close(dirfd);
     free(b.p);
     return failed ? -1 : 0;
 }
@@ -256,46 +305,105 @@ void sm_process_file_free(sm_process_file_t *f)
     free(f);
 }
 
-sm_process_file_t *sm_process_file_read(const char *path, char *err, size_t errlen)
+/* The whole file, if it is a regular file; NULL with err otherwise. */
+static uint8_t *sm_pf_slurp(const char *path, size_t *len, char *err, size_t errlen)
 {
-    FILE *in = fopen(path, "rb");
-    if (!in) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
         snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
         return NULL;
     }
-    uint8_t *data = NULL;
-    size_t len = 0, cap = 0, n;
-    do {
-        if (len == cap) {
-            cap = cap ? cap * 2 : 1 << 16;
-            uint8_t *d = realloc(data, cap);
-            if (!d) {
-                free(data);
-                fclose(in);
-                snprintf(err, errlen, "reading %s: out of memory", path);
-                return NULL;
-            }
-            data = d;
-        }
-        n = fread(data + len, 1, cap - len, in);
-        len += n;
-    } while (n > 0);
-    fclose(in);
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s is not a regular file", path);
+        close(fd);
+        return NULL;
+    }
+    size_t size = (size_t)st.st_size, have = 0;
+    uint8_t *data = malloc(size ? size : 1);
+    while (data && have < size) {
+        ssize_t n = read(fd, data + have, size - have);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        have += (size_t)n;
+    }
+    close(fd);
+    if (!data)
+        snprintf(err, errlen, "reading %s: out of memory", path);
+    *len = have;
+    return data;
+}
+
+sm_process_file_t *sm_process_file_read(const char *path, sm_process_file_head_t *head,
+                                        char *err, size_t errlen)
+{
+    memset(head, 0, sizeof *head);
+    size_t len = 0;
+    uint8_t *data = sm_pf_slurp(path, &len, err, errlen);
+    if (!data)
+        return NULL;
+    uint32_t magic = 0, version = 0;
+    uint64_t total = 0, sum = 0;
+    if (len >= 8) {
+        memcpy(&magic, data, 4);
+        memcpy(&version, data + 4, 4);
+    }
+    if (magic != SM_PF_MAGIC) {
+        snprintf(err, errlen, "%s is not a sysmeasure process file%s", path,
+                 len < 8 ? " (it is nearly empty: truncated?)" : "");
+        free(data);
+        return NULL;
+    }
+    if (version != SM_PF_VERSION) {
+        snprintf(err, errlen, "%s is a process file of another sysmeasure version (format %u; "
+                 "this one reads %u)", path, (unsigned)version, (unsigned)SM_PF_VERSION);
+        free(data);
+        return NULL;
+    }
+    if (len < SM_PF_HEAD) {
+        snprintf(err, errlen, "%s is truncated (%zu bytes, less than its head): the data of "
+                 "one rank (which, it does not say) is lost", path, len);
+        free(data);
+        return NULL;
+    }
+    memcpy(&total, data + SM_PF_OFF_LEN, 8);
+    memcpy(&sum, data + SM_PF_OFF_SUM, 8);
+    memcpy(&head->rank, data + SM_PF_OFF_RANK, 4);
+    memcpy(&head->n_ranks, data + SM_PF_OFF_RANK + 4, 4);
+    memcpy(head->job, data + SM_PF_OFF_RANK + 8, SM_JOB_ID_MAX);
+    head->job[SM_JOB_ID_MAX - 1] = '\0';
+    head->have_head = 1;
+    const char *lost = "its definitions, threads, profile, message counts and the events in "
+                       "its spill files";
+    if (len < total) {
+        snprintf(err, errlen, "%s is truncated (%zu of %llu bytes): rank %u's data (%s) is lost",
+                 path, len, (unsigned long long)total, (unsigned)head->rank, lost);
+        free(data);
+        return NULL;
+    }
+    if (len != total || sm_fnv(data + SM_PF_OFF_RANK, len - SM_PF_OFF_RANK, SM_FNV_START) != sum) {
+        snprintf(err, errlen, "%s is damaged (%s): rank %u's data (%s) is lost", path,
+                 len != total ? "longer than written" : "checksum mismatch", (unsigned)head->rank,
+                 lost);
+        free(data);
+        return NULL;
+    }
 
     sm_process_file_t *f = calloc(1, sizeof *f);
-    sm_rbuf_t r = {data, data + len, false};
-    uint32_t magic = 0, version = 0;
-    SM_PF_GET(&r, magic);
-    SM_PF_GET(&r, version);
-    if (!f || magic != SM_PF_MAGIC || version != SM_PF_VERSION) {
-        snprintf(err, errlen, "%s is not a sysmeasure process file (or of another version)", path);
+    sm_rbuf_t r = {data + SM_PF_HEAD, data + len, false};
+    if (!f) {
+        snprintf(err, errlen, "reading %s: out of memory", path);
         free(data);
-        free(f);
         return NULL;
     }
+    f->rank = head->rank;
+    f->n_ranks = head->n_ranks;
+    memcpy(f->job, head->job, sizeof f->job);
     f->path = strdup(path);
-    SM_PF_GET(&r, f->rank);
-    SM_PF_GET(&r, f->n_ranks);
     SM_PF_GET(&r, f->pid);
     SM_PF_GET(&r, f->hostname);
     SM_PF_GET(&r, f->program);
@@ -386,7 +494,8 @@ sm_process_file_t *sm_process_file_read(const char *path, char *err, size_t errl
     }
     free(data);
     if (r.bad) {
-        snprintf(err, errlen, "%s is truncated or damaged", path);
+        snprintf(err, errlen, "%s is damaged (its checksum holds, its contents do not): rank "
+                 "%u's data is lost", path, (unsigned)head->rank);
         sm_process_file_free(f);
         return NULL;
     }

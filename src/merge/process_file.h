@@ -1,7 +1,8 @@
 /* What one process leaves behind when the job cannot finish collectively (a
  * rank that calls MPI_Abort, is killed, or never calls MPI_Finalize): its
  * events in its spill files (<output>/.spill), and a process file
- * <output>/.ranks/rank-<r>.smp with everything else: definitions, locations,
+ * <output>/.ranks/rank-<r>.<job>.smp with everything else (<job>: a hash of the
+ * job's identity, job.h): definitions, locations,
  * profile, message counts, clock.  sysmeasure-merge turns the files of all
  * ranks into the job's archive and summaries. */
 #ifndef SM_PROCESS_FILE_H
@@ -10,6 +11,7 @@
 #include <stdint.h>
 #include "../core/clock.h"
 #include "../core/config.h"
+#include "../core/job.h"
 #include "../core/compiler.h"
 #include "../core/runtime.h"
 #include "image.h"
@@ -19,6 +21,7 @@
 typedef struct sm_process_file {
     char *path;
     uint32_t rank, n_ranks;
+    char job[SM_JOB_ID_MAX];    /* the job's identity (job.h) */
     int64_t pid;
     char hostname[64];
     char program[256];
@@ -48,8 +51,17 @@ typedef struct sm_process_file {
  * printed). */
 int sm_process_file_write(const sm_run_info_t *run, const char *reason) SM_HIDDEN;
 
-/* The merge tool's side. */
-sm_process_file_t *sm_process_file_read(const char *path, char *err, size_t errlen) SM_HIDDEN;
+/* What the head of a process file says, even when the rest is damaged. */
+typedef struct sm_process_file_head {
+    int have_head;
+    uint32_t rank, n_ranks;
+    char job[SM_JOB_ID_MAX];
+} sm_process_file_head_t;
+
+/* The merge tool's side.  NULL with err (one line: the file, what is wrong
+ * with it, what is lost); head is filled as far as the file allows. */
+sm_process_file_t *sm_process_file_read(const char *path, sm_process_file_head_t *head,
+                                        char *err, size_t errlen) SM_HIDDEN;
 void sm_process_file_free(sm_process_file_t *f) SM_HIDDEN;
 /* The file as an image for the OTF2 writer (maps must be filled). */
 void sm_process_file_image(sm_process_file_t *f, sm_image_t *img) SM_HIDDEN;

@@ -9,6 +9,7 @@
 #include "../util/log.h"
 #ifdef SM_HAVE_PAPI
 #include "../papi/papi_events.h"
+#include "../util/filter.h"
 #endif
 
 #include <elf.h>
@@ -53,6 +54,10 @@ static const sm_config_var_t *const sm_verbose_var = &sm_config_vars[SM_CONFIG_V
 static _Noreturn void sm_die(int status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* The output folders this launcher made (the topmost, and the folder
+ * itself): taken away again when it stops on bad input. */
+static char sm_made_top[PATH_MAX], sm_made_dir[PATH_MAX];
+
 static void sm_die(int status, const char *fmt, ...)
 {
     char msg[1024];
@@ -61,6 +66,8 @@ static void sm_die(int status, const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     sm_error("%s", msg);
+    if (sm_made_top[0])
+        sm_fs_remove_empty(sm_made_dir, sm_made_top);
     exit(status);
 }
 
@@ -227,6 +234,9 @@ static int sm_parse_options(int argc, char **argv, sm_options_t *opts)
             const char *value = eq ? eq + 1 : NULL;
             const sm_config_var_t *var;
             bool negated = false;
+            if (((len == 4 && !strncmp(name, "help", 4)) ||
+                 (len == 7 && !strncmp(name, "version", 7))) && value)
+                sm_die(SM_EXIT_USAGE, "option '--%.*s' takes no value", (int)len, name);
             if (len == 4 && !strncmp(name, "help", 4)) {
                 sm_usage(stdout);
                 exit(0);
@@ -305,6 +315,9 @@ static int sm_parse_options(int argc, char **argv, sm_options_t *opts)
         sm_die(SM_EXIT_USAGE,
                "no program given (usage: sysmeasure [options] [--] program [args]; "
                "sysmeasure --help)");
+    if (!argv[i][0])
+        sm_die(SM_EXIT_USAGE, "the program name is empty (usage: sysmeasure [options] [--] "
+               "program [args])");
     return i;
 }
 
@@ -377,7 +390,10 @@ static char *sm_prepare_output(const char *output)
     char *abs = sm_absolute(output), resolved[PATH_MAX];
     if (!abs)
         sm_die(SM_EXIT_USAGE, "out of memory");
-    if (sm_mkdir_p(abs) != 0 || !realpath(abs, resolved) || sm_probe_writable(resolved) != 0)
+    int rc = sm_mkdir_p_created(abs, sm_made_top, sizeof sm_made_top);
+    if (rc == 0 && sm_made_top[0])
+        snprintf(sm_made_dir, sizeof sm_made_dir, "%s", abs);
+    if (rc != 0 || !realpath(abs, resolved) || sm_probe_writable(resolved) != 0)
         sm_die(SM_EXIT_USAGE, "output folder '%s' is not writable: %s", output, strerror(errno));
     free(abs);
     return strdup(resolved);
@@ -459,31 +475,45 @@ static int sm_find_library(const char *name, char *lib, size_t len, char *tried,
     return -1;
 }
 
+/* The program's dynamic loader (PT_INTERP) into interp: 1 when it has one,
+ * 0 for an ELF program of this class without one (statically linked), -1
+ * otherwise (a script, another class, unreadable). */
+static int sm_program_interp(const char *path, char *interp, size_t len)
+{
+    int rc = -1;
+    interp[0] = '\0';
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    ElfW(Ehdr) eh;
+    if (fread(&eh, sizeof eh, 1, f) == 1 && !memcmp(eh.e_ident, ELFMAG, SELFMAG) &&
+        eh.e_ident[EI_CLASS] == (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32) &&
+        (eh.e_type == ET_EXEC || eh.e_type == ET_DYN)) {
+        rc = 0;
+        for (int i = 0; i < eh.e_phnum && !interp[0]; i++) {
+            ElfW(Phdr) ph;
+            if (fseek(f, (long)(eh.e_phoff + (ElfW(Off))i * eh.e_phentsize), SEEK_SET) != 0 ||
+                fread(&ph, sizeof ph, 1, f) != 1)
+                break;
+            if (ph.p_type == PT_INTERP) {
+                rc = 1; /* dynamically linked, even if its loader's name is odd */
+                if (ph.p_filesz < len && fseek(f, (long)ph.p_offset, SEEK_SET) == 0 &&
+                    fread(interp, 1, ph.p_filesz, f) == ph.p_filesz)
+                    interp[ph.p_filesz] = '\0';
+            }
+        }
+    }
+    fclose(f);
+    return rc;
+}
+
 /* Whether the program loads an MPI library, directly or through another
  * library: its dynamic loader lists what it would load (as ldd does),
  * without running the program. */
 static bool sm_program_uses_mpi(const char *path)
 {
     char interp[PATH_MAX] = "";
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return false;
-    ElfW(Ehdr) eh;
-    if (fread(&eh, sizeof eh, 1, f) == 1 && !memcmp(eh.e_ident, ELFMAG, SELFMAG) &&
-        eh.e_ident[EI_CLASS] == (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32)) {
-        for (int i = 0; i < eh.e_phnum && !interp[0]; i++) {
-            ElfW(Phdr) ph;
-            if (fseek(f, (long)(eh.e_phoff + (ElfW(Off))i * eh.e_phentsize), SEEK_SET) != 0 ||
-                fread(&ph, sizeof ph, 1, f) != 1)
-                break;
-            if (ph.p_type == PT_INTERP && ph.p_filesz < sizeof interp &&
-                fseek(f, (long)ph.p_offset, SEEK_SET) == 0 &&
-                fread(interp, 1, ph.p_filesz, f) == ph.p_filesz)
-                interp[ph.p_filesz] = '\0';
-        }
-    }
-    fclose(f);
-    if (!interp[0])
+    if (sm_program_interp(path, interp, sizeof interp) != 1 || !interp[0])
         return false; /* a script or a static program: no MPI library to wrap */
 
     int fds[2];
@@ -750,8 +780,14 @@ int main(int argc, char **argv)
     }
     if (config_file)
         sm_setenv(sm_config_vars[SM_CONFIG_CONFIG_FILE].env, config_abs ? config_abs : "");
+    /* The filter file too: the program may change directory. */
+    const char *filter_file = opts.given[SM_CONFIG_FILTER];
+    if (filter_file && *filter_file && !(opts.given[SM_CONFIG_FILTER] = sm_absolute(filter_file)))
+        sm_die(SM_EXIT_USAGE, "out of memory");
     if (sm_config_load(&cfg, environ, err, sizeof err) != 0)
         sm_die(SM_EXIT_USAGE, "%s", err);
+    if (cfg.warning[0])
+        sm_warning("%s", cfg.warning);
     for (size_t i = 0; i < SM_CONFIG_COUNT; i++) {
         const sm_config_var_t *v = &sm_config_vars[i];
         if (opts.given[i] && sm_config_set(&cfg, v, opts.given[i], SM_CONFIG_FROM_ENV, err,
@@ -766,6 +802,13 @@ int main(int argc, char **argv)
     }
     sm_log_set_verbosity((int)cfg.verbose);
     sm_check_papi(&cfg, opts.given[SM_CONFIG_PAPI_EVENTS] != NULL);
+    /* A filter file that does not parse costs one line, not a job. */
+    if (cfg.filter && cfg.filter[0]) {
+        sm_filter_t *filter = sm_filter_read(cfg.filter, err, sizeof err);
+        if (!filter)
+            sm_die(SM_EXIT_USAGE, "%s", err);
+        sm_filter_free(filter);
+    }
 
     /* c. Output folder. */
     char *output = sm_prepare_output(cfg.output);
@@ -780,6 +823,15 @@ int main(int argc, char **argv)
         sm_die(rc, "program '%s' is not executable (%s)", name, path);
     if (rc)
         sm_die(rc, "program '%s' is not executable", name);
+
+    /* A statically linked program loads no library: LD_PRELOAD cannot
+     * reach it.  It still runs, unmeasured, and the user is told. */
+    char interp[PATH_MAX];
+    if (sm_program_interp(path, interp, sizeof interp) == 0)
+        sm_warning("%s is statically linked: sysmeasure cannot load into it, so it runs "
+                   "unmeasured (link it dynamically to measure it)", name);
+    if (sm_program_interp(path, interp, sizeof interp) == 0 && sm_made_top[0])
+        sm_fs_remove_empty(sm_made_dir, sm_made_top); /* nothing will be written */
 
     /* e. Environment for the runtime. */
     for (size_t i = 0; i < SM_CONFIG_COUNT; i++) {

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../core/runtime.h"
@@ -27,11 +28,12 @@ enum { SM_MERGE_OK = 0, SM_MERGE_FAILED = 1, SM_MERGE_USAGE = 2 };
 
 static void sm_merge_usage(FILE *f)
 {
-    fprintf(f, "usage: sysmeasure-merge [-v] FOLDER\n"
+    fprintf(f, "usage: sysmeasure-merge [-v] [--job ID] FOLDER\n"
                "Writes FOLDER/traces.otf2, profile.txt, profile.json, profile.csv,\n"
                "metadata.json and report.html from the process files that the ranks of\n"
                "a job left in FOLDER/.ranks when they could not write them together\n"
-               "(MPI_Abort, a signal, no MPI_Finalize).\n");
+               "(MPI_Abort, a signal, no MPI_Finalize).  When the folder holds the files\n"
+               "of several jobs, --job ID names the one to merge (the error lists them).\n");
 }
 
 static int sm_merge_by_rank(const void *a, const void *b)
@@ -41,10 +43,39 @@ static int sm_merge_by_rank(const void *a, const void *b)
     return x->rank < y->rank ? -1 : x->rank > y->rank;
 }
 
-/* Every rank-*.smp in FOLDER/.ranks, by rank.  Exits on errors. */
-static sm_process_file_t **sm_merge_load(const char *folder, uint32_t *count)
+/* The jobs found in the folder: identity, ranks found, the program. */
+typedef struct {
+    char id[SM_JOB_ID_MAX];
+    uint32_t files;
+    char program[64];
+    uint64_t end_ns; /* the latest end of its ranks (wall clock) */
+} sm_merge_job_t;
+
+/* "ID (2 process files, program P), ID (...)" into buf. */
+static void sm_merge_list_jobs(const sm_merge_job_t *jobs, uint32_t n, char *buf, size_t len)
 {
-    char dir[PATH_MAX + 16], path[PATH_MAX + 300], err[PATH_MAX + 400];
+    size_t o = 0;
+    buf[0] = '\0';
+    for (uint32_t i = 0; i < n && o < len; i++) {
+        char when[32] = "?";
+        time_t t = (time_t)(jobs[i].end_ns / 1000000000u);
+        struct tm tm;
+        if (localtime_r(&t, &tm))
+            strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+        o += (size_t)snprintf(buf + o, len - o, "%s%s (%u process file%s, program %s, ended %s)",
+                              i ? ", " : "", jobs[i].id, (unsigned)jobs[i].files,
+                              jobs[i].files == 1 ? "" : "s", jobs[i].program, when);
+    }
+}
+
+/* Every rank-*.smp in FOLDER/.ranks of one job, by rank.  Damaged files are
+ * said (one line each) and counted in *damaged; files of another job than
+ * `want` are left out.  Exits when there is nothing to merge or the folder
+ * holds several jobs and none is named. */
+static sm_process_file_t **sm_merge_load(const char *folder, const char *want, uint32_t *count,
+                                         uint32_t *damaged)
+{
+    char dir[PATH_MAX + 16], path[PATH_MAX + 300], err[PATH_MAX + 600];
     snprintf(dir, sizeof dir, "%s/%s", folder, SM_PROCESS_FILE_DIR);
     DIR *d = opendir(dir);
     if (!d) {
@@ -53,18 +84,47 @@ static sm_process_file_t **sm_merge_load(const char *folder, uint32_t *count)
         exit(SM_MERGE_FAILED);
     }
     sm_process_file_t **files = NULL;
-    uint32_t n = 0, cap = 0;
+    sm_merge_job_t *jobs = NULL;
+    uint32_t n = 0, cap = 0, n_jobs = 0, other = 0;
     struct dirent *e;
+    *damaged = 0;
     while ((e = readdir(d)) != NULL) {
         size_t len = strlen(e->d_name);
         if (strncmp(e->d_name, "rank-", 5) != 0 || len < 5 || strcmp(e->d_name + len - 4, ".smp"))
             continue;
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        sm_process_file_t *f = sm_process_file_read(path, err, sizeof err);
-        if (!f) {
-            sm_error("%s; it is left out", err);
+        sm_process_file_head_t head;
+        sm_process_file_t *f = sm_process_file_read(path, &head, err, sizeof err);
+        const char *job = f ? f->job : head.have_head ? head.job : NULL;
+        if (want && job && strcmp(job, want) != 0) {
+            sm_info(1, "%s belongs to job %s: left out", path, job);
+            sm_process_file_free(f);
+            other++;
             continue;
         }
+        if (!f) {
+            sm_error("%s", err);
+            ++*damaged;
+            continue;
+        }
+        uint32_t j = 0;
+        while (j < n_jobs && strcmp(jobs[j].id, f->job) != 0)
+            j++;
+        if (j == n_jobs) {
+            sm_merge_job_t *more = realloc(jobs, sizeof *jobs * (n_jobs + 1));
+            if (!more) {
+                sm_error("out of memory");
+                exit(SM_MERGE_FAILED);
+            }
+            jobs = more;
+            memset(&jobs[j], 0, sizeof jobs[j]);
+            snprintf(jobs[j].id, sizeof jobs[j].id, "%s", f->job);
+            snprintf(jobs[j].program, sizeof jobs[j].program, "%.63s", f->program);
+            n_jobs++;
+        }
+        jobs[j].files++;
+        if (f->end_realtime_ns > jobs[j].end_ns)
+            jobs[j].end_ns = f->end_realtime_ns;
         if (n == cap) {
             cap = cap ? cap * 2 : 16;
             sm_process_file_t **more = realloc(files, sizeof *files * cap);
@@ -77,15 +137,31 @@ static sm_process_file_t **sm_merge_load(const char *folder, uint32_t *count)
         files[n++] = f;
     }
     closedir(d);
+    char list[4096];
+    sm_merge_list_jobs(jobs, n_jobs, list, sizeof list);
+    if (n_jobs > 1) {
+        sm_error("%s holds the process files of %u jobs: %s; name the one to merge with "
+                 "--job ID", dir, (unsigned)n_jobs, list);
+        exit(SM_MERGE_FAILED);
+    }
+    if (!n && want && other) {
+        sm_error("%s has no process file of job %s (%u of other jobs; sysmeasure-merge -v "
+                 "names them)", dir, want, (unsigned)other);
+        exit(SM_MERGE_FAILED);
+    }
     if (!n) {
         sm_error("%s has no readable process files (.ranks/rank-*.smp): nothing to merge", folder);
         exit(SM_MERGE_FAILED);
     }
+    if (other)
+        sm_warning("%u process file%s of other jobs left out (job %s merged)", (unsigned)other,
+                   other == 1 ? "" : "s", want);
+    free(jobs);
     qsort(files, n, sizeof *files, sm_merge_by_rank);
     for (uint32_t i = 1; i < n; i++)
         if (files[i]->rank == files[i - 1]->rank) {
-            sm_error("%s and %s are both rank %u (two jobs in one folder?)", files[i - 1]->path,
-                     files[i]->path, (unsigned)files[i]->rank);
+            sm_error("%s and %s are both rank %u of job %s", files[i - 1]->path, files[i]->path,
+                     (unsigned)files[i]->rank, files[i]->job);
             exit(SM_MERGE_FAILED);
         }
     *count = n;
@@ -95,9 +171,17 @@ static sm_process_file_t **sm_merge_load(const char *folder, uint32_t *count)
 int main(int argc, char **argv)
 {
     int verbose = 0, argi = 1;
+    const char *want = NULL;
     sm_runtime_discard_output(); /* never measure ourselves */
     for (; argi < argc && argv[argi][0] == '-'; argi++) {
-        if (!strcmp(argv[argi], "-h") || !strcmp(argv[argi], "--help")) {
+        if (!strcmp(argv[argi], "--job") || !strncmp(argv[argi], "--job=", 6)) {
+            want = argv[argi][5] == '=' ? argv[argi] + 6 : argi + 1 < argc ? argv[++argi] : NULL;
+            if (!want || !*want) {
+                sm_error("--job needs the identity of a job (the error that lists the jobs "
+                         "names them)");
+                return SM_MERGE_USAGE;
+            }
+        } else if (!strcmp(argv[argi], "-h") || !strcmp(argv[argi], "--help")) {
             sm_merge_usage(stdout);
             return SM_MERGE_OK;
         } else if (!strcmp(argv[argi], "-v") || !strcmp(argv[argi], "--verbose")) {
@@ -126,8 +210,8 @@ int main(int argc, char **argv)
     if (!realpath(argv[argi], folder))
         snprintf(folder, sizeof folder, "%s", argv[argi]);
 
-    uint32_t n_files = 0;
-    sm_process_file_t **files = sm_merge_load(folder, &n_files);
+    uint32_t n_files = 0, damaged = 0;
+    sm_process_file_t **files = sm_merge_load(folder, want, &n_files, &damaged);
     uint32_t n_ranks = 0;
     for (uint32_t i = 0; i < n_files; i++) {
         if (files[i]->n_ranks > n_ranks)
@@ -135,7 +219,7 @@ int main(int argc, char **argv)
         if (files[i]->rank + 1 > n_ranks)
             n_ranks = files[i]->rank + 1;
     }
-    if (n_files < n_ranks)
+    if (n_files + damaged < n_ranks)
         sm_warning("%u of the job's %u ranks left a process file; the output has only theirs "
                    "(a rank killed with SIGKILL writes nothing)",
                    (unsigned)n_files, (unsigned)n_ranks);
@@ -269,6 +353,13 @@ int main(int argc, char **argv)
 
     if (failures) {
         sm_error("%d of the outputs in %s could not be written (see above)", failures, folder);
+        return SM_MERGE_FAILED;
+    }
+    if (damaged) {
+        /* What could be merged is written; the damage is not silent. */
+        fprintf(stderr, "sysmeasure-merge: %u of %u ranks merged into %s; %u process file%s "
+                "damaged (see above), their data is missing\n", (unsigned)n_files,
+                (unsigned)n_ranks, folder, (unsigned)damaged, damaged == 1 ? "" : "s");
         return SM_MERGE_FAILED;
     }
     fprintf(stderr, "sysmeasure-merge: %u of %u ranks merged into %s\n", (unsigned)n_files,

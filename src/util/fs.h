@@ -1,12 +1,73 @@
-/* File-system helpers shared by the runtime and the tools. */
+/* File-system helpers shared by the runtime and the tools.
+ *
+ * Every file and folder sysmeasure creates or writes goes through the
+ * sm_fs_* calls below: relative to an open folder descriptor, never
+ * following a symbolic link in the last component, creating exclusively
+ * where the file must be new, and reusing a folder only when it is a real
+ * folder owned by this user.  What cannot be made safe fails with one of
+ * the errno values that sm_fs_why() explains; the caller says so in one line
+ * and skips that file. */
 #ifndef SM_FS_H
 #define SM_FS_H
 
+#include <stddef.h>
+#include <sys/types.h>
 #include "../core/compiler.h"
+
+/* errno values for things in the way (set by the calls below). */
+#define SM_FS_SYMLINK ELOOP   /* a symbolic link (not followed) */
+#define SM_FS_NOT_OURS EPERM  /* another user's file or folder */
+#define SM_FS_NOT_PLAIN EINVAL /* not a regular file / not a folder / several links */
 
 /* mkdir -p: creates path and its missing parents (0755).  A folder that
  * appears meanwhile (another rank, another thread) is fine; a component that
  * exists but is not a folder is ENOTDIR.  0, or -1 with errno. */
 int sm_mkdir_p(const char *path) SM_HIDDEN;
+
+/* Like sm_mkdir_p, and *created gets the topmost folder it created (empty
+ * when it created none), for sm_fs_remove_empty. */
+int sm_mkdir_p_created(const char *path, char *created, size_t len) SM_HIDDEN;
+
+/* Removes path and its parents up to and including top, each only while it
+ * is an empty folder (what sm_mkdir_p_created made, when nothing was put in). */
+void sm_fs_remove_empty(const char *path, const char *top) SM_HIDDEN;
+
+/* rmdir path when it is an empty real folder owned by this user. */
+void sm_fs_rmdir_own(const char *path) SM_HIDDEN;
+
+/* A folder named by its path (symbolic links in it are followed: the user
+ * or sysmeasure chose that path), opened as the base of the *_at calls.
+ * Descriptor (close-on-exec) or -1 with errno. */
+int sm_fs_open_dir(const char *path) SM_HIDDEN;
+
+/* Folder `name` in dirfd: made (mode), or taken when it is already there as
+ * a real folder owned by this user; never through a symbolic link.  An open
+ * descriptor of it, or -1 with errno (SM_FS_* above, or the system's). */
+int sm_fs_mkdir_at(int dirfd, const char *name, mode_t mode) SM_HIDDEN;
+
+/* The same for the last component of path (its parents: sm_mkdir_p).
+ * 0 or -1 with errno. */
+int sm_fs_mkdir_own(const char *path) SM_HIDDEN;
+
+/* A new file `name` in dirfd: O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC added to
+ * flags.  Descriptor or -1 with errno (EEXIST: something is there). */
+int sm_fs_create_at(int dirfd, const char *name, int flags, mode_t mode) SM_HIDDEN;
+
+/* A new file by path: its folder must be a real folder owned by this user
+ * (not a symbolic link), then as sm_fs_create_at.  For spill files. */
+int sm_fs_create(const char *path, int flags, mode_t mode) SM_HIDDEN;
+
+/* An output file `name` in dirfd, for writing from the start: created new,
+ * or, when there is one, reused only if it is a regular file of this user
+ * with a single link (an earlier run's output), then emptied.  Descriptor
+ * or -1 with errno. */
+int sm_fs_open_output_at(int dirfd, const char *name) SM_HIDDEN;
+
+/* The same by folder path and name. */
+int sm_fs_open_output(const char *dir, const char *name) SM_HIDDEN;
+
+/* Words for the errno of a failed sm_fs_* call: "it is a symbolic link
+ * (not followed)", "it belongs to another user", or strerror(err). */
+const char *sm_fs_why(int err) SM_HIDDEN;
 
 #endif

@@ -5,6 +5,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include "fs.h"
 #include "log.h"
 
 /* Bits of sm_json_t.level[]. */
@@ -423,9 +425,14 @@ int sm_json_open(sm_json_t *j, const char *dir, const char *name)
         return -1;
     }
     snprintf(path, len, "%s/%s", dir, name);
-    FILE *f = fopen(path, "we"); /* close-on-exec: the application may exec */
+    /* Never through a link or over someone else's file (fs.h). */
+    int fd = sm_fs_open_output(dir, name);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!f) {
-        sm_error("writing %s failed: %s", path, strerror(errno));
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        sm_error("%s not written: %s", path, sm_fs_why(e));
         free(path);
         return -1;
     }

@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "sm_build.h" /* from configure: SM_HAVE_LIBDW */
 #include "symbols.h"
@@ -99,7 +100,46 @@ static const char *sm_srcloc_find(Dwfl_Module *mod, Dwarf_Addr addr, int *line, 
     return NULL;
 }
 
+/* The declaration of the function whose code holds addr (DW_AT_decl_file and
+ * _line, through its specification or abstract origin): where its source
+ * begins, rather than the line of its first instruction. */
+static const char *sm_srcloc_decl(Dwfl_Module *mod, Dwarf_Addr addr, int *line, Dwarf_Die **unit)
+{
+    Dwarf_Addr bias;
+    Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, &bias);
+    if (!cu)
+        for (cu = NULL; (cu = dwfl_module_nextcu(mod, cu, &bias)) != NULL;)
+            if (dwarf_haspc(cu, addr - bias) > 0)
+                break;
+    Dwarf_Die *scopes = NULL;
+    int n = cu ? dwarf_getscopes(cu, addr - bias, &scopes) : 0;
+    const char *file = NULL;
+    for (int i = 0; i < n && !file; i++) {
+        if (dwarf_tag(&scopes[i]) != DW_TAG_subprogram)
+            continue;
+        if (dwarf_decl_line(&scopes[i], line) == 0 && *line > 0)
+            file = dwarf_decl_file(&scopes[i]);
+        break;
+    }
+    free(scopes);
+    if (file)
+        *unit = cu;
+    return file;
+}
+
+static int sm_srcloc_lookup_as(const void *addr, sm_srcloc_t *out, int decl);
+
 int sm_srcloc_lookup(const void *addr, sm_srcloc_t *out)
+{
+    return sm_srcloc_lookup_as(addr, out, 0);
+}
+
+int sm_srcloc_function(const void *addr, sm_srcloc_t *out)
+{
+    return sm_srcloc_lookup_as(addr, out, 1);
+}
+
+static int sm_srcloc_lookup_as(const void *addr, sm_srcloc_t *out, int decl)
 {
     memset(out, 0, sizeof *out);
     char path[PATH_MAX];
@@ -122,7 +162,9 @@ int sm_srcloc_lookup(const void *addr, sm_srcloc_t *out)
     int line = 0, column = 0;
     Dwarf_Die *unit = NULL;
     const char *file =
-        mod ? sm_srcloc_find(mod, (Dwarf_Addr)(uintptr_t)addr, &line, &column, &unit) : NULL;
+        mod && decl ? sm_srcloc_decl(mod, (Dwarf_Addr)(uintptr_t)addr, &line, &unit) : NULL;
+    if (!file)
+        file = mod ? sm_srcloc_find(mod, (Dwarf_Addr)(uintptr_t)addr, &line, &column, &unit) : NULL;
     if (file && file[0] && line > 0) {
         /* A file named relative to the compiler's folder (DWARF 5 often
          * does): made absolute, so that it names the same file anywhere. */
@@ -149,6 +191,11 @@ int sm_srcloc_lookup(const void *addr, sm_srcloc_t *out)
     (void)addr;
     memset(out, 0, sizeof *out);
     return -1;
+}
+
+int sm_srcloc_function(const void *addr, sm_srcloc_t *out)
+{
+    return sm_srcloc_lookup(addr, out);
 }
 
 #endif

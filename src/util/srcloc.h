@@ -21,6 +21,11 @@ typedef struct sm_srcloc {
  * -1 (out cleared). */
 int sm_srcloc_lookup(const void *addr, sm_srcloc_t *out) SM_HIDDEN;
 
+/* For a function's entry address: the file and line of the function's
+ * declaration (where its definition begins in the source), else what
+ * sm_srcloc_lookup gives.  0 or -1 likewise. */
+int sm_srcloc_function(const void *addr, sm_srcloc_t *out) SM_HIDDEN;
+
 /* The file's last path component. */
 const char *sm_srcloc_basename(const char *file) SM_HIDDEN;
 

@@ -125,6 +125,16 @@ int sm_symbol_object(const void *addr, char *path, size_t len, uintptr_t *bias)
 
 int sm_symbol_lookup(const void *addr, sm_symbol_t *out)
 {
+    return sm_symbol_lookup_names(addr, out, NULL, 0, NULL, 0);
+}
+
+int sm_symbol_lookup_names(const void *addr, sm_symbol_t *out, char *mangled, size_t mlen,
+                           char *demangled, size_t dlen)
+{
+    if (mangled && mlen)
+        mangled[0] = '\0';
+    if (demangled && dlen)
+        demangled[0] = '\0';
     memset(out, 0, sizeof *out);
     out->offset = (uintptr_t)addr;
     Dl_info info;
@@ -165,6 +175,10 @@ int sm_symbol_lookup(const void *addr, sm_symbol_t *out)
             name = sm_symtab_find(t, (uintptr_t)addr - map->l_addr, &start);
     }
     if (name) {
+        if (mangled && mlen)
+            snprintf(mangled, mlen, "%s", name);
+        if (demangled && dlen)
+            sm_symbol_demangle(name, demangled, dlen);
         sm_symbol_demangle(name, out->function, sizeof out->function);
         out->offset = (uintptr_t)addr - map->l_addr - start;
     }

@@ -19,6 +19,11 @@ typedef struct sm_symbol {
 /* 0 when at least the object was found, else -1 (out->function and
  * out->object empty, out->offset the address). */
 int sm_symbol_lookup(const void *addr, sm_symbol_t *out) SM_HIDDEN;
+/* The same, with the symbol's name as the object has it (mangled) and
+ * demangled in full, into buffers of the caller's size (either may be NULL;
+ * "" when not found). */
+int sm_symbol_lookup_names(const void *addr, sm_symbol_t *out, char *mangled, size_t mlen,
+                           char *demangled, size_t dlen) SM_HIDDEN;
 
 /* The loaded object that holds addr: its file (the executable's through
  * /proc/self/exe) and its load bias.  0 when found, else -1. */

@@ -96,10 +96,11 @@ int sm_comm_matrix_write(const sm_run_info_t *run, const sm_job_t *job)
         return 0;
     uint32_t n = sm_job_ranks(job);
     sm_out_t o;
-    if (sm_out_open(&o, run->output_dir, "comm_matrix.csv") != 0)
-        return -1;
-    sm_out_printf(&o, "sender,receiver,messages,bytes\n");
-    for (uint32_t s = 0; s < n && !o.err; s++) {
+    /* One file that cannot be written does not cost the other. */
+    int rc = sm_out_open(&o, run->output_dir, "comm_matrix.csv");
+    if (rc == 0)
+        sm_out_printf(&o, "sender,receiver,messages,bytes\n");
+    for (uint32_t s = 0; rc == 0 && s < n && !o.err; s++) {
         for (uint32_t r = 0; r < n; r++) {
             size_t k = (size_t)s * n + r;
             if (job->matrix_messages[k] || job->matrix_bytes[k])
@@ -108,7 +109,8 @@ int sm_comm_matrix_write(const sm_run_info_t *run, const sm_job_t *job)
                               (unsigned long long)job->matrix_bytes[k]);
         }
     }
-    int rc = sm_out_close(&o);
+    if (rc == 0)
+        rc = sm_out_close(&o);
 
     sm_json_t j;
     if (sm_json_open(&j, run->output_dir, "comm_matrix.json") != 0)

@@ -772,6 +772,8 @@ static OTF2_Paradigm sm_otf2_paradigm(uint8_t p)
 #endif
     case SM_PARADIGM_CUDA:
         return OTF2_PARADIGM_CUDA;
+    case SM_PARADIGM_COMPILER:
+        return OTF2_PARADIGM_COMPILER;
     default:
         return OTF2_PARADIGM_UNKNOWN;
     }

@@ -6,6 +6,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include "../util/fs.h"
 #include "../util/log.h"
 
 int sm_out_open(sm_out_t *o, const char *dir, const char *name)
@@ -18,9 +20,14 @@ int sm_out_open(sm_out_t *o, const char *dir, const char *name)
         return -1;
     }
     snprintf(o->path, len, "%s/%s", dir, name);
-    o->f = fopen(o->path, "we"); /* close-on-exec: the application may exec */
+    /* Never through a link or over someone else's file (fs.h). */
+    int fd = sm_fs_open_output(dir, name);
+    o->f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!o->f) {
-        sm_error("writing %s failed: %s", o->path, strerror(errno));
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        sm_error("%s not written: %s", o->path, sm_fs_why(e));
         free(o->path);
         o->path = NULL;
         return -1;

@@ -12,7 +12,8 @@ make -s -C "$SM_BUILDDIR" install DESTDIR="$stage" >install.log 2>&1 || { cat in
 prefix=$(sed -n 's/^prefix = //p' "$SM_BUILDDIR/Makefile")
 libdir=$(sed -n 's/^libdir = //p' "$SM_BUILDDIR/Makefile" | sed "s|\${exec_prefix}|$prefix|")
 root="$stage$prefix"
-for f in bin/sysmeasure bin/sysmeasure-avail include/sysmeasure.h share/man/man1/sysmeasure.1 \
+for f in bin/sysmeasure bin/sysmeasure-avail bin/sysmeasure-instrument bin/sysmeasure-cc \
+         bin/sysmeasure-c++ bin/sysmeasure-fortran bin/sysmeasure-score include/sysmeasure.h share/man/man1/sysmeasure.1 \
          share/doc/sysmeasure/manual.md share/doc/sysmeasure/configuration.md; do
     [ -e "$root/$f" ] || no "$f not installed"
 done
@@ -22,10 +23,11 @@ done
 grep -q 'SYSMEASURE_BUFFER_SIZE' "$root/share/man/man1/sysmeasure.1" || no "man page lacks the variables"
 grep -q -- '-lsysmeasure' "$stage$libdir/pkgconfig/sysmeasure.pc" || no "pkg-config file"
 
-# Only the public API (and the pthread_create wrapper, and the OMPT tool's
-# entry point) is exported.
+# Only the public API (and the pthread_create wrapper, the OMPT tool's entry
+# point and the compiler instrumentation's hooks) is exported.
 extra=$(nm -D --defined-only "$stage$libdir/libsysmeasure.so" | awk '{print $3}' |
-        grep -v -E '^(sysmeasure_|pthread_create$|ompt_start_tool$|_init$|_fini$)' || true)
+        grep -v -E '^(sysmeasure_|pthread_create$|ompt_start_tool$|__cyg_profile_func_(enter|exit)$|_init$|_fini$)' || true)
+grep -q "^    libdir='$libdir'" "$root/bin/sysmeasure-instrument" || no "sysmeasure-instrument does not name the installed libdir"
 [ -z "$extra" ] || no "unexpected exported symbols: $extra"
 
 # Build against the installed header and library, run under the installed launcher.

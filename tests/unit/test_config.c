@@ -1,6 +1,7 @@
 /* The configuration table: defaults, value parsing, precedence of the
  * sources, the config file and every error message. */
 #include "core/config.h"
+#include "util/utf8.h"
 #include "unit.h"
 
 #include <ctype.h>
@@ -8,7 +9,7 @@
 #include <unistd.h>
 
 static char tmpdir[] = "/tmp/sm-test-config-XXXXXX";
-static char files[16][512];
+static char files[32][512];
 static int nfiles;
 
 /* Writes text to a new file in tmpdir and returns its path. */
@@ -408,7 +409,7 @@ static void test_errors(void)
     char *envp[] = {envfile, NULL};
     expect_load_error(envp, message);
     snprintf(envfile, sizeof envfile, "SYSMEASURE_CONFIG_FILE=%s", tmpdir);
-    snprintf(message, sizeof message, "cannot read config file %s: Is a directory", tmpdir);
+    snprintf(message, sizeof message, "config file %s is a folder", tmpdir);
     expect_load_error(envp, message);
 
     /* The environment is checked against the file's errors too: a bad file
@@ -423,6 +424,57 @@ static void test_errors(void)
     expect_load_error(envp2, message);
 }
 
+/* Inputs that are not config files, a key given twice, and the UTF-8
+ * helpers the reader uses (also used for region names). */
+static void test_inputs(void)
+{
+    expect_file_error("bom.conf", "\xef\xbb\xbftrace = yes\n",
+                      "config file %s starts with a UTF-8 byte-order mark (bytes EF BB BF); "
+                      "save it without one");
+    expect_file_error("ctl.conf", "trace = yes\n\x1b[0m = 1\n",
+                      "%s:2: binary data (byte 0x1b at column 1, a control character): not a "
+                      "config file?");
+    expect_file_error("latin1.conf", "# caf\xe9\n",
+                      "%s:1: binary data (byte 0xe9 at column 6, not UTF-8): not a config file?");
+    char envp0[] = "SYSMEASURE_CONFIG_FILE=/dev/zero";
+    char *envp[] = {envp0, NULL};
+    expect_load_error(envp, "config file /dev/zero is larger than 1M (it is not a config file?)");
+
+    /* Tabs, CRLF and valid UTF-8 in comments are text. */
+    const char *ok = write_file("ok.conf", "# na\xc3\xafve \xe2\x82\xac\r\n\ttrace = no\r\n");
+    sm_config_t cfg;
+    char err[1024];
+    sm_config_init_defaults(&cfg);
+    CHECK(sm_config_read_file(&cfg, ok, err, sizeof err) == 0);
+    CHECK(cfg.trace == false);
+    CHECK(cfg.warning[0] == '\0');
+    sm_config_free(&cfg);
+
+    const char *dup = write_file("dup.conf", "trace = yes\nprofile = no\ntrace = no\n");
+    sm_config_init_defaults(&cfg);
+    CHECK(sm_config_read_file(&cfg, dup, err, sizeof err) == 0);
+    CHECK(cfg.trace == false); /* the last counts */
+    char want[1024];
+    snprintf(want, sizeof want, "%s:3: key 'trace' given twice (first on line 1); the value of "
+             "line 3 counts", dup);
+    CHECK_STR(cfg.warning, want);
+    sm_config_free(&cfg);
+
+    CHECK_EQ_U(sm_utf8_check("abc", 3), 3);
+    CHECK_EQ_U(sm_utf8_check("na\xc3\xafve", 6), 6);
+    CHECK_EQ_U(sm_utf8_check("caf\xe9", 4), 3);
+    CHECK_EQ_U(sm_utf8_check("\xc0\xaf", 2), 0);         /* overlong '/' */
+    CHECK_EQ_U(sm_utf8_check("\xed\xa0\x80", 3), 0);     /* a surrogate */
+    CHECK_EQ_U(sm_utf8_check("\xf4\x90\x80\x80", 4), 0); /* past U+10FFFF */
+    CHECK_EQ_U(sm_utf8_check("\xf0\x9f\x98\x80", 4), 4); /* U+1F600 */
+    char *clean = sm_utf8_sanitize("a\xff" "b\xe2\x82");
+    CHECK_STR(clean, "a\xef\xbf\xbd" "b\xef\xbf\xbd\xef\xbf\xbd");
+    free(clean);
+    clean = sm_utf8_sanitize("\xe2\x82\xac ok");
+    CHECK_STR(clean, "\xe2\x82\xac ok");
+    free(clean);
+}
+
 int main(void)
 {
     if (!mkdtemp(tmpdir)) {
@@ -435,6 +487,7 @@ int main(void)
     test_bools_ints_enums_strings();
     test_load();
     test_errors();
+    test_inputs();
     for (int i = 0; i < nfiles; i++)
         unlink(files[i]);
     rmdir(tmpdir);

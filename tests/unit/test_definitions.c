@@ -33,6 +33,14 @@ int main(void)
     CHECK_STR(sm_string_get(a), "alpha");
     CHECK(sm_string_get(999999) == NULL);
 
+    /* Names with invalid UTF-8 are kept with U+FFFD for each bad byte; the
+     * raw and the cleaned name are one region. */
+    sm_region_id_t badname = sm_region_define("caf\xe9", NULL, 0, SM_PARADIGM_USER, SM_ROLE_CODE);
+    CHECK_STR(sm_region_name(badname), "caf\xef\xbf\xbd");
+    CHECK_EQ_U(sm_region_define("caf\xe9", NULL, 0, SM_PARADIGM_USER, SM_ROLE_CODE), badname);
+    CHECK_EQ_U(sm_region_define("caf\xef\xbf\xbd", NULL, 0, SM_PARADIGM_USER, SM_ROLE_CODE), badname);
+    CHECK_STR(sm_string_get(sm_string_intern("x\x80y")), "x\xef\xbf\xbdy");
+
     sm_region_id_t r1 = sm_region_define("solve", "solver.c", 10, SM_PARADIGM_USER, SM_ROLE_FUNCTION);
     CHECK_EQ_U(sm_region_define("solve", "solver.c", 10, SM_PARADIGM_USER, SM_ROLE_FUNCTION), r1);
     sm_region_id_t r2 = sm_region_define("solve", "solver.c", 11, SM_PARADIGM_USER, SM_ROLE_FUNCTION);

@@ -1,0 +1,109 @@
+"""sysmeasure-score: the trace size it estimates from a run's profile is
+within 10% of the archive written; its -g filter (regions under 1 us per
+visit taking more than 1% of the trace) names the planted tiny function,
+and fed back with --filter it shrinks the trace to the size it predicted
+(within 10%).  It works on a folder completed by sysmeasure-merge, and
+says what is wrong with a folder it cannot read."""
+import os
+import re
+import subprocess
+import sys
+
+import smtest
+from smtest import check
+
+BUILD, SRC = smtest.BUILD, smtest.SRC
+SCORE = os.path.join(BUILD, "sysmeasure-score")
+
+
+def build(wrapper, source, name, flags=("-O2",)):
+    out = os.path.join(smtest.workdir("build-" + name), name)
+    cmd = [os.path.join(BUILD, wrapper)] + list(flags) + \
+        [os.path.join(SRC, "tests", "programs", source), "-o", out]
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if proc.returncode != 0:
+        print("cannot build %s: %s\n%s" % (source, " ".join(cmd), proc.stderr), file=sys.stderr)
+        sys.exit(1)
+    return out
+
+
+def archive_bytes(out):
+    """The bytes of the OTF2 archive as written: anchor, definitions, events."""
+    total = 0
+    for name in ("traces.otf2", "traces.def"):
+        total += os.path.getsize(os.path.join(out, name))
+    folder = os.path.join(out, "traces")
+    for name in os.listdir(folder):
+        total += os.path.getsize(os.path.join(folder, name))
+    return total
+
+
+def score(out, *args):
+    proc = subprocess.run([SCORE, out] + list(args), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+    check(proc.returncode == 0, "sysmeasure-score %s: exit %d: %s" % (out, proc.returncode,
+                                                                      proc.stderr))
+    m = re.search(r"estimated trace size +: .* \((\d+) bytes", proc.stdout)
+    check(m is not None, "no size estimate in: " + proc.stdout[:500])
+    return (int(m.group(1)) if m else 0), proc.stdout
+
+
+def near(estimate, actual, what):
+    check(abs(estimate - actual) <= 0.10 * actual, "%s: estimated %d bytes, written %d (%.1f%%)"
+          % (what, estimate, actual, 100.0 * (estimate - actual) / actual))
+
+
+exe = build("sysmeasure-cc", "instr_c.c", "instr-c")
+# No throttling: tiny's 1M calls all go into the trace (about 24 MB).
+out, _ = smtest.measure([exe], "score-full", launcher_args=["--no-throttle"])
+estimate, text = score(out, "-g", os.path.join(out, "proposed.filter"))
+written = archive_bytes(out)
+near(estimate, written, "full trace")
+check(re.search(r"compiler +1000000 .* tiny \(instr_c\.c:\d+\)", text) is not None,
+      "tiny's row: " + text[:3000])
+m = re.search(r"estimated memory per process : .* \(largest: rank 0", text)
+check(m is not None, "no memory estimate: " + text[:500])
+m = re.search(r"estimated trace size with it: .* \((\d+) bytes\)", text)
+predicted = int(m.group(1)) if check(m is not None, "no prediction: " + text[-500:]) else 0
+with open(os.path.join(out, "proposed.filter")) as f:
+    proposal = f.read()
+excluded = re.findall(r"^  EXCLUDE (.*)$", proposal, re.M)
+check(excluded == ["tiny"], "proposed filter excludes %s, expected tiny only:\n%s"
+      % (excluded, proposal))
+
+# Fed back as it is: the trace shrinks as predicted.
+out2, _ = smtest.measure([exe], "score-filtered",
+                         launcher_args=["--no-throttle", "--filter",
+                                        os.path.join(out, "proposed.filter")])
+near(predicted, archive_bytes(out2), "trace with the proposed filter")
+check(archive_bytes(out2) < written / 20, "the filter did not shrink the trace")
+estimate2, _ = score(out2)
+near(estimate2, archive_bytes(out2), "filtered trace")
+
+# A profile-only run (no trace at all) still gets the estimate of its trace.
+out3, _ = smtest.measure([exe], "score-profile-only", launcher_args=["--no-throttle", "--no-trace"])
+check(not os.path.exists(os.path.join(out3, "traces.otf2")), "--no-trace wrote an archive")
+estimate3, _ = score(out3)
+near(estimate3, written, "trace estimated from a profile-only run")
+
+# A folder completed by sysmeasure-merge (a job without MPI_Finalize).
+if os.environ.get("SM_HAVE_MPI") == "yes":
+    mout, proc = smtest.mpi_measure(2, [smtest.program("mpi-patterns"), "nofinalize"],
+                                    "score-merge", expect_rc=None)
+    proc = subprocess.run([os.path.join(BUILD, "sysmeasure-merge"), mout],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    check(proc.returncode == 0, "sysmeasure-merge: %s" % proc.stderr)
+    est, text = score(mout)
+    check("(mpi-patterns, 2 processes)" in text, "merged folder: " + text[:300])
+    check(re.search(r"mpi +\d+ .* MPI_Send", text) is not None, "no MPI_Send row: " + text[:2000])
+
+# Errors: one line, exit 2.
+proc = subprocess.run([SCORE, "/nonexistent/folder"], stdout=subprocess.PIPE,
+                      stderr=subprocess.PIPE, text=True)
+check(proc.returncode == 2 and proc.stderr.count("\n") == 1 and "not a folder" in proc.stderr,
+      "missing folder: %d %r" % (proc.returncode, proc.stderr))
+empty = smtest.workdir("score-empty")
+proc = subprocess.run([SCORE, empty], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+check(proc.returncode != 0 and proc.stderr.count("\n") == 1 and "no profile.json" in proc.stderr,
+      "folder without profile: %d %r" % (proc.returncode, proc.stderr))
+smtest.finish()
