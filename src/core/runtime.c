@@ -670,8 +670,9 @@ static int sm_runtime_write_job(const sm_procs_t *procs)
     if (procs->rank == 0) {
         if (messages)
             failures += sm_comm_matrix_write(&sm_run, &job) != 0;
-        failures += sm_metadata_write_json(&sm_run, &job) != 0;
-        if (sm_cfg.report)
+        int meta_failed = sm_metadata_write_json(&sm_run, &job) != 0;
+        failures += meta_failed;
+        if (sm_cfg.report && !meta_failed) /* (it reads metadata.json) */
             failures += sm_runtime_write_report(sm_run.output_dir);
     }
     free(messages);
