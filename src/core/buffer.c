@@ -1,38 +1,116 @@
-/* Chunked event buffers under one memory budget, with spill to disk. */
+/* Chunked event buffers under one memory budget, spilled to disk by a
+ * background writer thread (see buffer.h). */
+#define _GNU_SOURCE
 #include "buffer.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "clock.h"
+#include "job.h"
 #include "location.h"
 #include "../util/fs.h"
 #include "../util/log.h"
 
+/* ---------------------------------------------------------------- file format */
+
+#define SM_SPILL_MAGIC "SMSPILL2"
+#define SM_SPILL_VERSION 2u
+#define SM_FRAME_MAGIC 0x46434d53u /* "SMCF" */
+
+/* The spill file starts with this header. */
+typedef struct sm_spill_fhdr {
+    char magic[8];
+    uint32_t version;
+    uint32_t size; /* of this header */
+    int64_t pid;
+    char job[SM_JOB_ID_MAX];
+    uint64_t check; /* of the bytes above */
+} sm_spill_fhdr_t;
+
+/* Then frames: this header, then `bytes` of records of one location. */
+typedef struct sm_spill_frame {
+    uint32_t magic;
+    uint32_t location;
+    uint32_t bytes;
+    uint32_t records;
+    uint64_t data_check;
+    uint64_t head_check; /* of the 24 bytes above */
+} sm_spill_frame_t;
+
+_Static_assert(sizeof(sm_spill_frame_t) == 32, "a frame header is 32 bytes");
+_Static_assert(SM_JOB_ID_MAX == sizeof(((sm_spill_report_t *)0)->job), "job id size");
+
+/* A 64-bit checksum, four words at a time (the writer thread checksums every
+ * byte it writes: it must run at several GB/s). */
+static uint64_t sm_sum64(const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    const uint64_t k = 0x9e3779b97f4a7c15ull;
+    uint64_t h[4] = {k ^ n, k, ~k, n};
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        uint64_t w[4];
+        memcpy(w, b + i, 32);
+        for (int j = 0; j < 4; j++) {
+            h[j] = (h[j] ^ w[j]) * 0xff51afd7ed558ccdull;
+            h[j] ^= h[j] >> 31;
+        }
+    }
+    for (; i < n; i++)
+        h[0] = (h[0] ^ b[i]) * 0x100000001b3ull;
+    uint64_t r = h[0] ^ (h[1] * 3) ^ (h[2] * 5) ^ (h[3] * 7);
+    r = (r ^ (r >> 33)) * 0xc4ceb9fe1a85ec53ull;
+    return r ^ (r >> 29);
+}
+
+/* ---------------------------------------------------------------- chunks */
+
 struct sm_chunk {
-    sm_chunk_t *next;
+    sm_chunk_t *next;          /* in its location's memory or in-flight list */
+    sm_chunk_t *qnext;         /* in the writer's queue */
+    struct sm_location *owner; /* while in flight */
     uint32_t capacity;
-    uint32_t used; /* valid for chunks before the current one */
+    uint32_t used;             /* valid for chunks before the current one */
+    sm_spill_frame_t frame;    /* written right before data: one iovec per chunk */
     uint8_t data[];
 };
 
+_Static_assert(sizeof(sm_chunk_t) % 16 == 0, "chunk data aligned");
+
 static uint64_t sm_budget = 64u << 20;
 static uint64_t sm_chunk_bytes = 256u << 10;
-static uint64_t sm_in_use; /* atomic */
+static uint64_t sm_mark = 48u << 20; /* hand over above this */
+static uint64_t sm_in_use;           /* atomic */
+static uint64_t sm_peak;             /* atomic */
+static int sm_discard;               /* forked child: records are not kept */
 static char *sm_spill_dir;
 static const char *(*sm_spill_provider)(void);
 static pthread_mutex_t sm_spill_dir_lock = PTHREAD_MUTEX_INITIALIZER;
+
+#define SM_CHUNK_TOTAL(cap) (sizeof(sm_chunk_t) + (uint64_t)(cap))
 
 void sm_buffers_configure(uint64_t budget_bytes, uint64_t chunk_bytes)
 {
     sm_budget = budget_bytes;
     sm_chunk_bytes = chunk_bytes;
+    /* Hand over early enough that the application goes on in the headroom
+     * while the writer writes: a quarter of the budget, at least 2 chunks. */
+    uint64_t room = budget_bytes / 4;
+    if (room < 2 * SM_CHUNK_TOTAL(chunk_bytes))
+        room = 2 * SM_CHUNK_TOTAL(chunk_bytes);
+    sm_mark = budget_bytes > room ? budget_bytes - room : 0;
 }
 
 void sm_buffers_set_spill_dir(const char *dir)
@@ -55,6 +133,11 @@ uint64_t sm_buffers_in_use(void)
     return __atomic_load_n(&sm_in_use, __ATOMIC_RELAXED);
 }
 
+uint64_t sm_buffers_peak(void)
+{
+    return __atomic_load_n(&sm_peak, __ATOMIC_RELAXED);
+}
+
 uint64_t sm_buffers_chunk_size(void)
 {
     return sm_chunk_bytes;
@@ -63,7 +146,6 @@ uint64_t sm_buffers_chunk_size(void)
 void sm_buffer_init(sm_location_t *loc)
 {
     memset(&loc->buffer, 0, sizeof loc->buffer);
-    loc->buffer.spill_fd = -1;
     loc->pos = loc->end = NULL;
 }
 
@@ -82,28 +164,33 @@ static sm_chunk_t *sm_chunk_alloc(void)
         sm_free_chunks = c->next;
     pthread_mutex_unlock(&sm_free_lock);
     if (c && c->capacity != sm_chunk_bytes) { /* chunk size changed (tests) */
-        munmap(c, sizeof *c + c->capacity);
+        munmap(c, SM_CHUNK_TOTAL(c->capacity));
         c = NULL;
     }
     if (!c) {
         /* Mapped and populated in one call: faulting a fresh chunk in page
          * by page from the hot path costs several times more. */
-        void *p = mmap(NULL, sizeof *c + sm_chunk_bytes, PROT_READ | PROT_WRITE,
+        void *p = mmap(NULL, SM_CHUNK_TOTAL(sm_chunk_bytes), PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
         if (p == MAP_FAILED)
             return NULL;
         c = p;
         c->capacity = (uint32_t)sm_chunk_bytes;
     }
-    c->next = NULL;
+    c->next = c->qnext = NULL;
+    c->owner = NULL;
     c->used = 0;
-    __atomic_add_fetch(&sm_in_use, sizeof *c + c->capacity, __ATOMIC_RELAXED);
+    uint64_t now = __atomic_add_fetch(&sm_in_use, SM_CHUNK_TOTAL(c->capacity), __ATOMIC_RELAXED);
+    uint64_t peak = __atomic_load_n(&sm_peak, __ATOMIC_RELAXED);
+    while (now > peak && !__atomic_compare_exchange_n(&sm_peak, &peak, now, 1, __ATOMIC_RELAXED,
+                                                      __ATOMIC_RELAXED))
+        ;
     return c;
 }
 
 static void sm_chunk_free(sm_chunk_t *c)
 {
-    __atomic_sub_fetch(&sm_in_use, sizeof *c + c->capacity, __ATOMIC_RELAXED);
+    __atomic_sub_fetch(&sm_in_use, SM_CHUNK_TOTAL(c->capacity), __ATOMIC_RELAXED);
     pthread_mutex_lock(&sm_free_lock);
     c->next = sm_free_chunks;
     sm_free_chunks = c;
@@ -118,7 +205,7 @@ void sm_buffers_release(void)
     pthread_mutex_unlock(&sm_free_lock);
     while (c) {
         sm_chunk_t *next = c->next;
-        munmap(c, sizeof *c + c->capacity);
+        munmap(c, SM_CHUNK_TOTAL(c->capacity));
         c = next;
     }
 }
@@ -127,7 +214,7 @@ uint64_t sm_buffer_memory(const sm_location_t *loc)
 {
     uint64_t bytes = 0;
     for (const sm_chunk_t *c = loc->buffer.first; c; c = c->next)
-        bytes += sizeof *c + c->capacity;
+        bytes += SM_CHUNK_TOTAL(c->capacity);
     return bytes;
 }
 
@@ -139,9 +226,9 @@ static uint32_t sm_chunk_used(const sm_location_t *loc, const sm_chunk_t *c)
     return c->used;
 }
 
-static uint64_t sm_count_records(const uint8_t *p, const uint8_t *end)
+static uint32_t sm_count_records(const uint8_t *p, const uint8_t *end)
 {
-    uint64_t n = 0;
+    uint32_t n = 0;
     while (p + sizeof(sm_record_t) <= end) {
         p += sm_record_size((const sm_record_t *)p);
         n++;
@@ -149,6 +236,18 @@ static uint64_t sm_count_records(const uint8_t *p, const uint8_t *end)
     return n;
 }
 
+/* ---------------------------------------------------------------- the spill file */
+
+/* One file per process; IO on it under sm_file_lock (the writer thread, or
+ * the thread that spills or saves once the writer is stopped). */
+static pthread_mutex_t sm_file_lock = PTHREAD_MUTEX_INITIALIZER;
+static int sm_spill_fd = -1;
+static char *sm_spill_file;
+static dev_t sm_spill_dev;
+static ino_t sm_spill_ino;
+static uint64_t sm_spill_end;  /* where the next frame goes */
+static int sm_spill_broken;    /* cannot be created or was replaced: give up */
+static uint32_t sm_spill_users; /* locations with frames in it (writer lock) */
 
 /* A spill that fails fails again at every chunk: say it once per process;
  * the exact number of lost events goes to the summary and metadata. */
@@ -159,21 +258,110 @@ static int sm_spill_first_error(void)
     return __atomic_exchange_n(&sm_spill_error_said, 1, __ATOMIC_RELAXED) == 0;
 }
 
-static int sm_spill_open(sm_location_t *loc)
+const char *sm_buffers_spill_path(void)
 {
-    sm_buffer_t *b = &loc->buffer;
-    if (b->spill_fd >= 0)
-        return 0;
+    return sm_spill_file;
+}
+
+static int sm_pwrite_all(int fd, const void *buf, size_t n, uint64_t off)
+{
+    const uint8_t *p = buf;
+    while (n) {
+        ssize_t w = pwrite(fd, p, n, (off_t)off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            if (w == 0)
+                errno = ENOSPC;
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+        off += (uint64_t)w;
+    }
+    return 0;
+}
+
+static int sm_pread_all(int fd, void *buf, size_t n, uint64_t off)
+{
+    uint8_t *p = buf;
+    while (n) {
+        ssize_t r = pread(fd, p, n, (off_t)off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            if (r == 0)
+                errno = EIO; /* shorter than its frames say */
+            return -1;
+        }
+        p += r;
+        n -= (size_t)r;
+        off += (uint64_t)r;
+    }
+    return 0;
+}
+
+/* The spill descriptor, checked: the application may have closed it and
+ * reused the number for a file of its own (closefrom, a loop over close).
+ * Then the file is opened again by its path, and the number, no longer
+ * ours, is left alone.  Under sm_file_lock; -1 when the file is gone. */
+static int sm_spill_fd_checked(void)
+{
+    if (sm_spill_fd < 0)
+        return -1;
+    struct stat st;
+    if (fstat(sm_spill_fd, &st) == 0 && st.st_dev == sm_spill_dev && st.st_ino == sm_spill_ino)
+        return sm_spill_fd;
+    int fd = open(sm_spill_file, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == sm_spill_dev && st.st_ino == sm_spill_ino) {
+        sm_info(1, "the spill descriptor was closed by the program; %s opened again",
+                sm_spill_file);
+        sm_spill_fd = fd;
+        return fd;
+    }
+    if (fd >= 0)
+        close(fd);
+    sm_spill_fd = -1;
+    sm_spill_broken = 1;
+    if (sm_spill_first_error())
+        sm_error("spill file %s was removed or replaced while in use; the events spilled so far "
+                 "and those that do not fit in SYSMEASURE_BUFFER_SIZE are lost and counted",
+                 sm_spill_file);
+    return -1;
+}
+
+/* This host's name for the spill file's name: ranks of one job on two hosts
+ * may have the same pid and share one output folder. */
+static const char *sm_spill_host(void)
+{
+    static char host[64];
+    if (!host[0] && (gethostname(host, sizeof host - 1) != 0 || !host[0]))
+        snprintf(host, sizeof host, "host");
+    for (char *c = host; *c; c++)
+        if (*c == '/' || *c == '.')
+            *c = '_';
+    return host;
+}
+
+/* The spill file, created at the first spill.  Under sm_file_lock. */
+static int sm_spill_open(void)
+{
+    if (sm_spill_fd >= 0)
+        return sm_spill_fd_checked();
+    if (sm_spill_broken)
+        return -1;
     pthread_mutex_lock(&sm_spill_dir_lock);
     char path[4096];
     const char *dir = sm_spill_provider ? sm_spill_provider() : sm_spill_dir;
     int ok = dir && sm_mkdir_p(dir) == 0 &&
-             snprintf(path, sizeof path, "%s/%d.%u.events", dir, (int)getpid(), loc->id) <
+             snprintf(path, sizeof path, "%s/%016llx.%s.%d.events", dir,
+                      (unsigned long long)sm_job_hash(), sm_spill_host(), (int)getpid()) <
                  (int)sizeof path;
     int saved = errno;
     char shown[4096];
     snprintf(shown, sizeof shown, "%s", dir ? dir : "(none)");
     pthread_mutex_unlock(&sm_spill_dir_lock);
+    sm_spill_broken = 1;
     if (!ok) {
         if (sm_spill_first_error())
             sm_error("cannot create spill folder %s: %s; events that do not fit in "
@@ -181,58 +369,379 @@ static int sm_spill_open(sm_location_t *loc)
                      shown, strerror(dir ? saved : ENOENT));
         return -1;
     }
-    b->spill_fd = sm_fs_create(path, O_RDWR, 0644); /* new, in a folder of ours (fs.h) */
-    if (b->spill_fd < 0) {
+    int fd = sm_fs_create(path, O_RDWR, 0644); /* new, in a folder of ours (fs.h) */
+    struct stat st;
+    sm_spill_fhdr_t h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, SM_SPILL_MAGIC, sizeof h.magic);
+    h.version = SM_SPILL_VERSION;
+    h.size = sizeof h;
+    h.pid = getpid();
+    snprintf(h.job, sizeof h.job, "%s", sm_job_id());
+    h.check = sm_sum64(&h, offsetof(sm_spill_fhdr_t, check));
+    if (fd < 0 || fstat(fd, &st) != 0 || sm_pwrite_all(fd, &h, sizeof h, 0) != 0) {
         if (sm_spill_first_error())
             sm_error("cannot create spill file %s: %s; events that do not fit in "
                      "SYSMEASURE_BUFFER_SIZE are dropped and counted", path, sm_fs_why(errno));
+        if (fd >= 0)
+            close(fd);
         return -1;
     }
-    b->spill_path = strdup(path);
-    return 0;
-}
-
-static int sm_write_all(int fd, const uint8_t *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
+    sm_spill_file = strdup(path);
+    if (!sm_spill_file) {
+        close(fd);
+        return -1;
     }
+    sm_spill_fd = fd;
+    sm_spill_dev = st.st_dev;
+    sm_spill_ino = st.st_ino;
+    sm_spill_end = sizeof h;
+    sm_spill_broken = 0;
+    return fd;
+}
+
+/* Fill in the frame header of chunk c (records of location loc_id). */
+static void sm_frame_seal(sm_chunk_t *c, uint32_t loc_id, uint32_t used)
+{
+    sm_spill_frame_t *f = &c->frame;
+    f->magic = SM_FRAME_MAGIC;
+    f->location = loc_id;
+    f->bytes = used;
+    f->records = sm_count_records(c->data, c->data + used);
+    f->data_check = sm_sum64(c->data, used);
+    f->head_check = sm_sum64(f, offsetof(sm_spill_frame_t, head_check));
+}
+
+/* Writes the frames of chunks c[0..n) (sealed) in as few system calls as
+ * possible; offsets[i] gets each frame's place.  0, or -1 (nothing of them
+ * counts as written).  Under sm_file_lock. */
+static int sm_spill_write_frames(sm_chunk_t **c, uint32_t n, uint64_t *offsets)
+{
+    int fd = sm_spill_open();
+    if (fd < 0)
+        return -1;
+    struct iovec iov[64];
+    uint64_t off = sm_spill_end;
+    for (uint32_t i = 0; i < n;) {
+        uint32_t k = 0;
+        uint64_t total = 0, start = off;
+        while (i + k < n && k < sizeof iov / sizeof iov[0]) {
+            iov[k].iov_base = &c[i + k]->frame;
+            iov[k].iov_len = sizeof c[i + k]->frame + c[i + k]->frame.bytes;
+            offsets[i + k] = start + total;
+            total += iov[k].iov_len;
+            k++;
+        }
+        ssize_t w;
+        do
+            w = pwritev(fd, iov, (int)k, (off_t)start);
+        while (w < 0 && errno == EINTR);
+        if (w >= 0 && (uint64_t)w < total) { /* short: the rest one by one */
+            uint64_t done = (uint64_t)w, at = 0;
+            for (uint32_t j = 0; j < k; j++) {
+                uint64_t len = iov[j].iov_len;
+                if (done < at + len) {
+                    uint64_t skip = done > at ? done - at : 0;
+                    if (sm_pwrite_all(fd, (uint8_t *)iov[j].iov_base + skip, len - skip,
+                                      start + at + skip) != 0)
+                        return -1;
+                }
+                at += len;
+            }
+        } else if (w < 0) {
+            return -1;
+        }
+        off = start + total;
+        i += k;
+    }
+    sm_spill_end = off;
     return 0;
 }
 
-/* Write every chunk to the spill file, free all but the first, and leave loc
- * writing into that first chunk after a BufferFlush record. */
-int sm_buffer_spill(sm_location_t *loc)
+/* ---------------------------------------------------------------- the writer thread */
+
+static pthread_mutex_t sm_w_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sm_w_work = PTHREAD_COND_INITIALIZER;  /* queue not empty, or stop */
+static pthread_cond_t sm_w_room = PTHREAD_COND_INITIALIZER;  /* chunks written, or stopped */
+static sm_chunk_t *sm_q_head, *sm_q_tail;
+static pthread_t sm_w_thread;
+static int sm_w_started, sm_w_stop, sm_w_joined, sm_w_claimed;
+static int sm_w_sync; /* no writer thread (stopped, or could not start): spill in place */
+
+/* A location's frame on disk (writer lock held). */
+static void sm_note_extent(sm_location_t *loc, uint64_t offset, const sm_spill_frame_t *f)
 {
     sm_buffer_t *b = &loc->buffer;
-    if (!b->first)
+    if (b->n_spilled == b->cap_spilled) {
+        uint32_t cap = b->cap_spilled ? 2 * b->cap_spilled : 8;
+        sm_spill_extent_t *grown = realloc(b->spilled, cap * sizeof *grown);
+        if (!grown) { /* cannot find them again: count them as lost */
+            b->dropped_records += f->records;
+            return;
+        }
+        b->spilled = grown;
+        b->cap_spilled = cap;
+    }
+    if (b->n_spilled == 0)
+        sm_spill_users++;
+    b->spilled[b->n_spilled++] = (sm_spill_extent_t){offset, f->bytes, f->records};
+    b->spilled_bytes += f->bytes;
+}
+
+/* The chunks c[0..n) were written (ok) or not: record them on their owners,
+ * take them off the owners' in-flight lists (each is the oldest there), and
+ * give their memory back.  Writer lock held. */
+static void sm_chunks_done(sm_chunk_t **c, uint32_t n, const uint64_t *offsets, int ok)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        sm_location_t *loc = c[i]->owner;
+        sm_buffer_t *b = &loc->buffer;
+        if (ok)
+            sm_note_extent(loc, offsets[i], &c[i]->frame);
+        else
+            b->dropped_records += c[i]->frame.records;
+        b->flying_first = c[i]->next;
+        if (!b->flying_first)
+            b->flying_last = NULL;
+        sm_chunk_free(c[i]);
+    }
+}
+
+static void sm_report_write_error(int err)
+{
+    if (sm_spill_first_error())
+        sm_error("spilling events to %s failed: %s; events that do not fit in "
+                 "SYSMEASURE_BUFFER_SIZE are dropped and counted",
+                 sm_spill_file ? sm_spill_file : "the spill folder", strerror(err));
+}
+
+#define SM_W_BATCH 64
+
+static void *sm_writer_main(void *arg)
+{
+    (void)arg;
+    sm_chunk_t *batch[SM_W_BATCH];
+    uint64_t offsets[SM_W_BATCH];
+    pthread_mutex_lock(&sm_w_lock);
+    for (;;) {
+        while (!sm_q_head && !sm_w_stop)
+            pthread_cond_wait(&sm_w_work, &sm_w_lock);
+        if (sm_w_stop)
+            break;
+        uint32_t n = 0;
+        while (sm_q_head && n < SM_W_BATCH) {
+            batch[n++] = sm_q_head;
+            sm_q_head = sm_q_head->qnext;
+        }
+        if (!sm_q_head)
+            sm_q_tail = NULL;
+        pthread_mutex_unlock(&sm_w_lock);
+
+        for (uint32_t i = 0; i < n; i++)
+            sm_frame_seal(batch[i], batch[i]->owner->id, batch[i]->used);
+        pthread_mutex_lock(&sm_file_lock);
+        int ok = sm_spill_write_frames(batch, n, offsets) == 0;
+        int err = errno;
+        pthread_mutex_unlock(&sm_file_lock);
+        if (!ok && !sm_spill_broken)
+            sm_report_write_error(err);
+
+        pthread_mutex_lock(&sm_w_lock);
+        sm_chunks_done(batch, n, offsets, ok);
+        pthread_cond_broadcast(&sm_w_room);
+    }
+    pthread_cond_broadcast(&sm_w_room);
+    pthread_mutex_unlock(&sm_w_lock);
+    return NULL;
+}
+
+/* The writer thread must not be measured: the real pthread_create, not the
+ * pthread adapter's.  No signal is delivered to it (a fatal signal's handler
+ * writes the output and waits for this thread). */
+typedef int (*sm_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+
+static int sm_writer_start(void)
+{
+    sm_create_fn create = (sm_create_fn)dlsym(RTLD_NEXT, "pthread_create");
+    if (!create)
+        create = pthread_create;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 256u << 10);
+    int rc = create(&sm_w_thread, &attr, sm_writer_main, NULL);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
+void sm_buffers_quiesce(void)
+{
+    pthread_mutex_lock(&sm_w_lock);
+    sm_w_sync = 1;
+    if (sm_w_started && !sm_w_claimed) {
+        sm_w_claimed = 1;
+        sm_w_stop = 1;
+        pthread_cond_signal(&sm_w_work);
+        pthread_mutex_unlock(&sm_w_lock);
+        pthread_join(sm_w_thread, NULL);
+        pthread_mutex_lock(&sm_w_lock);
+        sm_w_joined = 1;
+        pthread_cond_broadcast(&sm_w_room);
+    } else {
+        while (sm_w_started && !sm_w_joined)
+            pthread_cond_wait(&sm_w_room, &sm_w_lock);
+    }
+    pthread_mutex_unlock(&sm_w_lock);
+}
+
+void sm_buffers_after_fork_child(void)
+{
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+    sm_w_lock = m;
+    sm_file_lock = m;
+    sm_free_lock = m;
+    sm_spill_dir_lock = m;
+    sm_w_work = cv;
+    sm_w_room = cv;
+    sm_q_head = sm_q_tail = NULL;
+    sm_w_started = sm_w_stop = sm_w_claimed = sm_w_joined = 0;
+    sm_w_sync = 1;
+    /* The descriptor is the parent's file: never written from here. */
+    sm_spill_fd = -1;
+    sm_spill_broken = 1;
+    sm_discard = 1;
+}
+
+/* Moves all of loc's chunks to the writer's queue (writer lock held). */
+static void sm_hand_over_locked(sm_location_t *loc)
+{
+    sm_buffer_t *b = &loc->buffer;
+    for (sm_chunk_t *c = b->first, *next; c; c = next) {
+        next = c->next;
+        c->next = NULL;
+        if (!c->used) { /* nothing in it: straight back to the pool */
+            sm_chunk_free(c);
+            continue;
+        }
+        c->owner = loc;
+        c->qnext = NULL;
+        if (b->flying_last)
+            b->flying_last->next = c;
+        else
+            b->flying_first = c;
+        b->flying_last = c;
+        if (sm_q_tail)
+            sm_q_tail->qnext = c;
+        else
+            sm_q_head = c;
+        sm_q_tail = c;
+    }
+    b->first = b->current = NULL;
+    b->spills++;
+    pthread_cond_signal(&sm_w_work);
+}
+
+/* Writer lock held: whether the writer thread runs (started now if need be). */
+static int sm_writer_usable_locked(void)
+{
+    if (sm_w_sync || sm_discard)
         return 0;
-    int saved_errno = errno;
-    uint64_t t0 = sm_clock_now();
-    int rc = sm_spill_open(loc);
-    uint64_t bytes = 0, records = 0;
-    for (sm_chunk_t *c = b->first; c; c = c->next) {
-        uint32_t used = sm_chunk_used(loc, c);
-        if (rc == 0 && sm_write_all(b->spill_fd, c->data, used) != 0) {
-            if (sm_spill_first_error())
-                sm_error("spilling events to %s failed: %s; events that do not fit in "
-                         "SYSMEASURE_BUFFER_SIZE are dropped and counted", b->spill_path,
-                         strerror(errno));
+    if (!sm_w_started) {
+        if (sm_writer_start() != 0) {
+            sm_w_sync = 1;
+            return 0;
+        }
+        sm_w_started = 1;
+    }
+    return 1;
+}
+
+/* ---------------------------------------------------------------- spilling */
+
+/* The BufferFlush record at the start of chunk c: start time, payload word =
+ * stop time. */
+static uint8_t *sm_put_flush(sm_chunk_t *c, uint64_t t0, uint64_t t1)
+{
+    sm_record_t *r = (sm_record_t *)c->data;
+    r->time = t0;
+    r->kind = SM_REC_BUFFER_FLUSH;
+    r->words = 1;
+    r->aux = 0;
+    r->ref = 0;
+    memcpy(r + 1, &t1, sizeof t1);
+    return c->data + sizeof *r + 8;
+}
+
+/* Writes loc's in-flight chunks, then its memory chunks, on the calling
+ * thread (the writer thread is stopped).  In-flight chunks are freed; of the
+ * memory chunks, the first is kept (empty) when keep is set and all are kept
+ * (emptied) otherwise.  0, or -1 when they could not be written (their
+ * records are then dropped and counted). */
+static int sm_spill_in_place(sm_location_t *loc, int keep_all)
+{
+    sm_buffer_t *b = &loc->buffer;
+    int rc = 0;
+    pthread_mutex_lock(&sm_w_lock);
+    /* In-flight ones first: they are older. */
+    while (b->flying_first) {
+        sm_chunk_t *batch[SM_W_BATCH];
+        uint64_t offsets[SM_W_BATCH];
+        uint32_t n = 0;
+        for (sm_chunk_t *c = b->flying_first; c && n < SM_W_BATCH; c = c->next) {
+            sm_frame_seal(c, loc->id, c->used);
+            batch[n++] = c;
+        }
+        pthread_mutex_lock(&sm_file_lock);
+        int ok = sm_spill_write_frames(batch, n, offsets) == 0;
+        int err = errno;
+        pthread_mutex_unlock(&sm_file_lock);
+        if (!ok) {
+            if (!sm_spill_broken)
+                sm_report_write_error(err);
             rc = -1;
         }
-        if (rc == 0)
-            bytes += used;
-        else
-            records += sm_count_records(c->data, c->data + used);
+        sm_chunks_done(batch, n, offsets, ok);
     }
-    b->dropped_records += records;
-    b->spilled_bytes += bytes;
+    for (sm_chunk_t *c = b->first; c;) {
+        sm_chunk_t *batch[SM_W_BATCH];
+        uint64_t offsets[SM_W_BATCH];
+        uint32_t n = 0;
+        for (; c && n < SM_W_BATCH; c = c->next) {
+            uint32_t used = sm_chunk_used(loc, c);
+            if (!used)
+                continue;
+            sm_frame_seal(c, loc->id, used);
+            batch[n++] = c;
+        }
+        pthread_mutex_lock(&sm_file_lock);
+        int ok = n == 0 || sm_spill_write_frames(batch, n, offsets) == 0;
+        int err = errno;
+        pthread_mutex_unlock(&sm_file_lock);
+        for (uint32_t i = 0; i < n; i++) {
+            if (ok)
+                sm_note_extent(loc, offsets[i], &batch[i]->frame);
+            else
+                b->dropped_records += batch[i]->frame.records;
+        }
+        if (!ok) {
+            if (!sm_spill_broken)
+                sm_report_write_error(err);
+            rc = -1;
+        }
+    }
+    pthread_mutex_unlock(&sm_w_lock);
+    if (!b->first)
+        return rc;
+    if (keep_all) {
+        for (sm_chunk_t *c = b->first; c; c = c->next)
+            c->used = 0;
+        __atomic_store_n(&loc->pos, b->current->data, __ATOMIC_RELEASE);
+        return rc;
+    }
     sm_chunk_t *keep = b->first;
     for (sm_chunk_t *c = keep->next, *next; c; c = next) {
         next = c->next;
@@ -242,24 +751,66 @@ int sm_buffer_spill(sm_location_t *loc)
     keep->used = 0;
     b->current = keep;
     loc->end = keep->data + keep->capacity;
-    if (rc != 0) {
-        __atomic_store_n(&loc->pos, keep->data, __ATOMIC_RELEASE);
-        errno = saved_errno;
-        return rc;
+    __atomic_store_n(&loc->pos, keep->data, __ATOMIC_RELEASE);
+    return rc;
+}
+
+int sm_buffer_spill(sm_location_t *loc)
+{
+    sm_buffer_t *b = &loc->buffer;
+    if (!b->first)
+        return 0;
+    int saved_errno = errno;
+    uint64_t t0 = sm_clock_now();
+    int rc = sm_spill_in_place(loc, 0);
+    if (rc == 0) {
+        b->spills++;
+        b->spill_waits++;
+        __atomic_store_n(&loc->pos, sm_put_flush(b->current, t0, sm_clock_now()),
+                         __ATOMIC_RELEASE);
     }
-    b->spills++;
-    uint64_t t1 = sm_clock_now();
-    /* The BufferFlush record: start time, payload word = stop time. */
-    sm_record_t *r = (sm_record_t *)keep->data;
-    r->time = t0;
-    r->kind = SM_REC_BUFFER_FLUSH;
-    r->words = 1;
-    r->aux = 0;
-    r->ref = 0;
-    memcpy(r + 1, &t1, sizeof t1);
-    __atomic_store_n(&loc->pos, keep->data + sizeof *r + 8, __ATOMIC_RELEASE);
     errno = saved_errno;
     return rc;
+}
+
+/* The budget is tight: loc's chunks go to the writer, and loc gets a chunk
+ * back, waiting for the disk only while its own chunks are in flight and the
+ * budget is spent. */
+static uint8_t *sm_buffer_hand_over(sm_location_t *loc)
+{
+    sm_buffer_t *b = &loc->buffer;
+    uint64_t need = SM_CHUNK_TOTAL(sm_chunk_bytes);
+    pthread_mutex_lock(&sm_w_lock);
+    if (!sm_writer_usable_locked()) {
+        pthread_mutex_unlock(&sm_w_lock);
+        sm_buffer_spill(loc);
+        return loc->pos;
+    }
+    int saved_errno = errno;
+    sm_hand_over_locked(loc);
+    uint64_t t0 = 0;
+    int waited = 0;
+    while (__atomic_load_n(&sm_in_use, __ATOMIC_RELAXED) + need > sm_budget && b->flying_first &&
+           !sm_w_stop) {
+        if (!waited)
+            t0 = sm_clock_now();
+        waited = 1;
+        pthread_cond_wait(&sm_w_room, &sm_w_lock);
+    }
+    pthread_mutex_unlock(&sm_w_lock);
+    sm_chunk_t *c = sm_chunk_alloc();
+    if (!c)
+        abort(); /* out of memory for one chunk: nowhere to record this event */
+    b->first = b->current = c;
+    loc->end = c->data + c->capacity;
+    uint8_t *pos = c->data;
+    if (waited) {
+        b->spill_waits++;
+        pos = sm_put_flush(c, t0, sm_clock_now());
+    }
+    __atomic_store_n(&loc->pos, pos, __ATOMIC_RELEASE);
+    errno = saved_errno;
+    return pos;
 }
 
 uint8_t *sm_buffer_next_chunk(sm_location_t *loc, size_t bytes)
@@ -269,11 +820,13 @@ uint8_t *sm_buffer_next_chunk(sm_location_t *loc, size_t bytes)
         abort(); /* records are small; a chunk is at least 4 KiB */
     if (b->current) {
         b->current->used = (uint32_t)(loc->pos - b->current->data);
-        uint64_t need = sizeof(sm_chunk_t) + sm_chunk_bytes;
-        if (__atomic_load_n(&sm_in_use, __ATOMIC_RELAXED) + need > sm_budget) {
-            sm_buffer_spill(loc);
+        if (sm_discard) { /* forked child: nothing of it is written */
+            __atomic_store_n(&loc->pos, b->current->data, __ATOMIC_RELEASE);
             return loc->pos;
         }
+        uint64_t need = SM_CHUNK_TOTAL(sm_chunk_bytes);
+        if (__atomic_load_n(&sm_in_use, __ATOMIC_RELAXED) + need > sm_mark)
+            return sm_buffer_hand_over(loc);
     }
     /* The first chunk of a location is granted even beyond the budget: every
      * thread needs somewhere to write. */
@@ -295,35 +848,90 @@ uint8_t *sm_buffer_next_chunk(sm_location_t *loc, size_t bytes)
     return loc->pos;
 }
 
+void sm_buffer_thread_ended(sm_location_t *loc)
+{
+    sm_buffer_t *b = &loc->buffer;
+    if (!b->current || sm_discard ||
+        __atomic_load_n(&sm_in_use, __ATOMIC_RELAXED) <= sm_mark)
+        return;
+    b->current->used = (uint32_t)(loc->pos - b->current->data);
+    pthread_mutex_lock(&sm_w_lock);
+    if (sm_writer_usable_locked()) {
+        loc->pos = loc->end = NULL;
+        sm_hand_over_locked(loc);
+    }
+    pthread_mutex_unlock(&sm_w_lock);
+}
+
 void sm_buffer_remove_spill(sm_location_t *loc)
 {
     sm_buffer_t *b = &loc->buffer;
-    if (b->spill_fd >= 0) {
-        close(b->spill_fd);
-        b->spill_fd = -1;
+    pthread_mutex_lock(&sm_w_lock);
+    int last = 0;
+    if (b->n_spilled) {
+        b->n_spilled = 0;
+        last = --sm_spill_users == 0;
     }
-    if (b->spill_path) {
-        unlink(b->spill_path);
-        free(b->spill_path);
-        b->spill_path = NULL;
+    free(b->spilled);
+    b->spilled = NULL;
+    b->cap_spilled = 0;
+    pthread_mutex_unlock(&sm_w_lock);
+    if (!last)
+        return;
+    pthread_mutex_lock(&sm_file_lock);
+    if (sm_spill_fd_checked() >= 0) {
+        close(sm_spill_fd);
+        unlink(sm_spill_file);
     }
+    sm_spill_fd = -1;
+    sm_spill_broken = 0;
+    free(sm_spill_file);
+    sm_spill_file = NULL;
+    pthread_mutex_unlock(&sm_file_lock);
+}
+
+const char *sm_buffer_spill_path(const sm_location_t *loc)
+{
+    return loc->buffer.n_spilled ? sm_spill_file : NULL;
 }
 
 void sm_buffer_free(sm_location_t *loc)
 {
     sm_buffer_t *b = &loc->buffer;
+    sm_buffers_quiesce();
     for (sm_chunk_t *c = b->first, *next; c; c = next) {
         next = c->next;
         sm_chunk_free(c);
     }
+    pthread_mutex_lock(&sm_w_lock);
+    for (sm_chunk_t *c = b->flying_first, *next; c; c = next) {
+        next = c->next;
+        /* Still in the (stopped) writer's queue: take it out. */
+        sm_chunk_t **p = &sm_q_head, *prev = NULL;
+        while (*p && *p != c) {
+            prev = *p;
+            p = &(*p)->qnext;
+        }
+        if (*p) {
+            *p = c->qnext;
+            if (sm_q_tail == c)
+                sm_q_tail = prev;
+        }
+        sm_chunk_free(c);
+    }
+    b->flying_first = b->flying_last = NULL;
+    pthread_mutex_unlock(&sm_w_lock);
     b->first = b->current = NULL;
     loc->pos = loc->end = NULL;
     sm_buffer_remove_spill(loc);
 }
 
-/* Delivers records in order.  A record written right after a spill carries a
- * time taken before the spill began (the spill happened while reserving its
- * room), so it is delivered before the BufferFlush record that precedes it. */
+/* ---------------------------------------------------------------- reading back */
+
+/* Delivers records in order.  A record written right after a wait for the
+ * disk carries a time taken before the wait began (it waited while reserving
+ * its room), so it is delivered before the BufferFlush record that precedes
+ * it. */
 typedef struct sm_replay {
     sm_record_fn fn;
     void *arg;
@@ -354,8 +962,7 @@ static int sm_replay_record(sm_replay_t *rp, const sm_record_t *r)
     return rp->fn(r, rp->arg);
 }
 
-static int sm_replay_bytes(sm_replay_t *rp, const uint8_t *p, const uint8_t *end,
-                           const uint8_t **stop)
+static int sm_replay_bytes(sm_replay_t *rp, const uint8_t *p, const uint8_t *end)
 {
     while (p + sizeof(sm_record_t) <= end) {
         const sm_record_t *r = (const sm_record_t *)p;
@@ -366,37 +973,70 @@ static int sm_replay_bytes(sm_replay_t *rp, const uint8_t *p, const uint8_t *end
             return rc;
         p += sm_record_size(r);
     }
-    *stop = p;
     return 0;
 }
 
-/* Replays a spill file from fd; 0, the callback's value, or -1. */
-static int sm_replay_file(sm_replay_t *rp, int fd, const char *path)
+static int sm_replay_end(sm_replay_t *rp, int rc)
 {
-    size_t cap = 1u << 20, have = 0;
-    uint8_t *buf = malloc(cap);
+    if (rc == 0 && rp->have_flush)
+        rc = rp->fn((const sm_record_t *)rp->flush, rp->arg);
+    return rc;
+}
+
+/* Whether the frame at p (header, then its bytes) is intact. */
+static int sm_frame_intact(const sm_spill_frame_t *f)
+{
+    return f->magic == SM_FRAME_MAGIC &&
+           f->head_check == sm_sum64(f, offsetof(sm_spill_frame_t, head_check));
+}
+
+/* Replays extents e[0..n) of location loc_id from fd, reading runs of
+ * adjacent frames at once.  *lost counts the records of damaged frames.
+ * Returns 0, fn's value, or -1 (cannot read). */
+static int sm_replay_extents(sm_replay_t *rp, int fd, uint32_t loc_id,
+                             const sm_spill_extent_t *e, uint32_t n, uint64_t *lost,
+                             uint64_t *lost_frames)
+{
+    const size_t max_run = 8u << 20;
+    size_t cap = 0;
+    uint8_t *buf = NULL;
     int rc = 0;
-    if (!buf)
-        return -1;
-    off_t off = 0;
-    for (;;) {
-        ssize_t n = pread(fd, buf + have, cap - have, off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            sm_error("reading spill file %s failed: %s", path, strerror(errno));
-            rc = -1;
-            break;
+    for (uint32_t i = 0; i < n && rc == 0;) {
+        uint32_t k = 1;
+        size_t len = sizeof(sm_spill_frame_t) + e[i].bytes;
+        while (i + k < n && e[i + k].offset == e[i].offset + len &&
+               len + sizeof(sm_spill_frame_t) + e[i + k].bytes <= max_run) {
+            len += sizeof(sm_spill_frame_t) + e[i + k].bytes;
+            k++;
         }
-        if (n == 0)
-            break;
-        off += n;
-        have += (size_t)n;
-        const uint8_t *stop;
-        if ((rc = sm_replay_bytes(rp, buf, buf + have, &stop)) != 0)
-            break;
-        have -= (size_t)(stop - buf); /* a record cut by the block edge */
-        memmove(buf, stop, have);
+        if (len > cap) {
+            free(buf);
+            cap = len;
+            buf = malloc(cap);
+            if (!buf)
+                return -1;
+        }
+        if (sm_pread_all(fd, buf, len, e[i].offset) != 0) {
+            for (uint32_t j = 0; j < k; j++)
+                *lost += e[i + j].records;
+            *lost_frames += k;
+            i += k;
+            continue;
+        }
+        const uint8_t *p = buf;
+        for (uint32_t j = 0; j < k && rc == 0; j++) {
+            const sm_spill_frame_t *f = (const sm_spill_frame_t *)p;
+            const uint8_t *data = p + sizeof *f;
+            if (!sm_frame_intact(f) || f->location != loc_id || f->bytes != e[i + j].bytes ||
+                f->data_check != sm_sum64(data, f->bytes)) {
+                *lost += e[i + j].records;
+                ++*lost_frames;
+            } else {
+                rc = sm_replay_bytes(rp, data, data + f->bytes);
+            }
+            p += sizeof *f + e[i + j].bytes;
+        }
+        i += k;
     }
     free(buf);
     return rc;
@@ -407,50 +1047,250 @@ int sm_buffer_for_each(sm_location_t *loc, sm_record_fn fn, void *arg)
     sm_buffer_t *b = &loc->buffer;
     sm_replay_t rp = {.fn = fn, .arg = arg};
     int rc = 0;
-    if (b->spill_fd >= 0)
-        rc = sm_replay_file(&rp, b->spill_fd, b->spill_path);
-    for (sm_chunk_t *c = b->first; c && rc == 0; c = c->next) {
-        const uint8_t *stop;
-        rc = sm_replay_bytes(&rp, c->data, c->data + sm_chunk_used(loc, c), &stop);
+    sm_buffers_quiesce();
+    if (b->n_spilled) {
+        uint64_t lost = 0, lost_frames = 0;
+        pthread_mutex_lock(&sm_file_lock);
+        int fd = sm_spill_fd_checked();
+        pthread_mutex_unlock(&sm_file_lock);
+        if (fd < 0) {
+            for (uint32_t i = 0; i < b->n_spilled; i++)
+                lost += b->spilled[i].records;
+            lost_frames = b->n_spilled;
+        } else {
+            rc = sm_replay_extents(&rp, fd, loc->id, b->spilled, b->n_spilled, &lost,
+                                   &lost_frames);
+        }
+        if (lost_frames) {
+            sm_error("spill file %s: %llu chunk%s of location %u damaged or unreadable; "
+                     "%llu events lost", sm_spill_file ? sm_spill_file : "(gone)",
+                     (unsigned long long)lost_frames, lost_frames == 1 ? "" : "s", loc->id,
+                     (unsigned long long)lost);
+            if (rc == 0)
+                rc = -1;
+        }
+        if (rc > 0)
+            return rc;
     }
-    if (rc == 0 && rp.have_flush)
-        rc = fn((const sm_record_t *)rp.flush, arg);
+    int result = rc;
+    rc = rc < 0 ? 0 : rc;
+    for (sm_chunk_t *c = b->flying_first; c && rc == 0; c = c->next)
+        rc = sm_replay_bytes(&rp, c->data, c->data + c->used);
+    for (sm_chunk_t *c = b->first; c && rc == 0; c = c->next)
+        rc = sm_replay_bytes(&rp, c->data, c->data + sm_chunk_used(loc, c));
+    rc = sm_replay_end(&rp, rc);
+    return rc != 0 ? rc : result;
+}
+
+/* ---------------------------------------------------------------- files left behind */
+
+/* The frames of one spill file, read once for all its locations (the merge
+ * tool asks for them location by location). */
+typedef struct sm_spill_index_entry {
+    uint32_t location;
+    sm_spill_extent_t e;
+} sm_spill_index_entry_t;
+
+static struct {
+    char *path;
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+    sm_spill_index_entry_t *entries;
+    uint64_t n;
+    sm_spill_report_t report;
+    int status;        /* as sm_spill_file_check */
+    int tail_bad;      /* the end of the file is cut or overwritten */
+    uint64_t tail_lost; /* records of a frame cut short there */
+} sm_index;
+static pthread_mutex_t sm_index_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Reads the frame headers of fd into sm_index. */
+static int sm_index_build(int fd, const char *path, const struct stat *st)
+{
+    sm_spill_report_t *r = &sm_index.report;
+    memset(r, 0, sizeof *r);
+    free(sm_index.entries);
+    sm_index.entries = NULL;
+    sm_index.n = 0;
+    sm_spill_fhdr_t h;
+    if (sm_pread_all(fd, &h, sizeof h, 0) != 0 || memcmp(h.magic, SM_SPILL_MAGIC, 8) != 0) {
+        sm_error("%s is not a sysmeasure spill file (or of another version)", path);
+        return -1;
+    }
+    uint64_t cap = 0;
+    uint64_t off = sizeof h;
+    r->header_ok = h.version == SM_SPILL_VERSION && h.size == sizeof h &&
+                   h.check == sm_sum64(&h, offsetof(sm_spill_fhdr_t, check));
+    if (r->header_ok) {
+        memcpy(r->job, h.job, sizeof r->job);
+        r->job[sizeof r->job - 1] = '\0';
+        r->pid = h.pid;
+    }
+    uint64_t size = (uint64_t)st->st_size;
+    sm_index.tail_bad = 0;
+    sm_index.tail_lost = 0;
+    while (off < size) {
+        sm_spill_frame_t f;
+        if (off + sizeof f > size || sm_pread_all(fd, &f, sizeof f, off) != 0 ||
+            !sm_frame_intact(&f)) {
+            r->unreadable_bytes = size - off;
+            sm_index.tail_bad = 1;
+            break;
+        }
+        if (off + sizeof f + f.bytes > size) { /* cut short */
+            r->damaged_frames++;
+            r->lost_records += f.records;
+            sm_index.tail_bad = 1;
+            sm_index.tail_lost = f.records;
+            r->unreadable_bytes = size - off;
+            break;
+        }
+        if (sm_index.n == cap) {
+            cap = cap ? 2 * cap : 256;
+            sm_spill_index_entry_t *grown = realloc(sm_index.entries, cap * sizeof *grown);
+            if (!grown)
+                return -1;
+            sm_index.entries = grown;
+        }
+        sm_index.entries[sm_index.n++] =
+            (sm_spill_index_entry_t){f.location, {off, f.bytes, f.records}};
+        off += sizeof f + f.bytes;
+    }
+    return 0;
+}
+
+/* sm_index for path (index lock held): built unless it is that file, unchanged. */
+static int sm_index_get(const char *path, int *fd_out)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        sm_error("cannot open spill file %s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    if (!(sm_index.path && !strcmp(sm_index.path, path) && sm_index.dev == st.st_dev &&
+          sm_index.ino == st.st_ino && sm_index.size == st.st_size &&
+          sm_index.mtime.tv_sec == st.st_mtim.tv_sec &&
+          sm_index.mtime.tv_nsec == st.st_mtim.tv_nsec)) {
+        free(sm_index.path);
+        sm_index.path = NULL;
+        if (sm_index_build(fd, path, &st) != 0) {
+            close(fd);
+            return -1;
+        }
+        sm_index.path = strdup(path);
+        sm_index.dev = st.st_dev;
+        sm_index.ino = st.st_ino;
+        sm_index.size = st.st_size;
+        sm_index.mtime = st.st_mtim;
+        sm_index.status = -2; /* data not checked yet */
+    }
+    *fd_out = fd;
+    return 0;
+}
+
+int sm_spill_file_check(const char *path, sm_spill_report_t *report)
+{
+    pthread_mutex_lock(&sm_index_lock);
+    int fd, rc = -1;
+    if (sm_index_get(path, &fd) == 0) {
+        if (sm_index.status == -2) {
+            /* Check every frame's data once. */
+            sm_spill_report_t *r = &sm_index.report;
+            uint8_t *buf = NULL;
+            size_t cap = 0;
+            for (uint64_t i = 0; i < sm_index.n; i++) {
+                const sm_spill_extent_t *e = &sm_index.entries[i].e;
+                size_t len = sizeof(sm_spill_frame_t) + e->bytes;
+                if (len > cap) {
+                    free(buf);
+                    buf = malloc(cap = len);
+                }
+                const sm_spill_frame_t *f = (const sm_spill_frame_t *)buf;
+                if (buf && sm_pread_all(fd, buf, len, e->offset) == 0 &&
+                    f->data_check == sm_sum64(buf + sizeof *f, e->bytes)) {
+                    r->frames++;
+                    r->records += e->records;
+                } else {
+                    r->damaged_frames++;
+                    r->lost_records += e->records;
+                }
+            }
+            free(buf);
+            sm_index.status = r->header_ok && !r->damaged_frames && !r->unreadable_bytes ? 0 : 1;
+        }
+        if (report)
+            *report = sm_index.report;
+        rc = sm_index.status;
+        close(fd);
+    }
+    pthread_mutex_unlock(&sm_index_lock);
     return rc;
 }
 
-int sm_spill_file_for_each(const char *path, sm_record_fn fn, void *arg)
+int sm_spill_file_for_each(const char *path, uint32_t location, sm_record_fn fn, void *arg)
 {
     sm_replay_t rp = {.fn = fn, .arg = arg};
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        sm_error("cannot open spill file %s: %s", path, strerror(errno));
+    pthread_mutex_lock(&sm_index_lock);
+    int fd;
+    if (sm_index_get(path, &fd) != 0) {
+        pthread_mutex_unlock(&sm_index_lock);
         return -1;
     }
-    int rc = sm_replay_file(&rp, fd, path);
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < sm_index.n; i++)
+        n += sm_index.entries[i].location == location;
+    sm_spill_extent_t *e = malloc((n ? n : 1) * sizeof *e);
+    n = 0;
+    for (uint64_t i = 0; e && i < sm_index.n; i++)
+        if (sm_index.entries[i].location == location)
+            e[n++] = sm_index.entries[i].e;
+    int tail_damaged = sm_index.tail_bad;
+    uint64_t tail_lost = sm_index.tail_lost, tail_bytes = sm_index.report.unreadable_bytes;
+    pthread_mutex_unlock(&sm_index_lock);
+    if (!e) {
+        close(fd);
+        return -1;
+    }
+    uint64_t lost = 0, lost_frames = 0;
+    int rc = sm_replay_extents(&rp, fd, location, e, (uint32_t)n, &lost, &lost_frames);
     close(fd);
-    if (rc == 0 && rp.have_flush)
-        rc = fn((const sm_record_t *)rp.flush, arg);
+    free(e);
+    rc = sm_replay_end(&rp, rc);
+    if (lost_frames) {
+        sm_error("spill file %s: %llu chunk%s of location %u damaged; %llu events lost", path,
+                 (unsigned long long)lost_frames, lost_frames == 1 ? "" : "s", location,
+                 (unsigned long long)lost);
+        if (rc == 0)
+            rc = -1;
+    }
+    /* The end of the file is cut or overwritten: which location lost what
+     * is unknown beyond the frame headers still readable; say it once per
+     * file (location 0 is always the first asked). */
+    if (tail_damaged && location == 0) {
+        sm_error("spill file %s is truncated or damaged at its end: %llu bytes unreadable "
+                 "(%llu events of a cut chunk, and whatever followed it, lost)", path,
+                 (unsigned long long)tail_bytes, (unsigned long long)tail_lost);
+        if (rc == 0)
+            rc = -1;
+    }
     return rc;
 }
 
 int sm_buffer_save(sm_location_t *loc)
 {
-    sm_buffer_t *b = &loc->buffer;
-    if (sm_spill_open(loc) != 0)
+    sm_buffers_quiesce();
+    if (!loc->buffer.first && !loc->buffer.flying_first)
+        return 0;
+    if (sm_spill_in_place(loc, 1) != 0) {
+        sm_error("saving the events of location %u to %s failed", loc->id,
+                 sm_spill_file ? sm_spill_file : "the spill folder");
         return -1;
-    for (sm_chunk_t *c = b->first; c; c = c->next) {
-        uint32_t used = sm_chunk_used(loc, c);
-        if (sm_write_all(b->spill_fd, c->data, used) != 0) {
-            sm_error("saving the events of location %u to %s failed: %s", loc->id,
-                     b->spill_path, strerror(errno));
-            return -1;
-        }
     }
-    /* They are on disk now: memory starts empty for anyone still reading. */
-    for (sm_chunk_t *c = b->first; c; c = c->next)
-        c->used = 0;
-    if (b->current)
-        __atomic_store_n(&loc->pos, b->current->data, __ATOMIC_RELEASE);
     return 0;
 }
 

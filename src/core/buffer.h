@@ -1,8 +1,23 @@
 /* Per-location event buffers: chunks drawn from one per-process memory budget
- * (SYSMEASURE_BUFFER_SIZE).  When the budget is spent, the location that needs
- * room writes its own chunks to its spill file and reuses one; a BufferFlush
- * record with start and stop time marks the spill in the trace.  Writers read
- * a location's records back in order: spill file first, then memory. */
+ * (SYSMEASURE_BUFFER_SIZE).
+ *
+ * Spilling happens off the application's path: when the chunks in memory
+ * pass a mark below the budget, the location that needs room hands its full
+ * chunks to one background writer thread (started at the first spill, asleep
+ * on a condition variable when there is nothing to write) and goes on in a
+ * free chunk.  Chunks in flight count against the budget until they are on
+ * disk; an application thread waits only when the budget is spent and its
+ * own chunks are still in flight (the disk is slower than the event rate),
+ * and a BufferFlush record with start and stop time marks that wait in the
+ * trace.  A thread that ends while memory is tight hands over its chunks too.
+ *
+ * All locations of a process share one spill file, <spill dir>/<pid>.events:
+ * a header naming the job (sm_job_id) and the process, then frames, each one
+ * chunk of one location with its own checksums.  The file descriptor is
+ * checked (device and inode recorded at open) before every use and reopened
+ * by path when the application closed or reused its number.  Writers read a
+ * location's records back in order: its frames in the spill file, then the
+ * chunks still in flight, then memory. */
 #ifndef SM_BUFFER_H
 #define SM_BUFFER_H
 
@@ -14,42 +29,72 @@
 typedef struct sm_chunk sm_chunk_t;
 struct sm_location;
 
+/* One frame of a location in the spill file. */
+typedef struct sm_spill_extent {
+    uint64_t offset; /* of the frame header */
+    uint32_t bytes;  /* payload bytes */
+    uint32_t records;
+} sm_spill_extent_t;
+
 typedef struct sm_buffer {
     sm_chunk_t *first;        /* chunks in memory, oldest first */
     sm_chunk_t *current;      /* the one being written */
-    int spill_fd;             /* -1 until the first spill */
-    char *spill_path;
-    uint64_t spills;          /* how many times this location spilled */
+    /* Chunks handed to the writer thread, not yet on disk, oldest first
+     * (under the writer's lock). */
+    sm_chunk_t *flying_first, *flying_last;
+    sm_spill_extent_t *spilled; /* its frames in the spill file, in order */
+    uint32_t n_spilled, cap_spilled;
+    uint64_t spills;          /* hand-overs of chunks to the disk */
     uint64_t spilled_bytes;
+    uint64_t spill_waits;     /* times the thread waited for the disk (BufferFlush) */
     uint64_t dropped_records; /* lost because a spill could not be written */
-    uint64_t pending_flush_start; /* a spill to mark in the next chunk (ticks) */
-    uint64_t pending_flush_stop;
 } sm_buffer_t;
 
 /* Budget and chunk size from the configuration. */
 void sm_buffers_configure(uint64_t budget_bytes, uint64_t chunk_bytes) SM_HIDDEN;
 /* Folder for spill files, created (with parents) at the first spill. */
 void sm_buffers_set_spill_dir(const char *dir) SM_HIDDEN;
-/* Or ask `provider` at the first spill of each location (the runtime: it
- * creates the output folder then, under the name it chose); NULL when there
- * is none.  Takes precedence over sm_buffers_set_spill_dir. */
+/* Or ask `provider` at the first spill (the runtime: it creates the output
+ * folder then, under the name it chose); NULL when there is none.  Takes
+ * precedence over sm_buffers_set_spill_dir.  The provider runs on the writer
+ * thread: it must not wait for anything that waits for the writer. */
 void sm_buffers_set_spill_provider(const char *(*provider)(void)) SM_HIDDEN;
-/* Bytes of chunks currently allocated in the process. */
+/* Bytes of chunks currently allocated in the process (in flight included). */
 uint64_t sm_buffers_in_use(void) SM_HIDDEN;
+/* The most that sm_buffers_in_use ever was. */
+uint64_t sm_buffers_peak(void) SM_HIDDEN;
 uint64_t sm_buffers_chunk_size(void) SM_HIDDEN;
 /* Return the recycled chunks to the system (end of the run). */
 void sm_buffers_release(void) SM_HIDDEN;
+/* Stop the writer thread after the write it is doing (chunks still queued
+ * stay in memory, where the readers find them); from then on spills are
+ * written by the thread that needs room.  Idempotent; called before the
+ * buffers are read at the end. */
+void sm_buffers_quiesce(void) SM_HIDDEN;
+/* In a forked child: the writer thread is not there and the spill file is
+ * the parent's.  The child's events are discarded (the runtime writes
+ * nothing for it): full chunks are simply reused. */
+void sm_buffers_after_fork_child(void) SM_HIDDEN;
+/* The spill file of this process, or NULL before the first spill. */
+const char *sm_buffers_spill_path(void) SM_HIDDEN;
 /* Bytes of chunk memory loc holds now. */
 uint64_t sm_buffer_memory(const struct sm_location *loc) SM_HIDDEN;
 
 void sm_buffer_init(struct sm_location *loc) SM_HIDDEN;
 /* Frees loc's chunks: only when no thread can write to loc any more. */
 void sm_buffer_free(struct sm_location *loc) SM_HIDDEN;
-/* Closes and deletes loc's spill file (its events are in the archive). */
+/* Forgets loc's frames in the spill file (its events are in the archive);
+ * the file is deleted when no location has any left. */
 void sm_buffer_remove_spill(struct sm_location *loc) SM_HIDDEN;
+/* The spill file holding loc's events, or NULL when none of them is there. */
+const char *sm_buffer_spill_path(const struct sm_location *loc) SM_HIDDEN;
 
 /* Slow path of sm_buffer_reserve: a new chunk (allocating or spilling). */
 uint8_t *sm_buffer_next_chunk(struct sm_location *loc, size_t bytes) SM_HIDDEN;
+
+/* The thread of loc has ended (loc is closed): when memory is tight, its
+ * chunks go to the writer and their memory back to the pool. */
+void sm_buffer_thread_ended(struct sm_location *loc) SM_HIDDEN;
 
 /* Room for `bytes` (at most a chunk) in loc's buffer. */
 #define SM_BUFFER_RESERVE(loc, bytes)                                                   \
@@ -60,21 +105,49 @@ uint8_t *sm_buffer_next_chunk(struct sm_location *loc, size_t bytes) SM_HIDDEN;
 #define SM_BUFFER_COMMIT(loc, new_end) __atomic_store_n(&(loc)->pos, (uint8_t *)(new_end), __ATOMIC_RELEASE)
 
 /* Calls fn for every record of loc, in order; stops early when fn returns
- * non-zero and returns that value; -1 if the spill file cannot be read. */
+ * non-zero and returns that value; -1 if some of its spilled records cannot
+ * be read back (a message says which and how many; the others are still
+ * delivered).  Stops the writer thread first (sm_buffers_quiesce). */
 typedef int (*sm_record_fn)(const sm_record_t *rec, void *arg);
 int sm_buffer_for_each(struct sm_location *loc, sm_record_fn fn, void *arg) SM_HIDDEN;
 
-/* Write all of loc's chunks to its spill file now and keep one chunk, empty
- * but for a BufferFlush record.  0, or -1 when the spill failed (the records are
- * then dropped and counted). */
+/* Hand all of loc's chunks to the disk now (written by the caller when the
+ * writer thread is stopped) and keep one chunk, empty but for a BufferFlush
+ * record.  0, or -1 when the spill failed (the records are then dropped and
+ * counted). */
 int sm_buffer_spill(struct sm_location *loc) SM_HIDDEN;
 
 /* The process is ending without a collective finalize: write all of loc's
- * records to its spill file (created if needed) for sysmeasure-merge.  The
+ * records to the spill file (created if needed) for sysmeasure-merge.  The
  * location must be closed.  0 or -1 (message printed). */
 int sm_buffer_save(struct sm_location *loc) SM_HIDDEN;
-/* Every record of a spill file left behind, in order (sysmeasure-merge). */
-int sm_spill_file_for_each(const char *path, sm_record_fn fn, void *arg) SM_HIDDEN;
+
+/* What a spill file left behind holds, and what of it is damaged. */
+typedef struct sm_spill_report {
+    char job[128];            /* the job identity in its header ("" if unreadable) */
+    int64_t pid;              /* the process that wrote it */
+    int header_ok;            /* the file header is intact */
+    uint64_t frames;          /* intact chunks */
+    uint64_t records;         /* records in them */
+    uint64_t damaged_frames;  /* chunks whose data fails its checksum */
+    uint64_t lost_records;    /* records of those chunks (their headers say) */
+    uint64_t unreadable_bytes;/* bytes after the last readable frame header
+                                 (a truncated or overwritten tail): their
+                                 record count is unknown */
+} sm_spill_report_t;
+
+/* Reads the whole spill file at path: fills *report (when not NULL).
+ * 0 when every byte is accounted for by intact frames, 1 when something is
+ * damaged or missing (see the report), -1 when it cannot be opened or is not
+ * a spill file (message printed). */
+int sm_spill_file_check(const char *path, sm_spill_report_t *report) SM_HIDDEN;
+
+/* Every record of location `location` in the spill file at path, in order
+ * (sysmeasure-merge).  Damaged chunks are skipped and reported in one line
+ * each (records lost), and the result is then -1 as when the file cannot be
+ * read; otherwise 0 or fn's non-zero value. */
+int sm_spill_file_for_each(const char *path, uint32_t location, sm_record_fn fn, void *arg)
+    SM_HIDDEN;
 
 /* Number of records of loc (memory and spill file). */
 uint64_t sm_buffer_record_count(struct sm_location *loc) SM_HIDDEN;

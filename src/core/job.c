@@ -4,6 +4,7 @@
  * its server's pid (Open MPI 5, PRRTE); Slurm's job and step; else this
  * process alone (host, pid and start time). */
 #include "job.h"
+#include "../util/hash.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,4 +82,10 @@ const char *sm_job_id_source(void)
 {
     pthread_once(&sm_job_once, sm_job_init);
     return sm_job_src;
+}
+
+uint64_t sm_job_hash(void)
+{
+    const char *id = sm_job_id();
+    return sm_fnv(id, strlen(id), SM_FNV_START);
 }

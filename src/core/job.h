@@ -7,6 +7,7 @@
 #define SM_JOB_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "compiler.h"
 
 #define SM_JOB_ID_MAX 128
@@ -14,6 +15,10 @@
 /* The job's identity, at most SM_JOB_ID_MAX-1 printable characters, computed
  * once (thread-safe, async-signal-safe after the first call). */
 const char *sm_job_id(void) SM_HIDDEN;
+
+/* A 64-bit hash of sm_job_id() (FNV-1a), for file names: the files two
+ * jobs leave in one folder never share a name. */
+uint64_t sm_job_hash(void) SM_HIDDEN;
 
 /* Where it came from: "SYSMEASURE_JOB_ID", "Open MPI", "PMIx", "Slurm", or
  * "process" when no launcher named the job (then each process has its own

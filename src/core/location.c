@@ -38,8 +38,11 @@ void sm_locations_set_modes(int tracing, int profiling, int enabled)
 static void sm_location_thread_exit(void *arg)
 {
     sm_location_t *loc = arg;
-    if (loc && !loc->closed)
+    if (loc && !loc->closed) {
         sm_location_close(loc, sm_clock_now());
+        /* Thousands of short threads must not hold the budget's memory. */
+        sm_buffer_thread_ended(loc);
+    }
 }
 
 int sm_locations_init(void)

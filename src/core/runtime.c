@@ -358,6 +358,7 @@ static void sm_runtime_after_fork_child(void)
 {
     sm_runtime_discard = 1;
     sm_runtime_active = 0;
+    sm_buffers_after_fork_child();
 }
 
 #ifdef SM_HAVE_PAPI

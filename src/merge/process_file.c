@@ -185,7 +185,7 @@ int sm_process_file_write(const sm_run_info_t *run, const char *reason)
         SM_PF_PUT(&b, il.name);
         sm_pf_put_string(&b, il.creation_path);
         free(il.creation_path);
-        const char *events = loc->buffer.spill_path;
+        const char *events = sm_buffer_spill_path(loc);
         const char *base = events ? strrchr(events, '/') : NULL;
         sm_pf_put_string(&b, base ? base + 1 : NULL);
     }
@@ -208,7 +208,7 @@ int sm_process_file_write(const sm_run_info_t *run, const char *reason)
      * replace each other (the merge tells them apart by the job in them). */
     char name[64], tmpname[96];
     snprintf(name, sizeof name, "rank-%u.%016llx.smp", (unsigned)run->rank,
-             (unsigned long long)sm_fnv(job, strlen(job), SM_FNV_START));
+             (unsigned long long)sm_job_hash());
     snprintf(path, sizeof path, "%s/%s", dir, name);
     snprintf(tmpname, sizeof tmpname, ".rank-%u.smp.%ld.tmp", (unsigned)run->rank, (long)getpid());
     snprintf(tmp, sizeof tmp, "%s/%s", dir, tmpname);
@@ -519,7 +519,7 @@ static int sm_pf_for_each(void *ctx, uint32_t i, sm_record_fn fn, void *arg)
     const sm_process_file_t *f = ctx;
     if (i >= f->n_locations)
         return -1;
-    return f->events[i] ? sm_spill_file_for_each(f->events[i], fn, arg) : 0;
+    return f->events[i] ? sm_spill_file_for_each(f->events[i], f->locations[i].id, fn, arg) : 0;
 }
 
 static uint64_t sm_pf_to_ns(void *ctx, uint64_t ticks)

@@ -171,6 +171,88 @@ static OTF2_FlushType sm_otf2_pre_flush(void *user, OTF2_FileType type, OTF2_Loc
     return OTF2_FLUSH;
 }
 
+/* OTF2's buffer chunks come from here, and go back to a small pool when a
+ * writer is flushed or closed.  Left to itself, OTF2 allocates a fresh 4 MiB
+ * chunk for every writer and returns it to the system at close: with
+ * thousands of locations (short-lived threads) the page faults and unmaps
+ * of those chunks took tens of milliseconds per location on a virtual
+ * machine, most of the writing time.  A buffer holds at most
+ * SM_OTF2_CHUNKS_PER_BUFFER chunks; then the allocation fails, which makes
+ * OTF2 flush the buffer to its file and free its chunks (here). */
+#define SM_OTF2_CHUNKS_PER_BUFFER 4
+#define SM_OTF2_POOL 8
+
+typedef struct sm_otf2_buffer_chunks {
+    uint32_t n;
+    uint64_t size;
+    void *chunk[SM_OTF2_CHUNKS_PER_BUFFER];
+} sm_otf2_buffer_chunks_t;
+
+static void *sm_otf2_pool[SM_OTF2_POOL];
+static uint64_t sm_otf2_pool_size[SM_OTF2_POOL];
+static uint32_t sm_otf2_pool_n;
+
+static void *sm_otf2_allocate(void *user, OTF2_FileType type, OTF2_LocationRef location,
+                              void **per_buffer, uint64_t size)
+{
+    (void)user;
+    (void)type;
+    (void)location;
+    sm_otf2_buffer_chunks_t *b = *per_buffer;
+    if (!b) {
+        b = calloc(1, sizeof *b);
+        if (!b)
+            return NULL;
+        *per_buffer = b;
+    }
+    if (b->n == SM_OTF2_CHUNKS_PER_BUFFER)
+        return NULL;
+    void *c = NULL;
+    for (uint32_t i = sm_otf2_pool_n; i-- > 0;)
+        if (sm_otf2_pool_size[i] == size) {
+            c = sm_otf2_pool[i];
+            sm_otf2_pool[i] = sm_otf2_pool[sm_otf2_pool_n - 1];
+            sm_otf2_pool_size[i] = sm_otf2_pool_size[sm_otf2_pool_n - 1];
+            sm_otf2_pool_n--;
+            break;
+        }
+    if (!c && !(c = malloc(size)))
+        return NULL;
+    b->size = size;
+    b->chunk[b->n++] = c;
+    return c;
+}
+
+static void sm_otf2_free_all(void *user, OTF2_FileType type, OTF2_LocationRef location,
+                             void **per_buffer, bool final)
+{
+    (void)user;
+    (void)type;
+    (void)location;
+    sm_otf2_buffer_chunks_t *b = *per_buffer;
+    if (!b)
+        return;
+    for (uint32_t i = 0; i < b->n; i++) {
+        if (sm_otf2_pool_n < SM_OTF2_POOL) {
+            sm_otf2_pool_size[sm_otf2_pool_n] = b->size;
+            sm_otf2_pool[sm_otf2_pool_n++] = b->chunk[i];
+        } else {
+            free(b->chunk[i]);
+        }
+    }
+    b->n = 0;
+    if (final) {
+        free(b);
+        *per_buffer = NULL;
+    }
+}
+
+static void sm_otf2_pool_release(void)
+{
+    while (sm_otf2_pool_n)
+        free(sm_otf2_pool[--sm_otf2_pool_n]);
+}
+
 /* Notes the first failure; true when rc is success.  An error OTF2 reported
  * through the callback counts even when the call returned success: OTF2 3.0
  * swallows a failed flush of an event buffer (a full disk) and goes on. */
@@ -1463,6 +1545,7 @@ static bool sm_otf2_write_archive(sm_otf2_writer_t *w, const sm_image_t *imgs, u
                                   bool *others_failed)
 {
     static const OTF2_FlushCallbacks flush = {sm_otf2_pre_flush, NULL};
+    static const OTF2_MemoryCallbacks memory = {sm_otf2_allocate, sm_otf2_free_all};
     const sm_run_info_t *run = w->run;
     const sm_procs_t *procs = w->job->procs;
     char description[512];
@@ -1476,7 +1559,8 @@ static bool sm_otf2_write_archive(sm_otf2_writer_t *w, const sm_image_t *imgs, u
                                    SM_OTF2_EVT_CHUNK, SM_OTF2_DEF_CHUNK, OTF2_SUBSTRATE_POSIX,
                                    OTF2_COMPRESSION_NONE);
     ok = sm_otf2_got(w, w->archive, "cannot create the archive") &&
-         sm_otf2_ok(w, OTF2_Archive_SetFlushCallbacks(w->archive, &flush, NULL));
+         sm_otf2_ok(w, OTF2_Archive_SetFlushCallbacks(w->archive, &flush, NULL)) &&
+         sm_otf2_ok(w, OTF2_Archive_SetMemoryCallbacks(w->archive, &memory, NULL));
     if (ok && procs->otf2_collectives(procs->ctx, w->archive) != 0) {
         w->failed_reason = "cannot set up the collective operations of the archive";
         ok = false;
@@ -1623,6 +1707,7 @@ int sm_otf2_write_images(const sm_run_info_t *run, const sm_job_t *job, const sm
     free(w.loc.creation_path);
     free(w.named_metric);
     free(w.counters);
+    sm_otf2_pool_release();
     OTF2_Error_RegisterCallback(previous, NULL);
 
     if (!ok)

@@ -196,7 +196,9 @@ for how in ("damaged", "truncated", "cut-head", "spill"):
     elif how == "cut-head":
         data = data[:40]
     if how == "spill":
-        for s in glob.glob(os.path.join(d, ".spill", "*.0.events")):
+        spills = glob.glob(os.path.join(d, ".spill", "*.events"))
+        check(len(spills) > 0, "spill: the crashed job left spill files")
+        for s in spills[:1]:
             os.remove(s)
     else:
         with open(victim, "wb") as f:

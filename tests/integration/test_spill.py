@@ -16,12 +16,14 @@ visits = check_trace_consistent(trace)
 check(visits.get("iteration") == THREADS * ITER, "iterations: %s" % visits.get("iteration"))
 check(visits.get("step") == 2 * THREADS * ITER, "steps: %s" % visits.get("step"))
 flushes = trace.of_type(otf2.events.BufferFlush)
-check(len(flushes) > 0, "spills are visible as BufferFlush events")
+# A 64K budget: the threads outrun the writer thread, and each wait for the
+# disk is a BufferFlush event.
+check(len(flushes) > 0, "waits for the disk are visible as BufferFlush events")
 check(all(e.stop_time >= e.time for _, e in flushes), "flush stop >= start")
 
 meta = load_json(out, "metadata.json")
 b = meta["buffers"]
-check(b["spills"] == len(flushes), "metadata spills %s = BufferFlush events %d" % (b["spills"], len(flushes)))
+check(b["spills"] >= len(flushes), "metadata spills %s >= BufferFlush events %d" % (b["spills"], len(flushes)))
 check(b["dropped_records"] == 0, "nothing dropped")
 check(not os.path.exists(os.path.join(out, ".spill")), "spill files removed after writing")
 

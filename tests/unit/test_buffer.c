@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "core/buffer.h"
@@ -11,6 +12,7 @@
 #include "core/config.h"
 #include "core/definitions.h"
 #include "core/events.h"
+#include "core/job.h"
 #include "core/location.h"
 #include "unit.h"
 
@@ -69,6 +71,73 @@ static int tally(const sm_record_t *r, void *arg)
     return 0;
 }
 
+static int count_any(const sm_record_t *r, void *arg)
+{
+    (void)r;
+    ++*(uint64_t *)arg;
+    return 0;
+}
+
+/* Copies of the spill file, one with a byte of a chunk changed, one cut
+ * short: each is reported with the records it lost, and every other record
+ * is still delivered. */
+static void check_damage(const char *dir, const char *path)
+{
+    sm_spill_report_t good, bad;
+    CHECK(sm_spill_file_check(path, &good) == 0);
+    CHECK(good.header_ok);
+    CHECK(good.frames > 0 && good.damaged_frames == 0 && good.unreadable_bytes == 0);
+    CHECK(strcmp(good.job, sm_job_id()) == 0);
+    CHECK(good.pid == getpid());
+    uint64_t all = 0;
+    for (int i = 0; i < THREADS; i++)
+        CHECK(sm_spill_file_for_each(path, locs[i]->id, count_any, &all) == 0);
+    CHECK_EQ_U(all, good.records);
+
+    FILE *in = fopen(path, "rb");
+    CHECK(in != NULL);
+    if (!in)
+        return;
+    static uint8_t bytes[64u << 20];
+    size_t n = fread(bytes, 1, sizeof bytes, in);
+    fclose(in);
+    char flipped[128], cut[128];
+    snprintf(flipped, sizeof flipped, "%s/flipped.events", dir);
+    snprintf(cut, sizeof cut, "%s/cut.events", dir);
+    FILE *out = fopen(flipped, "wb");
+    bytes[160 + 32 + 100] ^= 0x40; /* file header, frame header, into the first chunk */
+    fwrite(bytes, 1, n, out);
+    fclose(out);
+    bytes[160 + 32 + 100] ^= 0x40;
+    out = fopen(cut, "wb");
+    fwrite(bytes, 1, n - 1000, out);
+    fclose(out);
+
+    CHECK(sm_spill_file_check(flipped, &bad) == 1);
+    CHECK_EQ_U(bad.damaged_frames, 1);
+    CHECK(bad.lost_records > 0);
+    CHECK_EQ_U(bad.records + bad.lost_records, good.records);
+    uint64_t got = 0;
+    int failed = 0;
+    for (int i = 0; i < THREADS; i++)
+        failed += sm_spill_file_for_each(flipped, locs[i]->id, count_any, &got) == -1;
+    CHECK_EQ_U(failed, 1); /* the location of the damaged chunk, and only it */
+    CHECK_EQ_U(got + bad.lost_records, good.records);
+
+    CHECK(sm_spill_file_check(cut, &bad) == 1);
+    CHECK(bad.unreadable_bytes > 0);
+    CHECK(bad.lost_records > 0);
+    CHECK_EQ_U(bad.records + bad.lost_records, good.records);
+    got = 0;
+    failed = 0;
+    for (int i = 0; i < THREADS; i++)
+        failed += sm_spill_file_for_each(cut, locs[i]->id, count_any, &got) == -1;
+    CHECK(failed >= 1);
+    CHECK_EQ_U(got + bad.lost_records, good.records);
+    unlink(flipped);
+    unlink(cut);
+}
+
 int main(void)
 {
     char dir[] = "/tmp/sm-test-buffer-XXXXXX";
@@ -99,17 +168,25 @@ int main(void)
         CHECK(loc->buffer.spills > 0);
         CHECK_EQ_U(c.enters, PAIRS);
         CHECK_EQ_U(c.leaves, PAIRS);
-        CHECK_EQ_U(c.flushes, loc->buffer.spills);
+        CHECK_EQ_U(c.flushes, loc->buffer.spill_waits); /* a BufferFlush marks each wait */
         CHECK_EQ_U(c.out_of_order, 0);
         CHECK_EQ_U(c.wrong_region, 0);
         CHECK_EQ_U(loc->buffer.dropped_records, 0);
-        CHECK_EQ_U(sm_buffer_record_count(loc), 2 * PAIRS + loc->buffer.spills);
-        char path[128];
-        snprintf(path, sizeof path, "%s/%d.%u.events", spill, (int)getpid(), loc->id);
-        CHECK(access(path, F_OK) == 0);
-        sm_buffer_free(loc);
-        CHECK(access(path, F_OK) != 0); /* freed: spill file removed */
+        CHECK_EQ_U(sm_buffer_record_count(loc), 2 * PAIRS + loc->buffer.spill_waits);
     }
+    /* One spill file for the process, removed with the last location's frames. */
+    char path[256], host[64] = "";
+    gethostname(host, sizeof host - 1);
+    for (char *c = host; *c; c++)
+        if (*c == '/' || *c == '.')
+            *c = '_';
+    snprintf(path, sizeof path, "%s/%016llx.%s.%d.events", spill,
+             (unsigned long long)sm_job_hash(), host[0] ? host : "host", (int)getpid());
+    CHECK(access(path, F_OK) == 0);
+    check_damage(dir, path);
+    for (int i = 0; i < THREADS; i++)
+        sm_buffer_free(locs[i]);
+    CHECK(access(path, F_OK) != 0); /* freed: spill file removed */
 
     /* A spill folder that cannot exist (below a regular file): the events of
      * each failed spill are dropped, and counted exactly. */

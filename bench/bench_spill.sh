@@ -1,0 +1,89 @@
+#!/bin/sh
+# Spilling and the end of the run, each against its baseline in the same run
+# (medians of ROUNDS alternating runs):
+#  1. a region pair (user API) with a budget small enough to spill many
+#     times (16M) against one that holds the whole trace (2G);
+#  2. a 0-byte ping-pong round trip between 2 ranks: plain, traced with the
+#     default budget (64M, spills), traced with --buffer-size 512M;
+#  3. the time from the last event to the end of the process against the
+#     size of the trace (about 50, 100, 200 MB), against profile only;
+#  4. 4,000 short threads (200 alive at once): run and exit time, resident
+#     memory, against profile only.
+# Usage: bench/bench_spill.sh BUILDDIR [ROUNDS]
+# Environment: MPIRUN; SM_BENCH_SKIP_THREADS=1 leaves out 4 (minutes per run
+# before the OTF2 writer pooled its chunks).
+set -eu
+build=${1:?usage: bench_spill.sh BUILDDIR [ROUNDS]}
+rounds=${2:-3}
+mpirun=${MPIRUN:-mpirun}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+sm="$build/sysmeasure"
+b="$build/bench/bench-spill"
+
+median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+now_ns() { date +%s%N; }
+# run NAME ARGS...: runs the command, appends "key value" lines to
+# $work/NAME, with exit_ms (last event to process end), rss_kb and trace_mb.
+run() {
+    name=$1
+    shift
+    rm -rf "$work/out"
+    /usr/bin/time -f "rss_kb %M" -o "$work/time" "$@" >"$work/stdout" 2>/dev/null
+    end=$(now_ns)
+    cat "$work/stdout" "$work/time" >>"$work/$name"
+    last=$(awk '$1 == "last_event_ns" {print $2}' "$work/stdout")
+    [ -n "$last" ] && echo "exit_ms $(( (end - last) / 1000000 ))" >>"$work/$name"
+    if [ -d "$work/out/traces" ]; then
+        echo "trace_mb $(du -sm "$work/out/traces" | cut -f1)" >>"$work/$name"
+    fi
+    rm -rf "$work/out"
+}
+get() { awk -v k="$2" '$1 == k {print $2}' "$work/$1" | median; }
+
+i=0
+while [ "$i" -lt "$rounds" ]; do
+    run pair_spill "$sm" -o "$work/out" --no-profile --buffer-size 16M "$b" pairs 1000000 5
+    run pair_nospill "$sm" -o "$work/out" --no-profile --buffer-size 2G "$b" pairs 1000000 5
+    for n in 2300000 4600000 9200000; do
+        run "exit_trace_$n" "$sm" -o "$work/out" "$b" pairs "$n" 1
+        run "exit_profile_$n" "$sm" -o "$work/out" --no-trace "$b" pairs "$n" 1
+    done
+    if [ -z "${SM_BENCH_SKIP_THREADS:-}" ]; then
+        run threads_trace "$sm" -o "$work/out" "$b" threads 4000 200 2000
+        run threads_profile "$sm" -o "$work/out" --no-trace "$b" threads 4000 200 2000
+    fi
+    if [ -x "$build/bench/bench-pingpong" ]; then
+        pp="$build/bench/bench-pingpong"
+        run pp_plain "$mpirun" -np 2 "$pp" 150000 8
+        run pp_64m "$mpirun" -np 2 "$sm" -o "$work/out" "$pp" 150000 8
+        run pp_512m "$mpirun" -np 2 "$sm" -o "$work/out" --buffer-size 512M "$pp" 150000 8
+    fi
+    i=$((i + 1))
+done
+
+echo "bench-spill: medians of $rounds rounds"
+echo "1. region pair (ns), 5 x 1M pairs: fastest repetition / mean of all"
+printf '   %-24s %8s %8s\n' "no spill (2G budget)" "$(get pair_nospill pair_ns)" "$(get pair_nospill pair_ns_all)"
+printf '   %-24s %8s %8s\n' "spilling (16M budget)" "$(get pair_spill pair_ns)" "$(get pair_spill pair_ns_all)"
+echo "   ratio of the means: $(echo "$(get pair_spill pair_ns_all) $(get pair_nospill pair_ns_all)" | awk '{printf "%.2f", $1 / $2}')"
+if [ -f "$work/pp_plain" ]; then
+    echo "2. ping-pong round trip (us), 2 ranks, 8 x 150000: fastest / mean / slowest repetition; MPI_Finalize (ms)"
+    for k in pp_plain pp_64m pp_512m; do
+        printf '   %-24s %8s %8s %8s %8s\n' "$k" "$(get $k rt_us_best)" "$(get $k rt_us_mean)" \
+            "$(get $k rt_us_worst)" "$(get $k finalize_ms)"
+    done
+fi
+echo "3. end of the run (ms from the last event to the end of the process)"
+printf '   %-12s %10s %10s %14s\n' pairs trace_MB traced profile_only
+for n in 2300000 4600000 9200000; do
+    printf '   %-12s %10s %10s %14s\n' "$n" "$(get exit_trace_$n trace_mb)" \
+        "$(get exit_trace_$n exit_ms)" "$(get exit_profile_$n exit_ms)"
+done
+echo "4. 4000 threads, 200 alive, 2000 pairs each (default 64M budget)"
+printf '   %-14s %10s %10s %10s %10s\n' "" run_s exit_ms rss_kb trace_MB
+for k in threads_trace threads_profile; do
+    printf '   %-14s %10s %10s %10s %10s\n' "$k" "$(get $k threads_s)" "$(get $k exit_ms)" \
+        "$(get $k rss_kb)" "$(get $k trace_mb)"
+done
