@@ -598,6 +598,16 @@ static int sm_runtime_write_profile(const sm_procs_t *procs, const sm_job_t *job
     return failures + !blob;
 }
 
+/* report.html, last: it reads the files just written.  0 or 1. */
+static int sm_runtime_write_report(const char *dir)
+{
+    char err[512];
+    int rc = sm_report_write_html(dir, err, sizeof err);
+    if (rc == SM_REPORT_NOT_OUTPUT)
+        sm_error("writing %s/report.html failed: %s", dir, err);
+    return rc != 0;
+}
+
 /* Everything the job writes, collectively over procs.  Returns this
  * process's failures. */
 static int sm_runtime_write_job(const sm_procs_t *procs)
@@ -655,7 +665,10 @@ static int sm_runtime_write_job(const sm_procs_t *procs)
     if (procs->rank == 0) {
         if (messages)
             failures += sm_comm_matrix_write(&sm_run, &job) != 0;
-        failures += sm_metadata_write_json(&sm_run, &job) != 0;
+        int meta_failed = sm_metadata_write_json(&sm_run, &job) != 0;
+        failures += meta_failed;
+        if (sm_cfg.report && !meta_failed) /* (it reads metadata.json) */
+            failures += sm_runtime_write_report(sm_run.output_dir);
     }
     free(messages);
     free(bytes);

@@ -29,11 +29,11 @@ enum { SM_MERGE_OK = 0, SM_MERGE_FAILED = 1, SM_MERGE_USAGE = 2 };
 static void sm_merge_usage(FILE *f)
 {
     fprintf(f, "usage: sysmeasure-merge [-v] [--job ID] FOLDER\n"
-               "Writes FOLDER/traces.otf2, profile.txt, profile.json, profile.csv and\n"
-               "metadata.json from the process files that the ranks of a job left in\n"
-               "FOLDER/.ranks when they could not write them together (MPI_Abort, a\n"
-               "signal, no MPI_Finalize).  When the folder holds the files of several\n"
-               "jobs, --job ID names the one to merge (the error lists them).\n");
+               "Writes FOLDER/traces.otf2, profile.txt, profile.json, profile.csv,\n"
+               "metadata.json and report.html from the process files that the ranks of\n"
+               "a job left in FOLDER/.ranks when they could not write them together\n"
+               "(MPI_Abort, a signal, no MPI_Finalize).  When the folder holds the files\n"
+               "of several jobs, --job ID names the one to merge (the error lists them).\n");
 }
 
 static int sm_merge_by_rank(const void *a, const void *b)
@@ -356,8 +356,16 @@ int main(int argc, char **argv)
     free(seq);
     if (job.matrix_messages)
         failures += sm_comm_matrix_write(&run, &job) != 0;
-    failures += sm_metadata_write_json(&run, &job) != 0;
     free(mseq);
+    int meta_failed = sm_metadata_write_json(&run, &job) != 0;
+    failures += meta_failed;
+    if (!meta_failed && (!run.config || run.config->report)) { /* it reads the files just written */
+        char err[PATH_MAX + 200];
+        int rc = sm_report_write_html(folder, err, sizeof err);
+        if (rc == SM_REPORT_NOT_OUTPUT)
+            sm_error("writing %s/report.html failed: %s", folder, err);
+        failures += rc != 0;
+    }
 
     if (failures) {
         sm_error("%d of the outputs in %s could not be written (see above)", failures, folder);

@@ -68,6 +68,14 @@ int sm_comm_matrix_write(const sm_run_info_t *run, const sm_job_t *job) SM_HIDDE
  * dates, threads. */
 int sm_metadata_write_json(const sm_run_info_t *run, const sm_job_t *job) SM_HIDDEN;
 
+/* report.html in dir, from the folder's metadata.json and profile.json (so
+ * that sysmeasure-report can rebuild it from any output folder): 0; -1
+ * after one line naming the problem (a full disk); SM_REPORT_NOT_OUTPUT
+ * with the problem in err, not printed, when dir holds no sysmeasure output
+ * or its files are damaged. */
+#define SM_REPORT_NOT_OUTPUT (-2)
+int sm_report_write_html(const char *dir, char *err, size_t errlen) SM_HIDDEN;
+
 /* The "buffers" object (budget, chunk size, spills, dropped events) and
  * "unmatched_leaves", shared by profile.json and metadata.json. */
 void sm_json_run_totals(sm_json_t *j, const sm_run_info_t *run) SM_HIDDEN;

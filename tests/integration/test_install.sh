@@ -12,7 +12,7 @@ make -s -C "$SM_BUILDDIR" install DESTDIR="$stage" >install.log 2>&1 || { cat in
 prefix=$(sed -n 's/^prefix = //p' "$SM_BUILDDIR/Makefile")
 libdir=$(sed -n 's/^libdir = //p' "$SM_BUILDDIR/Makefile" | sed "s|\${exec_prefix}|$prefix|")
 root="$stage$prefix"
-for f in bin/sysmeasure bin/sysmeasure-avail bin/sysmeasure-instrument bin/sysmeasure-cc \
+for f in bin/sysmeasure bin/sysmeasure-avail bin/sysmeasure-report bin/sysmeasure-instrument bin/sysmeasure-cc \
          bin/sysmeasure-c++ bin/sysmeasure-fortran bin/sysmeasure-score include/sysmeasure.h share/man/man1/sysmeasure.1 \
          share/doc/sysmeasure/manual.md share/doc/sysmeasure/configuration.md; do
     [ -e "$root/$f" ] || no "$f not installed"

@@ -1,0 +1,840 @@
+/* report.html: one self-contained page for a person to look at, built from
+ * the folder's own metadata.json, profile.json and comm_matrix data (the
+ * same files at finalize, in sysmeasure-merge and in sysmeasure-report, so
+ * the page is the same whichever wrote it).  Plots are inline SVG drawn
+ * here; the only script sorts tables.  Nothing is loaded from elsewhere.
+ *
+ * The page stays small for large jobs: tables and per-rank plots are capped
+ * (SM_REPORT_MAX_*) and the page says what was left out. */
+#include "summary_common.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "../util/json_read.h"
+#include "../util/log.h"
+
+#define SM_REPORT_MAX_PATHS 200      /* rows of the call-path table */
+#define SM_REPORT_MAX_IMBALANCE 10   /* regions in the load-imbalance section */
+#define SM_REPORT_RANK_BARS 32       /* per-rank bars up to this many ranks */
+#define SM_REPORT_MAX_RANK_ROWS 512  /* ranks drawn in "where the time went" */
+#define SM_REPORT_MATRIX_CELLS 64    /* heat-map cells per side (ranks binned beyond) */
+
+/* Where time goes: the paradigms of regions, grouped as a reader thinks of
+ * them; "outside" is a thread's time in no region at all. */
+enum { SM_RC_OUTSIDE, SM_RC_USER, SM_RC_MPI, SM_RC_OPENMP, SM_RC_KOKKOS, SM_RC_GPU, SM_RC_OTHER,
+       SM_RC_COUNT };
+static const char *const sm_rc_name[SM_RC_COUNT] = {
+    "compute outside regions", "user regions", "MPI", "OpenMP", "Kokkos", "GPU API", "other"};
+static const char *const sm_rc_color[SM_RC_COUNT] = {
+    "#b8c4ce", "#4e79a7", "#e15759", "#59a14f", "#f28e2b", "#b07aa1", "#9c755f"};
+
+static int sm_rc_of(const char *paradigm)
+{
+    if (!paradigm)
+        return SM_RC_OTHER;
+    if (!strcmp(paradigm, "user"))
+        return SM_RC_USER;
+    if (!strcmp(paradigm, "mpi"))
+        return SM_RC_MPI;
+    if (!strcmp(paradigm, "openmp"))
+        return SM_RC_OPENMP;
+    if (!strcmp(paradigm, "kokkos"))
+        return SM_RC_KOKKOS;
+    if (!strcmp(paradigm, "cuda") || !strcmp(paradigm, "hip"))
+        return SM_RC_GPU;
+    return SM_RC_OTHER;
+}
+
+/* One call path as the page uses it. */
+typedef struct sm_rpath {
+    const sm_jv_t *v;
+    double incl, excl, visits; /* sums over ranks */
+    uint32_t ranks, depth;
+} sm_rpath_t;
+
+typedef struct sm_report {
+    sm_out_t o;
+    const sm_jv_t *meta, *prof;
+    uint32_t n_ranks;
+    double duration_ns;
+    sm_rpath_t *paths;
+    uint32_t n_paths;
+    uint32_t *threads;      /* [n_ranks] */
+    uint32_t *main_threads; /* [n_ranks]: threads no other thread created */
+} sm_report_t;
+
+/* ---------------------------------------------------------------- text */
+
+/* s for HTML text and attribute values; control characters become '?'. */
+static void sm_html(sm_out_t *o, const char *s)
+{
+    if (!s)
+        return;
+    for (const unsigned char *p = (const unsigned char *)s; *p && !o->err; p++) {
+        switch (*p) {
+        case '&': sm_out_printf(o, "&amp;"); break;
+        case '<': sm_out_printf(o, "&lt;"); break;
+        case '>': sm_out_printf(o, "&gt;"); break;
+        case '"': sm_out_printf(o, "&quot;"); break;
+        case '\'': sm_out_printf(o, "&#39;"); break;
+        default: sm_out_repeat(o, *p < 0x20 || *p == 0x7f ? '?' : (char)*p, 1);
+        }
+    }
+}
+
+static void sm_fmt_time(char *buf, size_t len, double ns)
+{
+    double a = fabs(ns);
+    if (a >= 1e9)
+        snprintf(buf, len, "%.3g s", ns / 1e9);
+    else if (a >= 1e6)
+        snprintf(buf, len, "%.3g ms", ns / 1e6);
+    else if (a >= 1e3)
+        snprintf(buf, len, "%.3g \xc2\xb5s", ns / 1e3);
+    else
+        snprintf(buf, len, "%.0f ns", ns);
+}
+
+static void sm_fmt_bytes(char *buf, size_t len, double b)
+{
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    int u = 0;
+    while (b >= 1024 && u < 5) {
+        b /= 1024;
+        u++;
+    }
+    snprintf(buf, len, u ? "%.3g %s" : "%.0f %s", b, unit[u]);
+}
+
+/* A table cell with a number to sort by and its text. */
+static void sm_td_num(sm_out_t *o, double v, const char *text)
+{
+    sm_out_printf(o, "<td class=n data-v=\"%.17g\">", isfinite(v) ? v : 0.0);
+    sm_html(o, text);
+    sm_out_printf(o, "</td>");
+}
+
+static void sm_td_time(sm_out_t *o, double ns)
+{
+    char b[48];
+    sm_fmt_time(b, sizeof b, ns);
+    sm_td_num(o, ns, b);
+}
+
+static void sm_td_count(sm_out_t *o, double v)
+{
+    char b[48];
+    snprintf(b, sizeof b, "%.0f", v);
+    sm_td_num(o, v, b);
+}
+
+/* ---------------------------------------------------------------- page frame */
+
+static const char sm_report_css[] =
+    "body{font:14px/1.4 system-ui,sans-serif;margin:0 auto;max-width:1100px;padding:0 16px;"
+    "color:#222;background:#fff}"
+    "h1{font-size:22px;margin:16px 0 4px}h2{font-size:18px;border-bottom:2px solid #4e79a7;"
+    "margin-top:28px}nav a{margin-right:12px}"
+    "table{border-collapse:collapse;margin:8px 0}td,th{padding:2px 8px;border-bottom:1px "
+    "solid #ddd;text-align:left;vertical-align:top}td.n{text-align:right;"
+    "font-variant-numeric:tabular-nums}"
+    "table.sortable th{cursor:pointer;background:#eef2f6}table.sortable th:hover{background:"
+    "#dde5ee}th.a:after{content:' \\25b2'}th.d:after{content:' \\25bc'}"
+    ".note{color:#555;font-style:italic}.warn{color:#a00}.key span{display:inline-block;"
+    "width:12px;height:12px;margin:0 4px 0 12px;vertical-align:middle}"
+    "svg text{font:11px system-ui,sans-serif}td.path{font-family:monospace}"
+    "dt{font-weight:bold;float:left;clear:left;width:150px}dd{margin-left:160px}";
+
+/* Sorting only: click a header; numbers sort by data-v. */
+static const char sm_report_js[] =
+    "document.querySelectorAll('table.sortable').forEach(function(t){\n"
+    " t.querySelectorAll('th').forEach(function(th,i){th.addEventListener('click',function(){\n"
+    "  var b=t.tBodies[0],rows=Array.prototype.slice.call(b.rows),up=!th.classList.contains('a');\n"
+    "  t.querySelectorAll('th').forEach(function(h){h.classList.remove('a','d')});\n"
+    "  th.classList.add(up?'a':'d');\n"
+    "  rows.sort(function(x,y){var p=x.cells[i],q=y.cells[i],r;\n"
+    "   if(p.dataset.v!==undefined&&q.dataset.v!==undefined)r=p.dataset.v-q.dataset.v;\n"
+    "   else r=p.textContent.localeCompare(q.textContent);return up?r:-r});\n"
+    "  rows.forEach(function(r){b.appendChild(r)});});});});\n";
+
+static void sm_legend(sm_out_t *o, const bool *used)
+{
+    sm_out_printf(o, "<p class=key>");
+    for (int c = 0; c < SM_RC_COUNT; c++)
+        if (!used || used[c])
+            sm_out_printf(o, "<span style=\"background:%s\"></span>%s", sm_rc_color[c],
+                          sm_rc_name[c]);
+    sm_out_printf(o, "</p>\n");
+}
+
+/* ---------------------------------------------------------------- the run */
+
+static void sm_report_run(sm_report_t *r)
+{
+    sm_out_t *o = &r->o;
+    const sm_jv_t *m = r->meta;
+    char b[64];
+    sm_out_printf(o, "<h2 id=run>The run</h2>\n<dl>\n<dt>Program</dt><dd>");
+    sm_html(o, sm_jv_str(m, "program"));
+    sm_out_printf(o, "</dd>\n<dt>Command</dt><dd><code>");
+    const sm_jv_t *cmd = sm_jv_get(m, "command");
+    for (uint32_t i = 0; i < sm_jv_len(cmd); i++) {
+        sm_out_printf(o, i ? " " : "");
+        sm_html(o, sm_jv_at(cmd, i)->str);
+    }
+    uint32_t threads = 0, max_threads = 0;
+    for (uint32_t i = 0; i < r->n_ranks; i++) {
+        threads += r->threads[i];
+        if (r->threads[i] > max_threads)
+            max_threads = r->threads[i];
+    }
+    sm_out_printf(o, "</code></dd>\n<dt>Ranks &times; threads</dt><dd>%u rank%s &times; up to "
+                     "%u thread%s (%u in all)</dd>\n",
+                  (unsigned)r->n_ranks, r->n_ranks == 1 ? "" : "s", (unsigned)max_threads,
+                  max_threads == 1 ? "" : "s", (unsigned)threads);
+    /* Hosts, each once, in rank order. */
+    const sm_jv_t *procs = sm_jv_get(m, "processes");
+    uint32_t np = sm_jv_len(procs), n_hosts = 0;
+    sm_out_printf(o, "<dt>Hosts</dt><dd>");
+    for (uint32_t i = 0; i < np; i++) {
+        const char *h = sm_jv_str(sm_jv_at(procs, i), "host");
+        bool seen = false;
+        for (uint32_t k = 0; k < i && !seen && h; k++) {
+            const char *e = sm_jv_str(sm_jv_at(procs, k), "host");
+            seen = e && !strcmp(e, h);
+        }
+        if (!h || seen || !*h)
+            continue;
+        if (n_hosts++ < 32) {
+            sm_out_printf(o, n_hosts > 1 ? ", " : "");
+            sm_html(o, h);
+        }
+    }
+    if (n_hosts > 32)
+        sm_out_printf(o, " &hellip; (%u hosts in all)", (unsigned)n_hosts);
+    sm_fmt_time(b, sizeof b, r->duration_ns);
+    sm_out_printf(o, "</dd>\n<dt>Duration</dt><dd>%s (", b);
+    sm_html(o, sm_jv_str(m, "start_time"));
+    sm_out_printf(o, " to ");
+    sm_html(o, sm_jv_str(m, "end_time"));
+    sm_out_printf(o, ")</dd>\n<dt>sysmeasure</dt><dd>");
+    sm_html(o, sm_jv_str(m, "sysmeasure_version"));
+    sm_out_printf(o, "</dd>\n</dl>\n");
+
+    /* Notes and warnings: the run's notes, lost or spilled events. */
+    sm_out_printf(o, "<h3>Notes and warnings</h3>\n<ul id=notes>\n");
+    int items = 0;
+    const sm_jv_t *notes = sm_jv_get(m, "notes");
+    for (uint32_t i = 0; i < sm_jv_len(notes); i++, items++) {
+        sm_out_printf(o, "<li class=warn>");
+        sm_html(o, sm_jv_at(notes, i)->str);
+        sm_out_printf(o, "</li>\n");
+    }
+    const sm_jv_t *buf = sm_jv_get(m, "buffers");
+    double dropped = sm_jv_num(buf, "dropped_records", 0), spills = sm_jv_num(buf, "spills", 0);
+    double unmatched = sm_jv_num(m, "unmatched_leaves", 0);
+    if (dropped > 0 && ++items)
+        sm_out_printf(o, "<li class=warn>%.0f events were dropped (buffers full): the trace "
+                         "and the profile miss them.</li>\n", dropped);
+    if (spills > 0 && ++items)
+        sm_out_printf(o, "<li>Event buffers spilled to disk %.0f times.</li>\n", spills);
+    if (unmatched > 0 && ++items)
+        sm_out_printf(o, "<li class=warn>%.0f region ends had no matching begin.</li>\n",
+                      unmatched);
+    if (!r->prof && ++items)
+        sm_out_printf(o, "<li class=warn>No profile.json in this folder (profiling was off, "
+                         "or it could not be written): only the run is shown.</li>\n");
+    if (!items)
+        sm_out_printf(o, "<li>None.</li>\n");
+    sm_out_printf(o, "</ul>\n");
+
+    /* Configuration: what was set, then the defaults folded away. */
+    const sm_jv_t *cfg = sm_jv_get(m, "configuration");
+    for (int pass = 0; pass < 2 && cfg && cfg->type == SM_JV_OBJECT; pass++) {
+        sm_out_printf(o, pass ? "<details><summary>Configuration: defaults</summary>\n<table>\n"
+                              : "<h3>Configuration</h3>\n<table>\n");
+        for (uint32_t i = 0; i < cfg->n; i++) {
+            const char *src = sm_jv_str(cfg->items[i], "source");
+            bool dflt = src && !strcmp(src, "default");
+            if (dflt != (pass == 1))
+                continue;
+            sm_out_printf(o, "<tr><td>");
+            sm_html(o, cfg->keys[i]);
+            sm_out_printf(o, "</td><td>");
+            sm_html(o, sm_jv_str(cfg->items[i], "value"));
+            sm_out_printf(o, "</td><td class=note>");
+            sm_html(o, src);
+            sm_out_printf(o, "</td></tr>\n");
+        }
+        sm_out_printf(o, pass ? "</table></details>\n" : "</table>\n");
+    }
+}
+
+/* ---------------------------------------------------------------- where the time went */
+
+static void sm_report_time(sm_report_t *r)
+{
+    sm_out_t *o = &r->o;
+    uint32_t n = r->n_ranks;
+    double *t = calloc((size_t)n * SM_RC_COUNT, sizeof *t);
+    sm_out_printf(o, "<h2 id=time>Where the time went</h2>\n");
+    if (!t) {
+        sm_out_fail(o, ENOMEM);
+        return;
+    }
+    /* Exclusive time of every path by rank and kind; time in no region is
+     * the threads' share of the run less their top-level regions. */
+    double *top = calloc(n, sizeof *top);
+    for (uint32_t i = 0; top && i < r->n_paths; i++) {
+        const sm_jv_t *v = r->paths[i].v;
+        int c = sm_rc_of(sm_jv_str(v, "paradigm"));
+        const sm_jv_t *pr = sm_jv_get(v, "per_rank");
+        for (uint32_t k = 0; k < sm_jv_len(pr); k++) {
+            const sm_jv_t *e = sm_jv_at(pr, k);
+            double rank = sm_jv_num(e, "rank", -1);
+            if (rank < 0 || rank >= n)
+                continue;
+            t[(size_t)rank * SM_RC_COUNT + c] += sm_jv_num(e, "exclusive", 0);
+            if (r->paths[i].depth == 0)
+                top[(size_t)rank] += sm_jv_num(e, "inclusive", 0);
+        }
+    }
+    double max_total = 0, sum[SM_RC_COUNT] = {0}, all = 0;
+    bool used[SM_RC_COUNT] = {false};
+    for (uint32_t k = 0; top && k < n; k++) {
+        double outside = r->duration_ns * (r->main_threads[k] ? r->main_threads[k] : 1) - top[k];
+        t[(size_t)k * SM_RC_COUNT + SM_RC_OUTSIDE] = outside > 0 ? outside : 0;
+        double tot = 0;
+        for (int c = 0; c < SM_RC_COUNT; c++) {
+            tot += t[(size_t)k * SM_RC_COUNT + c];
+            sum[c] += t[(size_t)k * SM_RC_COUNT + c];
+            used[c] |= t[(size_t)k * SM_RC_COUNT + c] > 0;
+        }
+        all += tot;
+        if (tot > max_total)
+            max_total = tot;
+    }
+    free(top);
+    sm_out_printf(o, "<p>Time of the threads of each rank, by what they were in (exclusive "
+                     "time of the regions). \"Compute outside regions\" is the main thread's "
+                     "run time less the time in top-level regions (of every thread of the rank: "
+                     "with worker threads it is an underestimate). Hover a bar for its "
+                     "figures.</p>\n");
+    sm_legend(o, used);
+
+    /* In total, per kind. */
+    const int W = 700, L = 80;
+    sm_out_printf(o, "<h3>In total</h3>\n<svg id=paradigm-total width=%d height=30 "
+                     "role=img aria-label=\"time per paradigm\">", W + L + 10);
+    double x = L;
+    for (int c = 0; c < SM_RC_COUNT && all > 0; c++) {
+        double w = W * sum[c] / all;
+        if (w <= 0)
+            continue;
+        char b[48];
+        sm_fmt_time(b, sizeof b, sum[c]);
+        sm_out_printf(o, "<rect x=%.1f y=4 width=%.1f height=20 fill=\"%s\"><title>%s: %s "
+                         "(%.1f%%)</title></rect>",
+                      x, w, sm_rc_color[c], sm_rc_name[c], b, 100 * sum[c] / all);
+        x += w;
+    }
+    sm_out_printf(o, "<text x=0 y=18>all ranks</text></svg>\n<table id=paradigm-table>"
+                     "<tr><th>What</th><th>Time (all threads)</th><th>Share</th></tr>\n");
+    for (int c = 0; c < SM_RC_COUNT; c++) {
+        if (!used[c])
+            continue;
+        char b[48];
+        sm_fmt_time(b, sizeof b, sum[c]);
+        sm_out_printf(o, "<tr><td><span style=\"color:%s\">&#9632;</span> %s</td><td class=n>"
+                         "%s</td><td class=n>%.1f%%</td></tr>\n",
+                      sm_rc_color[c], sm_rc_name[c], b, all > 0 ? 100 * sum[c] / all : 0.0);
+    }
+    sm_out_printf(o, "</table>\n");
+
+    /* Per rank: one stacked bar each, on one scale (a longer bar: a rank
+     * whose threads took longer in all). */
+    uint32_t rows = n < SM_REPORT_MAX_RANK_ROWS ? n : SM_REPORT_MAX_RANK_ROWS;
+    const int H = n > 64 ? 6 : 16;
+    sm_out_printf(o, "<h3>Per rank</h3>\n<svg id=rank-bars width=%d height=%u role=img "
+                     "aria-label=\"time per rank\">",
+                  W + L + 10, (unsigned)(rows * (H + 2) + 4));
+    for (uint32_t k = 0; k < rows; k++) {
+        double y = 2 + k * (H + 2.0);
+        x = L;
+        for (int c = 0; c < SM_RC_COUNT && max_total > 0; c++) {
+            double v = t[(size_t)k * SM_RC_COUNT + c], w = W * v / max_total;
+            if (w <= 0)
+                continue;
+            char b[48];
+            sm_fmt_time(b, sizeof b, v);
+            sm_out_printf(o, "<rect x=%.1f y=%.0f width=%.1f height=%d fill=\"%s\"><title>"
+                             "rank %u, %s: %s</title></rect>",
+                          x, y, w, H, sm_rc_color[c], (unsigned)k, sm_rc_name[c], b);
+            x += w;
+        }
+        if (n <= 64)
+            sm_out_printf(o, "<text x=0 y=%.0f>rank %u</text>", y + H - 4, (unsigned)k);
+        sm_out_printf(o, "\n");
+    }
+    sm_out_printf(o, "</svg>\n");
+    if (rows < n)
+        sm_out_printf(o, "<p class=note>The first %u of %u ranks are drawn.</p>\n",
+                      (unsigned)rows, (unsigned)n);
+    free(t);
+}
+
+/* ---------------------------------------------------------------- call paths */
+
+static int sm_rpath_by_incl(const void *a, const void *b)
+{
+    const sm_rpath_t *x = *(sm_rpath_t *const *)a, *y = *(sm_rpath_t *const *)b;
+    return x->incl < y->incl ? 1 : x->incl > y->incl ? -1 : 0;
+}
+
+/* The name of a path, outermost first, with " / " between. */
+static void sm_path_text(sm_out_t *o, const sm_jv_t *v)
+{
+    const sm_jv_t *path = sm_jv_get(v, "path");
+    for (uint32_t d = 0; d < sm_jv_len(path); d++) {
+        sm_out_printf(o, d ? " / " : "");
+        sm_html(o, sm_jv_at(path, d)->str);
+    }
+}
+
+static void sm_spread_cells(sm_out_t *o, const sm_jv_t *sp)
+{
+    char b[64], t[96];
+    sm_td_time(o, sm_jv_num(sp, "mean", 0));
+    const char *keys[2][2] = {{"min", "min_rank"}, {"max", "max_rank"}};
+    for (int i = 0; i < 2; i++) {
+        double v = sm_jv_num(sp, keys[i][0], 0);
+        sm_fmt_time(b, sizeof b, v);
+        snprintf(t, sizeof t, "%s (rank %.0f)", b, sm_jv_num(sp, keys[i][1], 0));
+        sm_td_num(o, v, t);
+    }
+}
+
+static sm_rpath_t **sm_sorted_paths(sm_report_t *r)
+{
+    sm_rpath_t **s = malloc((r->n_paths ? r->n_paths : 1) * sizeof *s);
+    if (!s)
+        return NULL;
+    for (uint32_t i = 0; i < r->n_paths; i++)
+        s[i] = &r->paths[i];
+    qsort(s, r->n_paths, sizeof *s, sm_rpath_by_incl);
+    return s;
+}
+
+static void sm_report_paths(sm_report_t *r, sm_rpath_t **sorted)
+{
+    sm_out_t *o = &r->o;
+    uint32_t rows = r->n_paths < SM_REPORT_MAX_PATHS ? r->n_paths : SM_REPORT_MAX_PATHS;
+    sm_out_printf(o, "<h2 id=paths>Top call paths</h2>\n<p>By inclusive time summed over "
+                     "ranks. Click a heading to sort; mean, min and max are across the ranks "
+                     "that visited the path (per rank: the sum over its threads).</p>\n");
+    if (rows < r->n_paths)
+        sm_out_printf(o, "<p class=note>The %u call paths with the most time of %u are shown "
+                         "(profile.json and profile.txt have all).</p>\n",
+                      (unsigned)rows, (unsigned)r->n_paths);
+    sm_out_printf(o, "<table class=sortable id=paths-table><thead><tr><th>Call path</th>"
+                     "<th>Paradigm</th><th>Ranks</th><th>Visits</th><th>Inclusive</th>"
+                     "<th>Exclusive</th><th>Incl. mean/rank</th><th>Incl. min</th>"
+                     "<th>Incl. max</th></tr></thead>\n<tbody>\n");
+    for (uint32_t i = 0; i < rows && !o->err; i++) {
+        const sm_rpath_t *p = sorted[i];
+        /* The whole path (rows are sorted, so indentation would mislead),
+         * the region itself in bold. */
+        const sm_jv_t *path = sm_jv_get(p->v, "path");
+        uint32_t depth = sm_jv_len(path);
+        sm_out_printf(o, "<tr><td class=path>");
+        for (uint32_t d = 0; d + 1 < depth; d++) {
+            sm_html(o, sm_jv_at(path, d)->str);
+            sm_out_printf(o, " / ");
+        }
+        sm_out_printf(o, "<b>");
+        sm_html(o, depth ? sm_jv_at(path, depth - 1)->str : "?");
+        sm_out_printf(o, "</b></td><td>");
+        sm_html(o, sm_jv_str(p->v, "paradigm"));
+        sm_out_printf(o, "</td>");
+        sm_td_count(o, p->ranks);
+        sm_td_count(o, p->visits);
+        sm_td_time(o, p->incl);
+        sm_td_time(o, p->excl);
+        sm_spread_cells(o, sm_jv_get(sm_jv_get(p->v, "across_ranks"), "inclusive"));
+        sm_out_printf(o, "</tr>\n");
+    }
+    sm_out_printf(o, "</tbody></table>\n");
+}
+
+/* ---------------------------------------------------------------- load imbalance */
+
+/* max/mean of the per-rank inclusive times: 1 is perfect balance. */
+static double sm_imbalance(const sm_jv_t *v)
+{
+    const sm_jv_t *sp = sm_jv_get(sm_jv_get(v, "across_ranks"), "inclusive");
+    double mean = sm_jv_num(sp, "mean", 0);
+    return mean > 0 ? sm_jv_num(sp, "max", 0) / mean : 1;
+}
+
+static void sm_report_imbalance(sm_report_t *r, sm_rpath_t **sorted)
+{
+    sm_out_t *o = &r->o;
+    sm_out_printf(o, "<h2 id=imbalance>Load imbalance</h2>\n<p>The regions with the most "
+                     "time: each rank's inclusive time (the sum over its threads). Imbalance is "
+                     "max / mean across ranks (1.00: balanced).</p>\n");
+    /* The headline: the region outside MPI whose own (exclusive) time costs
+     * the most waiting, (max - mean) across ranks: time in MPI is mostly
+     * the wait for the slowest, and a parent's inclusive time holds it. */
+    const sm_rpath_t *worst = NULL;
+    double worst_loss = 0;
+    uint32_t shown = 0;
+    for (uint32_t i = 0; i < r->n_paths; i++) {
+        const sm_rpath_t *p = sorted[i];
+        if (p->ranks < 2)
+            continue;
+        shown++;
+        const char *par = sm_jv_str(p->v, "paradigm");
+        const sm_jv_t *sp = sm_jv_get(sm_jv_get(p->v, "across_ranks"), "exclusive");
+        double loss = sm_jv_num(sp, "max", 0) - sm_jv_num(sp, "mean", 0);
+        if (par && strcmp(par, "mpi") && loss > worst_loss) {
+            worst = p;
+            worst_loss = loss;
+        }
+    }
+    if (!shown) {
+        sm_out_printf(o, "<p class=note>No region was visited by more than one rank.</p>\n");
+        return;
+    }
+    if (worst) {
+        const sm_jv_t *sp = sm_jv_get(sm_jv_get(worst->v, "across_ranks"), "exclusive");
+        char bmax[48], bmin[48], bloss[48];
+        sm_fmt_time(bmax, sizeof bmax, sm_jv_num(sp, "max", 0));
+        sm_fmt_time(bmin, sizeof bmin, sm_jv_num(sp, "min", 0));
+        sm_fmt_time(bloss, sizeof bloss, worst_loss);
+        sm_out_printf(o, "<p id=imbalance-headline><b>Most imbalanced work (outside MPI): ");
+        sm_path_text(o, worst->v);
+        sm_out_printf(o, "</b> &mdash; slowest rank %.0f (%s), fastest rank %.0f (%s); the "
+                         "slowest takes %s more than the mean (exclusive time).</p>\n",
+                      sm_jv_num(sp, "max_rank", 0), bmax, sm_jv_num(sp, "min_rank", 0), bmin,
+                      bloss);
+    }
+    bool bars = r->n_ranks <= SM_REPORT_RANK_BARS;
+    if (!bars)
+        sm_out_printf(o, "<p class=note>%u ranks: min, mean and max with the ranks that hold "
+                         "them, instead of one bar per rank.</p>\n", (unsigned)r->n_ranks);
+    sm_out_printf(o, "<table id=imbalance-table><tr><th>Region</th><th>Slowest rank</th>"
+                     "<th>Fastest rank</th><th>Imbalance</th><th>%s</th></tr>\n",
+                  bars ? "Per rank" : "min / mean / max");
+    shown = 0;
+    for (uint32_t i = 0; i < r->n_paths && shown < SM_REPORT_MAX_IMBALANCE && !o->err; i++) {
+        const sm_rpath_t *p = sorted[i];
+        if (p->ranks < 2)
+            continue;
+        shown++;
+        const sm_jv_t *sp = sm_jv_get(sm_jv_get(p->v, "across_ranks"), "inclusive");
+        double max = sm_jv_num(sp, "max", 0), min = sm_jv_num(sp, "min", 0);
+        double mean = sm_jv_num(sp, "mean", 0);
+        char bmax[48], bmin[48], bmean[48];
+        sm_fmt_time(bmax, sizeof bmax, max);
+        sm_fmt_time(bmin, sizeof bmin, min);
+        sm_fmt_time(bmean, sizeof bmean, mean);
+        sm_out_printf(o, "<tr><td class=path>");
+        sm_path_text(o, p->v);
+        sm_out_printf(o, "</td><td>rank %.0f (%s)</td><td>rank %.0f (%s)</td><td class=n>%.2f"
+                         "</td><td>",
+                      sm_jv_num(sp, "max_rank", 0), bmax, sm_jv_num(sp, "min_rank", 0), bmin,
+                      sm_imbalance(p->v));
+        const int W = 300, H = 8;
+        if (bars) {
+            /* One horizontal bar per rank, on the region's own scale; the
+             * line marks the mean. */
+            sm_out_printf(o, "<svg width=%d height=%u>", W + 50,
+                          (unsigned)(r->n_ranks * (H + 1) + 2));
+            const sm_jv_t *pr = sm_jv_get(p->v, "per_rank");
+            for (uint32_t k = 0; k < sm_jv_len(pr); k++) {
+                const sm_jv_t *e = sm_jv_at(pr, k);
+                double rank = sm_jv_num(e, "rank", 0), v = sm_jv_num(e, "inclusive", 0);
+                char b[48];
+                sm_fmt_time(b, sizeof b, v);
+                sm_out_printf(o, "<rect x=40 y=%.0f width=%.1f height=%d fill=\"%s\"><title>"
+                                 "rank %.0f: %s</title></rect><text x=0 y=%.0f "
+                                 "font-size=8>r%.0f</text>",
+                              1 + rank * (H + 1), max > 0 ? W * v / max : 0, H,
+                              v == max ? "#e15759" : v == min ? "#59a14f" : "#4e79a7", rank, b,
+                              rank * (H + 1) + H, rank);
+            }
+            if (max > 0)
+                sm_out_printf(o, "<line x1=%.1f x2=%.1f y1=0 y2=%u stroke=\"#222\" "
+                                 "stroke-dasharray=\"2,2\"><title>mean %s</title></line>",
+                              40 + W * mean / max, 40 + W * mean / max,
+                              (unsigned)(r->n_ranks * (H + 1) + 2), bmean);
+            sm_out_printf(o, "</svg>");
+        } else {
+            /* min .. max as a range, the mean as a tick, on the region's scale. */
+            sm_out_printf(o, "<svg width=%d height=14><rect x=%.1f y=3 width=%.1f height=8 "
+                             "fill=\"#4e79a7\"/><line x1=%.1f x2=%.1f y1=0 y2=14 stroke="
+                             "\"#222\"/></svg> %s / %s / %s",
+                          W + 10, max > 0 ? W * min / max : 0,
+                          max > 0 ? W * (max - min) / max : 0, max > 0 ? W * mean / max : 0,
+                          max > 0 ? W * mean / max : 0, bmin, bmean, bmax);
+        }
+        sm_out_printf(o, "</td></tr>\n");
+    }
+    sm_out_printf(o, "</table>\n");
+}
+
+/* ---------------------------------------------------------------- MPI */
+
+static void sm_report_mpi_table(sm_report_t *r)
+{
+    sm_out_t *o = &r->o;
+    const sm_jv_t *mpi = sm_jv_get(r->prof, "mpi");
+    sm_out_printf(o, "<h2 id=mpi>MPI</h2>\n");
+    if (!sm_jv_len(mpi)) {
+        sm_out_printf(o, "<p class=note>No MPI function was called.</p>\n");
+        return;
+    }
+    sm_out_printf(o, "<table class=sortable id=mpi-table><thead><tr><th>Function</th>"
+                     "<th>Calls</th><th>Ranks</th><th>Time (all ranks)</th>"
+                     "<th>Mean per rank</th><th>Max per rank</th><th>Max rank</th>"
+                     "<th>Bytes sent</th><th>Bytes received</th></tr></thead><tbody>\n");
+    for (uint32_t i = 0; i < sm_jv_len(mpi) && !o->err; i++) {
+        const sm_jv_t *f = sm_jv_at(mpi, i);
+        char b[48];
+        sm_out_printf(o, "<tr><td>");
+        sm_html(o, sm_jv_str(f, "function"));
+        sm_out_printf(o, "</td>");
+        sm_td_count(o, sm_jv_num(f, "calls", 0));
+        sm_td_count(o, sm_jv_num(f, "ranks", 0));
+        sm_td_time(o, sm_jv_num(f, "time", 0));
+        sm_td_time(o, sm_jv_num(f, "time_per_rank_mean", 0));
+        sm_td_time(o, sm_jv_num(f, "time_per_rank_max", 0));
+        sm_td_count(o, sm_jv_num(f, "max_rank", 0));
+        for (int k = 0; k < 2; k++) {
+            double v = sm_jv_num(f, k ? "bytes_received" : "bytes_sent", 0);
+            sm_fmt_bytes(b, sizeof b, v);
+            sm_td_num(o, v, b);
+        }
+        sm_out_printf(o, "</tr>\n");
+    }
+    sm_out_printf(o, "</tbody></table>\n");
+}
+
+/* One heat map of the matrix (which: "messages" or "bytes"); beyond
+ * SM_REPORT_MATRIX_CELLS ranks a cell sums a block of ranks. */
+static void sm_report_heatmap(sm_report_t *r, const sm_jv_t *cm, const char *which)
+{
+    sm_out_t *o = &r->o;
+    uint32_t n = (uint32_t)sm_jv_num(cm, "ranks", 0);
+    if (!n)
+        return;
+    uint32_t per = (n + SM_REPORT_MATRIX_CELLS - 1) / SM_REPORT_MATRIX_CELLS, cells = (n + per - 1) / per;
+    double *m = calloc((size_t)cells * cells, sizeof *m);
+    if (!m) {
+        sm_out_fail(o, ENOMEM);
+        return;
+    }
+    const sm_jv_t *pairs = sm_jv_get(cm, "pairs");
+    double max = 0;
+    for (uint32_t i = 0; i < sm_jv_len(pairs); i++) {
+        const sm_jv_t *p = sm_jv_at(pairs, i);
+        double s = sm_jv_num(p, "sender", -1), d = sm_jv_num(p, "receiver", -1);
+        if (s < 0 || d < 0 || s >= n || d >= n)
+            continue;
+        double *c = &m[(size_t)((uint32_t)s / per) * cells + (uint32_t)d / per];
+        *c += sm_jv_num(p, which, 0);
+        if (*c > max)
+            max = *c;
+    }
+    const int S = 360, L = 40;
+    double cs = (double)S / cells;
+    sm_out_printf(o, "<figure style=\"display:inline-block;margin:0 24px 0 0\"><svg id=\"matrix-"
+                     "%s\" width=%d height=%d role=img aria-label=\"%s from sender to receiver\">"
+                     "<rect x=%d y=%d width=%d height=%d fill=\"#f4f4f4\"/>",
+                  which, S + L + 4, S + L + 4, which, L, L, S, S);
+    for (uint32_t a = 0; a < cells; a++)
+        for (uint32_t b = 0; b < cells; b++) {
+            double v = m[(size_t)a * cells + b];
+            if (v <= 0)
+                continue;
+            /* log scale: a matrix often spans orders of magnitude */
+            double f = max > 1 ? log1p(v) / log1p(max) : 1;
+            char t[48];
+            if (!strcmp(which, "bytes"))
+                sm_fmt_bytes(t, sizeof t, v);
+            else
+                snprintf(t, sizeof t, "%.0f messages", v);
+            if (per == 1)
+                sm_out_printf(o, "<rect x=%.1f y=%.1f width=%.1f height=%.1f fill=\"rgb(%d,%d,"
+                                 "%d)\"><title>rank %u to rank %u: %s</title></rect>",
+                              L + b * cs, L + a * cs, cs, cs, (int)(255 - 30 * f),
+                              (int)(235 - 200 * f), (int)(200 - 170 * f), (unsigned)a,
+                              (unsigned)b, t);
+            else
+                sm_out_printf(o, "<rect x=%.1f y=%.1f width=%.1f height=%.1f fill=\"rgb(%d,%d,"
+                                 "%d)\"><title>ranks %u-%u to %u-%u: %s</title></rect>",
+                              L + b * cs, L + a * cs, cs, cs, (int)(255 - 30 * f),
+                              (int)(235 - 200 * f), (int)(200 - 170 * f), (unsigned)(a * per),
+                              (unsigned)(a * per + per - 1), (unsigned)(b * per),
+                              (unsigned)(b * per + per - 1), t);
+        }
+    /* Rank labels on a few ticks. */
+    uint32_t step = cells <= 16 ? 1 : cells / 8;
+    for (uint32_t a = 0; a < cells; a += step) {
+        sm_out_printf(o, "<text x=%.1f y=%d text-anchor=middle>%u</text>", L + (a + 0.5) * cs,
+                      L - 4, (unsigned)(a * per));
+        sm_out_printf(o, "<text x=%d y=%.1f text-anchor=end>%u</text>", L - 4,
+                      L + (a + 0.5) * cs + 4, (unsigned)(a * per));
+    }
+    sm_out_printf(o, "<text x=%d y=12>receiver &rarr;</text><text x=2 y=%d>sender</text>"
+                     "</svg><figcaption>%s (darker: more; log scale)%s</figcaption></figure>\n",
+                  L, L - 16, which, per > 1 ? ", ranks binned" : "");
+    free(m);
+}
+
+static void sm_report_matrix(sm_report_t *r)
+{
+    sm_out_t *o = &r->o;
+    const sm_jv_t *cm = sm_jv_get(r->prof, "comm_matrix");
+    sm_out_printf(o, "<h3 id=matrix>Communication matrix</h3>\n");
+    if (!cm || cm->type != SM_JV_OBJECT) {
+        sm_out_printf(o, "<p class=note>No point-to-point message was sent.</p>\n");
+        return;
+    }
+    char b[48];
+    sm_fmt_bytes(b, sizeof b, sm_jv_num(cm, "bytes", 0));
+    sm_out_printf(o, "<p>Point-to-point messages from sender (row) to receiver (column): %.0f "
+                     "messages, %s in all.</p>\n",
+                  sm_jv_num(cm, "messages", 0), b);
+    sm_report_heatmap(r, cm, "messages");
+    sm_report_heatmap(r, cm, "bytes");
+}
+
+/* ---------------------------------------------------------------- the page */
+
+static void sm_report_page(sm_report_t *r)
+{
+    sm_out_t *o = &r->o;
+    sm_out_printf(o, "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>\n"
+                     "<meta name=viewport content=\"width=device-width\">\n<title>sysmeasure: ");
+    sm_html(o, sm_jv_str(r->meta, "program"));
+    sm_out_printf(o, "</title>\n<style>%s</style></head>\n<body>\n<h1>sysmeasure report: ",
+                  sm_report_css);
+    sm_html(o, sm_jv_str(r->meta, "program"));
+    sm_out_printf(o, "</h1>\n<nav><a href=\"#run\">The run</a>");
+    if (r->prof)
+        sm_out_printf(o, "<a href=\"#time\">Where the time went</a><a href=\"#paths\">Top call "
+                         "paths</a><a href=\"#imbalance\">Load imbalance</a><a href=\"#mpi\">"
+                         "MPI</a>");
+    sm_out_printf(o, "</nav>\n");
+    sm_report_run(r);
+    if (r->prof) {
+        sm_rpath_t **sorted = sm_sorted_paths(r);
+        if (!sorted) {
+            sm_out_fail(o, ENOMEM);
+        } else {
+            sm_report_time(r);
+            sm_report_paths(r, sorted);
+            sm_report_imbalance(r, sorted);
+            free(sorted);
+        }
+        sm_report_mpi_table(r);
+        sm_report_matrix(r);
+    }
+    sm_out_printf(o, "<p class=note style=\"margin-top:32px\">Written by sysmeasure from "
+                     "metadata.json and profile.json in this folder; the full figures are "
+                     "there and in profile.txt, the events in traces.otf2.</p>\n"
+                     "<script>\n%s</script>\n</body></html>\n",
+                  sm_report_js);
+}
+
+/* Per path: sums over ranks; threads per rank. */
+static int sm_report_prepare(sm_report_t *r)
+{
+    r->n_ranks = (uint32_t)sm_jv_num(r->meta, "ranks", 0);
+    if (r->prof && sm_jv_num(r->prof, "ranks", 0) > r->n_ranks)
+        r->n_ranks = (uint32_t)sm_jv_num(r->prof, "ranks", 0);
+    if (!r->n_ranks)
+        r->n_ranks = 1;
+    r->duration_ns = sm_jv_num(r->meta, "duration_ns", 0);
+    r->threads = calloc(r->n_ranks, sizeof *r->threads);
+    r->main_threads = calloc(r->n_ranks, sizeof *r->main_threads);
+    if (!r->threads || !r->main_threads)
+        return -1;
+    const sm_jv_t *th = sm_jv_get(r->prof, "threads");
+    for (uint32_t i = 0; i < sm_jv_len(th); i++) {
+        double rank = sm_jv_num(sm_jv_at(th, i), "rank", -1);
+        const sm_jv_t *by = sm_jv_get(sm_jv_at(th, i), "created_by");
+        if (rank >= 0 && rank < r->n_ranks) {
+            r->threads[(uint32_t)rank]++;
+            r->main_threads[(uint32_t)rank] += !by || by->type == SM_JV_NULL;
+        }
+    }
+    if (!th) /* no profile: rank 0's threads from metadata.json */
+        r->threads[0] = sm_jv_len(sm_jv_get(r->meta, "locations"));
+    const sm_jv_t *cps = sm_jv_get(r->prof, "callpaths");
+    r->n_paths = sm_jv_len(cps);
+    r->paths = calloc(r->n_paths ? r->n_paths : 1, sizeof *r->paths);
+    if (!r->paths)
+        return -1;
+    for (uint32_t i = 0; i < r->n_paths; i++) {
+        sm_rpath_t *p = &r->paths[i];
+        p->v = sm_jv_at(cps, i);
+        p->depth = (uint32_t)sm_jv_num(p->v, "depth", 0);
+        const sm_jv_t *pr = sm_jv_get(p->v, "per_rank");
+        p->ranks = sm_jv_len(pr);
+        for (uint32_t k = 0; k < p->ranks; k++) {
+            const sm_jv_t *e = sm_jv_at(pr, k);
+            p->incl += sm_jv_num(e, "inclusive", 0);
+            p->excl += sm_jv_num(e, "exclusive", 0);
+            p->visits += sm_jv_num(e, "visits", 0);
+        }
+    }
+    return 0;
+}
+
+int sm_report_write_html(const char *dir, char *err, size_t errlen)
+{
+    char path[4096], why[256];
+    snprintf(path, sizeof path, "%s/metadata.json", dir);
+    sm_jv_t *meta = sm_jv_parse_file(path, NULL, why, sizeof why);
+    if (!meta || !sm_jv_str(meta, "sysmeasure_version")) {
+        snprintf(err, errlen, "%s is not a sysmeasure output folder (metadata.json: %s)", dir,
+                 meta ? "not written by sysmeasure" : why);
+        sm_jv_free(meta);
+        return SM_REPORT_NOT_OUTPUT;
+    }
+    /* The per-thread records are the bulk of a large job's profile.json
+     * and the page does not use them. */
+    static const char *const skip[] = {"per_thread", NULL};
+    snprintf(path, sizeof path, "%s/profile.json", dir);
+    sm_jv_t *prof = NULL;
+    if (access(path, F_OK) == 0) {
+        prof = sm_jv_parse_file(path, skip, why, sizeof why);
+        if (!prof || !sm_jv_get(prof, "callpaths")) {
+            snprintf(err, errlen, "%s/profile.json is damaged (%s)", dir,
+                     prof ? "no call paths" : why);
+            sm_jv_free(meta);
+            sm_jv_free(prof);
+            return SM_REPORT_NOT_OUTPUT;
+        }
+    }
+    sm_report_t r = {.meta = meta, .prof = prof};
+    int rc = -1;
+    if (sm_report_prepare(&r) != 0) {
+        sm_error("writing %s/report.html failed: %s", dir, strerror(ENOMEM));
+    } else if (sm_out_open(&r.o, dir, "report.html") == 0) { /* (failures printed there) */
+        sm_report_page(&r);
+        rc = sm_out_close(&r.o);
+    }
+    free(r.paths);
+    free(r.threads);
+    free(r.main_threads);
+    sm_jv_free(meta);
+    sm_jv_free(prof);
+    return rc;
+}
