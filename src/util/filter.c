@@ -27,7 +27,7 @@ struct sm_filter {
 /* The paradigm names a rule may use: those of sm_paradigm_name (a unit test
  * checks that each of them is accepted here). */
 static const char *const sm_filter_paradigm_names[] = {
-    "user", "measurement", "pthread", "mpi", "openmp", "kokkos", "cuda", "hip", "compiler",
+    "user", "measurement", "pthread", "mpi", "openmp", "kokkos", "cuda", "hip", "compiler", "sampling",
     "opencl", "sycl", "rocm", "hsa", NULL,
 };
 
@@ -215,7 +215,7 @@ sm_filter_t *sm_filter_parse(const char *text, const char *origin, char *err, si
             if (block == SM_FB_PARADIGMS && !sm_filter_known_paradigm(t)) {
                 sm_filter_error(err, errlen, origin, line,
                                 "unknown paradigm '%s' (user, compiler, mpi, openmp, kokkos, "
-                                "pthread, cuda, hip)", t);
+                                "pthread, cuda, hip, sampling)", t);
                 goto fail;
             }
             if (sm_filter_add(f, block, exclude, mangled, t) != 0) {
