@@ -37,8 +37,9 @@ static inline void sm_trace_record(sm_location_t *loc, sm_record_kind_t kind, ui
     SM_BUFFER_COMMIT(loc, r + 1);
 }
 
-/* The call-path half of an enter: push a frame, find the profile node. */
-static inline void sm_event_push_frame(sm_location_t *loc, sm_region_id_t region, uint64_t t)
+/* Push a frame whose profile node is `node` (unused when not profiling). */
+static inline void sm_event_push_frame_at(sm_location_t *loc, sm_region_id_t region, uint64_t t,
+                                          sm_profile_node_t *node)
 {
     sm_frame_t *f = loc->sp + 1;
     if (SM_UNLIKELY(f > loc->stack_limit))
@@ -46,18 +47,26 @@ static inline void sm_event_push_frame(sm_location_t *loc, sm_region_id_t region
     f->start = t;
     f->child = 0;
     f->region = region;
-    if (loc->profiling) {
-        sm_profile_node_t *parent = loc->sp->node;
-        sm_profile_node_t *n = parent->last_hit;
-        if (SM_UNLIKELY(!n || n->region != region))
-            n = sm_profile_child(&loc->profile, parent, region);
-        f->node = n;
-    }
+    if (loc->profiling)
+        f->node = node;
     loc->sp = f;
 #ifdef SM_HAVE_PAPI
     if (SM_UNLIKELY(loc->counters != NULL))
         sm_counters_enter(loc, f, t);
 #endif
+}
+
+/* The call-path half of an enter: find the profile node, push a frame. */
+static inline void sm_event_push_frame(sm_location_t *loc, sm_region_id_t region, uint64_t t)
+{
+    sm_profile_node_t *n = NULL;
+    if (loc->profiling) {
+        sm_profile_node_t *parent = loc->sp->node;
+        n = parent->last_hit;
+        if (SM_UNLIKELY(!n || n->region != region))
+            n = sm_profile_child(&loc->profile, parent, region);
+    }
+    sm_event_push_frame_at(loc, region, t, n);
 }
 
 static inline void sm_event_enter(sm_location_t *loc, sm_region_id_t region, uint64_t t)
@@ -81,19 +90,7 @@ static inline void sm_event_enter_at(sm_location_t *loc, sm_region_id_t region, 
 {
     if (SM_UNLIKELY(loc->closed))
         return;
-    sm_frame_t *f = loc->sp + 1;
-    if (SM_UNLIKELY(f > loc->stack_limit))
-        f = sm_location_grow_stack(loc);
-    f->start = t;
-    f->child = 0;
-    f->region = region;
-    if (loc->profiling)
-        f->node = node;
-    loc->sp = f;
-#ifdef SM_HAVE_PAPI
-    if (SM_UNLIKELY(loc->counters != NULL))
-        sm_counters_enter(loc, f, t);
-#endif
+    sm_event_push_frame_at(loc, region, t, node);
     if (loc->tracing)
         sm_trace_record(loc, SM_REC_ENTER, region, t);
 }
