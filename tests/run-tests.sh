@@ -2,7 +2,8 @@
 # Runs the whole suite: the unit tests, then every tests/integration/test_*.sh
 # and test_*.py.  One line per test, logs in tests/logs/, and last the line
 # "N passed, N failed" (", N skipped" when some were skipped: exit 77).
-# Environment: SM_BUILDDIR, SM_SRCDIR (absolute), OTF2_PYTHON.
+# Environment: SM_BUILDDIR, SM_SRCDIR (absolute), OTF2_PYTHON; SM_TESTS, a
+# space-separated list of names (test_spill, test-gpu, ...), runs only those.
 set -u
 : "${SM_BUILDDIR:=$(pwd)}"
 : "${SM_SRCDIR:=$SM_BUILDDIR}"
@@ -16,8 +17,16 @@ rm -rf "$work"; mkdir -p "$work"
 export SM_TEST_WORK="$work"
 passed=0; failed=0; skipped=0; failed_names=""
 
+selected() { # name: is it in SM_TESTS (or is SM_TESTS unset)?
+    [ -z "${SM_TESTS:-}" ] && return 0
+    base=$(basename "$1"); base=${base%.py}; base=${base%.sh}
+    for want in $SM_TESTS; do [ "$want" = "$base" ] && return 0; done
+    return 1
+}
+
 run_one() { # name, command...
     name=$1; shift
+    selected "$name" || return 0
     log="$logs/$(echo "$name" | tr '/' '_').log"
     ( cd "$work" && timeout 600 "$@" ) >"$log" 2>&1
     rc=$?
