@@ -50,6 +50,10 @@ echo "== building in $tree"
     make -s -j"$jobs" tests/gpu/gpu_app tests/gpu/other_tool.so bench/bench-region \
         $(grep -q '^am__append_[0-9]* = tests/gpu/gpu_app_mpi' "$tree/Makefile" && echo tests/gpu/gpu_app_mpi) >/dev/null) ||
     { echo "device_bundle: the build in $tree failed (rerun make there)" >&2; exit 1; }
+# The dependency files name system headers (/usr/include/papi.h, otf2/...)
+# that the host lacks: make would rebuild every object that includes one.
+# Only the tree's own files stay prerequisites.
+find "$tree" -path '*/.deps/*' -type f -name '*.P*o' -exec sed -i -e 's@ /usr/[^ ]*@@g' -e '\@^/usr/.*:$@d' {} +
 (cd "$tree" && make -q all) ||
     echo "device_bundle: warning: make still finds work in $tree; the host may try to rebuild" >&2
 [ -x "$tree/tests/gpu/gpu_app" ] ||
@@ -101,6 +105,8 @@ export LD_LIBRARY_PATH="\$_b/root/usr/lib/x86_64-linux-gnu:\$_b/root/lib/x86_64-
 export PYTHONPATH="\$_b/root/usr/lib/python3/dist-packages\${PYTHONPATH:+:\$PYTHONPATH}"
 export PATH="\$_b/root/usr/bin:/usr/local/cuda/bin:\$PATH"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# configure may have found a python3 of this machine only (pyenv): make uses the host's.
+export MAKEFLAGS="\${MAKEFLAGS:+\$MAKEFLAGS }PYTHON3=\$(command -v python3)"
 EOF
 du -sh "$dest"/*.tar.gz
 echo "== $dest ready: carry it, then: . $(basename "$dest")/env.sh && cd \$SM_TREE && make check-gpu"
