@@ -414,15 +414,94 @@ static const char *sm_cu_nvtx_message(const nvtxEventAttributes_t *attr)
     return NULL;
 }
 
-/* NVTX marks are regions of no length; a range started by nvtxRangeStart is
- * a region of the thread that starts it, left at nvtxRangeEnd when it is
- * then that thread's innermost region (ranges that cross threads or
- * interleave are not recorded at their end).  Push/pop: see the callback. */
-#define SM_CU_NVTX_RANGES 1024
+/* NVTX marks are regions of no length.  A range opened by nvtxRangeStart
+ * may end on another thread (nvtxRangeEnd takes only its id), so it belongs
+ * to no thread's region stack: as for ROCTx start/stop, each end is a mark
+ * on its own thread ("NAME (start)", "NAME (stop)", attribute "nvtx range
+ * id") and the whole range is written at its end on an "async ranges" lane
+ * of the process.  Push/pop: see the callback. */
+#define SM_CU_NVTX_RANGES 4096 /* open start/end ranges at one time */
 static struct {
-    uint64_t id;
-    sm_region_id_t region;
+    uint64_t id; /* 0: free */
+    uint64_t start;
+    sm_region_id_t region, stop_mark;
 } sm_cu_nvtx_ranges[SM_CU_NVTX_RANGES];
+static pthread_mutex_t sm_cu_nvtx_lock = PTHREAD_MUTEX_INITIALIZER;
+static sm_attribute_id_t sm_cu_nvtx_attr = SM_INVALID_ID;
+static uint64_t sm_cu_nvtx_lost; /* ranges not recorded: the table was full */
+
+static sm_region_id_t sm_cu_nvtx_region(const char *name, const char *suffix)
+{
+    char text[512];
+    snprintf(text, sizeof text, "%s%s", name ? name : "(unnamed NVTX range)", suffix);
+    return sm_cu_api->region_define(text, NULL, 0, SM_PARADIGM_USER,
+                                    suffix[0] ? SM_ROLE_ARTIFICIAL : SM_ROLE_CODE);
+}
+
+static void sm_cu_nvtx_start(const char *name, uint64_t id)
+{
+    if (!id || !SM_ADAPTER_API_HAS(sm_cu_api, async_range))
+        return;
+    sm_region_id_t range = sm_cu_nvtx_region(name, "");
+    sm_region_id_t start_mark = sm_cu_nvtx_region(name, " (start)");
+    sm_region_id_t stop_mark = sm_cu_nvtx_region(name, " (stop)");
+    sm_adapter_attr_t a = {sm_cu_nvtx_attr, id};
+    uint64_t now = sm_cu_api->now();
+    sm_cu_api->mark(start_mark, &a, sm_cu_nvtx_attr != SM_INVALID_ID);
+    pthread_mutex_lock(&sm_cu_nvtx_lock);
+    uint32_t h = (uint32_t)(id % SM_CU_NVTX_RANGES), probe = 0;
+    while (probe < SM_CU_NVTX_RANGES && sm_cu_nvtx_ranges[h].id)
+        h = (h + 1) % SM_CU_NVTX_RANGES, probe++;
+    if (probe < SM_CU_NVTX_RANGES) {
+        sm_cu_nvtx_ranges[h].id = id;
+        sm_cu_nvtx_ranges[h].start = now;
+        sm_cu_nvtx_ranges[h].region = range;
+        sm_cu_nvtx_ranges[h].stop_mark = stop_mark;
+    } else {
+        sm_cu_nvtx_lost++;
+    }
+    pthread_mutex_unlock(&sm_cu_nvtx_lock);
+}
+
+static void sm_cu_nvtx_end(uint64_t id)
+{
+    if (!id)
+        return;
+    int found = 0;
+    uint64_t start = 0;
+    sm_region_id_t range = SM_INVALID_ID, stop_mark = SM_INVALID_ID;
+    pthread_mutex_lock(&sm_cu_nvtx_lock);
+    uint32_t h = (uint32_t)(id % SM_CU_NVTX_RANGES);
+    for (uint32_t probe = 0; probe < SM_CU_NVTX_RANGES; probe++, h = (h + 1) % SM_CU_NVTX_RANGES)
+        if (sm_cu_nvtx_ranges[h].id == id) {
+            found = 1;
+            start = sm_cu_nvtx_ranges[h].start;
+            range = sm_cu_nvtx_ranges[h].region;
+            stop_mark = sm_cu_nvtx_ranges[h].stop_mark;
+            sm_cu_nvtx_ranges[h].id = 0;
+            /* Backward-shift deletion: later entries of the probe chain
+             * move into the hole unless their home lies in (hole, j]. */
+            for (uint32_t i = h, j = (h + 1) % SM_CU_NVTX_RANGES; sm_cu_nvtx_ranges[j].id;
+                 j = (j + 1) % SM_CU_NVTX_RANGES) {
+                uint32_t k = (uint32_t)(sm_cu_nvtx_ranges[j].id % SM_CU_NVTX_RANGES);
+                if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
+                    continue;
+                sm_cu_nvtx_ranges[i] = sm_cu_nvtx_ranges[j];
+                sm_cu_nvtx_ranges[j].id = 0;
+                i = j;
+            }
+            break;
+        } else if (!sm_cu_nvtx_ranges[h].id) {
+            break;
+        }
+    pthread_mutex_unlock(&sm_cu_nvtx_lock);
+    if (!found)
+        return; /* an id we never saw start (before measurement began) */
+    sm_adapter_attr_t a = {sm_cu_nvtx_attr, id};
+    uint32_t n = sm_cu_nvtx_attr != SM_INVALID_ID;
+    sm_cu_api->mark(stop_mark, &a, n);
+    sm_cu_api->async_range(range, start, sm_cu_api->now(), &a, n);
+}
 
 static void sm_cu_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *d)
 {
@@ -444,27 +523,25 @@ static void sm_cu_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *d)
             ((const nvtxRangeStartEx_params *)d->functionParams)->eventAttrib);
         start = 1;
         break;
-    case CUPTI_CBID_NVTX_nvtxRangeEnd: {
-        uint64_t id = ((const nvtxRangeEnd_params *)d->functionParams)->id;
-        uint32_t h = (uint32_t)(id % SM_CU_NVTX_RANGES);
-        if (sm_cu_nvtx_ranges[h].id == id && id)
-            sm_cu_api->leave(sm_cu_nvtx_ranges[h].region);
+    case CUPTI_CBID_NVTX_nvtxRangeEnd:
+        sm_cu_nvtx_end(((const nvtxRangeEnd_params *)d->functionParams)->id);
+        return;
+    default:
         return;
     }
-    default:
+    if (start) {
+        sm_cu_nvtx_start(name,
+                         d->functionReturnValue ? *(const nvtxRangeId_t *)d->functionReturnValue : 0);
         return;
     }
     sm_region_id_t r = sm_cu_api->region_define(name ? name : "(unnamed NVTX mark)", NULL, 0,
                                                 SM_PARADIGM_USER, SM_ROLE_CODE);
-    sm_cu_api->enter(r);
-    if (!start) {
-        sm_cu_api->leave(r); /* a mark: an instant */
-        return;
+    if (SM_ADAPTER_API_HAS(sm_cu_api, mark)) {
+        sm_cu_api->mark(r, NULL, 0); /* an instant: enter and leave at one time */
+    } else {
+        sm_cu_api->enter(r);
+        sm_cu_api->leave(r);
     }
-    uint64_t id = d->functionReturnValue ? *(const nvtxRangeId_t *)d->functionReturnValue : 0;
-    uint32_t h = (uint32_t)(id % SM_CU_NVTX_RANGES);
-    sm_cu_nvtx_ranges[h].id = id;
-    sm_cu_nvtx_ranges[h].region = r;
 }
 
 /* NVTX push/pop: the pushed regions of this thread, to pop the right one. */
@@ -586,6 +663,21 @@ static void sm_cu_flush(void)
         }
     }
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    uint32_t open = 0;
+    pthread_mutex_lock(&sm_cu_nvtx_lock);
+    for (uint32_t i = 0; i < SM_CU_NVTX_RANGES; i++)
+        open += sm_cu_nvtx_ranges[i].id != 0;
+    uint64_t lost = sm_cu_nvtx_lost;
+    pthread_mutex_unlock(&sm_cu_nvtx_lock);
+    if (open || lost) {
+        char note[200];
+        snprintf(note, sizeof note,
+                 "NVTX: %" PRIu64 " start/end ranges not recorded (%" PRIu32
+                 " still open at the end, %" PRIu64 " beyond %d open at once)",
+                 open + lost, open, lost, SM_CU_NVTX_RANGES);
+        sm_warning("%s", note);
+        sm_cu_api->note(note);
+    }
     cuptiEnableDomain(0, sm_cu_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
     cuptiEnableDomain(0, sm_cu_subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
     cuptiEnableDomain(0, sm_cu_subscriber, CUPTI_CB_DOMAIN_NVTX);
@@ -611,6 +703,8 @@ int InitializeInjection(void)
     }
     if (api->runtime_init() != 0)
         return 1; /* this process is not measured */
+    if (SM_ADAPTER_API_HAS(api, attribute_define))
+        sm_cu_nvtx_attr = api->attribute_define("nvtx range id", SM_ATTR_INT64);
     sm_cu_api = api;
 
     char other[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = "";
@@ -662,10 +756,14 @@ int InitializeInjection(void)
     return 1;
 }
 
-/* NVTX found us through NVTX_INJECTION64_PATH: CUPTI's NVTX support does the
- * rest, and reports NVTX calls to the callback above. */
+/* NVTX found us through NVTX_INJECTION64_PATH, at the program's first NVTX
+ * call, which may come before its first CUDA call: CUPTI is set up now (it
+ * needs no CUDA context; the driver's later InitializeInjection finds it
+ * done), then CUPTI's NVTX support does the rest and reports NVTX calls to
+ * the callback above. */
 int InitializeInjectionNvtx2(void *get_export_table)
 {
+    InitializeInjection();
     Dl_info self;
     void *cupti = NULL;
     if (dladdr((void *)cuptiGetVersion, &self) && self.dli_fname)

@@ -9,6 +9,8 @@
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +61,19 @@ __global__ void spin_kernel(long long ns)
 }
 
 __global__ void empty_kernel() {}
+
+__global__ void done_kernel(float *x) { x[threadIdx.x] += 1.0f; }
+
+// An NVTX range started before the first CUDA call (main) and ended on
+// another thread (full).
+static nvtxRangeId_t across;
+
+static void *end_across(void *arg)
+{
+    (void)arg;
+    nvtxRangeEnd(across);
+    return NULL;
+}
 
 static void full(int rank)
 {
@@ -119,6 +134,11 @@ static void full(int rank)
     CHECK(cudaGraphLaunch(exec, s1));
     CHECK(cudaStreamSynchronize(s1));
 
+    // The range started in main ends on another thread.
+    pthread_t t;
+    pthread_create(&t, NULL, end_across, NULL);
+    pthread_join(t, NULL);
+
     // A call that fails: its error code goes on the region.
     void *bad = NULL;
     cudaError_t fail = cudaMalloc(&bad, (size_t)1 << 62);
@@ -128,7 +148,8 @@ static void full(int rank)
            "\"graph_kernel\": 6}, \"graph_launches\": 2, \"graph_nodes\": 3, "
            "\"bytes\": {\"HtoD\": %llu, \"DtoH\": %llu, \"DtoD\": %llu}, \"memset\": %llu, "
            "\"pageable\": 2, \"failed_error\": %d, "
-           "\"nvtx\": [\"setup\", \"compute\", \"kernels\", \"kernels launched\"]}\n",
+           "\"nvtx\": [\"setup\", \"compute\", \"kernels\", \"kernels launched\", "
+           "\"before cuda\", \"early\", \"across threads\"], \"nvtx_across\": \"across threads\"}\n",
            rank, htod, dtoh, dtod, memset_bytes, (int)fail);
     fflush(stdout);
     CHECK(cudaGraphExecDestroy(exec));
@@ -157,6 +178,36 @@ static void exit_thread(void)
     pthread_t t;
     pthread_create(&t, NULL, exit_now, NULL);
     pthread_join(t, NULL);
+}
+
+// Fatal signal or MPI_Abort (rank 0) with kernels in flight: 5 done_kernel
+// finished (synchronized) before, 4 spin_kernel of 50 ms still running.
+static void die(const char *how, int rank)
+{
+    float *d;
+    cudaStream_t s;
+    CHECK(cudaMalloc(&d, 32 * sizeof(float)));
+    CHECK(cudaStreamCreate(&s));
+    for (int k = 0; k < 5; k++)
+        done_kernel<<<1, 32, 0, s>>>(d);
+    CHECK(cudaStreamSynchronize(s));
+    if (rank != 0) {
+#ifdef SM_TEST_MPI
+        MPI_Barrier(MPI_COMM_WORLD); // never returns: rank 0 aborts the job
+#endif
+        return;
+    }
+    for (int k = 0; k < 4; k++)
+        spin_kernel<<<1, 1, 0, s>>>(50000000);
+    printf("{\"kernels\": {\"done_kernel\": 5}, \"in_flight\": {\"spin_kernel\": 4}}\n");
+    fflush(stdout);
+#ifdef SM_TEST_MPI
+    if (!strcmp(how, "abort"))
+        MPI_Abort(MPI_COMM_WORLD, 3);
+#endif
+    if (!strcmp(how, "segv"))
+        *(volatile int *)(uintptr_t)8 = 1; // a real crash: SIGSEGV
+    raise(SIGTERM);
 }
 
 static double now_s(void)
@@ -189,13 +240,22 @@ static void bench(int n)
 int main(int argc, char **argv)
 {
     int rank = 0;
+    const char *mode = argc > 1 ? argv[1] : "full";
+    if (!strcmp(mode, "full")) {
+        // NVTX before any CUDA call (and before MPI_Init).
+        nvtxMarkA("before cuda");
+        nvtxRangePushA("early");
+        nvtxRangePop();
+        across = nvtxRangeStartA("across threads");
+    }
 #ifdef SM_TEST_MPI
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 #endif
-    const char *mode = argc > 1 ? argv[1] : "full";
     if (!strcmp(mode, "exit-thread"))
         exit_thread();
+    else if (!strcmp(mode, "segv") || !strcmp(mode, "term") || !strcmp(mode, "abort"))
+        die(mode, rank);
     else if (!strcmp(mode, "bench"))
         bench(argc > 2 ? atoi(argv[2]) : 100000);
     else

@@ -4,6 +4,7 @@ Python reader and checked against what the program says it did."""
 
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -202,6 +203,51 @@ def check_summary(out, kernels):
     print("  summary: %d kernels agree with the archive (calls, total, min, max)" % len(by_name))
 
 
+def check_nvtx_extra(trace):
+    """NVTX before the first CUDA call, and a start/end range ended on
+    another thread: a mark on each end's thread with the same range id, and
+    the whole range on an "async ranges" lane."""
+    cpu = [l for l in trace.locations if l.type == otf2.LocationType.CPU_THREAD]
+    first = {}  # region name -> first Enter time on a CPU thread
+    for loc in cpu:
+        for e in trace.events[loc]:
+            if isinstance(e, otf2.events.Enter):
+                n = e.region.name
+                if n not in first or e.time < first[n]:
+                    first[n] = e.time
+    cuda = [t for n, t in first.items() if n.startswith("cuda")]
+    for n in ("before cuda", "early"):
+        check(n in first and cuda and first[n] < min(cuda),
+              "NVTX %r before the first CUDA call: %s, first CUDA call at %s"
+              % (n, first.get(n), min(cuda) if cuda else None))
+    ends = {}
+    for loc in cpu:
+        for e in trace.events[loc]:
+            if isinstance(e, otf2.events.Enter) and e.region.name in ("across threads (start)",
+                                                                     "across threads (stop)"):
+                ends[e.region.name] = (loc, attrs(e).get("nvtx range id"))
+    start, stop = ends.get("across threads (start)"), ends.get("across threads (stop)")
+    if check(start and stop, "start and stop marks of the range ended on another thread: %s" % ends):
+        check(start[0] != stop[0], "start and stop marks on different threads: %s, %s"
+              % (start[0].name, stop[0].name))
+        check(start[1] is not None and start[1] == stop[1],
+              "the marks carry the same nvtx range id: %s, %s" % (start[1], stop[1]))
+    lanes = [(l, en, lv) for l, en, lv in intervals(trace, cpu)
+             if en.region.name == "across threads"]
+    check(len(lanes) == 1 and lanes[0][0].name.startswith("async ranges"),
+          "the range ended on another thread is one interval on an async ranges lane: %s"
+          % [(l.name, lv.time - en.time) for l, en, lv in lanes])
+    if lanes:
+        print("  NVTX: 'before cuda' and 'early' before the first CUDA call; 'across threads' "
+              "%d ns on %s, start on %s, stop on %s" % (lanes[0][2].time - lanes[0][1].time,
+              lanes[0][0].name, start[0].name if start else "?", stop[0].name if stop else "?"))
+
+
+def stream_kernels(trace, name):
+    return [(l, e) for l, e in trace.of_type(otf2.events.Enter)
+            if is_stream(l) and e.region.name.startswith(name)]
+
+
 # ---------------------------------------------------------------- one process
 
 print("gpu_app under sysmeasure:")
@@ -215,6 +261,7 @@ if expect:
     check(len(streams) >= 2, "%d stream locations, the program used 2 streams" % len(streams))
     kernels = check_full(out, proc, trace, expect)
     check_summary(out, kernels)
+    check_nvtx_extra(trace)
     meta = load_json(out, "metadata.json")
     print("metadata gpu_dropped_records:", json.dumps(meta.get("metadata", {}).get("gpu_dropped_records")))
 
@@ -226,6 +273,20 @@ check_trace_consistent(trace)
 spins = [e for l, e in trace.of_type(otf2.events.Enter) if is_stream(l) and e.region.name.startswith("spin_kernel")]
 check(len(spins) == 4, "%d spin_kernel activities after exit() from a thread, expected 4" % len(spins))
 print("  %d of 4 spin_kernel activities in the archive" % len(spins))
+
+# A fatal signal with kernels in flight: the kernels finished before it are
+# in the archive (the handler flushes CUPTI's buffers before dying).
+for mode, sig in (("segv", signal.SIGSEGV), ("term", signal.SIGTERM)):
+    print("fatal signal (%s) with kernels in flight:" % mode)
+    out, proc = measure([APP, mode], "gpu-" + mode, expect_rc=-sig)
+    if check(os.path.exists(os.path.join(out, "traces.otf2")), "no archive after %s" % mode):
+        trace = Trace(out)
+        check_trace_consistent(trace)
+        done = stream_kernels(trace, "done_kernel")
+        spins = stream_kernels(trace, "spin_kernel")
+        check(len(done) == 5, "%s: %d done_kernel activities, expected 5" % (mode, len(done)))
+        print("  %d of 5 finished done_kernel, %d of 4 in-flight spin_kernel in the archive"
+              % (len(done), len(spins)))
 
 # --no-gpu: the program runs, nothing of the GPU is measured.
 print("--no-gpu:")
@@ -278,5 +339,27 @@ if os.path.exists(APP_MPI):
         gpu = load_json(out, "profile.json").get("gpu") or {}
         for k in gpu.get("kernels", []):
             check(k["ranks"]["n"] == 2, "kernel %s: across ranks n=%s" % (k["name"], k["ranks"]["n"]))
+
+    # MPI_Abort on rank 0 with kernels in flight: both ranks' finished
+    # kernels reach the merged archive.
+    print("MPI_Abort with kernels in flight, then sysmeasure-merge:")
+    out, proc = mpi_measure(2, [APP_MPI, "abort"], "gpu-abort", expect_rc=None,
+                            env={"OMPI_MCA_odls_base_sigkill_timeout": "10"})
+    check(proc.returncode != 0, "an aborted job fails: %d" % proc.returncode)
+    merge = subprocess.run([os.path.join(os.environ.get("SM_BUILDDIR", "."), "sysmeasure-merge"), out],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    print("  " + merge.stderr.strip().replace("\n", "\n  "))
+    if check(os.path.exists(os.path.join(out, "traces.otf2")), "no archive after MPI_Abort and merge"):
+        trace = Trace(out)
+        check_trace_consistent(trace)
+        done = stream_kernels(trace, "done_kernel")
+        spins = stream_kernels(trace, "spin_kernel")
+        per_rank = {}
+        for l, _ in done:
+            g = l.group.creating_location_group
+            per_rank[g.name] = per_rank.get(g.name, 0) + 1
+        check(len(done) == 10 and len(per_rank) == 2,
+              "%d done_kernel activities after MPI_Abort, expected 5 per rank: %s" % (len(done), per_rank))
+        print("  finished done_kernel per rank: %s; in-flight spin_kernel: %d of 4" % (per_rank, len(spins)))
 
 finish()
