@@ -8,24 +8,12 @@ counted in full, listed with a filter line); a 50 us one is not."""
 import os
 import re
 import subprocess
-import sys
 
 import otf2
 import smtest
 from smtest import check
 
 BUILD, SRC = smtest.BUILD, smtest.SRC
-
-
-def build(wrapper, source, name, flags=("-O2",), libs=()):
-    out = os.path.join(smtest.workdir("build-" + name), name)
-    cmd = [os.path.join(BUILD, wrapper)] + list(flags) + \
-        [os.path.join(SRC, "tests", "programs", source), "-o", out] + list(libs)
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if proc.returncode != 0:
-        print("cannot build %s: %s\n%s" % (source, " ".join(cmd), proc.stderr), file=sys.stderr)
-        sys.exit(1)
-    return out
 
 
 def line_of(source, text):
@@ -74,7 +62,7 @@ def check_program(source, exe, expected, args=(), launcher_args=()):
 
 
 # ---------------------------------------------------------------- C
-c_exe = build("sysmeasure-cc", "instr_c.c", "instr-c")
+c_exe = smtest.build_wrapped("sysmeasure-cc", "instr_c.c", "instr-c")
 # Without the launcher: runs as it always did.
 plain = subprocess.run([c_exe, "nothrottle"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True, env=smtest.clean_env())
@@ -128,7 +116,7 @@ out, proc, profile = check_program("instr_c.c", c_exe, dict(C_EXPECTED, tiny=("v
 check(not os.path.exists(os.path.join(out, "throttled.filter")), "throttled.filter without throttling")
 
 # ---------------------------------------------------------------- C++
-cxx_exe = build("sysmeasure-c++", "instr_cxx.cpp", "instr-cxx")
+cxx_exe = smtest.build_wrapped("sysmeasure-c++", "instr_cxx.cpp", "instr-cxx")
 check_program("instr_cxx.cpp", cxx_exe, {
     "main": ("int main(", 1),
     "geo::Shape<double>::Shape(double)": ("explicit Shape(T side)", 30),
@@ -141,7 +129,7 @@ check_program("instr_cxx.cpp", cxx_exe, {
 })
 
 # ---------------------------------------------------------------- Fortran
-f_exe = build("sysmeasure-fortran", "instr_fortran.f90", "instr-fortran")
+f_exe = smtest.build_wrapped("sysmeasure-fortran", "instr_fortran.f90", "instr-fortran")
 check_program("instr_fortran.f90", f_exe, {
     "MAIN__": ("program instr_fortran", 1),
     "stencil_mod::smooth": ("subroutine smooth(a, n)", 12),
@@ -156,7 +144,7 @@ proc = subprocess.run([os.path.join(BUILD, "sysmeasure-cc"), "-O2", "-shared", "
                        os.path.join(SRC, "tests", "programs", "instr_lib.c")],
                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 check(proc.returncode == 0, "cannot build the library: " + proc.stderr)
-main_exe = build("sysmeasure-cc", "instr_lib_main.c", "instr-lib-main",
+main_exe = smtest.build_wrapped("sysmeasure-cc", "instr_lib_main.c", "instr-lib-main",
                  libs=("-L" + libdir, "-Wl,-rpath," + libdir, "-linstr"))
 out, _, profile = check_program("instr_lib.c", main_exe, {
     "lib_work": ("int lib_work(int x)", 7), "lib_inner": ("int lib_inner(int x)", 14)})
