@@ -14,6 +14,9 @@
  * traced from then on or, when its calls took less than throttle_per_call
  * us each, throttled: no longer entered, only counted.  The summary lists
  * the throttled ones and throttled.filter collects them as filter lines.
+ * A throttled function gets a slot; its calls are counted per thread
+ * (loc->throttled_calls[slot], a plain increment: no atomic on that path)
+ * and summed at finalize.
  *
  * Without the launcher (the core not active) each hook is one load and a
  * branch. */
@@ -51,9 +54,14 @@ typedef struct sm_fn {
     uintptr_t addr;       /* 0: empty slot; published last, with release */
     sm_region_id_t region;
     uint32_t state;
-    uint64_t calls;       /* while counting or throttled */
+    uint32_t slot;        /* throttled: index into loc->throttled_calls */
+    uint64_t calls;       /* while counting (and throttled beyond the slots) */
     uint64_t ticks;       /* inclusive, while counting */
 } sm_fn_t;
+
+/* Throttled functions with a per-thread counter; beyond, an atomic one. */
+#define SM_FN_THROTTLE_SLOTS 1024u
+static uint32_t sm_fn_n_slots;
 
 #define SM_FN_BITS 17
 #define SM_FN_SLOTS (1u << SM_FN_BITS)
@@ -227,13 +235,37 @@ static inline void sm_fn_leave(sm_location_t *loc, sm_region_id_t r, uint64_t t)
         sm_fn_leave_other(loc, r, t);
 }
 
+/* A throttled call without the thread's counters yet (or beyond the slots). */
+static SM_NOINLINE void sm_fn_count_throttled(sm_location_t *loc, sm_fn_t *e)
+{
+    if (!loc->throttled_calls && e->slot < SM_FN_THROTTLE_SLOTS)
+        loc->throttled_calls = calloc(SM_FN_THROTTLE_SLOTS, sizeof *loc->throttled_calls);
+    if (loc->throttled_calls && e->slot < SM_FN_THROTTLE_SLOTS)
+        loc->throttled_calls[e->slot]++;
+    else
+        __atomic_fetch_add(&e->calls, 1, __ATOMIC_RELAXED);
+}
+
+static inline void sm_fn_throttled_call(sm_location_t *loc, sm_fn_t *e)
+{
+    uint32_t slot = e->slot;
+    uint64_t *c = loc->throttled_calls;
+    if (SM_LIKELY(c != NULL && slot < SM_FN_THROTTLE_SLOTS))
+        c[slot]++;
+    else
+        sm_fn_count_throttled(loc, e);
+}
+
 static SM_NOINLINE void sm_fn_enter_slow(sm_location_t *loc, sm_fn_t *e, uint32_t state)
 {
     if (state == SM_FN_FILTERED)
         return;
+    if (state == SM_FN_THROTTLED) {
+        sm_fn_throttled_call(loc, e);
+        return;
+    }
     __atomic_fetch_add(&e->calls, 1, __ATOMIC_RELAXED);
-    if (state == SM_FN_COUNTING)
-        sm_event_enter(loc, e->region, sm_clock_now());
+    sm_event_enter(loc, e->region, sm_clock_now());
 }
 
 static SM_NOINLINE void sm_fn_exit_slow(sm_location_t *loc, sm_fn_t *e, uint32_t state)
@@ -247,12 +279,17 @@ static SM_NOINLINE void sm_fn_exit_slow(sm_location_t *loc, sm_fn_t *e, uint32_t
         uint64_t ticks = __atomic_add_fetch(&e->ticks, incl, __ATOMIC_RELAXED);
         uint64_t calls = __atomic_load_n(&e->calls, __ATOMIC_RELAXED);
         if (calls >= sm_fn_throttle_calls) {
-            uint32_t expect = SM_FN_COUNTING;
-            /* Once per function: the clock can be read for the decision. */
+            /* Once per function: the clock can be read, the lock taken
+             * (the slot is set before the state that makes it read). */
             double per_call_ns = (double)ticks * sm_fn_ns_per_tick() / (double)calls;
             uint32_t verdict = per_call_ns < sm_fn_throttle_ns ? SM_FN_THROTTLED : SM_FN_TRACED;
-            __atomic_compare_exchange_n(&e->state, &expect, verdict, 0, __ATOMIC_RELAXED,
-                                        __ATOMIC_RELAXED);
+            pthread_mutex_lock(&sm_fn_lock);
+            if (e->state == SM_FN_COUNTING) {
+                if (verdict == SM_FN_THROTTLED)
+                    e->slot = sm_fn_n_slots++;
+                __atomic_store_n(&e->state, verdict, __ATOMIC_RELEASE);
+            }
+            pthread_mutex_unlock(&sm_fn_lock);
         }
     } else {
         sm_fn_leave_other(loc, e->region, t);
@@ -297,9 +334,11 @@ void __cyg_profile_func_enter(void *fn, void *site)
         sm_fn_enter_new(loc, fn);
         return;
     }
-    uint32_t state = __atomic_load_n(&e->state, __ATOMIC_RELAXED);
+    uint32_t state = __atomic_load_n(&e->state, __ATOMIC_ACQUIRE);
     if (SM_LIKELY(state == SM_FN_TRACED))
         sm_fn_trace_enter(loc, e->region);
+    else if (state == SM_FN_THROTTLED)
+        sm_fn_throttled_call(loc, e);
     else if (state != SM_FN_FILTERED)
         sm_fn_enter_slow(loc, e, state);
 }
@@ -344,6 +383,11 @@ static void sm_fn_finalize(const sm_run_info_t *run)
         const char *name = sm_region_name(e->region);
         sm_filter_escape(name, pattern, sizeof pattern);
         uint64_t calls = __atomic_load_n(&e->calls, __ATOMIC_RELAXED);
+        for (uint32_t l = 0, nl = sm_location_count(); l < nl && e->slot < SM_FN_THROTTLE_SLOTS;
+             l++) {
+            const uint64_t *c = sm_location_get(l)->throttled_calls;
+            calls += c ? c[e->slot] : 0;
+        }
         double us = sm_fn_throttle_calls
                         ? (double)e->ticks * ns_per_tick / 1000.0 / (double)sm_fn_throttle_calls
                         : 0.0;
