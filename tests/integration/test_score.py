@@ -7,24 +7,12 @@ says what is wrong with a folder it cannot read."""
 import os
 import re
 import subprocess
-import sys
 
 import smtest
 from smtest import check
 
 BUILD, SRC = smtest.BUILD, smtest.SRC
 SCORE = os.path.join(BUILD, "sysmeasure-score")
-
-
-def build(wrapper, source, name, flags=("-O2",)):
-    out = os.path.join(smtest.workdir("build-" + name), name)
-    cmd = [os.path.join(BUILD, wrapper)] + list(flags) + \
-        [os.path.join(SRC, "tests", "programs", source), "-o", out]
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if proc.returncode != 0:
-        print("cannot build %s: %s\n%s" % (source, " ".join(cmd), proc.stderr), file=sys.stderr)
-        sys.exit(1)
-    return out
 
 
 def archive_bytes(out):
@@ -53,7 +41,7 @@ def near(estimate, actual, what):
           % (what, estimate, actual, 100.0 * (estimate - actual) / actual))
 
 
-exe = build("sysmeasure-cc", "instr_c.c", "instr-c")
+exe = smtest.build_wrapped("sysmeasure-cc", "instr_c.c", "instr-c")
 # No throttling: tiny's 1M calls all go into the trace (about 24 MB).
 out, _ = smtest.measure([exe], "score-full", launcher_args=["--no-throttle"])
 estimate, text = score(out, "-g", os.path.join(out, "proposed.filter"))
