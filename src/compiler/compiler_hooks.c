@@ -18,6 +18,13 @@
  * (loc->throttled_calls[slot], a plain increment: no atomic on that path)
  * and summed at finalize.
  *
+ * System headers: a function whose source file lies in a system include
+ * folder (/usr/include, the compilers' own) is never a region, decided at
+ * its first call like the filter.  gcc leaves these functions out when
+ * compiling (-finstrument-functions-exclude-file-list, which the wrapper
+ * passes); clang has no such option, and inlines most of them away
+ * (-finstrument-functions-after-inlining), so what is left is caught here.
+ *
  * Without the launcher (the core not active) each hook is one load and a
  * branch. */
 #define _GNU_SOURCE
@@ -69,7 +76,7 @@ static uint32_t sm_fn_n_slots;
 
 static sm_fn_t *sm_fn_table; /* calloc'ed at the first call, never moves */
 static pthread_mutex_t sm_fn_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint32_t sm_fn_count, sm_fn_lost;
+static uint32_t sm_fn_count, sm_fn_lost, sm_fn_system;
 static int sm_fn_throttle = -1; /* -1 not configured yet */
 static uint64_t sm_fn_throttle_calls;
 static double sm_fn_throttle_ns;
@@ -153,6 +160,46 @@ static void sm_fn_fortran_name(const char *file, char *name, size_t len)
     }
 }
 
+/* Whether file (as the compiler recorded it: "/usr/bin/../lib/gcc/...")
+ * lies in a system include folder, after resolving "." and "..". */
+static int sm_fn_system_file(const char *file)
+{
+    static const char *const dirs[] = {"/usr/include/", "/usr/local/include/", "/usr/lib/gcc/",
+                                       "/usr/lib/llvm-", "/usr/lib/clang/", "/usr/lib64/gcc/",
+                                       NULL};
+    if (file[0] != '/')
+        return 0;
+    char norm[1024];
+    size_t n = 0;
+    const char *p = file;
+    while (*p) {
+        while (*p == '/')
+            p++;
+        const char *e = strchr(p, '/');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == 0 || (len == 1 && p[0] == '.')) {
+            /* nothing */
+        } else if (len == 2 && p[0] == '.' && p[1] == '.') {
+            while (n > 0 && norm[n - 1] != '/')
+                n--;
+            if (n > 0)
+                n--; /* the slash */
+        } else {
+            if (n + 1 + len + 1 >= sizeof norm)
+                return 0;
+            norm[n++] = '/';
+            memcpy(norm + n, p, len);
+            n += len;
+        }
+        p += len;
+    }
+    norm[n] = '\0';
+    for (int i = 0; dirs[i]; i++)
+        if (strncmp(norm, dirs[i], strlen(dirs[i])) == 0)
+            return 1;
+    return 0;
+}
+
 /* First call of fn: resolve, filter, define, publish. */
 static SM_NOINLINE sm_fn_t *sm_fn_miss(sm_location_t *loc, void *fn)
 {
@@ -196,6 +243,14 @@ static SM_NOINLINE sm_fn_t *sm_fn_miss(sm_location_t *loc, void *fn)
         sm_fn_anonymous(fn, &sym, name, sizeof name);
     sm_srcloc_t src;
     int have_src = sm_srcloc_function(fn, &src) == 0;
+    if (have_src && sm_fn_system_file(src.file)) {
+        e->region = SM_INVALID_ID;
+        e->state = SM_FN_FILTERED;
+        sm_fn_count++;
+        sm_fn_system++;
+        __atomic_store_n(&e->addr, addr, __ATOMIC_RELEASE);
+        goto out;
+    }
     if (have_src)
         sm_fn_fortran_name(src.file, name, sizeof name);
     sm_region_id_t r = sm_region_define_mangled(
@@ -426,6 +481,11 @@ static void sm_fn_finalize(const sm_run_info_t *run)
     if (n > 4) {
         snprintf(note, sizeof note, "throttled: %u more functions (all in throttled.filter)",
                  n - 4);
+        sm_runtime_add_note(note);
+    }
+    if (sm_fn_system) {
+        snprintf(note, sizeof note, "compiler instrumentation: %u functions of system headers "
+                 "not measured", sm_fn_system);
         sm_runtime_add_note(note);
     }
     if (sm_fn_lost) {

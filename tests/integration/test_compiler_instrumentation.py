@@ -128,6 +128,49 @@ check_program("instr_cxx.cpp", cxx_exe, {
     "(anonymous namespace)::local_helper(int)": ("int local_helper(int i)", 5),
 })
 
+# ---------------------------------------------------------------- C++ with std::
+# No function of the system headers becomes a region (g++ leaves them out
+# when compiling; clang++ has no option for it: the runtime leaves them out
+# by their source file), and the application's own are all there, exactly.
+STD_EXPECTED = {"int main(": 1, "std::vector<std::string> fill(int n)": 4,
+                "void tally(const std::vector<std::string> &v)": 4,
+                "bool by_length(const std::vector<std::string> &v)": 1,
+                "void record(const std::string &word)": 40}
+
+
+def check_std(exe, what):
+    out, proc = smtest.measure([exe], os.path.basename(exe))
+    profile = smtest.load_json(out, "profile.json")
+    by_line = {}
+    for cp in profile["callpaths"]:
+        f = cp.get("file") or ""
+        check(os.path.basename(f) == "instr_std.cpp",
+              "%s: %s measured, from %s" % (what, cp["region"][:100], f))
+        check(not cp["region"].startswith(("std::", "__gnu_cxx::")),
+              "%s: %s measured" % (what, cp["region"][:100]))
+        by_line[cp.get("line")] = by_line.get(cp.get("line"), 0) + \
+            sum(t["visits"] for t in cp["per_thread"])
+    for text, n in STD_EXPECTED.items():
+        line = line_of("instr_std.cpp", text)
+        check(by_line.get(line) == n, "%s: line %d (%s): %s visits, expected %d"
+              % (what, line, text, by_line.get(line), n))
+    trace = smtest.Trace(out)
+    smtest.check_trace_consistent(trace)
+    for r in trace.definitions.regions:
+        check(not str(r.source_file).startswith("/usr/"),
+              "%s: %s defined, from %s" % (what, r.name[:100], r.source_file))
+
+
+check_std(smtest.build_wrapped("sysmeasure-c++", "instr_std.cpp", "instr-std-gnu"), "g++ -O2")
+if smtest.CLANG not in ("", "no"):
+    clangxx = smtest.CLANG + "++"
+    for opt in ("-O0", "-O2"):
+        check_std(smtest.build_wrapped("sysmeasure-instrument", "instr_std.cpp",
+                                       "instr-std-clang" + opt, flags=(clangxx, opt)),
+                  "clang++ " + opt)
+else:
+    print("clang part skipped: configure found no clang")
+
 # ---------------------------------------------------------------- Fortran
 f_exe = smtest.build_wrapped("sysmeasure-fortran", "instr_fortran.f90", "instr-fortran")
 check_program("instr_fortran.f90", f_exe, {
