@@ -376,25 +376,29 @@ static SM_NOINLINE void sm_fn_enter_new(sm_location_t *loc, void *fn)
         sm_fn_enter_slow(loc, e, state);
 }
 
+/* A filtered function is known from the table alone: the hooks look there
+ * before they fetch the thread's location. */
 void __cyg_profile_func_enter(void *fn, void *site)
 {
     (void)site;
     if (SM_UNLIKELY(!sm_runtime_active))
         return;
+    sm_fn_t *e = sm_fn_find((uintptr_t)fn);
+    uint32_t state = e ? __atomic_load_n(&e->state, __ATOMIC_ACQUIRE) : SM_FN_COUNTING;
+    if (state == SM_FN_FILTERED)
+        return;
     sm_location_t *loc = sm_location_current();
     if (SM_UNLIKELY(!sm_measuring(loc) || loc->closed))
         return;
-    sm_fn_t *e = sm_fn_find((uintptr_t)fn);
     if (SM_UNLIKELY(!e)) {
         sm_fn_enter_new(loc, fn);
         return;
     }
-    uint32_t state = __atomic_load_n(&e->state, __ATOMIC_ACQUIRE);
     if (SM_LIKELY(state == SM_FN_TRACED))
         sm_fn_trace_enter(loc, e->region);
     else if (state == SM_FN_THROTTLED)
         sm_fn_throttled_call(loc, e);
-    else if (state != SM_FN_FILTERED)
+    else
         sm_fn_enter_slow(loc, e, state);
 }
 
@@ -403,16 +407,18 @@ void __cyg_profile_func_exit(void *fn, void *site)
     (void)site;
     if (SM_UNLIKELY(!sm_runtime_active))
         return;
-    sm_location_t *loc = sm_location_current();
-    if (SM_UNLIKELY(loc->closed))
-        return;
     sm_fn_t *e = sm_fn_find((uintptr_t)fn);
     if (SM_UNLIKELY(!e))
         return;
     uint32_t state = __atomic_load_n(&e->state, __ATOMIC_RELAXED);
+    if (state != SM_FN_TRACED && state != SM_FN_COUNTING)
+        return; /* filtered or throttled: nothing was entered */
+    sm_location_t *loc = sm_location_current();
+    if (SM_UNLIKELY(loc->closed))
+        return;
     if (SM_LIKELY(state == SM_FN_TRACED))
         sm_fn_trace_leave(loc, e->region);
-    else if (state == SM_FN_COUNTING)
+    else
         sm_fn_exit_slow(loc, e, state);
 }
 
