@@ -867,8 +867,13 @@ static void sm_lock_acquired(sm_ompt_thread_t *th, sm_location_t *loc, ompt_wait
         th->held++;
         return;
     }
-    if (!sm_measuring(loc) || !loc->tracing || loc->closed)
+    if (!sm_measuring(loc) || loc->closed)
         return;
+    if (!loc->tracing) { /* only counted, the release with it (sysmeasure-score) */
+        sm_event_count(loc, SM_REC_THREAD_ACQUIRE_LOCK, 1);
+        sm_event_count(loc, SM_REC_THREAD_RELEASE_LOCK, 1);
+        return;
+    }
     sm_ompt_lock_t *l = sm_lock(wait_id);
     if (!l)
         return;
@@ -997,7 +1002,10 @@ static void sm_cb_parallel_end(ompt_data_t *parallel, ompt_data_t *encountering_
 static inline void sm_ompt_mark(sm_location_t *loc, sm_record_kind_t kind, uint32_t ref,
                                 uint64_t t)
 {
-    if (!loc->tracing || loc->closed)
+    if (loc->closed)
+        return;
+    sm_event_count(loc, kind, 0); /* traced or not: for sysmeasure-score */
+    if (!loc->tracing)
         return;
     sm_record_t *r = (sm_record_t *)SM_BUFFER_RESERVE(loc, sizeof(sm_record_t));
     r->time = t;
@@ -1066,11 +1074,11 @@ static void sm_implicit_begin(sm_ompt_thread_t *th, sm_location_t *loc, ompt_dat
         return;
     /* Fork and team begin just before the region's enter (the team's part
      * of the region is inside the team). */
-    if (loc->tracing && index == 0 && in) {
+    if (index == 0 && in) {
         sm_ompt_mark(loc, SM_REC_THREAD_FORK, requested, t);
         s->flags |= SM_IMPLICIT_FORKED;
     }
-    if (loc->tracing && team) {
+    if (team) {
         sm_ompt_mark(loc, SM_REC_THREAD_TEAM_BEGIN, team->comm, t);
         s->flags |= SM_IMPLICIT_TEAMED;
     }
@@ -1078,7 +1086,7 @@ static void sm_implicit_begin(sm_ompt_thread_t *th, sm_location_t *loc, ompt_dat
     if (site->region == SM_INVALID_ID)
         return;
     s->region = site->region;
-    if (index == 0 && in && loc->tracing && sm_attr_team != SM_INVALID_ID) {
+    if (index == 0 && in && sm_attr_team != SM_INVALID_ID) { /* (untraced: counted) */
         /* The team sizes go on the encountering thread's enter. */
         sm_attr_value_t attrs[2] = {{sm_attr_requested, requested}, {sm_attr_team, actual}};
         sm_event_enter_attrs(loc, site->region, t, attrs, 2);
@@ -1282,9 +1290,9 @@ static void sm_cb_task_create(ompt_data_t *encountering_task, const ompt_frame_t
         thread = SM_TASK_MAX_THREAD;
     new_task->value = sm_explicit_value(thread, th->generation++, site);
     uint64_t name = sm_explicit_name(new_task);
-    if (team && loc->tracing && sm_measuring(loc)) /* (no clock read for the profile) */
+    if (team && sm_measuring(loc)) /* (no clock read for the profile: only counted) */
         sm_event_record(loc, SM_REC_THREAD_TASK_CREATE, team->comm, SM_PARADIGM_OPENMP,
-                        sm_clock_now(), &name, 1);
+                        loc->tracing ? sm_clock_now() : 0, &name, 1);
 }
 
 /* A task is a region on the thread that runs it, from each start or resume

@@ -14,6 +14,16 @@
  * traced from then on or, when its calls took less than throttle_per_call
  * us each, throttled: no longer entered, only counted.  The summary lists
  * the throttled ones and throttled.filter collects them as filter lines.
+ * A throttled function gets a slot; its calls are counted per thread
+ * (loc->throttled_calls[slot], a plain increment: no atomic on that path)
+ * and summed at finalize.
+ *
+ * System headers: a function whose source file lies in a system include
+ * folder (/usr/include, the compilers' own) is never a region, decided at
+ * its first call like the filter.  gcc leaves these functions out when
+ * compiling (-finstrument-functions-exclude-file-list, which the wrapper
+ * passes); clang has no such option, and inlines most of them away
+ * (-finstrument-functions-after-inlining), so what is left is caught here.
  *
  * Without the launcher (the core not active) each hook is one load and a
  * branch. */
@@ -51,9 +61,14 @@ typedef struct sm_fn {
     uintptr_t addr;       /* 0: empty slot; published last, with release */
     sm_region_id_t region;
     uint32_t state;
-    uint64_t calls;       /* while counting or throttled */
+    uint32_t slot;        /* throttled: index into loc->throttled_calls */
+    uint64_t calls;       /* while counting (and throttled beyond the slots) */
     uint64_t ticks;       /* inclusive, while counting */
 } sm_fn_t;
+
+/* Throttled functions with a per-thread counter; beyond, an atomic one. */
+#define SM_FN_THROTTLE_SLOTS 1024u
+static uint32_t sm_fn_n_slots;
 
 #define SM_FN_BITS 17
 #define SM_FN_SLOTS (1u << SM_FN_BITS)
@@ -61,7 +76,7 @@ typedef struct sm_fn {
 
 static sm_fn_t *sm_fn_table; /* calloc'ed at the first call, never moves */
 static pthread_mutex_t sm_fn_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint32_t sm_fn_count, sm_fn_lost;
+static uint32_t sm_fn_count, sm_fn_lost, sm_fn_system;
 static int sm_fn_throttle = -1; /* -1 not configured yet */
 static uint64_t sm_fn_throttle_calls;
 static double sm_fn_throttle_ns;
@@ -145,6 +160,46 @@ static void sm_fn_fortran_name(const char *file, char *name, size_t len)
     }
 }
 
+/* Whether file (as the compiler recorded it: "/usr/bin/../lib/gcc/...")
+ * lies in a system include folder, after resolving "." and "..". */
+static int sm_fn_system_file(const char *file)
+{
+    static const char *const dirs[] = {"/usr/include/", "/usr/local/include/", "/usr/lib/gcc/",
+                                       "/usr/lib/llvm-", "/usr/lib/clang/", "/usr/lib64/gcc/",
+                                       NULL};
+    if (file[0] != '/')
+        return 0;
+    char norm[1024];
+    size_t n = 0;
+    const char *p = file;
+    while (*p) {
+        while (*p == '/')
+            p++;
+        const char *e = strchr(p, '/');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == 0 || (len == 1 && p[0] == '.')) {
+            /* nothing */
+        } else if (len == 2 && p[0] == '.' && p[1] == '.') {
+            while (n > 0 && norm[n - 1] != '/')
+                n--;
+            if (n > 0)
+                n--; /* the slash */
+        } else {
+            if (n + 1 + len + 1 >= sizeof norm)
+                return 0;
+            norm[n++] = '/';
+            memcpy(norm + n, p, len);
+            n += len;
+        }
+        p += len;
+    }
+    norm[n] = '\0';
+    for (int i = 0; dirs[i]; i++)
+        if (strncmp(norm, dirs[i], strlen(dirs[i])) == 0)
+            return 1;
+    return 0;
+}
+
 /* First call of fn: resolve, filter, define, publish. */
 static SM_NOINLINE sm_fn_t *sm_fn_miss(sm_location_t *loc, void *fn)
 {
@@ -188,6 +243,14 @@ static SM_NOINLINE sm_fn_t *sm_fn_miss(sm_location_t *loc, void *fn)
         sm_fn_anonymous(fn, &sym, name, sizeof name);
     sm_srcloc_t src;
     int have_src = sm_srcloc_function(fn, &src) == 0;
+    if (have_src && sm_fn_system_file(src.file)) {
+        e->region = SM_INVALID_ID;
+        e->state = SM_FN_FILTERED;
+        sm_fn_count++;
+        sm_fn_system++;
+        __atomic_store_n(&e->addr, addr, __ATOMIC_RELEASE);
+        goto out;
+    }
     if (have_src)
         sm_fn_fortran_name(src.file, name, sizeof name);
     sm_region_id_t r = sm_region_define_mangled(
@@ -227,13 +290,37 @@ static inline void sm_fn_leave(sm_location_t *loc, sm_region_id_t r, uint64_t t)
         sm_fn_leave_other(loc, r, t);
 }
 
+/* A throttled call without the thread's counters yet (or beyond the slots). */
+static SM_NOINLINE void sm_fn_count_throttled(sm_location_t *loc, sm_fn_t *e)
+{
+    if (!loc->throttled_calls && e->slot < SM_FN_THROTTLE_SLOTS)
+        loc->throttled_calls = calloc(SM_FN_THROTTLE_SLOTS, sizeof *loc->throttled_calls);
+    if (loc->throttled_calls && e->slot < SM_FN_THROTTLE_SLOTS)
+        loc->throttled_calls[e->slot]++;
+    else
+        __atomic_fetch_add(&e->calls, 1, __ATOMIC_RELAXED);
+}
+
+static inline void sm_fn_throttled_call(sm_location_t *loc, sm_fn_t *e)
+{
+    uint32_t slot = e->slot;
+    uint64_t *c = loc->throttled_calls;
+    if (SM_LIKELY(c != NULL && slot < SM_FN_THROTTLE_SLOTS))
+        c[slot]++;
+    else
+        sm_fn_count_throttled(loc, e);
+}
+
 static SM_NOINLINE void sm_fn_enter_slow(sm_location_t *loc, sm_fn_t *e, uint32_t state)
 {
     if (state == SM_FN_FILTERED)
         return;
+    if (state == SM_FN_THROTTLED) {
+        sm_fn_throttled_call(loc, e);
+        return;
+    }
     __atomic_fetch_add(&e->calls, 1, __ATOMIC_RELAXED);
-    if (state == SM_FN_COUNTING)
-        sm_event_enter(loc, e->region, sm_clock_now());
+    sm_event_enter(loc, e->region, sm_clock_now());
 }
 
 static SM_NOINLINE void sm_fn_exit_slow(sm_location_t *loc, sm_fn_t *e, uint32_t state)
@@ -247,12 +334,17 @@ static SM_NOINLINE void sm_fn_exit_slow(sm_location_t *loc, sm_fn_t *e, uint32_t
         uint64_t ticks = __atomic_add_fetch(&e->ticks, incl, __ATOMIC_RELAXED);
         uint64_t calls = __atomic_load_n(&e->calls, __ATOMIC_RELAXED);
         if (calls >= sm_fn_throttle_calls) {
-            uint32_t expect = SM_FN_COUNTING;
-            /* Once per function: the clock can be read for the decision. */
+            /* Once per function: the clock can be read, the lock taken
+             * (the slot is set before the state that makes it read). */
             double per_call_ns = (double)ticks * sm_fn_ns_per_tick() / (double)calls;
             uint32_t verdict = per_call_ns < sm_fn_throttle_ns ? SM_FN_THROTTLED : SM_FN_TRACED;
-            __atomic_compare_exchange_n(&e->state, &expect, verdict, 0, __ATOMIC_RELAXED,
-                                        __ATOMIC_RELAXED);
+            pthread_mutex_lock(&sm_fn_lock);
+            if (e->state == SM_FN_COUNTING) {
+                if (verdict == SM_FN_THROTTLED)
+                    e->slot = sm_fn_n_slots++;
+                __atomic_store_n(&e->state, verdict, __ATOMIC_RELEASE);
+            }
+            pthread_mutex_unlock(&sm_fn_lock);
         }
     } else {
         sm_fn_leave_other(loc, e->region, t);
@@ -284,23 +376,29 @@ static SM_NOINLINE void sm_fn_enter_new(sm_location_t *loc, void *fn)
         sm_fn_enter_slow(loc, e, state);
 }
 
+/* A filtered function is known from the table alone: the hooks look there
+ * before they fetch the thread's location. */
 void __cyg_profile_func_enter(void *fn, void *site)
 {
     (void)site;
     if (SM_UNLIKELY(!sm_runtime_active))
         return;
+    sm_fn_t *e = sm_fn_find((uintptr_t)fn);
+    uint32_t state = e ? __atomic_load_n(&e->state, __ATOMIC_ACQUIRE) : SM_FN_COUNTING;
+    if (state == SM_FN_FILTERED)
+        return;
     sm_location_t *loc = sm_location_current();
     if (SM_UNLIKELY(!sm_measuring(loc) || loc->closed))
         return;
-    sm_fn_t *e = sm_fn_find((uintptr_t)fn);
     if (SM_UNLIKELY(!e)) {
         sm_fn_enter_new(loc, fn);
         return;
     }
-    uint32_t state = __atomic_load_n(&e->state, __ATOMIC_RELAXED);
     if (SM_LIKELY(state == SM_FN_TRACED))
         sm_fn_trace_enter(loc, e->region);
-    else if (state != SM_FN_FILTERED)
+    else if (state == SM_FN_THROTTLED)
+        sm_fn_throttled_call(loc, e);
+    else
         sm_fn_enter_slow(loc, e, state);
 }
 
@@ -309,16 +407,18 @@ void __cyg_profile_func_exit(void *fn, void *site)
     (void)site;
     if (SM_UNLIKELY(!sm_runtime_active))
         return;
-    sm_location_t *loc = sm_location_current();
-    if (SM_UNLIKELY(loc->closed))
-        return;
     sm_fn_t *e = sm_fn_find((uintptr_t)fn);
     if (SM_UNLIKELY(!e))
         return;
     uint32_t state = __atomic_load_n(&e->state, __ATOMIC_RELAXED);
+    if (state != SM_FN_TRACED && state != SM_FN_COUNTING)
+        return; /* filtered or throttled: nothing was entered */
+    sm_location_t *loc = sm_location_current();
+    if (SM_UNLIKELY(loc->closed))
+        return;
     if (SM_LIKELY(state == SM_FN_TRACED))
         sm_fn_trace_leave(loc, e->region);
-    else if (state == SM_FN_COUNTING)
+    else
         sm_fn_exit_slow(loc, e, state);
 }
 
@@ -344,6 +444,11 @@ static void sm_fn_finalize(const sm_run_info_t *run)
         const char *name = sm_region_name(e->region);
         sm_filter_escape(name, pattern, sizeof pattern);
         uint64_t calls = __atomic_load_n(&e->calls, __ATOMIC_RELAXED);
+        for (uint32_t l = 0, nl = sm_location_count(); l < nl && e->slot < SM_FN_THROTTLE_SLOTS;
+             l++) {
+            const uint64_t *c = sm_location_get(l)->throttled_calls;
+            calls += c ? c[e->slot] : 0;
+        }
         double us = sm_fn_throttle_calls
                         ? (double)e->ticks * ns_per_tick / 1000.0 / (double)sm_fn_throttle_calls
                         : 0.0;
@@ -382,6 +487,11 @@ static void sm_fn_finalize(const sm_run_info_t *run)
     if (n > 4) {
         snprintf(note, sizeof note, "throttled: %u more functions (all in throttled.filter)",
                  n - 4);
+        sm_runtime_add_note(note);
+    }
+    if (sm_fn_system) {
+        snprintf(note, sizeof note, "compiler instrumentation: %u functions of system headers "
+                 "not measured", sm_fn_system);
         sm_runtime_add_note(note);
     }
     if (sm_fn_lost) {

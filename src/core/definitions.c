@@ -391,12 +391,9 @@ int sm_definitions_init(void)
 const char *sm_paradigm_name(sm_paradigm_t p)
 {
     static const char *const names[SM_PARADIGM_COUNT] = {
-        [SM_PARADIGM_USER] = "user",       [SM_PARADIGM_MEASUREMENT] = "measurement",
-        [SM_PARADIGM_PTHREAD] = "pthread", [SM_PARADIGM_MPI] = "mpi",
-        [SM_PARADIGM_OPENMP] = "openmp",   [SM_PARADIGM_KOKKOS] = "kokkos",
-        [SM_PARADIGM_CUDA] = "cuda",       [SM_PARADIGM_HIP] = "hip",
-        [SM_PARADIGM_COMPILER] = "compiler",
-        [SM_PARADIGM_SAMPLING] = "sampling",
+#define SM_PARADIGM(e, name, why) [SM_PARADIGM_##e] = name,
+#include "paradigms.def"
+#undef SM_PARADIGM
     };
     return (unsigned)p < SM_PARADIGM_COUNT ? names[p] : "unknown";
 }

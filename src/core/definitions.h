@@ -13,18 +13,11 @@ typedef uint32_t sm_attribute_id_t;
 
 #define SM_INVALID_ID UINT32_MAX
 
-/* Who defined a region; maps to an OTF2 paradigm. */
+/* Who defined a region; maps to an OTF2 paradigm (paradigms.def). */
 typedef enum {
-    SM_PARADIGM_USER,
-    SM_PARADIGM_MEASUREMENT, /* sysmeasure's own activity */
-    SM_PARADIGM_PTHREAD,
-    SM_PARADIGM_MPI,
-    SM_PARADIGM_OPENMP,
-    SM_PARADIGM_KOKKOS,
-    SM_PARADIGM_CUDA,
-    SM_PARADIGM_HIP,
-    SM_PARADIGM_COMPILER, /* compiler-instrumented functions */
-    SM_PARADIGM_SAMPLING,    /* functions seen by call-stack sampling */
+#define SM_PARADIGM(e, name, why) SM_PARADIGM_##e,
+#include "paradigms.def"
+#undef SM_PARADIGM
     SM_PARADIGM_COUNT
 } sm_paradigm_t;
 

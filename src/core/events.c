@@ -45,6 +45,8 @@ static void sm_trace_attrs(sm_location_t *loc, sm_record_kind_t kind, sm_region_
 void sm_event_enter_attrs(sm_location_t *loc, sm_region_id_t region, uint64_t t,
                           const sm_attr_value_t *attrs, uint32_t n)
 {
+    if (n && !loc->closed && !sm_region_filtered(region))
+        sm_event_count(loc, SM_REC_ENTER, n > 64 ? 64 : n); /* enters with attributes */
     if (!n || !loc->tracing || loc->closed || sm_region_filtered(region)) {
         sm_event_enter(loc, region, t);
         return;
@@ -56,6 +58,8 @@ void sm_event_enter_attrs(sm_location_t *loc, sm_region_id_t region, uint64_t t,
 void sm_event_leave_attrs(sm_location_t *loc, sm_region_id_t region, uint64_t t,
                           const sm_attr_value_t *attrs, uint32_t n)
 {
+    if (n && !loc->closed && !sm_region_filtered(region))
+        sm_event_count(loc, SM_REC_LEAVE, n > 64 ? 64 : n); /* leaves with attributes */
     if (!n || !loc->tracing || loc->closed || sm_region_filtered(region)) {
         sm_event_leave(loc, region, t);
         return;
@@ -99,7 +103,10 @@ void sm_event_thread_create(sm_location_t *loc, uint32_t created, uint64_t t)
 void sm_event_record(sm_location_t *loc, sm_record_kind_t kind, uint32_t ref, uint16_t aux,
                      uint64_t t, const uint64_t *words, uint8_t n)
 {
-    if (!loc->tracing || loc->closed)
+    if (loc->closed)
+        return;
+    sm_event_count(loc, kind, n);
+    if (!loc->tracing)
         return;
     sm_record_t *r = (sm_record_t *)SM_BUFFER_RESERVE(loc, sizeof(sm_record_t) + 8u * n);
     r->time = t;
@@ -138,4 +145,43 @@ void sm_event_matrix(sm_location_t *loc, uint32_t to, uint32_t n_processes, uint
         return;
     loc->msg_matrix[2u * to]++;
     loc->msg_matrix[2u * to + 1] += bytes;
+}
+
+uint64_t sm_record_count_bytes(const uint64_t *count, const uint64_t *words)
+{
+    uint64_t bytes = 0;
+    for (int k = 0; k < SM_REC_KIND_COUNT; k++) {
+        if (k == SM_REC_ENTER || k == SM_REC_LEAVE)
+            bytes += words[k] * sizeof(sm_record_attr_t); /* beyond the plain record */
+        else
+            bytes += count[k] * sizeof(sm_record_t) + 8u * words[k];
+    }
+    return bytes;
+}
+
+const char *sm_record_kind_name(sm_record_kind_t kind)
+{
+    static const char *const names[SM_REC_KIND_COUNT] = {
+        [SM_REC_ENTER] = "enter_attributes", [SM_REC_LEAVE] = "leave_attributes",
+        [SM_REC_BUFFER_FLUSH] = "buffer_flush", [SM_REC_MEASUREMENT] = "measurement",
+        [SM_REC_THREAD_CREATE] = "thread_create", [SM_REC_THREAD_BEGIN] = "thread_begin",
+        [SM_REC_THREAD_END] = "thread_end", [SM_REC_MSG_SEND] = "send",
+        [SM_REC_MSG_RECV] = "recv", [SM_REC_MSG_ISEND] = "isend",
+        [SM_REC_MSG_ISEND_COMPLETE] = "isend_complete",
+        [SM_REC_MSG_IRECV_REQUEST] = "irecv_request", [SM_REC_MSG_IRECV] = "irecv",
+        [SM_REC_REQUEST_CANCELLED] = "request_cancelled", [SM_REC_COLL_BEGIN] = "coll_begin",
+        [SM_REC_COLL_END] = "coll_end", [SM_REC_ICOLL_REQUEST] = "icoll_request",
+        [SM_REC_ICOLL_COMPLETE] = "icoll_complete", [SM_REC_METRIC] = "metric",
+        [SM_REC_METRIC_NAMED] = "metric_named", [SM_REC_THREAD_FORK] = "thread_fork",
+        [SM_REC_THREAD_JOIN] = "thread_join", [SM_REC_THREAD_TEAM_BEGIN] = "thread_team_begin",
+        [SM_REC_THREAD_TEAM_END] = "thread_team_end",
+        [SM_REC_THREAD_ACQUIRE_LOCK] = "thread_acquire_lock",
+        [SM_REC_THREAD_RELEASE_LOCK] = "thread_release_lock",
+        [SM_REC_THREAD_TASK_CREATE] = "thread_task_create",
+        [SM_REC_THREAD_TASK_SWITCH] = "thread_task_switch",
+        [SM_REC_THREAD_TASK_COMPLETE] = "thread_task_complete", [SM_REC_COUNTERS] = "counters",
+        [SM_REC_GPU_ACTIVITY] = "gpu_activity",
+        [SM_REC_CALLING_CONTEXT_SAMPLE] = "calling_context_sample",
+    };
+    return (unsigned)kind < SM_REC_KIND_COUNT && names[kind] ? names[kind] : "unknown";
 }

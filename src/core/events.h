@@ -37,6 +37,20 @@ static inline void sm_trace_record(sm_location_t *loc, sm_record_kind_t kind, ui
     SM_BUFFER_COMMIT(loc, r + 1);
 }
 
+/* An event beside enter/leave, counted (traced or not): sysmeasure-score
+ * estimates the full trace from these counts and the profile. */
+static inline void sm_event_count(sm_location_t *loc, sm_record_kind_t kind, unsigned words)
+{
+    loc->record_count[kind]++;
+    loc->record_words[kind] += words;
+}
+
+/* The memory (bytes) that records of these counts take in a buffer
+ * (sm_location_t.record_count, .record_words). */
+uint64_t sm_record_count_bytes(const uint64_t *count, const uint64_t *words) SM_HIDDEN;
+/* A record kind's name ("thread_fork"), as metadata.json gives the counts. */
+const char *sm_record_kind_name(sm_record_kind_t kind) SM_HIDDEN;
+
 /* Push a frame whose profile node is `node` (unused when not profiling). */
 static inline void sm_event_push_frame_at(sm_location_t *loc, sm_region_id_t region, uint64_t t,
                                           sm_profile_node_t *node)

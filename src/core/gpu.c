@@ -288,7 +288,9 @@ static sm_profile_node_t *sm_gpu_profile_node(sm_location_t *loc, const sm_profi
 static void sm_gpu_put(sm_location_t *loc, const sm_gpu_activity_t *a, sm_region_id_t region)
 {
     uint64_t start = a->start, end = a->end < a->start ? a->start : a->end;
-    if (loc->tracing) {
+    if (!loc->tracing) /* counted for sysmeasure-score */
+        sm_event_count(loc, SM_REC_GPU_ACTIVITY, a->kind == SM_GPU_KERNEL ? 8 : 3);
+    else {
         uint64_t w[8];
         uint8_t nw = 3;
         w[0] = end;

@@ -12,6 +12,7 @@
 #include "buffer.h"
 #include "compiler.h"
 #include "definitions.h"
+#include "event_record.h"
 #include "profile.h"
 
 typedef enum {
@@ -75,6 +76,15 @@ typedef struct sm_location {
     uint64_t pass_start;
     /* Set while the compiler hooks resolve a function (no recursion). */
     uint8_t in_compiler_hook;
+    /* Calls of throttled functions on this thread, by throttle slot
+     * (compiler hooks; allocated at the first one, summed at finalize):
+     * no atomic read-modify-write on that path. */
+    uint64_t *throttled_calls;
+    /* Events beside enter/leave, by record kind, and their payload words
+     * (for enter/leave: attribute words only), counted whether traced or
+     * not: what a full trace would hold (sysmeasure-score). */
+    uint64_t record_count[SM_REC_KIND_COUNT];
+    uint64_t record_words[SM_REC_KIND_COUNT];
     /* Running totals of the transfer metrics (I/O, one-sided bytes). */
     uint64_t transfer_total[8];
     sm_buffer_t buffer;

@@ -487,6 +487,16 @@ static void sm_runtime_job_totals(const sm_procs_t *procs)
 {
     uint64_t v[5] = {sm_run.spills, sm_run.spilled_bytes, sm_run.dropped_records,
                      sm_run.unmatched_leaves, sm_run.folded_enters};
+    uint64_t records[2 * SM_REC_KIND_COUNT];
+    memcpy(records, sm_run.record_count, sizeof sm_run.record_count);
+    memcpy(records + SM_REC_KIND_COUNT, sm_run.record_words, sizeof sm_run.record_words);
+    if (procs->allreduce_sum_u64(procs->ctx, records, 2 * SM_REC_KIND_COUNT) == 0) {
+        memcpy(sm_run.record_count, records, sizeof sm_run.record_count);
+        memcpy(sm_run.record_words, records + SM_REC_KIND_COUNT, sizeof sm_run.record_words);
+    }
+    uint64_t most = sm_run.record_bytes_max;
+    if (procs->allreduce_max_u64(procs->ctx, &most, 1) == 0)
+        sm_run.record_bytes_max = most;
     if (procs->allreduce_sum_u64(procs->ctx, v, 5) == 0) {
         sm_run.folded_enters = v[4];
         sm_run.spills = v[0];
@@ -717,7 +727,12 @@ static int sm_runtime_begin_end(const char *reason)
         sm_run.dropped_records += loc->buffer.dropped_records;
         sm_run.unmatched_leaves += loc->unmatched_leaves;
         sm_run.folded_enters += loc->profile.folded_enters;
+        for (int k = 0; k < SM_REC_KIND_COUNT; k++) {
+            sm_run.record_count[k] += loc->record_count[k];
+            sm_run.record_words[k] += loc->record_words[k];
+        }
     }
+    sm_run.record_bytes_max = sm_record_count_bytes(sm_run.record_count, sm_run.record_words);
     if (sm_run.folded_enters && !sm_runtime_discard) {
         char note[256];
         snprintf(note, sizeof note, "profile depth limit: %llu region enters deeper than %u "

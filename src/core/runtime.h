@@ -10,6 +10,7 @@
 #include <sys/types.h>
 #include "compiler.h"
 #include "config.h"
+#include "event_record.h"
 #include "../merge/procs.h"
 
 /* 1 while this process is measured (after init, before finalize). */
@@ -37,6 +38,12 @@ typedef struct sm_run_info {
     uint64_t dropped_records;
     uint64_t unmatched_leaves;
     uint64_t folded_enters;     /* beyond the profile's depth limit */
+    /* Events beside enter/leave by record kind (sm_location_t.record_count,
+     * .record_words), summed over the job, and the most memory their
+     * records take in one process (bytes): for sysmeasure-score. */
+    uint64_t record_count[SM_REC_KIND_COUNT];
+    uint64_t record_words[SM_REC_KIND_COUNT];
+    uint64_t record_bytes_max;
     /* The job: this process's rank among n_ranks (0 of 1 without MPI). */
     uint32_t rank;
     uint32_t n_ranks;

@@ -23,7 +23,8 @@
 #include "profile_summary.h"
 
 #define SM_PF_MAGIC 0x46504d53u /* "SMPF" */
-#define SM_PF_VERSION 3u /* 2: checksummed head; 3: GPU devices of stream locations */
+#define SM_PF_VERSION 4u /* 2: checksummed head; 3: GPU devices of stream locations;
+                            4: counts of the events beside enter/leave */
 
 /* The fixed head: magic, version, the file's length, a checksum (FNV-1a,
  * 64 bits) of every byte after it, then rank, ranks and the job's identity,
@@ -161,6 +162,8 @@ int sm_process_file_write(const sm_run_info_t *run, const char *reason)
     SM_PF_PUT(&b, run->spilled_bytes);
     SM_PF_PUT(&b, run->dropped_records);
     SM_PF_PUT(&b, run->unmatched_leaves);
+    SM_PF_PUT(&b, run->record_count);
+    SM_PF_PUT(&b, run->record_words);
 
     sm_defset_t *defs = sm_defset_from_process(run->rank);
     uint64_t len = 0;
@@ -484,6 +487,8 @@ sm_process_file_t *sm_process_file_read(const char *path, sm_process_file_head_t
     SM_PF_GET(&r, f->spilled_bytes);
     SM_PF_GET(&r, f->dropped_records);
     SM_PF_GET(&r, f->unmatched_leaves);
+    SM_PF_GET(&r, f->record_count);
+    SM_PF_GET(&r, f->record_words);
     f->defs = sm_pf_get_blob(&r, &f->defs_len);
     f->profile = sm_pf_get_blob(&r, &f->profile_len);
     uint32_t n_row = 0;

@@ -36,6 +36,7 @@ typedef struct sm_process_file {
     uint64_t start_ticks, end_ticks;
     sm_clock_params_t clock;
     uint64_t spills, spilled_bytes, dropped_records, unmatched_leaves;
+    uint64_t record_count[SM_REC_KIND_COUNT], record_words[SM_REC_KIND_COUNT];
     void *defs;                 /* serialized definition set */
     uint64_t defs_len;
     void *profile;              /* serialized profile summary (its own ids) */

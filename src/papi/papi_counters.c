@@ -206,6 +206,8 @@ static void sm_counters_trace(sm_location_t *loc, sm_counters_thread_t *c, uint6
     if (loc->tracing)
         sm_event_record(loc, SM_REC_COUNTERS, sm_counter_metric0, 0, t,
                         (const uint64_t *)c->read, (uint8_t)c->n);
+    else
+        sm_event_count(loc, SM_REC_COUNTERS, c->n); /* for sysmeasure-score */
 }
 
 void sm_counters_enter(sm_location_t *loc, sm_frame_t *f, uint64_t t)

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../core/events.h"
 #include "../core/runtime.h"
 #include "../merge/image.h"
 #include "../merge/process_file.h"
@@ -273,6 +274,13 @@ int main(int argc, char **argv)
         run.spilled_bytes += f->spilled_bytes;
         run.dropped_records += f->dropped_records;
         run.unmatched_leaves += f->unmatched_leaves;
+        for (int k = 0; k < SM_REC_KIND_COUNT; k++) {
+            run.record_count[k] += f->record_count[k];
+            run.record_words[k] += f->record_words[k];
+        }
+        uint64_t mine = sm_record_count_bytes(f->record_count, f->record_words);
+        if (mine > run.record_bytes_max)
+            run.record_bytes_max = mine;
         if (!run.start_realtime_ns || f->start_realtime_ns < run.start_realtime_ns)
             run.start_realtime_ns = f->start_realtime_ns;
         if (f->end_realtime_ns > run.end_realtime_ns)

@@ -24,11 +24,13 @@ struct sm_filter {
     size_t n, cap;
 };
 
-/* The paradigm names a rule may use: those of sm_paradigm_name (a unit test
- * checks that each of them is accepted here). */
+/* The paradigm names a rule may use: the core's (paradigms.def), except
+ * sysmeasure's own, which is never filtered. */
 static const char *const sm_filter_paradigm_names[] = {
-    "user", "measurement", "pthread", "mpi", "openmp", "kokkos", "cuda", "hip", "compiler", "sampling",
-    "opencl", "sycl", "rocm", "hsa", NULL,
+#define SM_PARADIGM(e, name, why) name,
+#include "../core/paradigms.def"
+#undef SM_PARADIGM
+    NULL,
 };
 
 static const struct {
@@ -114,6 +116,17 @@ static const char *sm_filter_token(const char **s, char *tok, size_t len)
     tok[n] = '\0';
     *s = p;
     return tok;
+}
+
+/* "user, pthread, ..." for the message about an unknown one. */
+static void sm_filter_paradigm_list(char *out, size_t len)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    for (int i = 0; sm_filter_paradigm_names[i] && n < len; i++)
+        if (strcmp(sm_filter_paradigm_names[i], "measurement") != 0)
+            n += (size_t)snprintf(out + n, len - n, "%s%s", n ? ", " : "",
+                                  sm_filter_paradigm_names[i]);
 }
 
 static int sm_filter_known_paradigm(const char *name)
@@ -213,9 +226,9 @@ sm_filter_t *sm_filter_parse(const char *text, const char *origin, char *err, si
             goto fail;
         } else {
             if (block == SM_FB_PARADIGMS && !sm_filter_known_paradigm(t)) {
-                sm_filter_error(err, errlen, origin, line,
-                                "unknown paradigm '%s' (user, compiler, mpi, openmp, kokkos, "
-                                "pthread, cuda, hip, sampling)", t);
+                char known[256];
+                sm_filter_paradigm_list(known, sizeof known);
+                sm_filter_error(err, errlen, origin, line, "unknown paradigm '%s' (%s)", t, known);
                 goto fail;
             }
             if (sm_filter_add(f, block, exclude, mangled, t) != 0) {

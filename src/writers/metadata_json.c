@@ -12,6 +12,7 @@
 #include "../core/clock.h"
 #include "../core/config.h"
 #include "../core/definitions.h"
+#include "../core/events.h"
 #include "../core/location.h"
 #include "../core/metrics.h"
 #include "../util/bytes.h"
@@ -107,6 +108,22 @@ void sm_json_run_totals(sm_json_t *j, const sm_run_info_t *run)
     sm_json_object_end(j);
     sm_json_field_uint(j, "unmatched_leaves", run->unmatched_leaves);
     sm_json_field_uint(j, "profile_folded_enters", run->folded_enters);
+    /* Events beside enter/leave, traced or not (sysmeasure-score):
+     * {kind: [records, payload words]} over the job, and the most memory
+     * their records take in one process. */
+    sm_json_key(j, "records");
+    sm_json_object_begin(j);
+    for (int k = 0; k < SM_REC_KIND_COUNT; k++) {
+        if (!run->record_count[k])
+            continue;
+        sm_json_key(j, sm_record_kind_name((sm_record_kind_t)k));
+        sm_json_array_begin_inline(j);
+        sm_json_uint(j, run->record_count[k]);
+        sm_json_uint(j, run->record_words[k]);
+        sm_json_array_end(j);
+    }
+    sm_json_object_end(j);
+    sm_json_field_uint(j, "records_bytes_max_process", run->record_bytes_max);
 }
 
 /* What the program declared about itself (Kokkos declare_metadata). */

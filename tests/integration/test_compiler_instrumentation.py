@@ -8,24 +8,12 @@ counted in full, listed with a filter line); a 50 us one is not."""
 import os
 import re
 import subprocess
-import sys
 
 import otf2
 import smtest
 from smtest import check
 
 BUILD, SRC = smtest.BUILD, smtest.SRC
-
-
-def build(wrapper, source, name, flags=("-O2",), libs=()):
-    out = os.path.join(smtest.workdir("build-" + name), name)
-    cmd = [os.path.join(BUILD, wrapper)] + list(flags) + \
-        [os.path.join(SRC, "tests", "programs", source), "-o", out] + list(libs)
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if proc.returncode != 0:
-        print("cannot build %s: %s\n%s" % (source, " ".join(cmd), proc.stderr), file=sys.stderr)
-        sys.exit(1)
-    return out
 
 
 def line_of(source, text):
@@ -74,7 +62,7 @@ def check_program(source, exe, expected, args=(), launcher_args=()):
 
 
 # ---------------------------------------------------------------- C
-c_exe = build("sysmeasure-cc", "instr_c.c", "instr-c")
+c_exe = smtest.build_wrapped("sysmeasure-cc", "instr_c.c", "instr-c")
 # Without the launcher: runs as it always did.
 plain = subprocess.run([c_exe, "nothrottle"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True, env=smtest.clean_env())
@@ -128,7 +116,7 @@ out, proc, profile = check_program("instr_c.c", c_exe, dict(C_EXPECTED, tiny=("v
 check(not os.path.exists(os.path.join(out, "throttled.filter")), "throttled.filter without throttling")
 
 # ---------------------------------------------------------------- C++
-cxx_exe = build("sysmeasure-c++", "instr_cxx.cpp", "instr-cxx")
+cxx_exe = smtest.build_wrapped("sysmeasure-c++", "instr_cxx.cpp", "instr-cxx")
 check_program("instr_cxx.cpp", cxx_exe, {
     "main": ("int main(", 1),
     "geo::Shape<double>::Shape(double)": ("explicit Shape(T side)", 30),
@@ -140,8 +128,51 @@ check_program("instr_cxx.cpp", cxx_exe, {
     "(anonymous namespace)::local_helper(int)": ("int local_helper(int i)", 5),
 })
 
+# ---------------------------------------------------------------- C++ with std::
+# No function of the system headers becomes a region (g++ leaves them out
+# when compiling; clang++ has no option for it: the runtime leaves them out
+# by their source file), and the application's own are all there, exactly.
+STD_EXPECTED = {"int main(": 1, "std::vector<std::string> fill(int n)": 4,
+                "void tally(const std::vector<std::string> &v)": 4,
+                "bool by_length(const std::vector<std::string> &v)": 1,
+                "void record(const std::string &word)": 40}
+
+
+def check_std(exe, what):
+    out, proc = smtest.measure([exe], os.path.basename(exe))
+    profile = smtest.load_json(out, "profile.json")
+    by_line = {}
+    for cp in profile["callpaths"]:
+        f = cp.get("file") or ""
+        check(os.path.basename(f) == "instr_std.cpp",
+              "%s: %s measured, from %s" % (what, cp["region"][:100], f))
+        check(not cp["region"].startswith(("std::", "__gnu_cxx::")),
+              "%s: %s measured" % (what, cp["region"][:100]))
+        by_line[cp.get("line")] = by_line.get(cp.get("line"), 0) + \
+            sum(t["visits"] for t in cp["per_thread"])
+    for text, n in STD_EXPECTED.items():
+        line = line_of("instr_std.cpp", text)
+        check(by_line.get(line) == n, "%s: line %d (%s): %s visits, expected %d"
+              % (what, line, text, by_line.get(line), n))
+    trace = smtest.Trace(out)
+    smtest.check_trace_consistent(trace)
+    for r in trace.definitions.regions:
+        check(not str(r.source_file).startswith("/usr/"),
+              "%s: %s defined, from %s" % (what, r.name[:100], r.source_file))
+
+
+check_std(smtest.build_wrapped("sysmeasure-c++", "instr_std.cpp", "instr-std-gnu"), "g++ -O2")
+if smtest.CLANG not in ("", "no"):
+    clangxx = smtest.CLANG + "++"
+    for opt in ("-O0", "-O2"):
+        check_std(smtest.build_wrapped("sysmeasure-instrument", "instr_std.cpp",
+                                       "instr-std-clang" + opt, flags=(clangxx, opt)),
+                  "clang++ " + opt)
+else:
+    print("clang part skipped: configure found no clang")
+
 # ---------------------------------------------------------------- Fortran
-f_exe = build("sysmeasure-fortran", "instr_fortran.f90", "instr-fortran")
+f_exe = smtest.build_wrapped("sysmeasure-fortran", "instr_fortran.f90", "instr-fortran")
 check_program("instr_fortran.f90", f_exe, {
     "MAIN__": ("program instr_fortran", 1),
     "stencil_mod::smooth": ("subroutine smooth(a, n)", 12),
@@ -156,7 +187,7 @@ proc = subprocess.run([os.path.join(BUILD, "sysmeasure-cc"), "-O2", "-shared", "
                        os.path.join(SRC, "tests", "programs", "instr_lib.c")],
                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 check(proc.returncode == 0, "cannot build the library: " + proc.stderr)
-main_exe = build("sysmeasure-cc", "instr_lib_main.c", "instr-lib-main",
+main_exe = smtest.build_wrapped("sysmeasure-cc", "instr_lib_main.c", "instr-lib-main",
                  libs=("-L" + libdir, "-Wl,-rpath," + libdir, "-linstr"))
 out, _, profile = check_program("instr_lib.c", main_exe, {
     "lib_work": ("int lib_work(int x)", 7), "lib_inner": ("int lib_inner(int x)", 14)})

@@ -7,25 +7,12 @@ MPI_Send keeps its message (the receive still matches).  Bad input: filter
 files that do not parse, an unknown MPI group: one line, exit 2, the
 program never runs."""
 import os
-import subprocess
-import sys
 
 import otf2
 import smtest
 from smtest import check
 
 BUILD, SRC = smtest.BUILD, smtest.SRC
-
-
-def build(wrapper, source, name, flags=("-O2",)):
-    out = os.path.join(smtest.workdir("build-" + name), name)
-    cmd = [os.path.join(BUILD, wrapper)] + list(flags) + \
-        [os.path.join(SRC, "tests", "programs", source), "-o", out]
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if proc.returncode != 0:
-        print("cannot build %s: %s\n%s" % (source, " ".join(cmd), proc.stderr), file=sys.stderr)
-        sys.exit(1)
-    return out
 
 
 def write_filter(name, text):
@@ -69,7 +56,7 @@ def check_filtered(out, kept, gone, paths):
     return trace
 
 
-c_exe = build("sysmeasure-cc", "instr_c.c", "instr-c")
+c_exe = smtest.build_wrapped("sysmeasure-cc", "instr_c.c", "instr-c")
 ALL_C = ("main", "middle", "leaf", "work_50us", "tiny", "solve_a", "solve_b", "helper_excluded")
 
 # A Score-P filter file, as Score-P documents it: the last matching rule
@@ -110,7 +97,7 @@ check_filtered(out, {}, ALL_C, {})
 
 # C++: MANGLED rules match the mangled names (_ZN3geo..., _ZNK3geo... for
 # const methods: namespace geo).
-cxx_exe = build("sysmeasure-c++", "instr_cxx.cpp", "instr-cxx")
+cxx_exe = smtest.build_wrapped("sysmeasure-c++", "instr_cxx.cpp", "instr-cxx")
 mangled = write_filter("mangled.filter", "SCOREP_REGION_NAMES_BEGIN\n EXCLUDE MANGLED _ZN3geo* _ZNK3geo*\n"
                        "SCOREP_REGION_NAMES_END\n")
 out, _ = smtest.measure([cxx_exe], "mangled-filter", launcher_args=["--filter", mangled])
@@ -162,7 +149,7 @@ check(proc.returncode == 2 and proc.stderr.count("\n") == 1 and
 if os.environ.get("SM_HAVE_MPI") != "yes":
     print("(no MPI in this build: the MPI part is not run)")
     smtest.finish()
-mpi_exe = build("sysmeasure-instrument", "instr_mpi.c", "instr-mpi", flags=("mpicc", "-O2"))
+mpi_exe = smtest.build_wrapped("sysmeasure-instrument", "instr_mpi.c", "instr-mpi", flags=("mpicc", "-O2"))
 P2P = ("MPI_Send", "MPI_Recv", "MPI_Isend", "MPI_Irecv", "MPI_Waitall", "MPI_Wait")
 COLL = {"MPI_Barrier": 8, "MPI_Allreduce": 8, "MPI_Ibcast": 8, "MPI_Comm_split": 2}
 

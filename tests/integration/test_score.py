@@ -1,5 +1,7 @@
 """sysmeasure-score: the trace size it estimates from a run's profile is
-within 10% of the archive written; its -g filter (regions under 1 us per
+within 10% of the archive written (a compiler-instrumented program, a tiny
+trace where definitions dominate, and OpenMP runs with fork/join, teams,
+tasks and locks, from a traced and from a profile-only run); its -g filter (regions under 1 us per
 visit taking more than 1% of the trace) names the planted tiny function,
 and fed back with --filter it shrinks the trace to the size it predicted
 (within 10%).  It works on a folder completed by sysmeasure-merge, and
@@ -7,24 +9,12 @@ says what is wrong with a folder it cannot read."""
 import os
 import re
 import subprocess
-import sys
 
 import smtest
 from smtest import check
 
 BUILD, SRC = smtest.BUILD, smtest.SRC
 SCORE = os.path.join(BUILD, "sysmeasure-score")
-
-
-def build(wrapper, source, name, flags=("-O2",)):
-    out = os.path.join(smtest.workdir("build-" + name), name)
-    cmd = [os.path.join(BUILD, wrapper)] + list(flags) + \
-        [os.path.join(SRC, "tests", "programs", source), "-o", out]
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if proc.returncode != 0:
-        print("cannot build %s: %s\n%s" % (source, " ".join(cmd), proc.stderr), file=sys.stderr)
-        sys.exit(1)
-    return out
 
 
 def archive_bytes(out):
@@ -53,7 +43,7 @@ def near(estimate, actual, what):
           % (what, estimate, actual, 100.0 * (estimate - actual) / actual))
 
 
-exe = build("sysmeasure-cc", "instr_c.c", "instr-c")
+exe = smtest.build_wrapped("sysmeasure-cc", "instr_c.c", "instr-c")
 # No throttling: tiny's 1M calls all go into the trace (about 24 MB).
 out, _ = smtest.measure([exe], "score-full", launcher_args=["--no-throttle"])
 estimate, text = score(out, "-g", os.path.join(out, "proposed.filter"))
@@ -85,6 +75,34 @@ out3, _ = smtest.measure([exe], "score-profile-only", launcher_args=["--no-throt
 check(not os.path.exists(os.path.join(out3, "traces.otf2")), "--no-trace wrote an archive")
 estimate3, _ = score(out3)
 near(estimate3, written, "trace estimated from a profile-only run")
+
+# A tiny trace: one function, where the definitions are most of the archive.
+hello = smtest.build_wrapped("sysmeasure-cc", "static_hello.c", "hello-instr")
+out, _ = smtest.measure([hello], "score-tiny", expect_rc=5)
+estimate, text = score(out)
+near(estimate, archive_bytes(out), "tiny trace")
+check(re.search(r"compiler +1 .* main \(static_hello\.c:\d+\)", text) is not None,
+      "main's row: " + text[:2000])
+
+# OpenMP: the fork/join, team, task and lock events beside the regions,
+# counted by the runtime whether it traces or not.
+if os.environ.get("SM_HAVE_OMPT") == "yes" and smtest.CLANG not in ("", "no"):
+    omp = smtest.build_program(smtest.CLANG, "omp_constructs.c", "score-omp", ["-fopenmp", "-O1"])
+    for args in (["repeat", "200"], ["tasks"], ["locks"]):
+        env = {"OMP_NUM_THREADS": "4"}
+        out, _ = smtest.measure([omp] + args, "score-omp-" + args[0], env=env)
+        written = archive_bytes(out)
+        estimate, text = score(out)
+        near(estimate, written, "OpenMP " + args[0])
+        m = re.search(r"other events (\d+)", text)
+        check(m is not None and int(m.group(1)) > 0, "OpenMP %s: no other events counted: %s"
+              % (args[0], text[:400]))
+        pout, _ = smtest.measure([omp] + args, "score-omp-profile-" + args[0], env=env,
+                                 launcher_args=["--no-trace"])
+        estimate, _ = score(pout)
+        near(estimate, written, "OpenMP %s, estimated from a profile-only run" % args[0])
+else:
+    print("OpenMP part skipped: this build has no OMPT adapter")
 
 # A folder completed by sysmeasure-merge (a job without MPI_Finalize).
 if os.environ.get("SM_HAVE_MPI") == "yes":

@@ -331,6 +331,20 @@ def build_program(compiler, source, name, flags=()):
     return out
 
 
+def build_wrapped(wrapper, source, name, flags=("-O2",), libs=()):
+    """Compile tests/programs/<source> with one of this build's compiler
+    wrappers (sysmeasure-cc, -c++, -fortran, sysmeasure-instrument: then
+    flags begin with the compiler); returns the executable's path."""
+    out = os.path.join(workdir("build-" + name), name)
+    cmd = [os.path.join(BUILD, wrapper)] + list(flags) + \
+        [os.path.join(SRC, "tests", "programs", source), "-o", out] + list(libs)
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if proc.returncode != 0:
+        print("cannot build %s: %s\n%s" % (source, " ".join(cmd), proc.stderr), file=sys.stderr)
+        sys.exit(1)
+    return out
+
+
 def user_api_flags():
     """Compiler flags for a program that uses the user API of this build."""
     libs = os.path.join(BUILD, ".libs")
