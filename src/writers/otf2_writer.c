@@ -549,6 +549,7 @@ static OTF2_ErrorCode sm_otf2_message_record(sm_otf2_writer_t *w, const sm_recor
         OTF2_MetricValue v;
         v.unsigned_int = pt;
         w->metric_events = true;
+        sm_timeline_metric(w->timeline, t, w->named_metric[name], pt);
         return OTF2_EvtWriter_Metric(e, NULL, t, SM_XFER_KIND_COUNT + w->named_metric[name], 1,
                                      &type, &v);
     }
@@ -914,6 +915,7 @@ static void *sm_otf2_proc_blob(sm_otf2_writer_t *w, const uint64_t *n_events, ui
         free(il.creation_path);
     }
     /* Then this image's timeline bins (sm_timeline_t's out). */
+    sm_timeline_end_process(w->timeline);
     uint64_t tl_len = w->timeline && !w->timeline->out.oom ? w->timeline->out.len : 0;
     sm_put_u64(&b, tl_len);
     if (tl_len)
@@ -1804,10 +1806,7 @@ static bool sm_otf2_write_image_events(sm_otf2_writer_t *w, const sm_image_t *im
                                        sm_wbuf_t *seq)
 {
     w->img = img;
-    if (w->timeline) {
-        w->timeline->out.len = 0;
-        w->timeline->out.oom = false;
-    }
+    sm_timeline_reset(w->timeline);
     w->any_time = w->thread_events = w->metric_events = false;
     w->min_ns = w->max_ns = 0;
     uint64_t *n_events = calloc(img->n_locations ? img->n_locations : 1, sizeof *n_events);
@@ -1893,7 +1892,7 @@ static void sm_otf2_timeline(sm_otf2_writer_t *w, const sm_otf2_proc_info_t *inf
         any = true;
     }
     if (blobs && lens && any)
-        sm_timeline_write_json(w->run->output_dir, w->n_ranks, blobs, lens, lo, hi);
+        sm_timeline_write_json(w->run->output_dir, w->job->defs, w->n_ranks, blobs, lens, lo, hi);
     else if (!blobs || !lens)
         sm_error("writing %s/timeline.json failed: %s", w->run->output_dir, strerror(ENOMEM));
     free(blobs);

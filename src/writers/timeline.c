@@ -14,11 +14,14 @@
 #include <string.h>
 #include "../core/gpu.h"
 #include "../core/location.h"
+#include "../merge/unify.h"
 #include "../util/json.h"
 
 #define SM_TL_FIRST_WIDTH 1000u /* ns */
 #define SM_TL_THREAD_LANES 64   /* a lane per thread (per stream) up to this many */
 #define SM_TL_MAX_LANES 512     /* beyond: ranks share lanes */
+/* Records of a process's part. */
+enum { SM_TL_REC_LOCATION = 1, SM_TL_REC_METRIC = 2 };
 
 const char *const sm_tl_name[SM_TL_COUNT] = {
     "compute outside regions", "user regions", "MPI", "OpenMP", "Kokkos", "GPU API", "other",
@@ -171,6 +174,7 @@ void sm_timeline_end(sm_timeline_t *t)
 {
     if (!t || !t->on || !t->used)
         return;
+    sm_put_u32(&t->out, SM_TL_REC_LOCATION);
     sm_put_u32(&t->out, t->id);
     sm_put_u32(&t->out, t->type);
     sm_put_bytes(&t->out, t->name, sizeof t->name);
@@ -188,6 +192,65 @@ void sm_timeline_end(sm_timeline_t *t)
     t->on = false;
 }
 
+void sm_timeline_metric(sm_timeline_t *t, uint64_t ns, uint32_t id, uint64_t value)
+{
+    if (!t)
+        return;
+    sm_tl_metric_t *m = NULL;
+    for (uint32_t i = 0; i < t->n_metrics && !m; i++)
+        if (t->metrics[i].id == id)
+            m = &t->metrics[i];
+    if (!m) {
+        if (t->n_metrics == SM_TL_METRICS)
+            return;
+        m = &t->metrics[t->n_metrics++];
+        memset(m, 0, sizeof *m);
+        m->id = id;
+        m->origin = ns;
+        m->width = SM_TL_FIRST_WIDTH;
+    }
+    if (ns < m->origin)
+        ns = m->origin;
+    while (ns - m->origin >= m->width * SM_TL_FINE && m->width < UINT64_MAX / 4 / SM_TL_FINE) {
+        for (uint32_t i = 0; i < SM_TL_FINE / 2; i++) {
+            m->sum[i] = m->sum[2 * i] + m->sum[2 * i + 1];
+            m->count[i] = m->count[2 * i] + m->count[2 * i + 1];
+            m->max[i] = m->max[2 * i] > m->max[2 * i + 1] ? m->max[2 * i] : m->max[2 * i + 1];
+        }
+        memset(&m->sum[SM_TL_FINE / 2], 0, sizeof m->sum[0] * (SM_TL_FINE / 2));
+        memset(&m->max[SM_TL_FINE / 2], 0, sizeof m->max[0] * (SM_TL_FINE / 2));
+        memset(&m->count[SM_TL_FINE / 2], 0, sizeof m->count[0] * (SM_TL_FINE / 2));
+        m->width *= 2;
+    }
+    uint64_t i = (ns - m->origin) / m->width;
+    m->sum[i] += (double)value;
+    if (!m->count[i]++ || (double)value > m->max[i])
+        m->max[i] = (double)value;
+}
+
+void sm_timeline_end_process(sm_timeline_t *t)
+{
+    for (uint32_t k = 0; t && k < t->n_metrics; k++) {
+        const sm_tl_metric_t *m = &t->metrics[k];
+        sm_put_u32(&t->out, SM_TL_REC_METRIC);
+        sm_put_u32(&t->out, m->id);
+        sm_put_u64(&t->out, m->origin);
+        sm_put_u64(&t->out, m->width);
+        sm_put_bytes(&t->out, m->sum, sizeof m->sum);
+        sm_put_bytes(&t->out, m->max, sizeof m->max);
+        sm_put_bytes(&t->out, m->count, sizeof m->count);
+    }
+}
+
+void sm_timeline_reset(sm_timeline_t *t)
+{
+    if (!t)
+        return;
+    t->out.len = 0;
+    t->out.oom = false;
+    t->n_metrics = 0;
+}
+
 /* ---------------------------------------------------------------- rank 0 */
 
 typedef struct sm_tl_lane {
@@ -197,9 +260,19 @@ typedef struct sm_tl_lane {
     double bins[SM_TL_BINS][SM_TL_COUNT];
 } sm_tl_lane_t;
 
+/* A sampled metric across the ranks: per bin the sum and count (mean) and
+ * the largest value. */
+typedef struct sm_tl_series {
+    uint32_t id;
+    double sum[SM_TL_BINS], max[SM_TL_BINS];
+    uint64_t count[SM_TL_BINS];
+} sm_tl_series_t;
+
 typedef struct sm_tl_job {
     sm_tl_lane_t *lanes;
     uint32_t n, cap;
+    sm_tl_series_t *series;
+    uint32_t n_series, series_cap;
     uint64_t start, end;
     double bin_ns;
 } sm_tl_job_t;
@@ -261,6 +334,45 @@ static void sm_tl_spread(const sm_tl_job_t *j, sm_tl_lane_t *l, int kind, const 
     }
 }
 
+static void sm_tl_series_add(sm_tl_job_t *j, uint32_t id, uint64_t origin, uint64_t width,
+                             const uint8_t *sum, const uint8_t *max, const uint8_t *count)
+{
+    sm_tl_series_t *m = NULL;
+    for (uint32_t i = 0; i < j->n_series && !m; i++)
+        if (j->series[i].id == id)
+            m = &j->series[i];
+    if (!m) {
+        if (j->n_series == j->series_cap) {
+            uint32_t cap = j->series_cap ? 2 * j->series_cap : 8;
+            sm_tl_series_t *g = realloc(j->series, sizeof *g * cap);
+            if (!g)
+                return;
+            j->series = g;
+            j->series_cap = cap;
+        }
+        m = &j->series[j->n_series++];
+        memset(m, 0, sizeof *m);
+        m->id = id;
+    }
+    for (uint32_t i = 0; i < SM_TL_FINE; i++) {
+        uint32_t c;
+        double s, x;
+        memcpy(&c, count + (size_t)i * sizeof c, sizeof c);
+        if (!c)
+            continue;
+        memcpy(&s, sum + (size_t)i * sizeof s, sizeof s);
+        memcpy(&x, max + (size_t)i * sizeof x, sizeof x);
+        /* the bin's samples at its middle */
+        double mid = (double)origin + (i + 0.5) * (double)width - (double)j->start;
+        long k = (long)floor(mid / j->bin_ns);
+        k = k < 0 ? 0 : k >= SM_TL_BINS ? SM_TL_BINS - 1 : k;
+        if (!m->count[k] || x > m->max[k])
+            m->max[k] = x;
+        m->sum[k] += s;
+        m->count[k] += c;
+    }
+}
+
 /* Walks every location of the parts: counting (j NULL) or binning. */
 static void sm_tl_walk(sm_tl_job_t *j, uint32_t n_ranks, const uint8_t *const *blob,
                        const uint64_t *len, uint32_t group, bool per_thread, bool per_stream,
@@ -269,6 +381,16 @@ static void sm_tl_walk(sm_tl_job_t *j, uint32_t n_ranks, const uint8_t *const *b
     for (uint32_t r = 0; r < n_ranks; r++) {
         sm_rbuf_t b = {blob[r], blob[r] ? blob[r] + len[r] : NULL, false};
         while (blob[r] && sm_remaining(&b) > 0 && !b.bad) {
+            if (sm_get_u32(&b) == SM_TL_REC_METRIC) {
+                uint32_t id = sm_get_u32(&b);
+                uint64_t origin = sm_get_u64(&b), width = sm_get_u64(&b);
+                const uint8_t *sum = sm_get_bytes(&b, SM_TL_FINE * sizeof(double));
+                const uint8_t *max = sm_get_bytes(&b, SM_TL_FINE * sizeof(double));
+                const uint8_t *count = sm_get_bytes(&b, SM_TL_FINE * sizeof(uint32_t));
+                if (j && !b.bad)
+                    sm_tl_series_add(j, id, origin, width, sum, max, count);
+                continue;
+            }
             sm_get_u32(&b); /* id */
             uint32_t type = sm_get_u32(&b);
             char name[64];
@@ -295,13 +417,40 @@ static void sm_tl_walk(sm_tl_job_t *j, uint32_t n_ranks, const uint8_t *const *b
     }
 }
 
-int sm_timeline_write_json(const char *dir, uint32_t n_ranks, const uint8_t *const *blob,
-                           const uint64_t *len, uint64_t start_ns, uint64_t end_ns)
+/* "metrics": per sampled metric its name, unit, and per bin the mean and
+ * the largest value across ranks (null: no sample in the bin). */
+static void sm_tl_metrics_json(sm_json_t *o, const sm_tl_job_t *j, const sm_defset_t *defs)
+{
+    sm_json_key(o, "metrics");
+    sm_json_array_begin(o);
+    for (uint32_t i = 0; i < j->n_series; i++) {
+        const sm_tl_series_t *m = &j->series[i];
+        const sm_named_metric_def_t *d = defs ? sm_defset_metric_get(defs, m->id) : NULL;
+        sm_json_object_begin(o);
+        sm_json_field_string(o, "name", d ? sm_defset_string_get(defs, d->name) : "?");
+        sm_json_field_string(o, "unit", d ? sm_defset_string_get(defs, d->unit) : "");
+        for (int k = 0; k < 2; k++) {
+            sm_json_key(o, k ? "max" : "mean");
+            sm_json_array_begin_inline(o);
+            for (uint32_t b = 0; b < SM_TL_BINS; b++) {
+                if (!m->count[b])
+                    sm_json_null(o);
+                else
+                    sm_json_double(o, k ? m->max[b] : m->sum[b] / (double)m->count[b]);
+            }
+            sm_json_array_end(o);
+        }
+        sm_json_object_end(o);
+    }
+    sm_json_array_end(o);
+}
+
+int sm_timeline_write_json(const char *dir, const sm_defset_t *defs, uint32_t n_ranks,
+                           const uint8_t *const *blob, const uint64_t *len, uint64_t start_ns,
+                           uint64_t end_ns)
 {
     uint32_t n_cpu = 0, n_gpu = 0;
     sm_tl_walk(NULL, n_ranks, blob, len, 1, false, false, &n_cpu, &n_gpu);
-    if (!n_cpu && !n_gpu)
-        return 0;
     /* A lane per thread and stream while they are few; else per rank, and
      * beyond SM_TL_MAX_LANES a lane per group of ranks. */
     bool per_thread = n_cpu <= SM_TL_THREAD_LANES, per_stream = n_gpu <= SM_TL_THREAD_LANES;
@@ -365,7 +514,9 @@ int sm_timeline_write_json(const char *dir, uint32_t n_ranks, const uint8_t *con
         sm_json_object_end(&o);
     }
     sm_json_array_end(&o);
+    sm_tl_metrics_json(&o, &j, defs);
     sm_json_object_end(&o);
     free(j.lanes);
+    free(j.series);
     return sm_json_close(&o);
 }
