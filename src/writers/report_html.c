@@ -269,7 +269,10 @@ static void sm_report_time(sm_report_t *r)
     double *top = calloc(n, sizeof *top);
     for (uint32_t i = 0; top && i < r->n_paths; i++) {
         const sm_jv_t *v = r->paths[i].v;
-        int c = sm_tl_kind_of_paradigm(sm_jv_str(v, "paradigm"));
+        const char *pd = sm_jv_str(v, "paradigm");
+        if (pd && !strcmp(pd, "sampling"))
+            continue; /* callers found by sampling: inside their region's time */
+        int c = sm_tl_kind_of_paradigm(pd);
         const sm_jv_t *pr = sm_jv_get(v, "per_rank");
         for (uint32_t k = 0; k < sm_jv_len(pr); k++) {
             const sm_jv_t *e = sm_jv_at(pr, k);
@@ -1057,11 +1060,10 @@ static void sm_report_sampling(sm_report_t *r)
     for (uint32_t i = 0; i < sm_jv_len(cps); i++) {
         const sm_jv_t *fs = sm_jv_get(sm_jv_at(cps, i), "functions");
         for (uint32_t k = 0; k < sm_jv_len(fs); k++) {
-            const sm_jv_t *f = sm_jv_at(fs, k), *pt = sm_jv_get(f, "per_thread");
+            /* (per_thread is not read: sm_report_write_html skips it) */
+            const sm_jv_t *f = sm_jv_at(fs, k), *ar = sm_jv_get(f, "across_ranks");
             const char *name = sm_jv_str(f, "function");
-            double samples = 0;
-            for (uint32_t m = 0; m < sm_jv_len(pt); m++)
-                samples += sm_jv_num(sm_jv_at(pt, m), "samples", 0);
+            double samples = sm_jv_num(ar, "mean", 0) * sm_jv_num(ar, "n", 0);
             all += samples;
             uint32_t h = 0;
             while (h < n && !(name && hot[h].name && !strcmp(hot[h].name, name)))
