@@ -866,6 +866,7 @@ typedef struct sm_otf2_loc_info {
 typedef struct sm_otf2_proc_info {
     const uint8_t *timeline; /* its timeline bins (in the gathered bytes) */
     uint64_t timeline_len;
+    uint64_t run_start_ns, run_end_ns; /* the run in this process */
     uint32_t n_locations;
     uint8_t any_time, thread_events, metric_events, any_gpu;
     uint64_t min_ns, max_ns;
@@ -886,6 +887,8 @@ static void *sm_otf2_proc_blob(sm_otf2_writer_t *w, const uint64_t *n_events, ui
         .metric_events = w->metric_events,
         .min_ns = w->min_ns,
         .max_ns = w->max_ns,
+        .run_start_ns = img->to_ns(img->ctx, img->start_ticks),
+        .run_end_ns = img->to_ns(img->ctx, img->end_ticks),
     };
     if (!w->any_time) {
         h.min_ns = img->to_ns(img->ctx, img->start_ticks);
@@ -1873,8 +1876,10 @@ static void sm_otf2_find_gpu_attrs(sm_otf2_writer_t *w)
     }
 }
 
-/* Rank 0: timeline.json over the archive's time range (a failure is
- * reported there and leaves the archive as it is). */
+/* Rank 0: timeline.json over the job's run (from the first process's start
+ * to the last one's end; events outside it, such as a GPU's stray
+ * timestamps, are left out of the picture).  A failure is reported there
+ * and leaves the archive as it is. */
 static void sm_otf2_timeline(sm_otf2_writer_t *w, const sm_otf2_proc_info_t *infos)
 {
     const uint8_t **blobs = calloc(w->n_ranks, sizeof *blobs);
@@ -1883,12 +1888,15 @@ static void sm_otf2_timeline(sm_otf2_writer_t *w, const sm_otf2_proc_info_t *inf
     for (uint32_t r = 0; blobs && lens && r < w->n_ranks; r++) {
         blobs[r] = infos[r].timeline;
         lens[r] = infos[r].timeline_len;
-        if (!infos[r].any_time)
+        const sm_otf2_proc_info_t *p = &infos[r];
+        bool run = p->run_end_ns > p->run_start_ns;
+        if (!run && !p->any_time)
             continue;
-        if (!any || infos[r].min_ns < lo)
-            lo = infos[r].min_ns;
-        if (!any || infos[r].max_ns > hi)
-            hi = infos[r].max_ns;
+        uint64_t a = run ? p->run_start_ns : p->min_ns, b = run ? p->run_end_ns : p->max_ns;
+        if (!any || a < lo)
+            lo = a;
+        if (!any || b > hi)
+            hi = b;
         any = true;
     }
     if (blobs && lens && any)
