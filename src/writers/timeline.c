@@ -85,6 +85,7 @@ void sm_timeline_begin(sm_timeline_t *t, uint32_t id, uint32_t type, const char 
     snprintf(t->name, sizeof t->name, "%s", name ? name : "");
     t->on = type == SM_LOCATION_CPU_THREAD || type == SM_LOCATION_GPU_STREAM;
     t->started = false;
+    t->cur_width = 0;
     t->depth = 0;
     t->used = 0;
     memset(t->bins, 0, sizeof t->bins);
@@ -107,18 +108,28 @@ static void sm_tl_cover(sm_timeline_t *t, uint64_t ns)
     }
 }
 
-/* [a, b) of this kind into the bins (a >= origin, covered). */
+/* [a, b) of this kind into the bins (a >= origin, covered).  Most events
+ * fall in the bin of the one before: that bin is kept (cur, cur_lo) so that
+ * they cost no division. */
 static void sm_tl_add(sm_timeline_t *t, uint64_t a, uint64_t b, int kind)
 {
     if (b <= a)
         return;
     t->used |= 1u << kind;
-    uint64_t i = (a - t->origin) / t->width, last = (b - 1 - t->origin) / t->width;
-    if (last >= SM_TL_FINE)
-        last = SM_TL_FINE - 1;
-    for (; i <= last; i++) {
-        uint64_t lo = t->origin + i * t->width, hi = lo + t->width;
-        t->bins[i][kind] += (float)((b < hi ? b : hi) - (a > lo ? a : lo));
+    if (t->cur_width != t->width || a < t->cur_lo || a - t->cur_lo >= t->width) {
+        t->cur = (uint32_t)((a - t->origin) / t->width);
+        t->cur_lo = t->origin + (uint64_t)t->cur * t->width;
+        t->cur_width = t->width;
+    }
+    uint64_t i = t->cur, lo = t->cur_lo;
+    for (; i < SM_TL_FINE && a < b; i++, lo += t->width) {
+        uint64_t hi = lo + t->width, e = b < hi ? b : hi;
+        t->bins[i][kind] += (float)(e - a);
+        a = e;
+        if (a < b) {
+            t->cur = (uint32_t)i + 1;
+            t->cur_lo = hi;
+        }
     }
 }
 

@@ -58,6 +58,8 @@ typedef struct sm_timeline {
     char name[64];
     bool on, started;
     uint64_t origin, width, last;
+    uint64_t cur_lo, cur_width; /* the bin of the last interval (sm_tl_add) */
+    uint32_t cur;
     uint32_t depth;
     uint8_t stack[SM_TL_DEPTH];
     uint32_t used; /* bit per kind */
