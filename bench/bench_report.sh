@@ -41,7 +41,9 @@ while [ "$i" -lt "$rounds" ]; do
         end=$(now_ns)
         last=$(awk '$1 == "last_event_ns" {print $2}' "$work/stdout")
         echo "exit_ms $(( (end - last) / 1000000 ))" >>"$work/$mode"
-        [ "$mode" = trace ] && echo "trace_mb $(du -sm "$work/out/traces" | cut -f1)" >>"$work/trace"
+        if [ "$mode" = trace ]; then
+            echo "trace_mb $(du -sm "$work/out/traces" | cut -f1)" >>"$work/trace"
+        fi
     done
     # a traced folder for the writers
     rm -rf "$work/out"
