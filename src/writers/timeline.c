@@ -124,7 +124,7 @@ static void sm_tl_add(sm_timeline_t *t, uint64_t a, uint64_t b, int kind)
     uint64_t i = t->cur, lo = t->cur_lo;
     for (; i < SM_TL_FINE && a < b; i++, lo += t->width) {
         uint64_t hi = lo + t->width, e = b < hi ? b : hi;
-        t->bins[i][kind] += (float)(e - a);
+        t->bins[i][kind] += e - a;
         a = e;
         if (a < b) {
             t->cur = (uint32_t)i + 1;
@@ -197,7 +197,7 @@ void sm_timeline_end(sm_timeline_t *t)
             continue;
         float v[SM_TL_FINE];
         for (uint32_t i = 0; i < SM_TL_FINE; i++)
-            v[i] = t->bins[i][k];
+            v[i] = (float)t->bins[i][k];
         sm_put_bytes(&t->out, v, sizeof v);
     }
     t->on = false;

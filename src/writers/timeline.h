@@ -63,7 +63,7 @@ typedef struct sm_timeline {
     uint32_t depth;
     uint8_t stack[SM_TL_DEPTH];
     uint32_t used; /* bit per kind */
-    float bins[SM_TL_FINE][SM_TL_COUNT];
+    uint64_t bins[SM_TL_FINE][SM_TL_COUNT]; /* ns (integers: no conversion per event) */
     /* Sampled metrics, on whichever location they come. */
     sm_tl_metric_t metrics[SM_TL_METRICS];
     uint32_t n_metrics;
