@@ -1208,6 +1208,8 @@ static void sm_report_page(sm_report_t *r)
                          "MPI</a>");
     if (r->tl)
         sm_out_printf(o, "<a href=\"#timeline\">Timeline</a>");
+    if (sm_jv_len(sm_jv_get(r->prof, "papi_events")))
+        sm_out_printf(o, "<a href=\"#counters\">Counters</a>");
     if (sm_jv_get(r->prof, "gpu") && sm_jv_get(r->prof, "gpu")->type == SM_JV_OBJECT)
         sm_out_printf(o, "<a href=\"#gpu\">GPU</a>");
     if (sm_jv_get(r->prof, "sampling") && sm_jv_get(r->prof, "sampling")->type == SM_JV_OBJECT)

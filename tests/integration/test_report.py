@@ -284,5 +284,12 @@ if os.path.exists(page):
         merged = f.read()
     check("<td>MPI_Send</td>" in merged and "2 ranks &times;" in merged and
           'id="matrix-bytes"' in merged, "the merged page has both ranks, MPI_Send and the matrix")
+    tl = load_json(out, "timeline.json")
+    check(sorted({l["rank"] for l in tl["lanes"]}) == [0, 1] and
+          all(l["per_mille"].get("MPI") for l in tl["lanes"] if l["kind"] == "cpu" and
+              l["name"].endswith("(main)")) and
+          merged.count('<g class=lane data-rank="') == len(tl["lanes"]),
+          "sysmeasure-merge writes timeline.json with both ranks' lanes, on the page: %s" %
+          [(l["name"], sorted(l["per_mille"])) for l in tl["lanes"]])
 shutil.rmtree(os.path.dirname(out), ignore_errors=True)
 finish()
