@@ -1086,12 +1086,12 @@ static void sm_report_sampling(sm_report_t *r)
     }
     qsort(hot, n, sizeof *hot, sm_hot_by_samples);
     sm_out_printf(o, "<h2 id=sampling>Sampled hot functions</h2>\n<p>Call-stack sampling at "
-                     "%.0f Hz (%s time): the functions the samples landed in, %.0f samples in "
-                     "all.</p>\n<table class=sortable id=hot-table><thead><tr><th>Function</th>"
+                     "%.0f Hz (%s time): the functions the samples landed in (the 30 with the "
+                     "most), %.0f samples in all.</p>\n<table class=sortable id=hot-table><thead><tr><th>Function</th>"
                      "<th>Where</th><th>Samples</th><th>Share</th></tr></thead><tbody>\n",
                   sm_jv_num(s, "frequency_hz", 0),
                   sm_jv_str(s, "clock") ? sm_jv_str(s, "clock") : "cpu", all);
-    for (uint32_t h = 0; h < n && h < 30 && !o->err; h++) {
+    for (uint32_t h = 0; h < n && h < 30 && hot[h].samples > 0 && !o->err; h++) {
         sm_out_printf(o, "<tr><td class=path>");
         sm_html(o, hot[h].name);
         sm_out_printf(o, "</td><td>");
