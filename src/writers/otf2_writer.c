@@ -1779,9 +1779,6 @@ static int sm_otf2_remove_entry(const char *path, const struct stat *st, int typ
  * their files).  Only the archive's own three names are touched. */
 static void sm_otf2_remove_previous(const char *dir)
 {
-    char tl[4096];
-    snprintf(tl, sizeof tl, "%s/timeline.json", dir); /* a previous run's */
-    unlink(tl);
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, SM_OTF2_ARCHIVE_NAME);
     if (access(path, F_OK) == 0)

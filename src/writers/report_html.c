@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include "../util/json_read.h"
 #include "../util/log.h"
 
@@ -725,8 +726,8 @@ static void sm_report_timeline(sm_report_t *r)
     if (!sm_jv_len(lanes)) {
         sm_out_printf(o, "<p class=note>No timeline: %s</p>\n",
                       tl ? "the trace holds no region or GPU activity."
-                         : "this folder has no timeline.json (it is written with the OTF2 "
-                           "trace; tracing was off, or the trace could not be written).");
+                         : "this folder has no timeline.json of this run (it is written with the "
+                           "OTF2 trace; tracing was off, or the trace could not be written).");
         return;
     }
     uint32_t n = sm_jv_len(lanes), bins = (uint32_t)sm_jv_num(tl, "bins", 0);
@@ -1320,6 +1321,14 @@ int sm_report_write_html(const char *dir, char *err, size_t errlen)
      * timeline (said on the page), not the report. */
     snprintf(path, sizeof path, "%s/timeline.json", dir);
     sm_jv_t *tl = access(path, F_OK) == 0 ? sm_jv_parse_file(path, NULL, why, sizeof why) : NULL;
+    /* One left by an earlier run in a reused --output folder (this one
+     * traced nothing, or failed before it) is older than this run's start. */
+    struct stat st;
+    double started = sm_jv_num(meta, "start_time_ns", 0) / 1e9;
+    if (tl && stat(path, &st) == 0 && started > 0 && (double)st.st_mtime + 1 < started) {
+        sm_jv_free(tl);
+        tl = NULL;
+    }
     if (tl && tl->type != SM_JV_OBJECT) {
         sm_jv_free(tl);
         tl = NULL;
