@@ -82,4 +82,6 @@ printf '  %-44s %8s ns per event   (%s ms for %s events)\n' "timeline binning (i
     "$(get binning bin_ns_per_event)" \
     "$(awk -v p="$(get binning bin_ns_per_event)" -v n="$events" 'BEGIN {printf("%.0f", p * n / 1e6)}')" \
     "$events"
+printf '  %-44s %8s ns per event   (same run)\n' "  baseline: the loop calling an empty function" \
+    "$(get binning base_ns_per_event)"
 printf '  %-44s %8s ms\n' "timeline.json from the bins" "$(get binning timeline_json_ms)"

@@ -133,16 +133,27 @@ static void sm_tl_add(sm_timeline_t *t, uint64_t a, uint64_t b, int kind)
     }
 }
 
-/* Time since the last event of a thread goes to its innermost region. */
-static void sm_tl_until(sm_timeline_t *t, uint64_t ns)
+/* Time since the last event of a thread goes to its innermost region.  The
+ * common case, both ends in the bin of the last interval, is inline. */
+static inline void sm_tl_until(sm_timeline_t *t, uint64_t ns)
 {
-    sm_tl_cover(t, ns);
-    if (ns > t->last) {
-        int kind = t->depth ? t->stack[(t->depth > SM_TL_DEPTH ? SM_TL_DEPTH : t->depth) - 1]
-                            : SM_TL_OUTSIDE;
-        sm_tl_add(t, t->last, ns, kind);
-        t->last = ns;
+    if (!t->started) {
+        sm_tl_cover(t, ns); /* the location's first event: its bins start here */
+        return;
     }
+    if (ns <= t->last)
+        return;
+    int kind = t->depth ? t->stack[(t->depth > SM_TL_DEPTH ? SM_TL_DEPTH : t->depth) - 1]
+                        : SM_TL_OUTSIDE;
+    uint64_t a = t->last;
+    t->last = ns;
+    if (t->cur_width == t->width && a >= t->cur_lo && ns - t->cur_lo <= t->width) {
+        t->bins[t->cur][kind] += ns - a;
+        t->used |= 1u << kind;
+        return;
+    }
+    sm_tl_cover(t, ns);
+    sm_tl_add(t, a, ns, kind);
 }
 
 void sm_timeline_enter(sm_timeline_t *t, uint64_t ns, int kind)
