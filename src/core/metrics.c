@@ -116,3 +116,29 @@ void *sm_metrics_serialize(uint64_t *len)
     }
     return sm_wbuf_finish(&w, len);
 }
+
+void sm_metrics_deserialize(const void *blob, uint64_t len,
+                            void (*fn)(const sm_metric_entry_t *e, void *arg), void *arg)
+{
+    sm_rbuf_t r = {blob, (const uint8_t *)blob + len, false};
+    uint32_t n = sm_get_u32(&r);
+    for (uint32_t i = 0; i < n && !r.bad; i++) {
+        sm_metric_entry_t e;
+        for (int k = 0; k < 2; k++) {
+            char *text = k ? e.unit : e.name;
+            uint32_t l = sm_get_u32(&r);
+            const uint8_t *s = sm_get_bytes(&r, l);
+            size_t keep = l < sizeof e.name ? l : sizeof e.name - 1;
+            if (s)
+                memcpy(text, s, keep);
+            text[s ? keep : 0] = '\0';
+        }
+        e.last = sm_get_u64(&r);
+        e.max = sm_get_u64(&r);
+        e.samples = sm_get_u64(&r);
+        e.min = sm_get_u64(&r);
+        e.sum = sm_get_u64(&r);
+        if (!r.bad)
+            fn(&e, arg);
+    }
+}

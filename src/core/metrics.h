@@ -43,4 +43,15 @@ int sm_metric_get(sm_metric_id_t id, sm_metric_def_t *out) SM_HIDDEN;
  * last, max, samples, min, sum (u64). */
 void *sm_metrics_serialize(uint64_t *len) SM_HIDDEN;
 
+/* One metric of such bytes, read back (names cut to fit, NUL-terminated). */
+typedef struct sm_metric_entry {
+    char name[128], unit[128];
+    uint64_t last, max, samples, min, sum;
+} sm_metric_entry_t;
+/* Reads the blob of one process: calls fn for each metric in order, and
+ * stops at the end or at malformed bytes. */
+void sm_metrics_deserialize(const void *blob, uint64_t len,
+                            void (*fn)(const sm_metric_entry_t *e, void *arg),
+                            void *arg) SM_HIDDEN;
+
 #endif

@@ -140,35 +140,31 @@ static void sm_meta_declared(sm_json_t *j)
 /* One process's named counter metrics (sm_metrics_serialize): the last
  * sample and the largest (for a memory space's bytes in use, its
  * high-water mark). */
+typedef struct sm_meta_metric_arg {
+    sm_json_t *j;
+    uint32_t rank;
+} sm_meta_metric_arg_t;
+
+static void sm_meta_metric(const sm_metric_entry_t *e, void *arg)
+{
+    const sm_meta_metric_arg_t *a = arg;
+    sm_json_t *j = a->j;
+    sm_json_object_begin_inline(j);
+    sm_json_field_uint(j, "rank", a->rank);
+    sm_json_field_string(j, "name", e->name);
+    sm_json_field_string(j, "unit", e->unit);
+    sm_json_field_uint(j, "last", e->last);
+    sm_json_field_uint(j, "max", e->max);
+    sm_json_field_uint(j, "samples", e->samples);
+    sm_json_field_uint(j, "min", e->min);
+    sm_json_field_double(j, "mean", e->samples ? (double)e->sum / (double)e->samples : 0.0);
+    sm_json_object_end(j);
+}
+
 static void sm_meta_metrics_of(sm_json_t *j, uint32_t rank, const uint8_t *blob, uint64_t len)
 {
-    sm_rbuf_t r = {blob, blob + len, false};
-    uint32_t n = sm_get_u32(&r);
-    for (uint32_t i = 0; i < n && !r.bad; i++) {
-        char text[2][256];
-        for (int k = 0; k < 2; k++) {
-            uint32_t l = sm_get_u32(&r);
-            const uint8_t *s = sm_get_bytes(&r, l);
-            size_t keep = l < sizeof text[k] ? l : sizeof text[k] - 1;
-            if (s)
-                memcpy(text[k], s, keep);
-            text[k][s ? keep : 0] = '\0';
-        }
-        uint64_t last = sm_get_u64(&r), max = sm_get_u64(&r), samples = sm_get_u64(&r);
-        uint64_t min = sm_get_u64(&r), sum = sm_get_u64(&r);
-        if (r.bad)
-            break;
-        sm_json_object_begin_inline(j);
-        sm_json_field_uint(j, "rank", rank);
-        sm_json_field_string(j, "name", text[0]);
-        sm_json_field_string(j, "unit", text[1]);
-        sm_json_field_uint(j, "last", last);
-        sm_json_field_uint(j, "max", max);
-        sm_json_field_uint(j, "samples", samples);
-        sm_json_field_uint(j, "min", min);
-        sm_json_field_double(j, "mean", samples ? (double)sum / (double)samples : 0.0);
-        sm_json_object_end(j);
-    }
+    sm_meta_metric_arg_t a = {j, rank};
+    sm_metrics_deserialize(blob, len, sm_meta_metric, &a);
 }
 
 /* Every process's metrics, in rank order. */

@@ -33,6 +33,7 @@
 #include "../merge/image.h"
 #include "../util/bytes.h"
 #include "../util/log.h"
+#include "timeline.h"
 #include "writers.h"
 
 #define SM_OTF2_ARCHIVE_NAME "traces"
@@ -134,6 +135,12 @@ typedef struct sm_otf2_writer {
         uint32_t depth;
     } *samples;
     uint64_t n_samples, samples_cap, next_sample;
+    /* The timeline overview of report.html, binned as the events pass
+     * (NULL when out of memory: no timeline.json); the kind of each of the
+     * job's regions. */
+    sm_timeline_t *timeline;
+    uint8_t *region_kind;
+    uint32_t n_region_kinds;
 } sm_otf2_writer_t;
 
 /* A location's global OTF2 id: the rank in the high half leaves each rank its
@@ -542,6 +549,7 @@ static OTF2_ErrorCode sm_otf2_message_record(sm_otf2_writer_t *w, const sm_recor
         OTF2_MetricValue v;
         v.unsigned_int = pt;
         w->metric_events = true;
+        sm_timeline_metric(w->timeline, t, w->named_metric[name], pt);
         return OTF2_EvtWriter_Metric(e, NULL, t, SM_XFER_KIND_COUNT + w->named_metric[name], 1,
                                      &type, &v);
     }
@@ -647,10 +655,13 @@ static OTF2_ErrorCode sm_otf2_gpu_record(sm_otf2_writer_t *w, const sm_record_t 
         al = w->attrs;
     }
     uint32_t region = sm_otf2_region(w, rec->ref);
-    OTF2_ErrorCode rc = OTF2_EvtWriter_Enter(w->evt, al, sm_otf2_time(w, start), region);
+    uint64_t ts = sm_otf2_time(w, start);
+    OTF2_ErrorCode rc = OTF2_EvtWriter_Enter(w->evt, al, ts, region);
     if (rc != OTF2_SUCCESS)
         return rc;
-    return OTF2_EvtWriter_Leave(w->evt, NULL, sm_otf2_time(w, end), region);
+    uint64_t te = sm_otf2_time(w, end);
+    sm_timeline_span(w->timeline, ts, te, sm_tl_kind_of_gpu(rec->aux));
+    return OTF2_EvtWriter_Leave(w->evt, NULL, te, region);
 }
 
 /* The samples of the location up to time `until` (ticks), as
@@ -716,10 +727,15 @@ static int sm_otf2_record(const sm_record_t *rec, void *arg)
             if (rc != OTF2_SUCCESS)
                 break;
         }
-        if (rec->kind == SM_REC_ENTER)
-            rc = OTF2_EvtWriter_Enter(w->evt, al, t, sm_otf2_region(w, rec->ref));
-        else
-            rc = OTF2_EvtWriter_Leave(w->evt, al, t, sm_otf2_region(w, rec->ref));
+        uint32_t region = sm_otf2_region(w, rec->ref);
+        if (rec->kind == SM_REC_ENTER) {
+            rc = OTF2_EvtWriter_Enter(w->evt, al, t, region);
+            sm_timeline_enter(w->timeline, t, region < w->n_region_kinds
+                                                  ? w->region_kind[region] : SM_TL_OTHER);
+        } else {
+            rc = OTF2_EvtWriter_Leave(w->evt, al, t, region);
+            sm_timeline_leave(w->timeline, t);
+        }
         break;
     }
     case SM_REC_BUFFER_FLUSH: {
@@ -804,6 +820,7 @@ static bool sm_otf2_write_location_events(sm_otf2_writer_t *w, uint32_t i, uint6
     w->loc_has_time = false;
     w->gpu_last_end = 0;
     w->n_samples = w->next_sample = 0;
+    sm_timeline_begin(w->timeline, w->loc.id, w->loc.type, w->loc.name);
     int rc = 0;
     if (w->n_contexts && img->maps->n_contexts) {
         rc = img->for_each(img->ctx, i, sm_otf2_collect_sample, w);
@@ -821,6 +838,7 @@ static bool sm_otf2_write_location_events(sm_otf2_writer_t *w, uint32_t i, uint6
         snprintf(w->first_spill_failure, sizeof w->first_spill_failure,
                  "location %" PRIu32 " (%s) of rank %" PRIu32, w->loc.id, w->loc.name, img->rank);
     }
+    sm_timeline_end(w->timeline);
     if (!sm_otf2_ok(w, OTF2_EvtWriter_GetNumberOfEvents(w->evt, n_events)))
         return false;
     if (!sm_otf2_ok(w, OTF2_Archive_CloseEvtWriter(w->archive, w->evt)))
@@ -846,6 +864,9 @@ typedef struct sm_otf2_loc_info {
 
 /* One process as the global definitions need it. */
 typedef struct sm_otf2_proc_info {
+    const uint8_t *timeline; /* its timeline bins (in the gathered bytes) */
+    uint64_t timeline_len;
+    uint64_t run_start_ns, run_end_ns; /* the run in this process */
     uint32_t n_locations;
     uint8_t any_time, thread_events, metric_events, any_gpu;
     uint64_t min_ns, max_ns;
@@ -866,6 +887,8 @@ static void *sm_otf2_proc_blob(sm_otf2_writer_t *w, const uint64_t *n_events, ui
         .metric_events = w->metric_events,
         .min_ns = w->min_ns,
         .max_ns = w->max_ns,
+        .run_start_ns = img->to_ns(img->ctx, img->start_ticks),
+        .run_end_ns = img->to_ns(img->ctx, img->end_ticks),
     };
     if (!w->any_time) {
         h.min_ns = img->to_ns(img->ctx, img->start_ticks);
@@ -894,6 +917,12 @@ static void *sm_otf2_proc_blob(sm_otf2_writer_t *w, const uint64_t *n_events, ui
         sm_put_bytes(&b, il.creation_path ? il.creation_path : "", plen);
         free(il.creation_path);
     }
+    /* Then this image's timeline bins (sm_timeline_t's out). */
+    sm_timeline_end_process(w->timeline);
+    uint64_t tl_len = w->timeline && !w->timeline->out.oom ? w->timeline->out.len : 0;
+    sm_put_u64(&b, tl_len);
+    if (tl_len)
+        sm_put_bytes(&b, w->timeline->out.p, tl_len);
     if (!b.oom)
         memcpy(b.p, &h, sizeof h); /* any_gpu is known now */
     if (b.oom) {
@@ -938,6 +967,8 @@ static sm_otf2_proc_info_t *sm_otf2_procs_parse(const void *all, uint64_t len, u
             break;
         }
         procs[rank] = h;
+        procs[rank].timeline = NULL; /* (the sender's pointer) */
+        procs[rank].timeline_len = 0;
         for (uint32_t i = 0; i < h.n_locations && !bad; i++) {
             sm_otf2_loc_info_t *li = &procs[rank].locations[i];
             uint32_t plen;
@@ -958,6 +989,15 @@ static sm_otf2_proc_info_t *sm_otf2_procs_parse(const void *all, uint64_t len, u
             if (li->creator != SM_INVALID_ID)
                 li->creation_path = strndup((const char *)q, plen);
             q += plen;
+        }
+        uint64_t tl_len = 0;
+        if (!bad && (uint64_t)(qend - q) >= sizeof tl_len) {
+            memcpy(&tl_len, q, sizeof tl_len);
+            q += sizeof tl_len;
+            if (tl_len <= (uint64_t)(qend - q)) {
+                procs[rank].timeline = tl_len ? q : NULL;
+                procs[rank].timeline_len = tl_len;
+            }
         }
     }
     if (bad) {
@@ -1766,6 +1806,7 @@ static bool sm_otf2_write_image_events(sm_otf2_writer_t *w, const sm_image_t *im
                                        sm_wbuf_t *seq)
 {
     w->img = img;
+    sm_timeline_reset(w->timeline);
     w->any_time = w->thread_events = w->metric_events = false;
     w->min_ns = w->max_ns = 0;
     uint64_t *n_events = calloc(img->n_locations ? img->n_locations : 1, sizeof *n_events);
@@ -1830,6 +1871,37 @@ static void sm_otf2_find_gpu_attrs(sm_otf2_writer_t *w)
             }
         }
     }
+}
+
+/* Rank 0: timeline.json over the job's run (from the first process's start
+ * to the last one's end; events outside it, such as a GPU's stray
+ * timestamps, are left out of the picture).  A failure is reported there
+ * and leaves the archive as it is. */
+static void sm_otf2_timeline(sm_otf2_writer_t *w, const sm_otf2_proc_info_t *infos)
+{
+    const uint8_t **blobs = calloc(w->n_ranks, sizeof *blobs);
+    uint64_t *lens = calloc(w->n_ranks, sizeof *lens), lo = 0, hi = 0;
+    bool any = false;
+    for (uint32_t r = 0; blobs && lens && r < w->n_ranks; r++) {
+        blobs[r] = infos[r].timeline;
+        lens[r] = infos[r].timeline_len;
+        const sm_otf2_proc_info_t *p = &infos[r];
+        bool run = p->run_end_ns > p->run_start_ns;
+        if (!run && !p->any_time)
+            continue;
+        uint64_t a = run ? p->run_start_ns : p->min_ns, b = run ? p->run_end_ns : p->max_ns;
+        if (!any || a < lo)
+            lo = a;
+        if (!any || b > hi)
+            hi = b;
+        any = true;
+    }
+    if (blobs && lens && any)
+        sm_timeline_write_json(w->run->output_dir, w->job->defs, w->n_ranks, blobs, lens, lo, hi);
+    else if (!blobs || !lens)
+        sm_error("writing %s/timeline.json failed: %s", w->run->output_dir, strerror(ENOMEM));
+    free(blobs);
+    free(lens);
 }
 
 static bool sm_otf2_write_archive(sm_otf2_writer_t *w, const sm_image_t *imgs, uint32_t n_imgs,
@@ -1937,6 +2009,8 @@ static bool sm_otf2_write_archive(sm_otf2_writer_t *w, const sm_image_t *imgs, u
              sm_otf2_ok(w, OTF2_Archive_CloseGlobalDefWriter(w->archive, g));
         if (ok)
             w->writer_open = false;
+        if (ok)
+            sm_otf2_timeline(w, infos);
         sm_otf2_procs_free(infos, w->n_ranks);
     }
     free(all);
@@ -1974,6 +2048,19 @@ int sm_otf2_write_images(const sm_run_info_t *run, const sm_job_t *job, const sm
             w.mpi_comms = true;
     }
     w.failed_code = OTF2_SUCCESS;
+    w.timeline = sm_timeline_new();
+    w.n_region_kinds = sm_defset_region_count(job->defs);
+    w.region_kind = malloc(w.n_region_kinds + 1u);
+    for (uint32_t i = 0; w.region_kind && i < w.n_region_kinds; i++) {
+        const sm_region_def_t *rd = sm_defset_region_get(job->defs, i);
+        w.region_kind[i] = (uint8_t)(rd ? sm_tl_kind_of_paradigm(sm_paradigm_name(rd->paradigm))
+                                        : SM_TL_OTHER);
+    }
+    if (!w.region_kind || !w.timeline) { /* out of memory: no timeline */
+        sm_timeline_free(w.timeline);
+        w.timeline = NULL;
+        w.n_region_kinds = 0;
+    }
     w.n_named_strings = sm_defset_string_count(job->defs);
     w.named_metric = malloc(sizeof *w.named_metric * (w.n_named_strings + 1u));
     for (uint32_t i = 0; w.named_metric && i < w.n_named_strings; i++)
@@ -2003,6 +2090,8 @@ int sm_otf2_write_images(const sm_run_info_t *run, const sm_job_t *job, const sm
     free(w.counters);
     sm_otf2_pool_release();
     free(w.samples);
+    sm_timeline_free(w.timeline);
+    free(w.region_kind);
     OTF2_Error_RegisterCallback(previous, NULL);
 
     if (!ok)

@@ -87,23 +87,6 @@ static void sm_pjson_stat(sm_json_t *j, const char *key, const sm_stat_t *st, ui
     sm_json_object_end(j);
 }
 
-/* who: "thread" or "rank", naming the min_/max_ keys. */
-static void sm_pjson_spread(sm_json_t *j, const char *key, sm_spread_t sp, const char *who)
-{
-    char kmin[16], kmax[16];
-    snprintf(kmin, sizeof kmin, "min_%s", who);
-    snprintf(kmax, sizeof kmax, "max_%s", who);
-    sm_json_key(j, key);
-    sm_json_object_begin_inline(j);
-    sm_json_field_double(j, "mean", sp.mean);
-    sm_json_field_double(j, "min", sp.min);
-    sm_pjson_id_or_null(j, kmin, sp.min_member);
-    sm_json_field_double(j, "max", sp.max);
-    sm_pjson_id_or_null(j, kmax, sp.max_member);
-    sm_json_field_double(j, "stddev", sp.stddev);
-    sm_json_object_end(j);
-}
-
 /* "counters": {event: {"inclusive": stat, "exclusive": stat}} of one member. */
 static void sm_pjson_member_counters(sm_json_t *j, const sm_profile_summary_t *s,
                                      const sm_cpath_member_t *m)
@@ -135,10 +118,10 @@ static void sm_pjson_counter_spreads(sm_json_t *j, const sm_profile_summary_t *s
         sm_json_key(j, s->counter_names[k]);
         sm_json_object_begin(j);
         for (int excl = 0; excl < 2; excl++)
-            sm_pjson_spread(j, excl ? "exclusive" : "inclusive",
+            sm_json_spread(j, excl ? "exclusive" : "inclusive",
                             ranks ? sm_cpath_spread_ranks_counter(s, p, k, excl)
                                   : sm_cpath_spread_counter(s, p, k, excl),
-                            ranks ? "rank" : "thread");
+                            ranks ? "rank" : "thread", false);
         sm_json_object_end(j);
     }
     sm_json_object_end(j);
@@ -259,9 +242,9 @@ static void sm_pjson_callpath(const sm_cpath_t *p, void *arg)
     sm_json_key(j, "across_threads");
     sm_json_object_begin(j);
     sm_json_field_uint(j, "threads", visits.n);
-    sm_pjson_spread(j, "visits", visits, "thread");
-    sm_pjson_spread(j, "inclusive", sm_cpath_spread_time(s, p, 0), "thread");
-    sm_pjson_spread(j, "exclusive", sm_cpath_spread_time(s, p, 1), "thread");
+    sm_json_spread(j, "visits", visits, "thread", false);
+    sm_json_spread(j, "inclusive", sm_cpath_spread_time(s, p, 0), "thread", false);
+    sm_json_spread(j, "exclusive", sm_cpath_spread_time(s, p, 1), "thread", false);
     sm_pjson_counter_spreads(j, s, p, false);
     sm_json_object_end(j);
 
@@ -270,11 +253,11 @@ static void sm_pjson_callpath(const sm_cpath_t *p, void *arg)
     sm_json_key(j, "across_ranks");
     sm_json_object_begin(j);
     sm_json_field_uint(j, "ranks", rvisits.n);
-    sm_pjson_spread(j, "visits", rvisits, "rank");
-    sm_pjson_spread(j, "inclusive", sm_cpath_spread_ranks_time(s, p, 0), "rank");
-    sm_pjson_spread(j, "exclusive", sm_cpath_spread_ranks_time(s, p, 1), "rank");
-    sm_pjson_spread(j, "bytes_sent", sm_cpath_spread_ranks_bytes(s, p, 0), "rank");
-    sm_pjson_spread(j, "bytes_received", sm_cpath_spread_ranks_bytes(s, p, 1), "rank");
+    sm_json_spread(j, "visits", rvisits, "rank", false);
+    sm_json_spread(j, "inclusive", sm_cpath_spread_ranks_time(s, p, 0), "rank", false);
+    sm_json_spread(j, "exclusive", sm_cpath_spread_ranks_time(s, p, 1), "rank", false);
+    sm_json_spread(j, "bytes_sent", sm_cpath_spread_ranks_bytes(s, p, 0), "rank", false);
+    sm_json_spread(j, "bytes_received", sm_cpath_spread_ranks_bytes(s, p, 1), "rank", false);
     sm_pjson_counter_spreads(j, s, p, true);
     sm_json_object_end(j);
     sm_json_object_end(j);

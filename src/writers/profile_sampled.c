@@ -362,23 +362,6 @@ void sm_sampled_text(sm_out_t *o, const sm_run_info_t *run, const sm_job_t *job,
 
 /* ---------------------------------------------------------------- profile.json */
 
-static void sm_sampled_json_spread(sm_json_t *j, const char *key, sm_spread_t sp, const char *who)
-{
-    char kmin[32], kmax[32];
-    snprintf(kmin, sizeof kmin, "min_%s", who);
-    snprintf(kmax, sizeof kmax, "max_%s", who);
-    sm_json_key(j, key);
-    sm_json_object_begin_inline(j);
-    sm_json_field_uint(j, "n", sp.n);
-    sm_json_field_double(j, "mean", sp.mean);
-    sm_json_field_double(j, "min", sp.min);
-    sm_json_field_uint(j, kmin, sp.min_member);
-    sm_json_field_double(j, "max", sp.max);
-    sm_json_field_uint(j, kmax, sp.max_member);
-    sm_json_field_double(j, "stddev", sp.stddev);
-    sm_json_object_end(j);
-}
-
 void sm_sampled_json(sm_json_t *j, const sm_run_info_t *run, const sm_job_t *job,
                      const sm_profile_summary_t *s)
 {
@@ -447,11 +430,10 @@ void sm_sampled_json(sm_json_t *j, const sm_run_info_t *run, const sm_job_t *job
                 sm_json_object_end(j);
             }
             sm_json_array_end(j);
-            sm_sampled_json_spread(j, "across_threads",
-                                   sm_sampled_spread(f->excl, sp->total, s->n_members), "thread");
+            sm_json_spread(j, "across_threads",
+                                   sm_sampled_spread(f->excl, sp->total, s->n_members), "thread", true);
             sm_sampled_rank_sums(s, f->excl, ev);
-            sm_sampled_json_spread(j, "across_ranks", sm_sampled_spread(ev, tv, s->n_ranks),
-                                   "rank");
+            sm_json_spread(j, "across_ranks", sm_sampled_spread(ev, tv, s->n_ranks), "rank", true);
             sm_json_object_end(j);
         }
         sm_json_array_end(j);
@@ -550,32 +532,25 @@ static sm_pm_t *sm_pm_find(sm_pms_t *p, const char *name, const char *unit)
     return m;
 }
 
+typedef struct sm_pm_arg {
+    sm_pms_t *p;
+    uint32_t rank;
+} sm_pm_arg_t;
+
+static void sm_pm_entry(const sm_metric_entry_t *e, void *arg)
+{
+    const sm_pm_arg_t *a = arg;
+    if (!e->samples)
+        return;
+    sm_pm_t *m = sm_pm_find(a->p, e->name, e->unit);
+    if (m && a->rank < a->p->n_ranks)
+        m->ranks[a->rank] = (sm_pm_rank_t){e->last, e->max, e->samples, e->min, e->sum};
+}
+
 static void sm_pm_parse(sm_pms_t *p, uint32_t rank, const uint8_t *blob, uint64_t len)
 {
-    sm_rbuf_t r = {blob, blob + len, false};
-    uint32_t n = sm_get_u32(&r);
-    for (uint32_t i = 0; i < n && !r.bad; i++) {
-        char text[2][128];
-        for (int k = 0; k < 2; k++) {
-            uint32_t l = sm_get_u32(&r);
-            const uint8_t *s = sm_get_bytes(&r, l);
-            size_t keep = l < sizeof text[k] ? l : sizeof text[k] - 1;
-            if (s)
-                memcpy(text[k], s, keep);
-            text[k][s ? keep : 0] = '\0';
-        }
-        sm_pm_rank_t v;
-        v.last = sm_get_u64(&r);
-        v.max = sm_get_u64(&r);
-        v.samples = sm_get_u64(&r);
-        v.min = sm_get_u64(&r);
-        v.sum = sm_get_u64(&r);
-        if (r.bad || !v.samples)
-            continue;
-        sm_pm_t *m = sm_pm_find(p, text[0], text[1]);
-        if (m && rank < p->n_ranks)
-            m->ranks[rank] = v;
-    }
+    sm_pm_arg_t a = {p, rank};
+    sm_metrics_deserialize(blob, len, sm_pm_entry, &a);
 }
 
 static void sm_pm_collect(sm_pms_t *p, const sm_job_t *job)

@@ -7,6 +7,7 @@
  * The page stays small for large jobs: tables and per-rank plots are capped
  * (SM_REPORT_MAX_*) and the page says what was left out. */
 #include "summary_common.h"
+#include "timeline.h"
 
 #include <errno.h>
 #include <math.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include "../util/json_read.h"
 #include "../util/log.h"
 
@@ -23,31 +25,8 @@
 #define SM_REPORT_MAX_RANK_ROWS 512  /* ranks drawn in "where the time went" */
 #define SM_REPORT_MATRIX_CELLS 64    /* heat-map cells per side (ranks binned beyond) */
 
-/* Where time goes: the paradigms of regions, grouped as a reader thinks of
- * them; "outside" is a thread's time in no region at all. */
-enum { SM_RC_OUTSIDE, SM_RC_USER, SM_RC_MPI, SM_RC_OPENMP, SM_RC_KOKKOS, SM_RC_GPU, SM_RC_OTHER,
-       SM_RC_COUNT };
-static const char *const sm_rc_name[SM_RC_COUNT] = {
-    "compute outside regions", "user regions", "MPI", "OpenMP", "Kokkos", "GPU API", "other"};
-static const char *const sm_rc_color[SM_RC_COUNT] = {
-    "#b8c4ce", "#4e79a7", "#e15759", "#59a14f", "#f28e2b", "#b07aa1", "#9c755f"};
-
-static int sm_rc_of(const char *paradigm)
-{
-    if (!paradigm)
-        return SM_RC_OTHER;
-    if (!strcmp(paradigm, "user"))
-        return SM_RC_USER;
-    if (!strcmp(paradigm, "mpi"))
-        return SM_RC_MPI;
-    if (!strcmp(paradigm, "openmp"))
-        return SM_RC_OPENMP;
-    if (!strcmp(paradigm, "kokkos"))
-        return SM_RC_KOKKOS;
-    if (!strcmp(paradigm, "cuda") || !strcmp(paradigm, "hip"))
-        return SM_RC_GPU;
-    return SM_RC_OTHER;
-}
+/* Where time goes: the kinds of work of timeline.h (sm_tl_*), one list for
+ * the bars, the timeline and timeline.json. */
 
 /* One call path as the page uses it. */
 typedef struct sm_rpath {
@@ -58,7 +37,7 @@ typedef struct sm_rpath {
 
 typedef struct sm_report {
     sm_out_t o;
-    const sm_jv_t *meta, *prof;
+    const sm_jv_t *meta, *prof, *tl; /* tl: timeline.json, NULL without */
     uint32_t n_ranks;
     double duration_ns;
     sm_rpath_t *paths;
@@ -164,10 +143,10 @@ static const char sm_report_js[] =
 static void sm_legend(sm_out_t *o, const bool *used)
 {
     sm_out_printf(o, "<p class=key>");
-    for (int c = 0; c < SM_RC_COUNT; c++)
+    for (int c = 0; c < SM_TL_COUNT; c++)
         if (!used || used[c])
-            sm_out_printf(o, "<span style=\"background:%s\"></span>%s", sm_rc_color[c],
-                          sm_rc_name[c]);
+            sm_out_printf(o, "<span style=\"background:%s\"></span>%s", sm_tl_color[c],
+                          sm_tl_name[c]);
     sm_out_printf(o, "</p>\n");
 }
 
@@ -280,7 +259,7 @@ static void sm_report_time(sm_report_t *r)
 {
     sm_out_t *o = &r->o;
     uint32_t n = r->n_ranks;
-    double *t = calloc((size_t)n * SM_RC_COUNT, sizeof *t);
+    double *t = calloc((size_t)n * SM_TL_COUNT, sizeof *t);
     sm_out_printf(o, "<h2 id=time>Where the time went</h2>\n");
     if (!t) {
         sm_out_fail(o, ENOMEM);
@@ -291,28 +270,31 @@ static void sm_report_time(sm_report_t *r)
     double *top = calloc(n, sizeof *top);
     for (uint32_t i = 0; top && i < r->n_paths; i++) {
         const sm_jv_t *v = r->paths[i].v;
-        int c = sm_rc_of(sm_jv_str(v, "paradigm"));
+        const char *pd = sm_jv_str(v, "paradigm");
+        if (pd && !strcmp(pd, "sampling"))
+            continue; /* callers found by sampling: inside their region's time */
+        int c = sm_tl_kind_of_paradigm(pd);
         const sm_jv_t *pr = sm_jv_get(v, "per_rank");
         for (uint32_t k = 0; k < sm_jv_len(pr); k++) {
             const sm_jv_t *e = sm_jv_at(pr, k);
             double rank = sm_jv_num(e, "rank", -1);
             if (rank < 0 || rank >= n)
                 continue;
-            t[(size_t)rank * SM_RC_COUNT + c] += sm_jv_num(e, "exclusive", 0);
+            t[(size_t)rank * SM_TL_COUNT + c] += sm_jv_num(e, "exclusive", 0);
             if (r->paths[i].depth == 0)
                 top[(size_t)rank] += sm_jv_num(e, "inclusive", 0);
         }
     }
-    double max_total = 0, sum[SM_RC_COUNT] = {0}, all = 0;
-    bool used[SM_RC_COUNT] = {false};
+    double max_total = 0, sum[SM_TL_COUNT] = {0}, all = 0;
+    bool used[SM_TL_COUNT] = {false};
     for (uint32_t k = 0; top && k < n; k++) {
         double outside = r->duration_ns * (r->main_threads[k] ? r->main_threads[k] : 1) - top[k];
-        t[(size_t)k * SM_RC_COUNT + SM_RC_OUTSIDE] = outside > 0 ? outside : 0;
+        t[(size_t)k * SM_TL_COUNT + SM_TL_OUTSIDE] = outside > 0 ? outside : 0;
         double tot = 0;
-        for (int c = 0; c < SM_RC_COUNT; c++) {
-            tot += t[(size_t)k * SM_RC_COUNT + c];
-            sum[c] += t[(size_t)k * SM_RC_COUNT + c];
-            used[c] |= t[(size_t)k * SM_RC_COUNT + c] > 0;
+        for (int c = 0; c < SM_TL_COUNT; c++) {
+            tot += t[(size_t)k * SM_TL_COUNT + c];
+            sum[c] += t[(size_t)k * SM_TL_COUNT + c];
+            used[c] |= t[(size_t)k * SM_TL_COUNT + c] > 0;
         }
         all += tot;
         if (tot > max_total)
@@ -331,7 +313,7 @@ static void sm_report_time(sm_report_t *r)
     sm_out_printf(o, "<h3>In total</h3>\n<svg id=paradigm-total width=%d height=30 "
                      "role=img aria-label=\"time per paradigm\">", W + L + 10);
     double x = L;
-    for (int c = 0; c < SM_RC_COUNT && all > 0; c++) {
+    for (int c = 0; c < SM_TL_COUNT && all > 0; c++) {
         double w = W * sum[c] / all;
         if (w <= 0)
             continue;
@@ -339,19 +321,19 @@ static void sm_report_time(sm_report_t *r)
         sm_fmt_time(b, sizeof b, sum[c]);
         sm_out_printf(o, "<rect x=%.1f y=4 width=%.1f height=20 fill=\"%s\"><title>%s: %s "
                          "(%.1f%%)</title></rect>",
-                      x, w, sm_rc_color[c], sm_rc_name[c], b, 100 * sum[c] / all);
+                      x, w, sm_tl_color[c], sm_tl_name[c], b, 100 * sum[c] / all);
         x += w;
     }
     sm_out_printf(o, "<text x=0 y=18>all ranks</text></svg>\n<table id=paradigm-table>"
                      "<tr><th>What</th><th>Time (all threads)</th><th>Share</th></tr>\n");
-    for (int c = 0; c < SM_RC_COUNT; c++) {
+    for (int c = 0; c < SM_TL_COUNT; c++) {
         if (!used[c])
             continue;
         char b[48];
         sm_fmt_time(b, sizeof b, sum[c]);
         sm_out_printf(o, "<tr><td><span style=\"color:%s\">&#9632;</span> %s</td><td class=n>"
                          "%s</td><td class=n>%.1f%%</td></tr>\n",
-                      sm_rc_color[c], sm_rc_name[c], b, all > 0 ? 100 * sum[c] / all : 0.0);
+                      sm_tl_color[c], sm_tl_name[c], b, all > 0 ? 100 * sum[c] / all : 0.0);
     }
     sm_out_printf(o, "</table>\n");
 
@@ -365,15 +347,15 @@ static void sm_report_time(sm_report_t *r)
     for (uint32_t k = 0; k < rows; k++) {
         double y = 2 + k * (H + 2.0);
         x = L;
-        for (int c = 0; c < SM_RC_COUNT && max_total > 0; c++) {
-            double v = t[(size_t)k * SM_RC_COUNT + c], w = W * v / max_total;
+        for (int c = 0; c < SM_TL_COUNT && max_total > 0; c++) {
+            double v = t[(size_t)k * SM_TL_COUNT + c], w = W * v / max_total;
             if (w <= 0)
                 continue;
             char b[48];
             sm_fmt_time(b, sizeof b, v);
             sm_out_printf(o, "<rect x=%.1f y=%.0f width=%.1f height=%d fill=\"%s\"><title>"
                              "rank %u, %s: %s</title></rect>",
-                          x, y, w, H, sm_rc_color[c], (unsigned)k, sm_rc_name[c], b);
+                          x, y, w, H, sm_tl_color[c], (unsigned)k, sm_tl_name[c], b);
             x += w;
         }
         if (n <= 64)
@@ -714,6 +696,501 @@ static void sm_report_matrix(sm_report_t *r)
     sm_report_heatmap(r, cm, "bytes");
 }
 
+/* ---------------------------------------------------------------- timeline */
+
+#define SM_REPORT_TL_W 800 /* px of the time axis */
+
+/* The kind holding most time in bin b of a lane, and its share (per mille
+ * of the lane's time); -1 when the lane is idle there. */
+static int sm_tl_top(const sm_jv_t *pm, const int *kind_of, uint32_t b, double *share)
+{
+    int best = -1;
+    double top = 0;
+    for (uint32_t k = 0; pm && k < pm->n; k++) {
+        const sm_jv_t *a = pm->items[k];
+        double v = b < sm_jv_len(a) ? sm_jv_at(a, b)->num : 0;
+        if (v > top && kind_of[k] >= 0) {
+            top = v;
+            best = kind_of[k];
+        }
+    }
+    *share = top;
+    return top >= 50 ? best : -1; /* under 5%: idle (or no data) */
+}
+
+static void sm_report_timeline(sm_report_t *r)
+{
+    sm_out_t *o = &r->o;
+    const sm_jv_t *tl = r->tl, *lanes = sm_jv_get(tl, "lanes");
+    sm_out_printf(o, "<h2 id=timeline>Timeline</h2>\n");
+    if (!sm_jv_len(lanes)) {
+        sm_out_printf(o, "<p class=note>No timeline: %s</p>\n",
+                      tl ? "the trace holds no region or GPU activity."
+                         : "this folder has no timeline.json of this run (it is written with the "
+                           "OTF2 trace; tracing was off, or the trace could not be written).");
+        return;
+    }
+    uint32_t n = sm_jv_len(lanes), bins = (uint32_t)sm_jv_num(tl, "bins", 0);
+    double bin_ns = sm_jv_num(tl, "bin_ns", 0);
+    if (!bins || bins > 100000)
+        return;
+    const int L = 170, H = n > 64 ? 5 : 14, G = n > 64 ? 1 : 3;
+    double bw = (double)SM_REPORT_TL_W / bins;
+    char b0[48], b1[48];
+    sm_fmt_time(b0, sizeof b0, bin_ns * bins);
+    sm_out_printf(o, "<p>The whole job (%s), one lane per %s; each of the %u columns "
+                     "shows what held most of the lane's time then, paler where it held "
+                     "less; white: idle or not started. Hover for the figures.</p>\n",
+                  b0, sm_jv_num(tl, "ranks_per_lane", 1) > 1 ? "group of ranks" :
+                  "thread and GPU stream (or rank, where there are many)", (unsigned)bins);
+    bool used[SM_TL_COUNT] = {false};
+    for (uint32_t i = 0; i < n; i++) {
+        const sm_jv_t *pm = sm_jv_get(sm_jv_at(lanes, i), "per_mille");
+        for (uint32_t k = 0; pm && k < pm->n; k++)
+            for (int c = 0; c < SM_TL_COUNT; c++)
+                used[c] |= !strcmp(pm->keys[k], sm_tl_name[c]);
+    }
+    sm_legend(o, used);
+    sm_out_printf(o, "<svg id=timeline-lanes width=%d height=%u role=img aria-label=\"timeline "
+                     "of the job\">\n",
+                  L + SM_REPORT_TL_W + 10, (unsigned)(n * (H + G) + 24));
+    for (uint32_t i = 0; i < n && !o->err; i++) {
+        const sm_jv_t *lane = sm_jv_at(lanes, i), *pm = sm_jv_get(lane, "per_mille");
+        int kind_of[SM_TL_COUNT + 1];
+        double lane_sum[SM_TL_COUNT] = {0};
+        uint32_t nk = pm && pm->type == SM_JV_OBJECT ? pm->n : 0;
+        for (uint32_t k = 0; k < nk && k < SM_TL_COUNT; k++) {
+            kind_of[k] = -1;
+            for (int c = 0; c < SM_TL_COUNT; c++)
+                if (!strcmp(pm->keys[k], sm_tl_name[c]))
+                    kind_of[k] = c;
+            for (uint32_t b = 0; kind_of[k] >= 0 && b < sm_jv_len(pm->items[k]); b++)
+                lane_sum[kind_of[k]] += sm_jv_at(pm->items[k], b)->num;
+        }
+        /* The lane's main kind, for the page's text and tests. */
+        int main_kind = 0;
+        for (int c = 1; c < SM_TL_COUNT; c++)
+            if (lane_sum[c] > lane_sum[main_kind])
+                main_kind = c;
+        double y = 2 + i * (double)(H + G);
+        sm_out_printf(o, "<g class=lane data-rank=\"%.0f\" data-kind=\"", sm_jv_num(lane, "rank", 0));
+        sm_html(o, sm_jv_str(lane, "kind"));
+        sm_out_printf(o, "\" data-main=\"%s\"><title>", sm_tl_name[main_kind]);
+        sm_html(o, sm_jv_str(lane, "name"));
+        sm_out_printf(o, "</title>");
+        if (n <= 64) {
+            sm_out_printf(o, "<text x=0 y=%.0f>", y + H - 3);
+            sm_html(o, sm_jv_str(lane, "name"));
+            sm_out_printf(o, "</text>");
+        }
+        /* Runs of bins with the same top kind and paleness: one rect each. */
+        uint32_t start = 0;
+        int kind = -1, level = 0;
+        double share_sum = 0;
+        for (uint32_t b = 0; b <= bins; b++) {
+            double share = 0;
+            int k = b < bins ? sm_tl_top(pm, kind_of, b, &share) : -2;
+            int lv = share >= 750 ? 3 : share >= 400 ? 2 : 1;
+            if (b < bins && k == kind && lv == level) {
+                share_sum += share;
+                continue;
+            }
+            if (kind >= 0 && b > start) {
+                sm_fmt_time(b0, sizeof b0, bin_ns * start);
+                sm_fmt_time(b1, sizeof b1, bin_ns * b);
+                sm_out_printf(o, "<rect x=%.1f y=%.0f width=%.1f height=%d fill=\"%s\" "
+                                 "fill-opacity=\"%.2f\"><title>%s to %s: %s %.0f%%</title>"
+                                 "</rect>",
+                              L + start * bw, y, (b - start) * bw, H, sm_tl_color[kind],
+                              level == 3 ? 1.0 : level == 2 ? 0.7 : 0.4, b0, b1,
+                              sm_tl_name[kind], share_sum / (b - start) / 10);
+            }
+            start = b;
+            kind = k;
+            level = lv;
+            share_sum = share;
+        }
+        sm_out_printf(o, "</g>\n");
+    }
+    /* The time axis: five ticks. */
+    double ay = n * (double)(H + G) + 4;
+    for (int t = 0; t <= 4; t++) {
+        double x = L + SM_REPORT_TL_W * t / 4.0;
+        sm_fmt_time(b0, sizeof b0, bin_ns * bins * t / 4.0);
+        sm_out_printf(o, "<line x1=%.1f x2=%.1f y1=0 y2=%.0f stroke=\"#888\" stroke-width="
+                         "\"0.5\"/><text x=%.1f y=%.0f text-anchor=%s>%s</text>",
+                      x, x, ay, x, ay + 14, t == 0 ? "start" : t == 4 ? "end" : "middle", b0);
+    }
+    sm_out_printf(o, "</svg>\n");
+}
+
+/* ---------------------------------------------------------------- GPU */
+
+static void sm_report_gpu(sm_report_t *r)
+{
+    sm_out_t *o = &r->o;
+    const sm_jv_t *g = sm_jv_get(r->prof, "gpu");
+    if (!g || g->type != SM_JV_OBJECT)
+        return;
+    const sm_jv_t *ks = sm_jv_get(g, "kernels"), *cs = sm_jv_get(g, "copies");
+    char b[48];
+    sm_fmt_time(b, sizeof b, sm_jv_num(g, "kernel_time_ns", 0));
+    sm_out_printf(o, "<h2 id=gpu>GPU kernels and copies</h2>\n<p>%u kernels, %s of kernel "
+                     "time in all (device time, from the GPU's own timestamps).</p>\n",
+                  (unsigned)sm_jv_len(ks), b);
+    /* The top kernels as bars of their share. */
+    uint32_t nk = sm_jv_len(ks) < 20 ? sm_jv_len(ks) : 20;
+    if (nk) {
+        const int W = 500, L = 260, H = 14;
+        sm_out_printf(o, "<svg id=gpu-kernels width=%d height=%u role=img aria-label=\"kernel "
+                         "time\">", L + W + 80, (unsigned)(nk * (H + 3) + 4));
+        double top = sm_jv_num(sm_jv_at(ks, 0), "total_ns", 0);
+        for (uint32_t i = 0; i < nk; i++) {
+            const sm_jv_t *k = sm_jv_at(ks, i);
+            double v = sm_jv_num(k, "total_ns", 0), y = 2 + i * (H + 3.0);
+            sm_fmt_time(b, sizeof b, v);
+            sm_out_printf(o, "<text x=%d y=%.0f text-anchor=end>", L - 4, y + H - 3);
+            const char *name = sm_jv_str(k, "name");
+            char cut[48];
+            snprintf(cut, sizeof cut, "%.40s%s", name ? name : "?",
+                     name && strlen(name) > 40 ? "..." : "");
+            sm_html(o, cut);
+            sm_out_printf(o, "</text><rect x=%d y=%.0f width=%.1f height=%d fill=\"%s\"><title>",
+                          L, y, top > 0 ? W * v / top : 0, H, sm_tl_color[SM_TL_GPU_KERNEL]);
+            sm_html(o, name);
+            sm_out_printf(o, ": %s, %.1f%%</title></rect><text x=%.1f y=%.0f>%s</text>", b,
+                          100 * sm_jv_num(k, "share", 0),
+                          L + (top > 0 ? W * v / top : 0) + 4, y + H - 3, b);
+        }
+        sm_out_printf(o, "</svg>\n");
+    }
+    sm_out_printf(o, "<table class=sortable id=gpu-kernel-table><thead><tr><th>Kernel</th>"
+                     "<th>Calls</th><th>Total</th><th>Share</th><th>Mean</th><th>Min</th>"
+                     "<th>Max</th><th>Ranks</th></tr></thead><tbody>\n");
+    for (uint32_t i = 0; i < sm_jv_len(ks) && i < SM_REPORT_MAX_PATHS && !o->err; i++) {
+        const sm_jv_t *k = sm_jv_at(ks, i);
+        sm_out_printf(o, "<tr><td class=path>");
+        sm_html(o, sm_jv_str(k, "name"));
+        sm_out_printf(o, "</td>");
+        sm_td_count(o, sm_jv_num(k, "calls", 0));
+        sm_td_time(o, sm_jv_num(k, "total_ns", 0));
+        snprintf(b, sizeof b, "%.1f%%", 100 * sm_jv_num(k, "share", 0));
+        sm_td_num(o, sm_jv_num(k, "share", 0), b);
+        sm_td_time(o, sm_jv_num(k, "mean_ns", 0));
+        sm_td_time(o, sm_jv_num(k, "min_ns", 0));
+        sm_td_time(o, sm_jv_num(k, "max_ns", 0));
+        sm_td_count(o, sm_jv_num(sm_jv_get(k, "ranks"), "n", 0));
+        sm_out_printf(o, "</tr>\n");
+    }
+    sm_out_printf(o, "</tbody></table>\n");
+    if (!sm_jv_len(cs)) {
+        sm_out_printf(o, "<p class=note>No copies or memsets.</p>\n");
+        return;
+    }
+    sm_out_printf(o, "<table class=sortable id=gpu-copy-table><thead><tr><th>Copy</th><th>Count"
+                     "</th><th>Bytes</th><th>Time</th><th>GB/s</th></tr></thead><tbody>\n");
+    for (uint32_t i = 0; i < sm_jv_len(cs) && !o->err; i++) {
+        const sm_jv_t *c = sm_jv_at(cs, i);
+        sm_out_printf(o, "<tr><td>");
+        sm_html(o, sm_jv_str(c, "kind"));
+        sm_out_printf(o, "</td>");
+        sm_td_count(o, sm_jv_num(c, "count", 0));
+        sm_fmt_bytes(b, sizeof b, sm_jv_num(c, "bytes", 0));
+        sm_td_num(o, sm_jv_num(c, "bytes", 0), b);
+        sm_td_time(o, sm_jv_num(c, "time_ns", 0));
+        snprintf(b, sizeof b, "%.2f", sm_jv_num(c, "bandwidth_gb_s", 0));
+        sm_td_num(o, sm_jv_num(c, "bandwidth_gb_s", 0), b);
+        sm_out_printf(o, "</tr>\n");
+    }
+    sm_out_printf(o, "</tbody></table>\n");
+}
+
+/* ---------------------------------------------------------------- counters */
+
+/* PAPI counters of the top call paths (by inclusive time): the exclusive
+ * count summed over ranks, then the derived figures. */
+static void sm_report_counters(sm_report_t *r, sm_rpath_t **sorted)
+{
+    sm_out_t *o = &r->o;
+    const sm_jv_t *names = NULL, *derived = NULL;
+    for (uint32_t i = 0; i < r->n_paths && !names; i++) {
+        const sm_jv_t *at = sm_jv_get(sorted[i]->v, "across_threads");
+        const sm_jv_t *c = sm_jv_get(at, "counters");
+        if (c && c->type == SM_JV_OBJECT && c->n) {
+            names = c;
+            derived = sm_jv_get(at, "derived");
+        }
+    }
+    if (!names)
+        return;
+    uint32_t nc = names->n < 8 ? names->n : 8;
+    uint32_t nd = derived && derived->type == SM_JV_OBJECT ? (derived->n < 4 ? derived->n : 4) : 0;
+    sm_out_printf(o, "<h2 id=counters>Counters</h2>\n<p>Hardware or software-defined counter "
+                     "events (PAPI) of the top call paths: the exclusive count, all ranks "
+                     "together%s.</p>\n<table class=sortable id=counter-table><thead><tr>"
+                     "<th>Call path</th>", nd ? ", and figures derived from two of them" : "");
+    for (uint32_t k = 0; k < nc; k++) {
+        sm_out_printf(o, "<th>");
+        sm_html(o, names->keys[k]);
+        sm_out_printf(o, "</th>");
+    }
+    for (uint32_t k = 0; k < nd; k++) {
+        sm_out_printf(o, "<th>");
+        sm_html(o, derived->keys[k]);
+        sm_out_printf(o, "</th>");
+    }
+    sm_out_printf(o, "</tr></thead><tbody>\n");
+    uint32_t shown = 0;
+    for (uint32_t i = 0; i < r->n_paths && shown < 50 && !o->err; i++) {
+        const sm_jv_t *v = sorted[i]->v;
+        const sm_jv_t *pr = sm_jv_get(v, "per_rank");
+        double sum[8] = {0};
+        bool any = false;
+        for (uint32_t q = 0; q < sm_jv_len(pr); q++) {
+            const sm_jv_t *c = sm_jv_get(sm_jv_at(pr, q), "counters");
+            for (uint32_t k = 0; k < nc; k++) {
+                double x = sm_jv_num(sm_jv_get(c, names->keys[k]), "exclusive", 0);
+                sum[k] += x;
+                any |= x > 0;
+            }
+        }
+        if (!any)
+            continue;
+        shown++;
+        sm_out_printf(o, "<tr><td class=path>");
+        sm_path_text(o, v);
+        sm_out_printf(o, "</td>");
+        for (uint32_t k = 0; k < nc; k++)
+            sm_td_count(o, sum[k]);
+        const sm_jv_t *d = sm_jv_get(sm_jv_get(v, "across_threads"), "derived");
+        for (uint32_t k = 0; k < nd; k++) {
+            const sm_jv_t *x = sm_jv_get(d, derived->keys[k]);
+            char b[48] = "";
+            if (x && x->type == SM_JV_NUMBER)
+                snprintf(b, sizeof b, "%.3g", x->num);
+            sm_td_num(o, x && x->type == SM_JV_NUMBER ? x->num : 0, b);
+        }
+        sm_out_printf(o, "</tr>\n");
+    }
+    sm_out_printf(o, "</tbody></table>\n");
+}
+
+/* ---------------------------------------------------------------- sampling */
+
+/* One function as the hot-function table sums it over call paths. */
+typedef struct sm_hot {
+    const char *name, *file;
+    double line, samples;
+} sm_hot_t;
+
+static int sm_hot_by_samples(const void *a, const void *b)
+{
+    const sm_hot_t *x = a, *y = b;
+    return x->samples < y->samples ? 1 : x->samples > y->samples ? -1 : 0;
+}
+
+/* The call-path tree as a flame graph: width inclusive time (all ranks),
+ * the paths in pre-order as profile.json lists them. */
+static void sm_report_flame(sm_report_t *r)
+{
+    sm_out_t *o = &r->o;
+    double total = 0;
+    uint32_t max_depth = 0;
+    for (uint32_t i = 0; i < r->n_paths; i++) {
+        if (r->paths[i].depth == 0)
+            total += r->paths[i].incl;
+        if (r->paths[i].depth > max_depth)
+            max_depth = r->paths[i].depth;
+    }
+    if (total <= 0)
+        return;
+    if (max_depth > 40)
+        max_depth = 40;
+    const int W = 1000, H = 16;
+    double next[41] = {0}; /* per depth: where the next frame starts */
+    sm_out_printf(o, "<h3>Flame graph</h3>\n<p>Every call path, the sampled callers "
+                     "included: the width is its inclusive time over all ranks, its callers "
+                     "below it.</p>\n<svg id=flame width=%d height=%u role=img aria-label="
+                     "\"flame graph\">", W, (unsigned)((max_depth + 1) * H + 2));
+    for (uint32_t i = 0; i < r->n_paths && !o->err; i++) {
+        const sm_rpath_t *p = &r->paths[i];
+        if (p->depth > max_depth)
+            continue;
+        double x = next[p->depth], w = W * p->incl / total;
+        next[p->depth] = x + w;
+        for (uint32_t d = p->depth + 1; d <= max_depth; d++)
+            next[d] = x; /* its callees start under it */
+        if (w < 0.5)
+            continue;
+        const sm_jv_t *path = sm_jv_get(p->v, "path");
+        const char *name = sm_jv_len(path) ? sm_jv_at(path, sm_jv_len(path) - 1)->str : "?";
+        const char *pd = sm_jv_str(p->v, "paradigm");
+        bool sampled = pd && !strcmp(pd, "sampling");
+        double y = (max_depth - p->depth) * H;
+        char b[48];
+        sm_fmt_time(b, sizeof b, p->incl);
+        sm_out_printf(o, "<g><title>");
+        sm_html(o, name);
+        sm_out_printf(o, " (%s): %s, %.1f%%</title><rect x=%.1f y=%.0f width=%.1f height=%d "
+                         "fill=\"%s\" stroke=\"#fff\" stroke-width=\"0.5\"/>",
+                      sampled ? "sampled" : pd ? pd : "?", b, 100 * p->incl / total, x, y, w,
+                      H - 1, sampled ? "#f28e2b" : sm_tl_color[sm_tl_kind_of_paradigm(pd)]);
+        if (w > 40) {
+            char cut[64];
+            int fit = (int)(w / 7);
+            snprintf(cut, sizeof cut, "%.*s", fit < 60 ? fit : 60, name ? name : "?");
+            sm_out_printf(o, "<text x=%.1f y=%.0f>", x + 2, y + H - 4);
+            sm_html(o, cut);
+            sm_out_printf(o, "</text>");
+        }
+        sm_out_printf(o, "</g>\n");
+    }
+    sm_out_printf(o, "</svg>\n");
+}
+
+static void sm_report_sampling(sm_report_t *r)
+{
+    sm_out_t *o = &r->o;
+    const sm_jv_t *s = sm_jv_get(r->prof, "sampling");
+    if (!s || s->type != SM_JV_OBJECT)
+        return;
+    const sm_jv_t *cps = sm_jv_get(s, "callpaths");
+    uint32_t n = 0, cap = 0;
+    sm_hot_t *hot = NULL;
+    double all = 0;
+    for (uint32_t i = 0; i < sm_jv_len(cps); i++) {
+        const sm_jv_t *fs = sm_jv_get(sm_jv_at(cps, i), "functions");
+        for (uint32_t k = 0; k < sm_jv_len(fs); k++) {
+            /* (per_thread is not read: sm_report_write_html skips it) */
+            const sm_jv_t *f = sm_jv_at(fs, k), *ar = sm_jv_get(f, "across_ranks");
+            const char *name = sm_jv_str(f, "function");
+            double samples = sm_jv_num(ar, "mean", 0) * sm_jv_num(ar, "n", 0);
+            all += samples;
+            uint32_t h = 0;
+            while (h < n && !(name && hot[h].name && !strcmp(hot[h].name, name)))
+                h++;
+            if (h == n) {
+                if (n == cap) {
+                    cap = cap ? 2 * cap : 64;
+                    sm_hot_t *g = realloc(hot, sizeof *g * cap);
+                    if (!g) {
+                        free(hot);
+                        sm_out_fail(o, ENOMEM);
+                        return;
+                    }
+                    hot = g;
+                }
+                hot[n++] = (sm_hot_t){name, sm_jv_str(f, "file"), sm_jv_num(f, "line", 0), 0};
+            }
+            hot[h].samples += samples;
+        }
+    }
+    qsort(hot, n, sizeof *hot, sm_hot_by_samples);
+    sm_out_printf(o, "<h2 id=sampling>Sampled hot functions</h2>\n<p>Call-stack sampling at "
+                     "%.0f Hz (%s time): the functions the samples landed in (the 30 with the "
+                     "most), %.0f samples in all.</p>\n<table class=sortable id=hot-table><thead><tr><th>Function</th>"
+                     "<th>Where</th><th>Samples</th><th>Share</th></tr></thead><tbody>\n",
+                  sm_jv_num(s, "frequency_hz", 0),
+                  sm_jv_str(s, "clock") ? sm_jv_str(s, "clock") : "cpu", all);
+    for (uint32_t h = 0; h < n && h < 30 && hot[h].samples > 0 && !o->err; h++) {
+        sm_out_printf(o, "<tr><td class=path>");
+        sm_html(o, hot[h].name);
+        sm_out_printf(o, "</td><td>");
+        if (hot[h].file) {
+            sm_html(o, hot[h].file);
+            sm_out_printf(o, ":%.0f", hot[h].line);
+        }
+        sm_out_printf(o, "</td>");
+        sm_td_count(o, hot[h].samples);
+        char b[32];
+        snprintf(b, sizeof b, "%.1f%%", all > 0 ? 100 * hot[h].samples / all : 0.0);
+        sm_td_num(o, hot[h].samples, b);
+        sm_out_printf(o, "</tr>\n");
+    }
+    sm_out_printf(o, "</tbody></table>\n");
+    free(hot);
+    /* Call stacks were sampled when the tree holds callers found by it. */
+    bool stacks = false;
+    for (uint32_t i = 0; i < r->n_paths && !stacks; i++) {
+        const char *pd = sm_jv_str(r->paths[i].v, "paradigm");
+        stacks = pd && !strcmp(pd, "sampling");
+    }
+    if (stacks)
+        sm_report_flame(r);
+}
+
+/* ---------------------------------------------------------------- metric timelines */
+
+static void sm_report_metrics(sm_report_t *r)
+{
+    sm_out_t *o = &r->o;
+    const sm_jv_t *ms = sm_jv_get(r->tl, "metrics");
+    if (!sm_jv_len(ms))
+        return;
+    double span = sm_jv_num(r->tl, "bin_ns", 0) * sm_jv_num(r->tl, "bins", 0);
+    char b0[48];
+    sm_fmt_time(b0, sizeof b0, span);
+    sm_out_printf(o, "<h2 id=metrics>Metric timelines</h2>\n<p>The sampled metrics over the "
+                     "job's %s: the line is the largest value of any rank in each column, the "
+                     "dashed line the mean.</p>\n", b0);
+    const int W = 440, H = 90, L = 70;
+    for (uint32_t i = 0; i < sm_jv_len(ms) && i < 24 && !o->err; i++) {
+        const sm_jv_t *m = sm_jv_at(ms, i), *mx = sm_jv_get(m, "max"), *mean = sm_jv_get(m, "mean");
+        uint32_t nb = sm_jv_len(mx);
+        double hi = 0, lo = 0;
+        bool any = false;
+        for (uint32_t b = 0; b < nb; b++) {
+            const sm_jv_t *x = sm_jv_at(mx, b), *y = sm_jv_at(mean, b);
+            if (x->type != SM_JV_NUMBER)
+                continue;
+            if (!any || x->num > hi)
+                hi = x->num;
+            if (!any || (y && y->type == SM_JV_NUMBER && y->num < lo))
+                lo = y && y->type == SM_JV_NUMBER ? y->num : x->num;
+            any = true;
+        }
+        if (!any || !nb)
+            continue;
+        if (!(lo > 0 && lo > hi / 2))
+            lo = 0; /* the axis from 0, unless the series stays high (then from its lowest) */
+        double range = hi > lo ? hi - lo : 1;
+        const char *unit = sm_jv_str(m, "unit");
+        bool bytes = unit && !strcmp(unit, "B");
+        char bh[48], bl[48];
+        if (bytes) {
+            sm_fmt_bytes(bh, sizeof bh, hi);
+            sm_fmt_bytes(bl, sizeof bl, lo);
+        } else {
+            snprintf(bh, sizeof bh, "%.3g %s", hi, unit && strcmp(unit, "1") ? unit : "");
+            snprintf(bl, sizeof bl, "%.3g", lo);
+        }
+        sm_out_printf(o, "<figure class=metric style=\"display:inline-block;margin:0 16px 8px 0\">"
+                         "<svg width=%d height=%d role=img aria-label=\"", L + W + 4, H + 8);
+        sm_html(o, sm_jv_str(m, "name"));
+        sm_out_printf(o, "\"><rect x=%d y=2 width=%d height=%d fill=\"#f7f7f7\"/>"
+                         "<text x=%d y=12 text-anchor=end>", L, W, H, L - 4);
+        sm_html(o, bh);
+        sm_out_printf(o, "</text><text x=%d y=%d text-anchor=end>", L - 4, H + 2);
+        sm_html(o, bl);
+        sm_out_printf(o, "</text>");
+        for (int k = 0; k < 2; k++) {
+            const sm_jv_t *a = k ? mean : mx;
+            sm_out_printf(o, "<polyline fill=none stroke=\"%s\" stroke-width=\"1.5\"%s points=\"",
+                          k ? "#59a14f" : "#4e79a7", k ? " stroke-dasharray=\"3,2\"" : "");
+            for (uint32_t b = 0; b < nb && b < sm_jv_len(a); b++) {
+                const sm_jv_t *x = sm_jv_at(a, b);
+                if (x->type == SM_JV_NUMBER)
+                    sm_out_printf(o, "%.1f,%.1f ", L + W * (b + 0.5) / nb,
+                                  2 + H - H * (x->num - lo) / range);
+            }
+            sm_out_printf(o, "\"/>");
+        }
+        sm_out_printf(o, "</svg><figcaption>");
+        sm_html(o, sm_jv_str(m, "name"));
+        sm_out_printf(o, " (largest %s)</figcaption></figure>\n", bh);
+    }
+}
+
 /* ---------------------------------------------------------------- the page */
 
 static void sm_report_page(sm_report_t *r)
@@ -730,6 +1207,16 @@ static void sm_report_page(sm_report_t *r)
         sm_out_printf(o, "<a href=\"#time\">Where the time went</a><a href=\"#paths\">Top call "
                          "paths</a><a href=\"#imbalance\">Load imbalance</a><a href=\"#mpi\">"
                          "MPI</a>");
+    if (r->tl)
+        sm_out_printf(o, "<a href=\"#timeline\">Timeline</a>");
+    if (sm_jv_len(sm_jv_get(r->prof, "papi_events")))
+        sm_out_printf(o, "<a href=\"#counters\">Counters</a>");
+    if (sm_jv_get(r->prof, "gpu") && sm_jv_get(r->prof, "gpu")->type == SM_JV_OBJECT)
+        sm_out_printf(o, "<a href=\"#gpu\">GPU</a>");
+    if (sm_jv_get(r->prof, "sampling") && sm_jv_get(r->prof, "sampling")->type == SM_JV_OBJECT)
+        sm_out_printf(o, "<a href=\"#sampling\">Sampled functions</a>");
+    if (sm_jv_len(sm_jv_get(r->tl, "metrics")))
+        sm_out_printf(o, "<a href=\"#metrics\">Metrics</a>");
     sm_out_printf(o, "</nav>\n");
     sm_report_run(r);
     if (r->prof) {
@@ -738,16 +1225,23 @@ static void sm_report_page(sm_report_t *r)
             sm_out_fail(o, ENOMEM);
         } else {
             sm_report_time(r);
+            sm_report_timeline(r);
             sm_report_paths(r, sorted);
             sm_report_imbalance(r, sorted);
+            sm_report_counters(r, sorted);
             free(sorted);
         }
         sm_report_mpi_table(r);
         sm_report_matrix(r);
+        sm_report_gpu(r);
+        sm_report_sampling(r);
+    } else {
+        sm_report_timeline(r);
     }
+    sm_report_metrics(r);
     sm_out_printf(o, "<p class=note style=\"margin-top:32px\">Written by sysmeasure from "
-                     "metadata.json and profile.json in this folder; the full figures are "
-                     "there and in profile.txt, the events in traces.otf2.</p>\n"
+                     "metadata.json, profile.json and timeline.json in this folder; the full "
+                     "figures are there and in profile.txt, the events in traces.otf2.</p>\n"
                      "<script>\n%s</script>\n</body></html>\n",
                   sm_report_js);
 }
@@ -823,7 +1317,23 @@ int sm_report_write_html(const char *dir, char *err, size_t errlen)
             return SM_REPORT_NOT_OUTPUT;
         }
     }
-    sm_report_t r = {.meta = meta, .prof = prof};
+    /* timeline.json: written with the trace; a damaged one costs only the
+     * timeline (said on the page), not the report. */
+    snprintf(path, sizeof path, "%s/timeline.json", dir);
+    sm_jv_t *tl = access(path, F_OK) == 0 ? sm_jv_parse_file(path, NULL, why, sizeof why) : NULL;
+    /* One left by an earlier run in a reused --output folder (this one
+     * traced nothing, or failed before it) is older than this run's start. */
+    struct stat st;
+    double started = sm_jv_num(meta, "start_time_ns", 0) / 1e9;
+    if (tl && stat(path, &st) == 0 && started > 0 && (double)st.st_mtime + 1 < started) {
+        sm_jv_free(tl);
+        tl = NULL;
+    }
+    if (tl && tl->type != SM_JV_OBJECT) {
+        sm_jv_free(tl);
+        tl = NULL;
+    }
+    sm_report_t r = {.meta = meta, .prof = prof, .tl = tl};
     int rc = -1;
     if (sm_report_prepare(&r) != 0) {
         sm_error("writing %s/report.html failed: %s", dir, strerror(ENOMEM));
@@ -836,5 +1346,6 @@ int sm_report_write_html(const char *dir, char *err, size_t errlen)
     free(r.main_threads);
     sm_jv_free(meta);
     sm_jv_free(prof);
+    sm_jv_free(tl);
     return rc;
 }

@@ -161,3 +161,30 @@ double sm_derived_value(const sm_derived_t *d, uint64_t num, uint64_t den)
 {
     return den ? d->scale * (double)num / (double)den : NAN;
 }
+
+static void sm_json_member(sm_json_t *j, const char *key, uint32_t id)
+{
+    sm_json_key(j, key);
+    if (id == SM_INVALID_ID)
+        sm_json_null(j);
+    else
+        sm_json_uint(j, id);
+}
+
+void sm_json_spread(sm_json_t *j, const char *key, sm_spread_t sp, const char *who, bool with_n)
+{
+    char kmin[32], kmax[32];
+    snprintf(kmin, sizeof kmin, "min_%s", who);
+    snprintf(kmax, sizeof kmax, "max_%s", who);
+    sm_json_key(j, key);
+    sm_json_object_begin_inline(j);
+    if (with_n)
+        sm_json_field_uint(j, "n", sp.n);
+    sm_json_field_double(j, "mean", sp.mean);
+    sm_json_field_double(j, "min", sp.min);
+    sm_json_member(j, kmin, sp.min_member);
+    sm_json_field_double(j, "max", sp.max);
+    sm_json_member(j, kmax, sp.max_member);
+    sm_json_field_double(j, "stddev", sp.stddev);
+    sm_json_object_end(j);
+}

@@ -39,6 +39,12 @@ const char *sm_job_region_name(const sm_job_t *job, sm_region_id_t id) SM_HIDDEN
 /* An sm_region_select_fn (arg: the job): regions of paradigm MPI. */
 bool sm_job_region_is_mpi(sm_region_id_t id, void *job) SM_HIDDEN;
 
+/* key: {"mean", "min", "min_<who>", "max", "max_<who>", "stddev"} of a
+ * spread, who being "thread" or "rank"; with_n: "n" first.  An invalid
+ * member id is null.  The one writer of spreads for every JSON file. */
+void sm_json_spread(sm_json_t *j, const char *key, sm_spread_t sp, const char *who,
+                    bool with_n) SM_HIDDEN;
+
 /* Ranks of the job: job->n_ranks, else procs->size, else 1. */
 uint32_t sm_job_ranks(const sm_job_t *job) SM_HIDDEN;
 

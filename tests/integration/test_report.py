@@ -6,6 +6,12 @@ ran must name the planted ranks and hold every section, with nothing on
 the browser's console; the screenshot
 (kept as tests/logs/report-screenshot.png) must not be blank; the file
 loads nothing from elsewhere and escapes the region name with markup.
+The timeline (timeline.json, binned while the archive was written) has a
+lane per rank; inside the time steps as the OTF2 reader finds them in the
+archive, rank 3's lane is mostly its user region and rank 0's mostly MPI.
+A PAPI (software-defined events) run shows the planted counts in the
+counters section; a sampling run the hot functions, the flame graph and
+the metric timelines, in the browser without console errors.
 sysmeasure-report rebuilds the same page; on a folder that is no
 sysmeasure output it says so in one line and exits 2.  A job that ends
 without MPI_Finalize gets its page from sysmeasure-merge."""
@@ -16,7 +22,10 @@ import struct
 import subprocess
 import zlib
 
-from smtest import BUILD, check, finish, measure, mpi_measure, program, workdir
+import otf2
+
+from smtest import (BUILD, Trace, check, finish, load_json, measure, mpi_measure, program,
+                    workdir)
 
 if not check(os.environ.get("SM_HAVE_MPI", "yes") == "yes", "sysmeasure is built with MPI"):
     finish()
@@ -107,7 +116,7 @@ check(not console, "no console messages (script errors): %s" % console)
 text = re.sub(r"<[^>]+>", " ", dom.stdout)
 text = re.sub(r"\s+", " ", text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&"))
 for section in ("The run", "Notes and warnings", "Configuration", "Where the time went",
-                "In total", "Per rank", "Top call paths", "Load imbalance", "MPI",
+                "In total", "Per rank", "Timeline", "Top call paths", "Load imbalance", "MPI",
                 "Communication matrix"):
     check(section in text, "section %r on the page" % section)
 m = re.search(r"Most imbalanced work \(outside MPI\): (.*?) — slowest rank (\d+) .*?fastest rank "
@@ -125,6 +134,38 @@ check(dom.stdout.count('id="matrix-messages"') == 1 and dom.stdout.count('id="ma
 # 4 ranks x 4 steps: solve visited 16 times
 check(re.search(r'timestep / <b>solve</b></td><td>user</td><td class="n" data-v="4">4</td><td class="n" '
                 r'data-v="16">16</td>', dom.stdout) is not None, "solve: 4 ranks, 16 visits")
+
+# The timeline: one lane per rank, from the trace.
+tl = load_json(out, "timeline.json")
+lanes = tl["lanes"]
+check([(l["rank"], l["kind"]) for l in lanes] == [(r, "cpu") for r in range(4)],
+      "timeline.json: one lane per rank: %s" % [(l["name"], l["kind"]) for l in lanes])
+check(len(re.findall(r'<g class="lane" data-rank="\d" data-kind="cpu"', dom.stdout)) == 4 and
+      "rank 3 Thread 0 (main)" in text, "the page draws the 4 lanes")
+trace = Trace(out)
+begins = [e.time for _, e in trace.of_type(otf2.events.Enter) if e.region.name == "timestep"]
+ends = [e.time for _, e in trace.of_type(otf2.events.Leave) if e.region.name == "timestep"]
+bins, bin_ns, start = tl["bins"], tl["bin_ns"], tl["start_ns"]
+b0 = int((min(begins) - start) / bin_ns) + 1
+b1 = int((max(ends) - start) / bin_ns) - 1
+
+
+def share(lane, kind):
+    """The lane's share of time in kind over the time steps' bins."""
+    per = lane["per_mille"].get(kind, [0] * bins)
+    return sum(per[b0:b1]) / (1000.0 * max(b1 - b0, 1))
+
+
+check(b1 - b0 >= 20, "the time steps span %d of %d bins" % (b1 - b0, bins))
+check(share(lanes[3], "user regions") > 0.6 and share(lanes[3], "MPI") < 0.3,
+      "rank 3 (the slow one) computes in its user region: user %.2f, MPI %.2f" %
+      (share(lanes[3], "user regions"), share(lanes[3], "MPI")))
+check(share(lanes[0], "MPI") > 0.5 and share(lanes[0], "user regions") < 0.4,
+      "rank 0 (the fast one) waits in MPI: MPI %.2f, user %.2f" %
+      (share(lanes[0], "MPI"), share(lanes[0], "user regions")))
+for r in range(4):
+    print("timeline rank %d over the steps: user %.2f, MPI %.2f" %
+          (r, share(lanes[r], "user regions"), share(lanes[r], "MPI")))
 
 # The screenshot: every section drawn, not a blank page.
 os.makedirs(LOGS, exist_ok=True)
@@ -183,6 +224,52 @@ out, proc = measure([program("sleep-regions")], "report-off", launcher_args=["--
 check(os.path.exists(os.path.join(out, "profile.json")) and
       not os.path.exists(os.path.join(out, "report.html")), "--no-report: no report.html")
 
+# PAPI (software-defined events, tests/programs/papi_sde.c): on thread k
+# (f = k + 1) "outer" counts 10f WORK exclusive, "inner" 6f WORK and 300
+# BYTES; two threads.
+WORK, BYTES = "sde:::SMTEST::WORK", "sde:::SMTEST::BYTES"
+out, proc = measure([program("papi-sde")], "report-papi",
+                    launcher_args=["--papi", WORK + "," + BYTES])
+page = os.path.join(out, "report.html")
+if check(os.path.exists(page), "report.html of the PAPI run: %s" % proc.stderr):
+    with open(page, encoding="utf-8") as f:
+        papi = f.read()
+    check("<h2 id=counters>Counters</h2>" in papi and "<th>%s</th>" % WORK in papi,
+          "the counters section with its events")
+    check(re.search(r'<td class=path>outer</td><td class=n data-v="30">30</td>'
+                    r'<td class=n data-v="0">0</td>', papi) is not None and
+          re.search(r'<td class=path>outer / inner</td><td class=n data-v="18">18</td>'
+                    r'<td class=n data-v="600">600</td>', papi) is not None,
+          "the planted counts: outer 30 WORK, inner 18 WORK and 600 BYTES")
+    check("<h2 id=sampling>" not in papi and "<h2 id=gpu>" not in papi,
+          "no sampling or GPU section without their data")
+shutil.rmtree(os.path.dirname(out), ignore_errors=True)
+
+# Call-stack and process sampling: hot functions, flame graph, metrics.
+out, proc = measure([program("sampling-hot"), "2", "3000000"], "report-sampling",
+                    launcher_args=["--sampling", "--sampling-freq", "1000", "--process-sampling",
+                                   "--sampling-interval", "50"])
+page = os.path.join(out, "report.html")
+if check(os.path.exists(page), "report.html of the sampling run: %s" % proc.stderr):
+    dom = chromium("--enable-logging=stderr", "--v=0", "--dump-dom", "file://" + page)
+    console = [l for l in dom.stderr.splitlines() if ":CONSOLE" in l]
+    check(dom.returncode == 0 and not console, "sampling page: rc %d, console %s" %
+          (dom.returncode, console))
+    for section in ("Sampled hot functions", "Flame graph", "Metric timelines"):
+        check(section in dom.stdout, "section %r on the sampling page" % section)
+    m = re.search(r'<table class="sortable" id="hot-table">.*?<tbody>\s*<tr><td class="path">'
+                  r'([^<]*)</td>', dom.stdout, re.S)
+    check(m is not None and m.group(1) == "hot", "the hottest function is hot: %s" %
+          (m.group(1) if m else None))
+    check(re.search(r'<svg id="flame"[^>]*>.*?<title>hot \(sampled\)', dom.stdout, re.S)
+          is not None, "the flame graph has the sampled frame hot")
+    check('aria-label="memory resident"' in dom.stdout, "the memory timeline is drawn")
+    shot = os.path.join(LOGS, "report-sampling-screenshot.png")
+    chromium("--window-size=1200,3200", "--hide-scrollbars", "--screenshot=" + shot,
+             "file://" + page)
+    check(os.path.exists(shot), "the sampling page's screenshot is kept")
+shutil.rmtree(os.path.dirname(out), ignore_errors=True)
+
 # A job without MPI_Finalize: sysmeasure-merge writes report.html too.
 out, proc = mpi_measure(2, [program("mpi-patterns"), "nofinalize"], "report-merge",
                         expect_rc=None, env={"OMPI_MCA_odls_base_sigkill_timeout": "5"})
@@ -197,5 +284,12 @@ if os.path.exists(page):
         merged = f.read()
     check("<td>MPI_Send</td>" in merged and "2 ranks &times;" in merged and
           'id="matrix-bytes"' in merged, "the merged page has both ranks, MPI_Send and the matrix")
+    tl = load_json(out, "timeline.json")
+    check(sorted({l["rank"] for l in tl["lanes"]}) == [0, 1] and
+          all(l["per_mille"].get("MPI") for l in tl["lanes"] if l["kind"] == "cpu" and
+              l["name"].endswith("(main)")) and
+          merged.count('<g class=lane data-rank="') == len(tl["lanes"]),
+          "sysmeasure-merge writes timeline.json with both ranks' lanes, on the page: %s" %
+          [(l["name"], sorted(l["per_mille"])) for l in tl["lanes"]])
 shutil.rmtree(os.path.dirname(out), ignore_errors=True)
 finish()

@@ -266,9 +266,30 @@ int main(void)
     CHECK(strstr(text, "GPU kernels") != NULL);
     CHECK(strstr(text, "solver > cudaLaunchKernel => axpy") != NULL);
     CHECK(strstr(text, "synchronize") != NULL);
+    /* report.html: the GPU section; timeline.json: the streams' lanes with
+     * their kernels */
+    static char page[1 << 20];
+    snprintf(path, sizeof path, "%s/report.html", dir);
+    f = fopen(path, "r");
+    len = f ? fread(page, 1, sizeof page - 1, f) : 0;
+    page[len] = '\0';
+    if (f)
+        fclose(f);
+    CHECK(strstr(page, "<h2 id=gpu>GPU kernels and copies</h2>") != NULL);
+    CHECK(strstr(page, "id=gpu-kernel-table") && strstr(page, "<td class=path>axpy</td>"));
+    CHECK(strstr(page, "data-kind=\"gpu\" data-main=\"GPU kernels\"") != NULL);
+    snprintf(path, sizeof path, "%s/timeline.json", dir);
+    f = fopen(path, "r");
+    len = f ? fread(page, 1, sizeof page - 1, f) : 0;
+    page[len] = '\0';
+    if (f)
+        fclose(f);
+    CHECK(strstr(page, "\"kind\": \"gpu\"") && strstr(page, "\"GPU kernels\": ["));
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0)
+    if (getenv("SM_TEST_KEEP"))
+        fprintf(stderr, "output kept in %s\n", dir);
+    else if (system(cmd) != 0)
         fprintf(stderr, "could not remove %s\n", dir);
     return unit_failures;
 }

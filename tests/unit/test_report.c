@@ -2,7 +2,8 @@
  * paths (a full communication matrix) goes through the real writers
  * (profile.json, metadata.json) and then report.html: the page stays under
  * 5 MB, says what it left out, escapes region names and names the planted
- * slowest and fastest ranks.  A folder without sysmeasure's files and a
+ * slowest and fastest ranks; with timeline.json (through the real binning)
+ * it draws a lane per rank and the metric.  A folder without sysmeasure's files and a
  * damaged profile.json are refused; the reader rejects malformed JSON. */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -11,9 +12,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/location.h"
+#include "core/metrics.h"
 #include "merge/profile_summary.h"
+#include "merge/unify.h"
 #include "util/json_read.h"
 #include "writers/summary_common.h"
+#include "writers/timeline.h"
 #include "writers/writers.h"
 #include "unit.h"
 
@@ -83,6 +88,40 @@ static void test_reader(void)
         CHECK(v == NULL && !strncmp(err, "line 1: ", 8));
         sm_jv_free(v);
     }
+}
+
+/* timeline.json of the 64 ranks through the real binning (as the OTF2
+ * writer feeds it): over 1 s, each rank's main thread alternates between a
+ * user region and MPI in every lane bin (the most rectangles a lane can
+ * need; MPI 5/8 of the time), except rank 7, in its user region
+ * throughout; then a metric. */
+static void write_timeline(const char *dir, sm_defset_t *defs)
+{
+    uint32_t mem = sm_defset_metric(defs, "memory resident", "B", SM_METRIC_SAMPLED);
+    const uint8_t *blobs[RANKS];
+    uint64_t lens[RANKS];
+    sm_timeline_t *parts[RANKS];
+    const uint64_t T0 = 5000000000ull, SPAN = 1000000000ull, BIN = SPAN / SM_TL_BINS;
+    for (uint32_t r = 0; r < RANKS; r++) {
+        sm_timeline_t *t = parts[r] = sm_timeline_new();
+        CHECK(t != NULL);
+        sm_timeline_begin(t, 0, SM_LOCATION_CPU_THREAD, "Thread 0 (main)");
+        sm_timeline_enter(t, T0, SM_TL_USER);
+        for (uint32_t b = 1; r != 7 && b + 1 < SM_TL_BINS; b += 2) {
+            sm_timeline_enter(t, T0 + b * BIN - BIN / 4, SM_TL_MPI);
+            sm_timeline_leave(t, T0 + (b + 1) * BIN);
+        }
+        sm_timeline_leave(t, T0 + SPAN);
+        sm_timeline_end(t);
+        for (uint64_t k = 0; k <= 100; k++)
+            sm_timeline_metric(t, T0 + k * SPAN / 100, mem, 1000 * k + r);
+        sm_timeline_end_process(t);
+        blobs[r] = t ? t->out.p : NULL;
+        lens[r] = t ? t->out.len : 0;
+    }
+    CHECK(sm_timeline_write_json(dir, defs, RANKS, blobs, lens, T0, T0 + SPAN) == 0);
+    for (uint32_t r = 0; r < RANKS; r++)
+        sm_timeline_free(parts[r]);
 }
 
 static void test_large_job(void)
@@ -164,6 +203,7 @@ static void test_large_job(void)
                          .end_realtime_ns = 1700000000900000000ull};
     CHECK(s && sm_profile_write_json(&run, &job, s) == 0);
     CHECK(sm_metadata_write_json(&run, &job) == 0);
+    write_timeline(dir, defs);
     char err[512] = "";
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -185,6 +225,16 @@ static void test_large_job(void)
         CHECK(strstr(html, "fastest rank 42 ("));
         CHECK(strstr(html, "ranks binned") == NULL); /* 64 cells fit */
         CHECK(!strstr(html, "http://") && !strstr(html, "https://"));
+        /* the timeline: a lane per rank; rank 7's all user regions */
+        size_t lanes = 0;
+        for (const char *p = html; (p = strstr(p, "<g class=lane ")) != NULL; p++)
+            lanes++;
+        CHECK_EQ_U(lanes, RANKS);
+        CHECK(strstr(html, "<g class=lane data-rank=\"7\" data-kind=\"cpu\" data-main=\"user "
+                           "regions\">"));
+        CHECK(strstr(html, "<g class=lane data-rank=\"8\" data-kind=\"cpu\" data-main=\"MPI\">"));
+        CHECK(strstr(html, "id=metrics>Metric timelines"));
+        CHECK(strstr(html, "memory resident (largest 97.7 KiB)"));
     }
     free(html);
 
@@ -213,8 +263,8 @@ static void test_large_job(void)
     if (getenv("SM_TEST_KEEP")) {
         fprintf(stderr, "output kept in %s\n", dir);
     } else {
-        const char *files[] = {"profile.json", "metadata.json", "report.html"};
-        for (size_t i = 0; i < 3; i++) {
+        const char *files[] = {"profile.json", "metadata.json", "report.html", "timeline.json"};
+        for (size_t i = 0; i < 4; i++) {
             snprintf(path, sizeof path, "%s/%s", dir, files[i]);
             unlink(path);
         }

@@ -1,0 +1,87 @@
+#!/bin/sh
+# Writing the views of a trace of 10 million events, against writing the
+# OTF2 archive of the same run (medians of ROUNDS rounds):
+#  1. the job: bench-spill, 5 million region pairs (10 million events),
+#     traced, with a budget that holds them (no spill); the end of its run
+#     (last event to process end) with the trace against --no-trace: the
+#     difference is the OTF2 archive's writing (the timeline's binning
+#     included: it runs in the same pass);
+#  2. each writer of WRITERS on the finished folder, as its own process:
+#     wall time and peak resident memory (/usr/bin/time);
+#  3. the timeline's binning alone (bench-timeline): ns per event.
+# A writer is a command cmd_NAME that, given the folder, writes its file
+# file_NAME into it; add one by setting both and naming it in WRITERS (for
+# example cmd_perfetto="$build/sysmeasure-convert --perfetto",
+# file_perfetto=trace.pftrace).
+# Usage: bench/bench_report.sh BUILDDIR [ROUNDS]
+set -eu
+build=${1:?usage: bench_report.sh BUILDDIR [ROUNDS]}
+rounds=${2:-3}
+events=10000000
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+sm="$build/sysmeasure"
+
+# ---- the writers measured on the finished folder
+WRITERS="report"
+cmd_report="$build/sysmeasure-report"
+file_report=report.html
+
+median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+now_ns() { date +%s%N; }
+get() { awk -v k="$2" '$1 == k {print $2}' "$work/$1" | median; }
+
+i=0
+while [ "$i" -lt "$rounds" ]; do
+    for mode in trace notrace; do
+        rm -rf "$work/out"
+        flag=; [ "$mode" = notrace ] && flag=--no-trace
+        "$sm" -o "$work/out" --buffer-size 2G $flag "$build/bench/bench-spill" pairs \
+            $((events / 2)) 1 >"$work/stdout" 2>/dev/null
+        end=$(now_ns)
+        last=$(awk '$1 == "last_event_ns" {print $2}' "$work/stdout")
+        echo "exit_ms $(( (end - last) / 1000000 ))" >>"$work/$mode"
+        if [ "$mode" = trace ]; then
+            echo "trace_mb $(du -sm "$work/out/traces" | cut -f1)" >>"$work/trace"
+        fi
+    done
+    # a traced folder for the writers
+    rm -rf "$work/out"
+    "$sm" -o "$work/out" --buffer-size 2G "$build/bench/bench-spill" pairs $((events / 2)) 1 \
+        >/dev/null 2>/dev/null
+    for w in $WRITERS; do
+        eval "f=\$file_$w cmd=\$cmd_$w"
+        rm -f "$work/out/$f"
+        start=$(now_ns)
+        /usr/bin/time -f "${w}_rss_kb %M" -o "$work/time" $cmd "$work/out" >/dev/null 2>&1
+        end=$(now_ns)
+        cat "$work/time" >>"$work/writers"
+        echo "${w}_ms $(( (end - start) / 1000000 ))" >>"$work/writers"
+        echo "${w}_kb $(( $(stat -c %s "$work/out/$f") / 1024 ))" >>"$work/writers"
+    done
+    "$build/bench/bench-timeline" "$events" 3 "$work" >>"$work/binning"
+    i=$((i + 1))
+done
+
+trace=$(get trace exit_ms)
+notrace=$(get notrace exit_ms)
+otf2=$((trace - notrace))
+echo "bench-report: $events events (bench-spill, region pairs), medians of $rounds rounds"
+printf '  %-44s %8s ms   (%s MB of events)\n' "end of run, traced" "$trace" "$(get trace trace_mb)"
+printf '  %-44s %8s ms\n' "end of run, --no-trace" "$notrace"
+printf '  %-44s %8s ms   (baseline)\n' "OTF2 archive (the difference)" "$otf2"
+for w in $WRITERS; do
+    eval "f=\$file_$w"
+    ms=$(get writers "${w}_ms")
+    printf '  %-44s %8s ms   %s x the archive, peak RSS %s MB, %s KiB\n' \
+        "$f (its own process, on the folder)" "$ms" \
+        "$(awk -v a="$ms" -v b="$otf2" 'BEGIN {printf("%.2f", (b > 0) ? a / b : 0)}')" \
+        "$(( $(get writers "${w}_rss_kb") / 1024 ))" "$(get writers "${w}_kb")"
+done
+printf '  %-44s %8s ns per event   (%s ms for %s events)\n' "timeline binning (inside the OTF2 pass)" \
+    "$(get binning bin_ns_per_event)" \
+    "$(awk -v p="$(get binning bin_ns_per_event)" -v n="$events" 'BEGIN {printf("%.0f", p * n / 1e6)}')" \
+    "$events"
+printf '  %-44s %8s ns per event   (same run)\n' "  baseline: the loop calling an empty function" \
+    "$(get binning base_ns_per_event)"
+printf '  %-44s %8s ms\n' "timeline.json from the bins" "$(get binning timeline_json_ms)"
