@@ -1,5 +1,6 @@
 /* The location registry and the binding of locations to threads. */
 #include "location.h"
+#include "journal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,12 +109,28 @@ static sm_location_t *sm_location_alloc(sm_location_type_t type)
     return loc;
 }
 
+/* --crash-safe: the location as it is now, to the journal (a later entry
+ * of the same id replaces it). */
+static void sm_location_journal(const sm_location_t *loc)
+{
+    if (!sm_journal_on())
+        return;
+    sm_journal_location_t e;
+    memset(&e, 0, sizeof e);
+    e.id = loc->id;
+    e.type = loc->type;
+    e.creator = loc->creator;
+    memcpy(e.name, loc->name, sizeof e.name);
+    sm_journal_add(SM_J_LOCATION, &e, sizeof e, NULL, 0);
+}
+
 static void sm_location_name_thread(sm_location_t *loc)
 {
     if (loc->tid == getpid())
         snprintf(loc->name, sizeof loc->name, "Thread %u (main)", loc->id);
     else
         snprintf(loc->name, sizeof loc->name, "Thread %u", loc->id);
+    sm_location_journal(loc);
 }
 
 static sm_thread_observer_fn sm_observer_start, sm_observer_stop;
@@ -182,6 +199,7 @@ sm_location_t *sm_location_new_thread(sm_location_t *creator)
     /* Start and stop of the whole process follow new threads; the thread-only
      * switch does not. */
     loc->thread_enabled = 1;
+    sm_location_journal(loc);
     return loc;
 }
 
@@ -190,6 +208,8 @@ sm_location_t *sm_location_create(sm_location_type_t type, const char *name)
     sm_location_t *loc = sm_location_alloc(type);
     if (loc && name)
         snprintf(loc->name, sizeof loc->name, "%s", name);
+    if (loc)
+        sm_location_journal(loc);
     return loc;
 }
 

@@ -32,6 +32,9 @@ typedef struct sm_location {
     /* --- hot: every event touches these --- */
     uint8_t *pos;            /* next free byte in the current chunk */
     uint8_t *end;            /* end of the current chunk */
+    /* --crash-safe: the current chunk's fill word in its memory-mapped file
+     * (buffer.h), stored with every commit; NULL otherwise. */
+    uint8_t **live_end;
     sm_frame_t *sp;          /* top frame; stack[0] is the root frame */
     sm_frame_t *stack_limit; /* last usable frame */
     uint8_t tracing;

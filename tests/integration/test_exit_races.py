@@ -107,6 +107,26 @@ out, proc = measure([PROG, "restore", "100", str(int(signal.SIGUSR2))], "restore
 check("did not give" not in proc.stdout, "signal() returns the program's handler: %r" % proc.stdout)
 complete(out, "SIG_DFL restored", steps=100)
 
+# ---- _exit, _Exit and quick_exit skip atexit: the output is still written,
+# the status kept; the application's unflushed stdout stays unflushed (as
+# without sysmeasure: stdout is a pipe here, fully buffered).
+for how in ("_exit", "_Exit", "quick_exit"):
+    out, proc = measure([PROG, how, "100", "23"], "fast-" + how, expect_rc=23)
+    check(proc.stdout == "", "%s: the unflushed stdout is not flushed: %r" % (how, proc.stdout))
+    profile = complete(out, how, steps=100)
+    check(profile is not None and callpath(profile, "before the exit") is not None,
+          "%s: the region open at the exit is in the profile" % how)
+    if how == "quick_exit":
+        check("quick exit handler ran" in proc.stderr, "quick_exit: the program's handler ran")
+        check(profile is not None and callpath(profile, "before the exit", "quick exit handler")
+              is not None, "quick_exit: the program's handler ran before the write (its region "
+              "is in the profile)")
+# A vfork child calling _exit shares the parent's memory: it writes nothing,
+# and the parent's output is complete.
+out, proc = measure([PROG, "vfork", "100"], "vfork")
+check(proc.stdout == "application output\nchild ended 0\n", "vfork: stdout %r" % proc.stdout)
+complete(out, "vfork child's _exit", steps=100)
+
 # ---- 100,000 regions entered and never left: the profile stops at the depth
 # limit (256), folds the rest with a note; fast, small output.
 DEPTH = 100000
