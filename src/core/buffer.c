@@ -529,10 +529,15 @@ static sm_chunk_t *sm_crash_chunk_map(void)
             sm_crash_warn("no spill file", err);
         return NULL;
     }
-    /* Touch every page now (each first write to a page of a shared file
-     * mapping faults once): the hot path then writes into mapped pages. */
+    /* Every page made writable now, in one call where the kernel can
+     * (each first write to a page of a shared file mapping faults once):
+     * the hot path then writes into mapped pages. */
+    int populated = 0;
+#ifdef MADV_POPULATE_WRITE
+    populated = madvise(p, sm_slot_bytes, MADV_POPULATE_WRITE) == 0;
+#endif
     volatile uint8_t *b = p;
-    for (uint64_t i = 0; i < sm_slot_bytes; i += 4096)
+    for (uint64_t i = 0; !populated && i < sm_slot_bytes; i += 4096)
         b[i] = 0;
     /* A calibration point for the clock of a process that may never get
      * to its end (the journal, journal.h). */

@@ -83,6 +83,8 @@ static sm_location_t *sm_location_alloc(sm_location_type_t type)
         return NULL;
     }
     loc->stack_limit = loc->stack + loc->stack_capacity - 1;
+    if (sm_trace_max_depth + 2 <= loc->stack_capacity) /* a small depth limit */
+        loc->stack_limit = loc->stack + sm_trace_max_depth;
     loc->sp = loc->stack;
     pthread_mutex_init(&loc->lock, NULL);
     sm_buffer_init(loc);
@@ -213,18 +215,47 @@ sm_location_t *sm_location_create(sm_location_type_t type, const char *name)
     return loc;
 }
 
+uint32_t sm_trace_max_depth = 4096;
+
 sm_frame_t *sm_location_grow_stack(sm_location_t *loc)
 {
     uint32_t depth = (uint32_t)(loc->sp - loc->stack);
+    if (loc->deep_open || depth >= sm_trace_max_depth) {
+        /* Beyond the limit: a sentinel on top (the slot kept for it), so
+         * that every leave takes the slow way and closes a counted enter. */
+        if (!loc->deep_open) {
+            sm_frame_t *s = loc->sp + 1;
+            s->region = SM_DEEP_REGION;
+            s->start = 0;
+            s->child = 0;
+            s->node = loc->profiling ? loc->sp->node : NULL;
+            loc->sp = s;
+        }
+        loc->deep_open++;
+        loc->deep_enters++;
+        return NULL;
+    }
     uint32_t cap = loc->stack_capacity * 2;
+    /* Up to the limit, with room for the sentinel: [0] root, [1..limit]
+     * regions, [limit + 1] the sentinel. */
+    if (cap > sm_trace_max_depth + 2)
+        cap = sm_trace_max_depth + 2;
+    if (cap <= loc->stack_capacity)
+        cap = loc->stack_capacity + 2;
     sm_frame_t *s = realloc(loc->stack, cap * sizeof *s);
     if (!s)
         abort(); /* cannot record this enter, and the leave would unbalance */
     loc->stack = s;
     loc->stack_capacity = cap;
     loc->sp = s + depth;
-    loc->stack_limit = s + cap - 1;
+    loc->stack_limit = s + (cap == sm_trace_max_depth + 2 ? cap - 2 : cap - 1);
     return loc->sp + 1;
+}
+
+void sm_location_leave_deep(sm_location_t *loc)
+{
+    if (--loc->deep_open == 0)
+        loc->sp--; /* the sentinel */
 }
 
 void sm_location_close(sm_location_t *loc, uint64_t time)

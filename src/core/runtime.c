@@ -431,6 +431,7 @@ int sm_runtime_init(void)
     sm_clock_init(sm_cfg.clock);
     sm_buffers_configure(sm_cfg.buffer_size, sm_cfg.buffer_chunk_size);
     sm_profile_max_depth = (uint32_t)sm_cfg.profile_depth;
+    sm_trace_max_depth = sm_cfg.trace_depth > 0 ? (uint32_t)sm_cfg.trace_depth : 1;
 
     sm_read_cmdline();
     const char *prog = sm_saved_argc > 0 ? sm_saved_argv[0] : "program";
@@ -537,10 +538,11 @@ __attribute__((constructor)) static void sm_runtime_constructor(int argc, char *
 /* Sums of this process's buffer counters, over the job on rank 0. */
 static void sm_runtime_job_totals(const sm_procs_t *procs)
 {
-    uint64_t v[5] = {sm_run.spills, sm_run.spilled_bytes, sm_run.dropped_records,
-                     sm_run.unmatched_leaves, sm_run.folded_enters};
-    if (procs->allreduce_sum_u64(procs->ctx, v, 5) == 0) {
+    uint64_t v[6] = {sm_run.spills, sm_run.spilled_bytes, sm_run.dropped_records,
+                     sm_run.unmatched_leaves, sm_run.folded_enters, sm_run.trace_folded_enters};
+    if (procs->allreduce_sum_u64(procs->ctx, v, 6) == 0) {
         sm_run.folded_enters = v[4];
+        sm_run.trace_folded_enters = v[5];
         sm_run.spills = v[0];
         sm_run.spilled_bytes = v[1];
         sm_run.dropped_records = v[2];
@@ -769,6 +771,16 @@ static int sm_runtime_begin_end(const char *reason)
         sm_run.dropped_records += loc->buffer.dropped_records;
         sm_run.unmatched_leaves += loc->unmatched_leaves;
         sm_run.folded_enters += loc->profile.folded_enters;
+        sm_run.trace_folded_enters += loc->deep_enters;
+    }
+    if (sm_run.trace_folded_enters && !sm_runtime_discard) {
+        char note[300];
+        snprintf(note, sizeof note, "trace depth limit: %llu region enters deeper than %u "
+                 "levels (SYSMEASURE_TRACE_DEPTH) counted, not recorded; as many leaves were "
+                 "matched to them by that count", (unsigned long long)sm_run.trace_folded_enters,
+                 sm_trace_max_depth);
+        sm_runtime_add_note(note);
+        sm_warning("%s", note);
     }
     if (sm_run.folded_enters && !sm_runtime_discard) {
         char note[256];

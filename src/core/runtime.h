@@ -37,6 +37,7 @@ typedef struct sm_run_info {
     uint64_t dropped_records;
     uint64_t unmatched_leaves;
     uint64_t folded_enters;     /* beyond the profile's depth limit */
+    uint64_t trace_folded_enters; /* beyond the trace's depth limit (counted only) */
     /* The job: this process's rank among n_ranks (0 of 1 without MPI). */
     uint32_t rank;
     uint32_t n_ranks;

@@ -107,6 +107,7 @@ void sm_json_run_totals(sm_json_t *j, const sm_run_info_t *run)
     sm_json_object_end(j);
     sm_json_field_uint(j, "unmatched_leaves", run->unmatched_leaves);
     sm_json_field_uint(j, "profile_folded_enters", run->folded_enters);
+    sm_json_field_uint(j, "trace_folded_enters", run->trace_folded_enters);
 }
 
 /* What the program declared about itself (Kokkos declare_metadata). */

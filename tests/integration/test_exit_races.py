@@ -151,8 +151,27 @@ check(size < 8 << 20, "deep: the profile stays small: %d bytes" % size)
 p = subprocess.run("otf2-print %s | grep -c '^ENTER '; otf2-print %s | grep -c '^LEAVE '"
                    % ((os.path.join(out, "traces.otf2"),) * 2), shell=True,
                    stdout=subprocess.PIPE, text=True)
-check(p.stdout.split() == [str(DEPTH)] * 2,
-      "deep: the trace keeps every enter, each closed at the end: %s" % p.stdout.split())
+# The trace keeps the first 4096 levels (SYSMEASURE_TRACE_DEPTH), each closed
+# at the end; the enters beyond are counted, and said.
+check(p.stdout.split() == ["4096"] * 2,
+      "deep: the trace keeps 4096 levels, each closed at the end: %s" % p.stdout.split())
+check(meta.get("trace_folded_enters") == DEPTH - 4096,
+      "deep: %d enters beyond the trace depth counted: %s" % (DEPTH - 4096,
+                                                               meta.get("trace_folded_enters")))
+check("trace depth limit" in open(os.path.join(out, "profile.txt")).read(),
+      "deep: the trace depth note in profile.txt")
+# Deep, then all left again: the leaves beyond the limit are matched by the
+# count, the rest by region; what follows is recorded at the top again.
+out, proc = measure([PROG, "deep-return", "10000"], "deep-return",
+                    env={"SYSMEASURE_TRACE_DEPTH": "1000"})
+trace = Trace(out)
+visits = check_trace_consistent(trace)
+check(visits.get("even", 0) + visits.get("odd", 0) == 1000 and visits.get("after") == 1,
+      "deep-return: 1000 levels and the region after them in the trace: %s" % visits)
+check(load_json(out, "metadata.json").get("trace_folded_enters") == 9000,
+      "deep-return: 9000 enters counted")
+check(load_json(out, "metadata.json").get("unmatched_leaves") == 0,
+      "deep-return: every leave matched")
 # A lower limit, from the environment.
 out, proc = measure([PROG, "deep", "50"], "deep-10", env={"SYSMEASURE_PROFILE_DEPTH": "10"})
 profile = complete(out, "deep with SYSMEASURE_PROFILE_DEPTH=10")

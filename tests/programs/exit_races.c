@@ -17,6 +17,8 @@
  *   exit-races restore EVENTS SIG        a handler set, then SIG_DFL again
  *                                        with signal(); then raise(SIG)
  *   exit-races deep DEPTH                DEPTH nested regions never left
+ *   exit-races deep-return DEPTH         DEPTH nested regions, all left again,
+ *                                        then one "after" region
  *   exit-races _exit EVENTS CODE         _exit(CODE) inside a region (stdout
  *                                        is not flushed: _exit leaves it)
  *   exit-races _Exit EVENTS CODE         the same with _Exit
@@ -102,6 +104,16 @@ int main(int argc, char **argv)
         return 2;
     const char *mode = argv[1];
     long n = atol(argv[2]);
+    if (!strcmp(mode, "deep-return")) {
+        for (long i = 0; i < n; i++)
+            sysmeasure_push_region(i % 2 ? "odd" : "even");
+        for (long i = n - 1; i >= 0; i--)
+            sysmeasure_pop_region(i % 2 ? "odd" : "even");
+        sysmeasure_push_region("after");
+        sysmeasure_pop_region("after");
+        printf("application output\n");
+        return 0;
+    }
     if (!strcmp(mode, "deep")) {
         for (long i = 0; i < n; i++)
             sysmeasure_push_region(i % 2 ? "odd" : "even");
