@@ -513,7 +513,8 @@ static uint64_t sm_crash_slot_take(int fd)
     return off;
 }
 
-static sm_chunk_t *sm_crash_chunk_map(void)
+/* A new slot, mapped and made writable, by the calling thread. */
+static sm_chunk_t *sm_crash_chunk_map_now(void)
 {
     pthread_mutex_lock(&sm_file_lock);
     int fd = __atomic_load_n(&sm_crash, __ATOMIC_ACQUIRE) ? sm_spill_open() : -1;
@@ -525,7 +526,7 @@ static sm_chunk_t *sm_crash_chunk_map(void)
     if (p == MAP_FAILED) {
         if (off)
             sm_crash_warn("cannot map a chunk of the spill file", err);
-        else if (fd < 0)
+        else if (fd < 0 && __atomic_load_n(&sm_crash, __ATOMIC_ACQUIRE))
             sm_crash_warn("no spill file", err);
         return NULL;
     }
@@ -712,6 +713,48 @@ static void sm_report_write_error(int err)
 
 #define SM_W_BATCH 64
 
+/* --crash-safe: slots mapped and made writable ahead of need by the writer
+ * thread (mapping a slot costs a system call and a page-table fill per
+ * page, which would otherwise land on the application's thread at each new
+ * chunk).  Under the writer lock; taken in file order. */
+#define SM_READY_MAX 4
+static sm_chunk_t *sm_ready[SM_READY_MAX];
+static uint32_t sm_n_ready;
+static int sm_ready_wanted;
+
+static int sm_writer_usable_locked(void);
+
+static sm_chunk_t *sm_crash_chunk_map(void)
+{
+    sm_chunk_t *c = NULL;
+    pthread_mutex_lock(&sm_w_lock);
+    if (sm_n_ready) {
+        c = sm_ready[0];
+        memmove(sm_ready, sm_ready + 1, --sm_n_ready * sizeof *sm_ready);
+    }
+    if (sm_n_ready < SM_READY_MAX / 2 && sm_writer_usable_locked()) {
+        sm_ready_wanted = 1;
+        pthread_cond_signal(&sm_w_work);
+    }
+    pthread_mutex_unlock(&sm_w_lock);
+    return c ? c : sm_crash_chunk_map_now();
+}
+
+/* The writer's part: fill the ready slots (writer lock held, dropped while
+ * mapping). */
+static void sm_ready_refill_locked(void)
+{
+    sm_ready_wanted = 0;
+    while (sm_n_ready < SM_READY_MAX && !sm_w_stop && __atomic_load_n(&sm_crash, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_unlock(&sm_w_lock);
+        sm_chunk_t *c = sm_crash_chunk_map_now();
+        pthread_mutex_lock(&sm_w_lock);
+        if (!c)
+            break;
+        sm_ready[sm_n_ready++] = c;
+    }
+}
+
 static void *sm_writer_main(void *arg)
 {
     (void)arg;
@@ -719,10 +762,15 @@ static void *sm_writer_main(void *arg)
     uint64_t offsets[SM_W_BATCH];
     pthread_mutex_lock(&sm_w_lock);
     for (;;) {
-        while (!sm_q_head && !sm_w_stop)
+        while (!sm_q_head && !sm_w_stop && !sm_ready_wanted)
             pthread_cond_wait(&sm_w_work, &sm_w_lock);
         if (sm_w_stop)
             break;
+        if (sm_ready_wanted) {
+            sm_ready_refill_locked();
+            if (!sm_q_head)
+                continue;
+        }
         uint32_t n = 0;
         while (sm_q_head && n < SM_W_BATCH) {
             batch[n++] = sm_q_head;
@@ -805,6 +853,8 @@ void sm_buffers_after_fork_child(void)
     sm_q_head = sm_q_tail = NULL;
     sm_w_started = sm_w_stop = sm_w_claimed = sm_w_joined = 0;
     sm_w_sync = 1;
+    sm_n_ready = 0; /* the parent's slots: never written from here */
+    sm_ready_wanted = 0;
     /* Crash-safe chunks are the parent's file, shared: the child gets
      * private copies at the same addresses, so its writes never reach it. */
     sm_crash = 0;
