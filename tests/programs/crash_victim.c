@@ -4,7 +4,7 @@
  *
  * The victim (rank VICTIM; the process itself without MPI) records STEPS
  * "step" regions (each tenth with an "inner" region inside), pausing 1 ms
- * every 20 steps, and after each step's leave stores the number of steps
+ * every 100 steps, and after each step's leave stores the number of steps
  * completed in the file COUNTER (mapped shared: the count survives the kill
  * in the page cache, like sysmeasure's crash-safe files).  Word 0 of COUNTER
  * is its pid, written once it has begun.  The other ranks record a few
@@ -65,7 +65,7 @@ int main(int argc, char **argv)
         }
         sysmeasure_pop_region("step");
         __atomic_store_n(&counter[1], (uint64_t)(i + 1), __ATOMIC_RELEASE);
-        if (i % 20 == 19)
+        if (i % 100 == 99)
             nanosleep(&ms, NULL);
     }
 #ifdef SM_WITH_MPI
