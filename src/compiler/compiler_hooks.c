@@ -274,6 +274,10 @@ out:
  * whose enter was not recorded (measurement was off) is dropped. */
 static SM_NOINLINE void sm_fn_leave_other(sm_location_t *loc, sm_region_id_t r, uint64_t t)
 {
+    if (loc->deep_open) { /* beyond the depth limit: matched by the count */
+        sm_event_leave_top(loc, t);
+        return;
+    }
     for (sm_frame_t *f = loc->sp; f > loc->stack; f--)
         if (f->region == r) {
             while (loc->sp >= f)

@@ -19,6 +19,7 @@
 
 #include "clock.h"
 #include "job.h"
+#include "journal.h"
 #include "location.h"
 #include "pages.h"
 #include "../util/fs.h"
@@ -28,7 +29,10 @@
 
 #define SM_SPILL_MAGIC "SMSPILL2"
 #define SM_SPILL_VERSION 2u
+#define SM_SPILL_VERSION_SLOTS 3u /* --crash-safe: fixed-size slots (below) */
 #define SM_FRAME_MAGIC 0x46434d53u /* "SMCF" */
+#define SM_SLOT_MAGIC 0x544f4c53534d5343ull /* "CSMSSLOT" */
+#define SM_SLOTS_START 4096u /* first slot of a crash-safe file */
 
 /* The spill file starts with this header. */
 typedef struct sm_spill_fhdr {
@@ -51,6 +55,18 @@ typedef struct sm_spill_frame {
 } sm_spill_frame_t;
 
 _Static_assert(sizeof(sm_spill_frame_t) == 32, "a frame header is 32 bytes");
+
+/* A crash-safe spill file: the header above (version 3), this right after
+ * it, then from SM_SLOTS_START slots of slot_bytes, each one chunk as it
+ * is in memory (struct sm_chunk below: the slot fields, the frame header,
+ * the records).  A sealed slot's frame is intact like any frame; a slot
+ * whose frame is not sealed was being written when the process died: its
+ * records up to its fill word (live_end - slot_base) are complete. */
+typedef struct sm_slots_hdr {
+    uint64_t slot_bytes;
+    uint64_t first_slot;
+    uint64_t check;
+} sm_slots_hdr_t;
 _Static_assert(SM_JOB_ID_MAX == sizeof(((sm_spill_report_t *)0)->job), "job id size");
 
 /* A 64-bit checksum, four words at a time (the writer thread checksums every
@@ -84,6 +100,15 @@ struct sm_chunk {
     struct sm_location *owner; /* while in flight */
     uint32_t capacity;
     uint32_t used;             /* valid for chunks before the current one */
+    /* --crash-safe (the chunk is a slot of the spill file, these fields are
+     * in the file): */
+    uint64_t slot_magic;       /* SM_SLOT_MAGIC once the slot is a location's */
+    uint64_t slot_base;        /* address of data in the process */
+    uint8_t *live_end;         /* end of its complete records (SM_BUFFER_COMMIT) */
+    uint64_t slot_offset;      /* in the spill file; 0: not mapped from it */
+    uint32_t slot_location;
+    uint32_t slot_seq;         /* its place among the location's chunks */
+    uint64_t slot_pad;
     sm_spill_frame_t frame;    /* written right before data: one iovec per chunk */
     uint8_t data[];
 };
@@ -93,6 +118,8 @@ _Static_assert(sizeof(sm_chunk_t) % 16 == 0, "chunk data aligned");
 static uint64_t sm_budget = 64u << 20;
 static uint64_t sm_chunk_bytes = 256u << 10;
 static uint64_t sm_mark = 48u << 20; /* hand over above this */
+static int sm_crash;                 /* --crash-safe */
+static uint64_t sm_slot_bytes;       /* crash-safe slot size (page multiple) */
 static uint64_t sm_in_use;           /* atomic */
 static uint64_t sm_peak;             /* atomic */
 static int sm_discard;               /* forked child: records are not kept */
@@ -148,6 +175,28 @@ void sm_buffer_init(sm_location_t *loc)
 {
     memset(&loc->buffer, 0, sizeof loc->buffer);
     loc->pos = loc->end = NULL;
+    loc->live_end = NULL;
+}
+
+/* loc's write position, published (and in the chunk's fill word when the
+ * chunk is a mapped slot). */
+static void sm_set_pos(sm_location_t *loc, uint8_t *pos)
+{
+    __atomic_store_n(&loc->pos, pos, __ATOMIC_RELEASE);
+    if (loc->live_end)
+        __atomic_store_n(loc->live_end, pos, __ATOMIC_RELEASE);
+}
+
+/* c becomes loc's current chunk. */
+static void sm_chunk_bind(sm_location_t *loc, sm_chunk_t *c)
+{
+    c->slot_location = loc->id;
+    c->slot_seq = loc->buffer.n_chunks++;
+    c->live_end = c->data;
+    loc->end = c->data + c->capacity;
+    loc->live_end = c->slot_offset ? &c->live_end : NULL;
+    if (c->slot_offset)
+        __atomic_store_n(&c->slot_magic, SM_SLOT_MAGIC, __ATOMIC_RELEASE);
 }
 
 /* Chunks a location gave back (after a spill, or when it is freed) are kept
@@ -157,8 +206,27 @@ void sm_buffer_init(sm_location_t *loc)
 static sm_chunk_t *sm_free_chunks;
 static pthread_mutex_t sm_free_lock = PTHREAD_MUTEX_INITIALIZER;
 
+static sm_chunk_t *sm_crash_chunk_map(void);
+static void sm_crash_chunk_unmap(sm_chunk_t *c);
+
+static void sm_chunk_account(sm_chunk_t *c)
+{
+    uint64_t now = __atomic_add_fetch(&sm_in_use, SM_CHUNK_TOTAL(c->capacity), __ATOMIC_RELAXED);
+    uint64_t peak = __atomic_load_n(&sm_peak, __ATOMIC_RELAXED);
+    while (now > peak && !__atomic_compare_exchange_n(&sm_peak, &peak, now, 1, __ATOMIC_RELAXED,
+                                                      __ATOMIC_RELAXED))
+        ;
+}
+
 static sm_chunk_t *sm_chunk_alloc(void)
 {
+    if (__atomic_load_n(&sm_crash, __ATOMIC_ACQUIRE)) {
+        sm_chunk_t *m = sm_crash_chunk_map();
+        if (m) {
+            sm_chunk_account(m);
+            return m;
+        }
+    }
     pthread_mutex_lock(&sm_free_lock);
     sm_chunk_t *c = sm_free_chunks;
     if (c)
@@ -180,17 +248,19 @@ static sm_chunk_t *sm_chunk_alloc(void)
     c->next = c->qnext = NULL;
     c->owner = NULL;
     c->used = 0;
-    uint64_t now = __atomic_add_fetch(&sm_in_use, SM_CHUNK_TOTAL(c->capacity), __ATOMIC_RELAXED);
-    uint64_t peak = __atomic_load_n(&sm_peak, __ATOMIC_RELAXED);
-    while (now > peak && !__atomic_compare_exchange_n(&sm_peak, &peak, now, 1, __ATOMIC_RELAXED,
-                                                      __ATOMIC_RELAXED))
-        ;
+    c->slot_magic = c->slot_base = c->slot_offset = 0;
+    c->live_end = NULL;
+    sm_chunk_account(c);
     return c;
 }
 
 static void sm_chunk_free(sm_chunk_t *c)
 {
     __atomic_sub_fetch(&sm_in_use, SM_CHUNK_TOTAL(c->capacity), __ATOMIC_RELAXED);
+    if (c->slot_offset) { /* its records are in the file: the memory goes */
+        sm_crash_chunk_unmap(c);
+        return;
+    }
     pthread_mutex_lock(&sm_free_lock);
     c->next = sm_free_chunks;
     sm_free_chunks = c;
@@ -245,7 +315,8 @@ static int sm_spill_fd = -1;
 static char *sm_spill_file;
 static dev_t sm_spill_dev;
 static ino_t sm_spill_ino;
-static uint64_t sm_spill_end;  /* where the next frame goes */
+static uint64_t sm_spill_end;  /* where the next frame (crash-safe: slot) goes */
+static uint64_t sm_crash_size; /* crash-safe: the file's size (slots allocated) */
 static int sm_spill_broken;    /* cannot be created or was replaced: give up */
 static uint32_t sm_spill_users; /* locations with frames in it (writer lock) */
 
@@ -374,12 +445,15 @@ static int sm_spill_open(void)
     sm_spill_fhdr_t h;
     memset(&h, 0, sizeof h);
     memcpy(h.magic, SM_SPILL_MAGIC, sizeof h.magic);
-    h.version = SM_SPILL_VERSION;
+    h.version = sm_crash ? SM_SPILL_VERSION_SLOTS : SM_SPILL_VERSION;
     h.size = sizeof h;
     h.pid = getpid();
     snprintf(h.job, sizeof h.job, "%s", sm_job_id());
     h.check = sm_sum64(&h, offsetof(sm_spill_fhdr_t, check));
-    if (fd < 0 || fstat(fd, &st) != 0 || sm_pwrite_all(fd, &h, sizeof h, 0) != 0) {
+    sm_slots_hdr_t sh = {sm_slot_bytes, SM_SLOTS_START, 0};
+    sh.check = sm_sum64(&sh, offsetof(sm_slots_hdr_t, check));
+    if (fd < 0 || fstat(fd, &st) != 0 || sm_pwrite_all(fd, &h, sizeof h, 0) != 0 ||
+        (sm_crash && sm_pwrite_all(fd, &sh, sizeof sh, sizeof h) != 0)) {
         if (sm_spill_first_error())
             sm_error("cannot create spill file %s: %s; events that do not fit in "
                      "SYSMEASURE_BUFFER_SIZE are dropped and counted", path, sm_fs_why(errno));
@@ -395,9 +469,109 @@ static int sm_spill_open(void)
     sm_spill_fd = fd;
     sm_spill_dev = st.st_dev;
     sm_spill_ino = st.st_ino;
-    sm_spill_end = sizeof h;
+    sm_spill_end = sm_crash ? SM_SLOTS_START : sizeof h;
+    sm_crash_size = sm_crash ? SM_SLOTS_START : 0;
     sm_spill_broken = 0;
     return fd;
+}
+
+/* ---------------------------------------------------------------- crash-safe slots */
+
+/* A crash-safe slot that cannot be had is said once; its chunk stays in
+ * memory and goes to a slot when it spills. */
+static int sm_crash_said;
+
+static void sm_crash_warn(const char *what, int err)
+{
+    if (!__atomic_exchange_n(&sm_crash_said, 1, __ATOMIC_RELAXED))
+        sm_warning("--crash-safe: %s (%s); events go to memory until they spill, and those a "
+                   "kill catches there are lost", what, strerror(err));
+}
+
+/* The offset of a new slot in the spill file, its blocks allocated (so that
+ * writing through the mapping never meets a full disk); 0 when there is
+ * none.  Under sm_file_lock; fd is the spill file. */
+static uint64_t sm_crash_slot_take(int fd)
+{
+    uint64_t off = sm_spill_end;
+    if (off + sm_slot_bytes > sm_crash_size) {
+        /* Sixteen slots at a time: one system call per sixteen chunks. */
+        uint64_t grow = 16 * sm_slot_bytes;
+        int rc;
+        do
+            rc = fallocate(fd, 0, (off_t)off, (off_t)grow);
+        while (rc != 0 && errno == EINTR);
+        if (rc != 0 && errno == EOPNOTSUPP) /* no fallocate here: the size at least */
+            rc = ftruncate(fd, (off_t)(off + grow));
+        if (rc != 0) {
+            sm_crash_warn("cannot grow the spill file", errno);
+            return 0;
+        }
+        sm_crash_size = off + grow;
+    }
+    sm_spill_end = off + sm_slot_bytes;
+    return off;
+}
+
+/* A new slot, mapped and made writable, by the calling thread. */
+static sm_chunk_t *sm_crash_chunk_map_now(void)
+{
+    pthread_mutex_lock(&sm_file_lock);
+    int fd = __atomic_load_n(&sm_crash, __ATOMIC_ACQUIRE) ? sm_spill_open() : -1;
+    uint64_t off = fd >= 0 ? sm_crash_slot_take(fd) : 0;
+    void *p = off ? mmap(NULL, sm_slot_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off)
+                  : MAP_FAILED;
+    int err = errno;
+    pthread_mutex_unlock(&sm_file_lock);
+    if (p == MAP_FAILED) {
+        if (off)
+            sm_crash_warn("cannot map a chunk of the spill file", err);
+        else if (fd < 0 && __atomic_load_n(&sm_crash, __ATOMIC_ACQUIRE))
+            sm_crash_warn("no spill file", err);
+        return NULL;
+    }
+    /* Every page made writable now, in one call where the kernel can
+     * (each first write to a page of a shared file mapping faults once):
+     * the hot path then writes into mapped pages. */
+    int populated = 0;
+#ifdef MADV_POPULATE_WRITE
+    populated = madvise(p, sm_slot_bytes, MADV_POPULATE_WRITE) == 0;
+#endif
+    volatile uint8_t *b = p;
+    for (uint64_t i = 0; !populated && i < sm_slot_bytes; i += 4096)
+        b[i] = 0;
+    /* A calibration point for the clock of a process that may never get
+     * to its end (the journal, journal.h). */
+    uint64_t point[2] = {sm_clock_now(), sm_clock_monotonic_ns()};
+    sm_journal_add(SM_J_CLOCK_POINT, point, sizeof point, NULL, 0);
+    sm_chunk_t *c = p;
+    c->capacity = (uint32_t)(sm_slot_bytes - sizeof(sm_chunk_t));
+    c->used = 0;
+    c->next = c->qnext = NULL;
+    c->owner = NULL;
+    c->slot_base = (uint64_t)(uintptr_t)c->data;
+    c->live_end = c->data;
+    c->slot_offset = off;
+    c->slot_location = UINT32_MAX;
+    return c;
+}
+
+static void sm_crash_chunk_unmap(sm_chunk_t *c)
+{
+    munmap(c, sm_slot_bytes);
+}
+
+void sm_buffers_set_crash_safe(int on)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    uint64_t pg = page > 0 ? (uint64_t)page : 4096u;
+    sm_slot_bytes = (sizeof(sm_chunk_t) + sm_chunk_bytes + pg - 1) / pg * pg;
+    __atomic_store_n(&sm_crash, on ? 1 : 0, __ATOMIC_RELEASE);
+}
+
+int sm_buffers_crash_safe(void)
+{
+    return __atomic_load_n(&sm_crash, __ATOMIC_ACQUIRE);
 }
 
 /* Fill in the frame header of chunk c (records of location loc_id). */
@@ -420,6 +594,28 @@ static int sm_spill_write_frames(sm_chunk_t **c, uint32_t n, uint64_t *offsets)
     int fd = sm_spill_open();
     if (fd < 0)
         return -1;
+    if (sm_crash_size) {
+        /* Crash-safe file: a mapped chunk is in its slot already (sealed in
+         * place); one in memory is written whole into a new slot. */
+        for (uint32_t i = 0; i < n; i++) {
+            if (!c[i]->slot_offset) {
+                uint64_t off = sm_crash_slot_take(fd);
+                if (!off)
+                    return -1;
+                c[i]->slot_base = (uint64_t)(uintptr_t)c[i]->data;
+                c[i]->live_end = c[i]->data + c[i]->frame.bytes;
+                c[i]->slot_location = c[i]->frame.location;
+                c[i]->slot_magic = SM_SLOT_MAGIC;
+                if (sm_pwrite_all(fd, c[i], sizeof(sm_chunk_t) + c[i]->frame.bytes, off) != 0)
+                    return -1;
+                offsets[i] = off + offsetof(sm_chunk_t, frame);
+                c[i]->slot_magic = 0;
+            } else {
+                offsets[i] = c[i]->slot_offset + offsetof(sm_chunk_t, frame);
+            }
+        }
+        return 0;
+    }
     struct iovec iov[64];
     uint64_t off = sm_spill_end;
     for (uint32_t i = 0; i < n;) {
@@ -484,7 +680,7 @@ static void sm_note_extent(sm_location_t *loc, uint64_t offset, const sm_spill_f
     }
     if (b->n_spilled == 0)
         sm_spill_users++;
-    b->spilled[b->n_spilled++] = (sm_spill_extent_t){offset, f->bytes, f->records};
+    b->spilled[b->n_spilled++] = (sm_spill_extent_t){offset, f->bytes, f->records, 0, 0};
     b->spilled_bytes += f->bytes;
 }
 
@@ -517,6 +713,48 @@ static void sm_report_write_error(int err)
 
 #define SM_W_BATCH 64
 
+/* --crash-safe: slots mapped and made writable ahead of need by the writer
+ * thread (mapping a slot costs a system call and a page-table fill per
+ * page, which would otherwise land on the application's thread at each new
+ * chunk).  Under the writer lock; taken in file order. */
+#define SM_READY_MAX 4
+static sm_chunk_t *sm_ready[SM_READY_MAX];
+static uint32_t sm_n_ready;
+static int sm_ready_wanted;
+
+static int sm_writer_usable_locked(void);
+
+static sm_chunk_t *sm_crash_chunk_map(void)
+{
+    sm_chunk_t *c = NULL;
+    pthread_mutex_lock(&sm_w_lock);
+    if (sm_n_ready) {
+        c = sm_ready[0];
+        memmove(sm_ready, sm_ready + 1, --sm_n_ready * sizeof *sm_ready);
+    }
+    if (sm_n_ready < SM_READY_MAX / 2 && sm_writer_usable_locked()) {
+        sm_ready_wanted = 1;
+        pthread_cond_signal(&sm_w_work);
+    }
+    pthread_mutex_unlock(&sm_w_lock);
+    return c ? c : sm_crash_chunk_map_now();
+}
+
+/* The writer's part: fill the ready slots (writer lock held, dropped while
+ * mapping). */
+static void sm_ready_refill_locked(void)
+{
+    sm_ready_wanted = 0;
+    while (sm_n_ready < SM_READY_MAX && !sm_w_stop && __atomic_load_n(&sm_crash, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_unlock(&sm_w_lock);
+        sm_chunk_t *c = sm_crash_chunk_map_now();
+        pthread_mutex_lock(&sm_w_lock);
+        if (!c)
+            break;
+        sm_ready[sm_n_ready++] = c;
+    }
+}
+
 static void *sm_writer_main(void *arg)
 {
     (void)arg;
@@ -524,10 +762,15 @@ static void *sm_writer_main(void *arg)
     uint64_t offsets[SM_W_BATCH];
     pthread_mutex_lock(&sm_w_lock);
     for (;;) {
-        while (!sm_q_head && !sm_w_stop)
+        while (!sm_q_head && !sm_w_stop && !sm_ready_wanted)
             pthread_cond_wait(&sm_w_work, &sm_w_lock);
         if (sm_w_stop)
             break;
+        if (sm_ready_wanted) {
+            sm_ready_refill_locked();
+            if (!sm_q_head)
+                continue;
+        }
         uint32_t n = 0;
         while (sm_q_head && n < SM_W_BATCH) {
             batch[n++] = sm_q_head;
@@ -610,6 +853,34 @@ void sm_buffers_after_fork_child(void)
     sm_q_head = sm_q_tail = NULL;
     sm_w_started = sm_w_stop = sm_w_claimed = sm_w_joined = 0;
     sm_w_sync = 1;
+    sm_n_ready = 0; /* the parent's slots: never written from here */
+    sm_ready_wanted = 0;
+    /* Crash-safe chunks are the parent's file, shared: the child gets
+     * private copies at the same addresses, so its writes never reach it. */
+    sm_crash = 0;
+    uint32_t n = sm_location_count();
+    for (uint32_t i = 0; i < n; i++) {
+        sm_location_t *loc = sm_location_get(i);
+        if (!loc)
+            continue;
+        sm_chunk_t *lists[2] = {loc->buffer.first, loc->buffer.flying_first};
+        for (int k = 0; k < 2; k++)
+            for (sm_chunk_t *c = lists[k], *next; c; c = next) {
+                next = c->next;
+                if (c->slot_offset &&
+                    mmap(c, sm_slot_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED,
+                         sm_spill_fd, (off_t)c->slot_offset) == MAP_FAILED) {
+                    void *copy = malloc(sm_slot_bytes);
+                    if (copy)
+                        memcpy(copy, c, sm_slot_bytes);
+                    mmap(c, sm_slot_bytes, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS, -1, 0);
+                    if (copy)
+                        memcpy(c, copy, sm_slot_bytes);
+                    free(copy);
+                }
+            }
+    }
     /* The descriptor is the parent's file: never written from here. */
     sm_spill_fd = -1;
     sm_spill_broken = 1;
@@ -641,6 +912,7 @@ static void sm_hand_over_locked(sm_location_t *loc)
         sm_q_tail = c;
     }
     b->first = b->current = NULL;
+    loc->live_end = NULL; /* the writer seals and unmaps those slots */
     b->spills++;
     pthread_cond_signal(&sm_w_work);
 }
@@ -736,10 +1008,33 @@ static int sm_spill_in_place(sm_location_t *loc, int keep_all)
     pthread_mutex_unlock(&sm_w_lock);
     if (!b->first)
         return rc;
+    int mapped = 0;
+    for (sm_chunk_t *c = b->first; c; c = c->next)
+        mapped |= c->slot_offset != 0;
+    if (mapped || sm_crash_size) {
+        /* Crash-safe slots hold their records now: they cannot be written
+         * again.  The memory goes; a fresh chunk (a new slot) when one is
+         * kept. */
+        loc->live_end = NULL;
+        for (sm_chunk_t *c = b->first, *next; c; c = next) {
+            next = c->next;
+            sm_chunk_free(c);
+        }
+        b->first = b->current = NULL;
+        sm_chunk_t *c = keep_all ? NULL : sm_chunk_alloc();
+        if (!c) {
+            loc->pos = loc->end = NULL;
+            return rc;
+        }
+        b->first = b->current = c;
+        sm_chunk_bind(loc, c);
+        sm_set_pos(loc, c->data);
+        return rc;
+    }
     if (keep_all) {
         for (sm_chunk_t *c = b->first; c; c = c->next)
             c->used = 0;
-        __atomic_store_n(&loc->pos, b->current->data, __ATOMIC_RELEASE);
+        sm_set_pos(loc, b->current->data);
         return rc;
     }
     sm_chunk_t *keep = b->first;
@@ -750,8 +1045,8 @@ static int sm_spill_in_place(sm_location_t *loc, int keep_all)
     keep->next = NULL;
     keep->used = 0;
     b->current = keep;
-    loc->end = keep->data + keep->capacity;
-    __atomic_store_n(&loc->pos, keep->data, __ATOMIC_RELEASE);
+    sm_chunk_bind(loc, keep);
+    sm_set_pos(loc, keep->data);
     return rc;
 }
 
@@ -766,8 +1061,8 @@ int sm_buffer_spill(sm_location_t *loc)
     if (rc == 0) {
         b->spills++;
         b->spill_waits++;
-        __atomic_store_n(&loc->pos, sm_put_flush(b->current, t0, sm_clock_now()),
-                         __ATOMIC_RELEASE);
+        if (b->current)
+            sm_set_pos(loc, sm_put_flush(b->current, t0, sm_clock_now()));
     }
     errno = saved_errno;
     return rc;
@@ -802,13 +1097,13 @@ static uint8_t *sm_buffer_hand_over(sm_location_t *loc)
     if (!c)
         abort(); /* out of memory for one chunk: nowhere to record this event */
     b->first = b->current = c;
-    loc->end = c->data + c->capacity;
+    sm_chunk_bind(loc, c);
     uint8_t *pos = c->data;
     if (waited) {
         b->spill_waits++;
         pos = sm_put_flush(c, t0, sm_clock_now());
     }
-    __atomic_store_n(&loc->pos, pos, __ATOMIC_RELEASE);
+    sm_set_pos(loc, pos);
     errno = saved_errno;
     return pos;
 }
@@ -821,7 +1116,7 @@ uint8_t *sm_buffer_next_chunk(sm_location_t *loc, size_t bytes)
     if (b->current) {
         b->current->used = (uint32_t)(loc->pos - b->current->data);
         if (sm_discard) { /* forked child: nothing of it is written */
-            __atomic_store_n(&loc->pos, b->current->data, __ATOMIC_RELEASE);
+            sm_set_pos(loc, b->current->data);
             return loc->pos;
         }
         uint64_t need = SM_CHUNK_TOTAL(sm_chunk_bytes);
@@ -843,8 +1138,8 @@ uint8_t *sm_buffer_next_chunk(sm_location_t *loc, size_t bytes)
     else
         b->first = c;
     b->current = c;
-    loc->end = c->data + c->capacity;
-    __atomic_store_n(&loc->pos, c->data, __ATOMIC_RELEASE);
+    sm_chunk_bind(loc, c);
+    sm_set_pos(loc, c->data);
     return loc->pos;
 }
 
@@ -858,6 +1153,7 @@ void sm_buffer_thread_ended(sm_location_t *loc)
     pthread_mutex_lock(&sm_w_lock);
     if (sm_writer_usable_locked()) {
         loc->pos = loc->end = NULL;
+        loc->live_end = NULL;
         sm_hand_over_locked(loc);
     }
     pthread_mutex_unlock(&sm_w_lock);
@@ -876,7 +1172,7 @@ void sm_buffer_remove_spill(sm_location_t *loc)
     b->spilled = NULL;
     b->cap_spilled = 0;
     pthread_mutex_unlock(&sm_w_lock);
-    if (!last)
+    if (!last || sm_crash_size) /* a crash-safe file goes in sm_buffers_crash_safe_done */
         return;
     pthread_mutex_lock(&sm_file_lock);
     if (sm_spill_fd_checked() >= 0) {
@@ -893,6 +1189,42 @@ void sm_buffer_remove_spill(sm_location_t *loc)
 const char *sm_buffer_spill_path(const sm_location_t *loc)
 {
     return loc->buffer.n_spilled ? sm_spill_file : NULL;
+}
+
+int sm_buffers_crash_safe_move(const char *dir)
+{
+    pthread_mutex_lock(&sm_file_lock);
+    int rc = 0;
+    if (sm_crash_size && sm_spill_file) {
+        const char *base = strrchr(sm_spill_file, '/');
+        char path[4096];
+        if (snprintf(path, sizeof path, "%s/%s", dir, base ? base + 1 : sm_spill_file) >=
+                (int)sizeof path ||
+            rename(sm_spill_file, path) != 0) {
+            rc = -1;
+        } else {
+            free(sm_spill_file);
+            sm_spill_file = strdup(path);
+        }
+    }
+    pthread_mutex_unlock(&sm_file_lock);
+    return rc;
+}
+
+void sm_buffers_crash_safe_done(void)
+{
+    __atomic_store_n(&sm_crash, 0, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&sm_file_lock);
+    if (sm_crash_size && sm_spill_fd_checked() >= 0) {
+        /* Chunks still mapped stay valid: the pages outlive the name. */
+        close(sm_spill_fd);
+        unlink(sm_spill_file);
+        sm_spill_fd = -1;
+        free(sm_spill_file);
+        sm_spill_file = NULL;
+        sm_spill_broken = 1; /* later spills (threads still running) are dropped */
+    }
+    pthread_mutex_unlock(&sm_file_lock);
 }
 
 void sm_buffer_free(sm_location_t *loc)
@@ -923,6 +1255,7 @@ void sm_buffer_free(sm_location_t *loc)
     pthread_mutex_unlock(&sm_w_lock);
     b->first = b->current = NULL;
     loc->pos = loc->end = NULL;
+    loc->live_end = NULL;
     sm_buffer_remove_spill(loc);
 }
 
@@ -1027,7 +1360,9 @@ static int sm_replay_extents(sm_replay_t *rp, int fd, uint32_t loc_id,
         for (uint32_t j = 0; j < k && rc == 0; j++) {
             const sm_spill_frame_t *f = (const sm_spill_frame_t *)p;
             const uint8_t *data = p + sizeof *f;
-            if (!sm_frame_intact(f) || f->location != loc_id || f->bytes != e[i + j].bytes ||
+            if (e[i + j].live) { /* complete records of a killed process's chunk */
+                rc = sm_replay_bytes(rp, data, data + e[i + j].bytes);
+            } else if (!sm_frame_intact(f) || f->location != loc_id || f->bytes != e[i + j].bytes ||
                 f->data_check != sm_sum64(data, f->bytes)) {
                 *lost += e[i + j].records;
                 ++*lost_frames;
@@ -1106,6 +1441,106 @@ static struct {
 } sm_index;
 static pthread_mutex_t sm_index_lock = PTHREAD_MUTEX_INITIALIZER;
 
+static int sm_index_add(uint64_t *cap, uint32_t location, sm_spill_extent_t e)
+{
+    if (sm_index.n == *cap) {
+        *cap = *cap ? 2 * *cap : 256;
+        sm_spill_index_entry_t *grown = realloc(sm_index.entries, *cap * sizeof *grown);
+        if (!grown)
+            return -1;
+        sm_index.entries = grown;
+    }
+    sm_index.entries[sm_index.n++] = (sm_spill_index_entry_t){location, e};
+    return 0;
+}
+
+static int sm_index_order(const void *a, const void *b)
+{
+    const sm_spill_index_entry_t *x = a, *y = b;
+    if (x->location != y->location)
+        return x->location < y->location ? -1 : 1;
+    return x->e.seq < y->e.seq ? -1 : x->e.seq > y->e.seq;
+}
+
+/* The slots of a crash-safe spill file: sealed ones are frames like any;
+ * one whose frame is not sealed (the process died while it was being
+ * written) gives its complete records up to its fill word.  Their data is
+ * checked here (sm_spill_file_check counts them). */
+static int sm_index_build_slots(int fd, const char *path, uint64_t size)
+{
+    sm_spill_report_t *r = &sm_index.report;
+    sm_slots_hdr_t sh;
+    r->crash_safe = 1;
+    if (sm_pread_all(fd, &sh, sizeof sh, sizeof(sm_spill_fhdr_t)) != 0 ||
+        sh.check != sm_sum64(&sh, offsetof(sm_slots_hdr_t, check)) ||
+        sh.slot_bytes < sizeof(sm_chunk_t) + 64 || sh.slot_bytes > (1ull << 31) ||
+        sh.first_slot < sizeof(sm_spill_fhdr_t) + sizeof sh) {
+        sm_error("%s: the crash-safe header is damaged: its events cannot be found", path);
+        r->header_ok = 0;
+        r->unreadable_bytes = size;
+        sm_index.tail_bad = 1;
+        return 0;
+    }
+    uint8_t *buf = malloc(sh.slot_bytes);
+    if (!buf)
+        return -1;
+    uint64_t cap = 0;
+    uint64_t cap_bytes = sh.slot_bytes - sizeof(sm_chunk_t);
+    for (uint64_t off = sh.first_slot; off + sizeof(sm_chunk_t) <= size; off += sh.slot_bytes) {
+        uint64_t len = size - off < sh.slot_bytes ? size - off : sh.slot_bytes;
+        if (sm_pread_all(fd, buf, len, off) != 0)
+            break;
+        const sm_chunk_t *c = (const sm_chunk_t *)buf;
+        if (c->slot_magic != SM_SLOT_MAGIC)
+            continue; /* never used */
+        const sm_spill_frame_t *f = &c->frame;
+        uint64_t at = off + offsetof(sm_chunk_t, frame);
+        if (sm_frame_intact(f) && f->bytes <= cap_bytes && sizeof(sm_chunk_t) + f->bytes <= len) {
+            if (f->data_check == sm_sum64(c->data, f->bytes)) {
+                r->frames++;
+                r->records += f->records;
+                sm_spill_extent_t e = {at, f->bytes, f->records, 0, c->slot_seq};
+                if (sm_index_add(&cap, f->location, e) != 0)
+                    break;
+            } else {
+                r->damaged_frames++;
+                r->lost_records += f->records;
+            }
+            continue;
+        }
+        /* Being written at the end: its complete records. */
+        uint64_t fill = (uint64_t)(uintptr_t)c->live_end - c->slot_base;
+        if ((uint64_t)(uintptr_t)c->live_end < c->slot_base || fill > cap_bytes)
+            fill = 0;
+        if (sizeof(sm_chunk_t) + fill > len)
+            fill = len - sizeof(sm_chunk_t);
+        const uint8_t *p = c->data, *end = c->data + fill;
+        uint32_t n = 0;
+        while (p + sizeof(sm_record_t) <= end) {
+            const sm_record_t *rec = (const sm_record_t *)p;
+            if (rec->kind == 0 || rec->kind >= SM_REC_KIND_COUNT || p + sm_record_size(rec) > end)
+                break;
+            if (rec->time > r->last_time && rec->kind != SM_REC_CALLING_CONTEXT_SAMPLE)
+                r->last_time = rec->time;
+            p += sm_record_size(rec);
+            n++;
+        }
+        if (!n)
+            continue;
+        r->frames++;
+        r->records += n;
+        r->live_chunks++;
+        r->live_records += n;
+        sm_spill_extent_t e = {at, (uint32_t)(p - c->data), n, 1, c->slot_seq};
+        if (sm_index_add(&cap, c->slot_location, e) != 0)
+            break;
+    }
+    free(buf);
+    if (sm_index.n > 1)
+        qsort(sm_index.entries, sm_index.n, sizeof *sm_index.entries, sm_index_order);
+    return 0;
+}
+
 /* Reads the frame headers of fd into sm_index. */
 static int sm_index_build(int fd, const char *path, const struct stat *st)
 {
@@ -1121,7 +1556,8 @@ static int sm_index_build(int fd, const char *path, const struct stat *st)
     }
     uint64_t cap = 0;
     uint64_t off = sizeof h;
-    r->header_ok = h.version == SM_SPILL_VERSION && h.size == sizeof h &&
+    r->header_ok = (h.version == SM_SPILL_VERSION || h.version == SM_SPILL_VERSION_SLOTS) &&
+                   h.size == sizeof h &&
                    h.check == sm_sum64(&h, offsetof(sm_spill_fhdr_t, check));
     if (r->header_ok) {
         memcpy(r->job, h.job, sizeof r->job);
@@ -1131,6 +1567,9 @@ static int sm_index_build(int fd, const char *path, const struct stat *st)
     uint64_t size = (uint64_t)st->st_size;
     sm_index.tail_bad = 0;
     sm_index.tail_lost = 0;
+    if (r->header_ok && h.version == SM_SPILL_VERSION_SLOTS)
+        return sm_index_build_slots(fd, path, size);
+    r->header_ok &= h.version == SM_SPILL_VERSION;
     while (off < size) {
         sm_spill_frame_t f;
         if (off + sizeof f > size || sm_pread_all(fd, &f, sizeof f, off) != 0 ||
@@ -1155,7 +1594,7 @@ static int sm_index_build(int fd, const char *path, const struct stat *st)
             sm_index.entries = grown;
         }
         sm_index.entries[sm_index.n++] =
-            (sm_spill_index_entry_t){f.location, {off, f.bytes, f.records}};
+            (sm_spill_index_entry_t){f.location, {off, f.bytes, f.records, 0, 0}};
         off += sizeof f + f.bytes;
     }
     return 0;
@@ -1198,6 +1637,10 @@ int sm_spill_file_check(const char *path, sm_spill_report_t *report)
     pthread_mutex_lock(&sm_index_lock);
     int fd, rc = -1;
     if (sm_index_get(path, &fd) == 0) {
+        if (sm_index.status == -2 && sm_index.report.crash_safe) { /* checked when read */
+            const sm_spill_report_t *r = &sm_index.report;
+            sm_index.status = r->header_ok && !r->damaged_frames && !r->unreadable_bytes ? 0 : 1;
+        }
         if (sm_index.status == -2) {
             /* Check every frame's data once. */
             sm_spill_report_t *r = &sm_index.report;

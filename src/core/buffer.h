@@ -34,6 +34,9 @@ typedef struct sm_spill_extent {
     uint64_t offset; /* of the frame header */
     uint32_t bytes;  /* payload bytes */
     uint32_t records;
+    uint32_t live;   /* a chunk a killed process was writing (crash-safe file):
+                      * no checksum, its complete records up to its fill word */
+    uint32_t seq;    /* its place among its location's chunks (crash-safe file) */
 } sm_spill_extent_t;
 
 typedef struct sm_buffer {
@@ -48,10 +51,25 @@ typedef struct sm_buffer {
     uint64_t spilled_bytes;
     uint64_t spill_waits;     /* times the thread waited for the disk (BufferFlush) */
     uint64_t dropped_records; /* lost because a spill could not be written */
+    uint32_t n_chunks;        /* chunks it ever had (crash-safe slots' order) */
 } sm_buffer_t;
 
 /* Budget and chunk size from the configuration. */
 void sm_buffers_configure(uint64_t budget_bytes, uint64_t chunk_bytes) SM_HIDDEN;
+/* --crash-safe: every chunk is a slot of the spill file, mapped shared (and
+ * the spill file is made at the first chunk), so that the records of a
+ * process killed without warning are in the kernel's page cache; the fill
+ * of each chunk is a word in its slot (SM_BUFFER_COMMIT).  Call before the
+ * first event.  A slot that cannot be had (disk full) leaves that chunk in
+ * memory, written to a slot when it spills (said once). */
+void sm_buffers_set_crash_safe(int on) SM_HIDDEN;
+int sm_buffers_crash_safe(void) SM_HIDDEN;
+/* The output is complete: the crash-safe spill file goes (and no chunk is
+ * mapped from a file any more). */
+void sm_buffers_crash_safe_done(void) SM_HIDDEN;
+/* The crash-safe spill file moves into folder dir (renamed: the mapped
+ * chunks stay as they are).  0 or -1 (errno). */
+int sm_buffers_crash_safe_move(const char *dir) SM_HIDDEN;
 /* Folder for spill files, created (with parents) at the first spill. */
 void sm_buffers_set_spill_dir(const char *dir) SM_HIDDEN;
 /* Or ask `provider` at the first spill (the runtime: it creates the output
@@ -101,8 +119,15 @@ void sm_buffer_thread_ended(struct sm_location *loc) SM_HIDDEN;
     (SM_LIKELY((size_t)((loc)->end - (loc)->pos) >= (bytes)) ? (loc)->pos               \
                                                              : sm_buffer_next_chunk((loc), (bytes)))
 /* Publish the records written up to `end` (a finalizer on another thread reads
- * only what is published). */
-#define SM_BUFFER_COMMIT(loc, new_end) __atomic_store_n(&(loc)->pos, (uint8_t *)(new_end), __ATOMIC_RELEASE)
+ * only what is published; with --crash-safe the fill word in the chunk's
+ * mapped file too, so that a process killed now leaves them complete). */
+#define SM_BUFFER_COMMIT(loc, new_end)                                                  \
+    do {                                                                                \
+        uint8_t *sm_e_ = (uint8_t *)(new_end);                                          \
+        __atomic_store_n(&(loc)->pos, sm_e_, __ATOMIC_RELEASE);                         \
+        if (SM_UNLIKELY((loc)->live_end != NULL))                                       \
+            __atomic_store_n((loc)->live_end, sm_e_, __ATOMIC_RELEASE);                 \
+    } while (0)
 
 /* Calls fn for every record of loc, in order; stops early when fn returns
  * non-zero and returns that value; -1 if some of its spilled records cannot
@@ -134,6 +159,10 @@ typedef struct sm_spill_report {
     uint64_t unreadable_bytes;/* bytes after the last readable frame header
                                  (a truncated or overwritten tail): their
                                  record count is unknown */
+    int crash_safe;           /* a --crash-safe file (slots) */
+    uint64_t live_chunks;     /* of a killed process: recovered to their fill */
+    uint64_t live_records;    /* complete records in them (in `records` too) */
+    uint64_t last_time;       /* latest record time seen (ticks; crash-safe files) */
 } sm_spill_report_t;
 
 /* Reads the whole spill file at path: fills *report (when not NULL).

@@ -1,6 +1,7 @@
 /* The calling-context table (contexts.h): an array and an open-addressing
  * index, under a mutex (defined at finalize only, from one thread). */
 #include "contexts.h"
+#include "journal.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -61,6 +62,8 @@ sm_context_id_t sm_context_define(sm_region_id_t region, sm_context_id_t parent,
     id = sm_ctx_n++;
     sm_ctx[id] = (sm_context_def_t){region, parent, module};
     sm_ctx_index[i] = id + 1;
+    if (sm_journal_on())
+        sm_journal_add(SM_J_CONTEXT, &id, sizeof id, &sm_ctx[id], sizeof sm_ctx[id]);
 out:
     pthread_mutex_unlock(&sm_ctx_lock);
     return id;

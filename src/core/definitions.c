@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "journal.h"
+
 #define SM_DEF_BLOCK_BITS 10
 #define SM_DEF_BLOCK (1u << SM_DEF_BLOCK_BITS)
 #define SM_DEF_MAX_BLOCKS 4096 /* 4M entries of each kind */
@@ -142,6 +144,8 @@ static sm_string_id_t sm_string_intern_locked(const char *s)
     *(char **)sm_def_entry(&sm_strings, id) = copy;
     *slot = id + 1;
     sm_def_publish(&sm_strings, id);
+    if (sm_journal_on())
+        sm_journal_add(SM_J_STRING, &id, sizeof id, copy, (uint32_t)n);
     return id;
 }
 
@@ -192,6 +196,8 @@ static int sm_region_equal(const sm_def_table_t *t, uint32_t id, const void *key
 
 /* Caller holds the lock.  The id of the entry equal to key (entry_size bytes),
  * appended if new. */
+static void sm_def_journal(const sm_def_table_t *t, uint32_t id);
+
 static uint32_t sm_def_intern_locked(sm_def_table_t *t, const void *key, uint64_t hash,
                                      sm_def_equal_fn eq, sm_def_hash_fn hash_of)
 {
@@ -206,6 +212,7 @@ static uint32_t sm_def_intern_locked(sm_def_table_t *t, const void *key, uint64_
     memcpy(sm_def_entry(t, id), key, t->entry_size);
     *slot = id + 1;
     sm_def_publish(t, id);
+    sm_def_journal(t, id);
     return id;
 }
 
@@ -364,11 +371,39 @@ sm_comm_id_t sm_comm_define(sm_comm_key_t key, const char *name, uint32_t size,
             __atomic_store_n(&old->members, def.members, __ATOMIC_RELEASE);
         else
             free(def.members);
+        sm_def_journal(&sm_comms, id); /* renamed or given members */
     } else if (id == SM_INVALID_ID) {
         free(def.members);
     }
     pthread_mutex_unlock(&sm_def_lock);
     return id;
+}
+
+/* --crash-safe: a definition made (or a communicator changed) goes to the
+ * journal, under the definitions lock so that the journal's order is the
+ * ids' order. */
+static void sm_def_journal(const sm_def_table_t *t, uint32_t id)
+{
+    if (!sm_journal_on())
+        return;
+    if (t == &sm_regions) {
+        sm_journal_add(SM_J_REGION, &id, sizeof id, sm_def_entry(t, id), sizeof(sm_region_def_t));
+    } else if (t == &sm_attributes) {
+        sm_journal_add(SM_J_ATTRIBUTE, &id, sizeof id, sm_def_entry(t, id),
+                       sizeof(sm_attribute_def_t));
+    } else if (t == &sm_comms) {
+        const sm_comm_def_t *c = sm_def_entry(t, id);
+        sm_journal_comm_t e;
+        memset(&e, 0, sizeof e);
+        e.id = id;
+        e.key = c->key;
+        e.name = c->name;
+        e.size = c->size;
+        e.parent = c->parent;
+        const uint32_t *members = __atomic_load_n(&c->members, __ATOMIC_ACQUIRE);
+        e.n_members = members ? c->size : 0;
+        sm_journal_add(SM_J_COMM, &e, sizeof e, members, e.n_members * (uint32_t)sizeof *members);
+    }
 }
 
 const sm_comm_def_t *sm_comm_get(sm_comm_id_t id)

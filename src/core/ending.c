@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "runtime.h"
@@ -21,6 +22,7 @@ typedef void (*sm_exit_fn)(int) __attribute__((noreturn));
 
 static sm_sigaction_fn sm_real_sigaction_p;
 static sm_signal_fn sm_real_signal_p, sm_real_sysv_signal_p, sm_real_bsd_signal_p;
+static sm_exit_fn sm_real__exit_p, sm_real__Exit_p, sm_real_quick_exit_p;
 
 /* Resolved before any handler can need them (dlsym is not for handlers). */
 static void sm_ending_resolve(void)
@@ -29,6 +31,9 @@ static void sm_ending_resolve(void)
         sm_real_signal_p = (sm_signal_fn)dlsym(RTLD_NEXT, "signal");
         sm_real_sysv_signal_p = (sm_signal_fn)dlsym(RTLD_NEXT, "sysv_signal");
         sm_real_bsd_signal_p = (sm_signal_fn)dlsym(RTLD_NEXT, "bsd_signal");
+        sm_real__exit_p = (sm_exit_fn)dlsym(RTLD_NEXT, "_exit");
+        sm_real__Exit_p = (sm_exit_fn)dlsym(RTLD_NEXT, "_Exit");
+        sm_real_quick_exit_p = (sm_exit_fn)dlsym(RTLD_NEXT, "quick_exit");
         __atomic_store_n(&sm_real_sigaction_p, (sm_sigaction_fn)dlsym(RTLD_NEXT, "sigaction"),
                          __ATOMIC_RELEASE);
     }
@@ -51,6 +56,7 @@ static volatile pid_t sm_end_writer;    /* the thread that writes */
 static volatile int sm_end_pending;     /* a signal held during the write */
 static volatile int sm_end_in_handler;  /* the writer writes from a signal handler */
 static volatile pid_t sm_exit_owner;    /* the thread that ends the process */
+static pid_t sm_end_pid;                /* the measured process (not a vfork child) */
 static SM_TLS int sm_handler_sig;      /* the signal this thread's handler writes for */
 static pthread_mutex_t sm_end_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t sm_end_cond = PTHREAD_COND_INITIALIZER;
@@ -106,6 +112,14 @@ static void sm_say(const char *a, const char *b, const char *c)
             return;
 }
 
+/* Ends the process at once, as _exit does, without our own _exit (which
+ * writes the output first). */
+static void __attribute__((noreturn)) sm_exit_now(int status)
+{
+    for (;;)
+        syscall(SYS_exit_group, status);
+}
+
 /* Ends the process by sig with its default action. */
 static void __attribute__((noreturn)) sm_die_by(int sig)
 {
@@ -119,7 +133,7 @@ static void __attribute__((noreturn)) sm_die_by(int sig)
     sigaddset(&set, sig);
     raise(sig); /* pending while blocked (inside our handler) ... */
     pthread_sigmask(SIG_UNBLOCK, &set, NULL); /* ... delivered here */
-    _exit(128 + sig);
+    sm_exit_now(128 + sig);
 }
 
 static void __attribute__((noreturn)) sm_wait_forever(void)
@@ -190,6 +204,7 @@ static void sm_take_default(int sig, const struct sigaction *view)
 
 void sm_ending_install(void)
 {
+    sm_end_pid = getpid();
     sm_ending_resolve();
     memset(&sm_our_action, 0, sizeof sm_our_action);
     sm_our_action.sa_sigaction = sm_ending_signal;
@@ -391,6 +406,7 @@ void sm_ending_exit_gate(void)
 
 void sm_ending_after_fork_child(void)
 {
+    sm_end_pid = getpid();
     sm_end_phase = SM_END_RUNNING;
     sm_end_writer = 0;
     sm_end_pending = 0;
@@ -410,7 +426,56 @@ void exit(int status)
     sm_ending_exit_gate();
     if (fn)
         fn(status);
-    _exit(status); /* no exit() to be found: cannot happen in a linked process */
+    sm_exit_now(status); /* no exit() to be found: cannot happen in a linked process */
+}
+
+/* _exit, _Exit and quick_exit end the process without atexit handlers:
+ * the output is written here first (the application's stdio is left
+ * unflushed, as they leave it).  A vfork child shares our memory and must
+ * not write anything: it is told by its pid. */
+static bool sm_exit_is_ours(void)
+{
+    return sm_end_pid != 0 && getpid() == sm_end_pid;
+}
+
+static void __attribute__((noreturn)) sm_fast_exit(sm_exit_fn *real, int status)
+{
+    sm_ending_resolve(); /* done at install: no dlsym here, _exit is for handlers too */
+    sm_exit_fn fn = *real;
+    if (sm_exit_is_ours()) {
+        sm_ending_exit_gate();
+        sm_runtime_finalize_as(NULL, 0);
+    }
+    if (fn)
+        fn(status);
+    sm_exit_now(status);
+}
+
+SM_EXPORT void _exit(int status) __attribute__((noreturn));
+void _exit(int status)
+{
+    sm_fast_exit(&sm_real__exit_p, status);
+}
+
+SM_EXPORT void _Exit(int status) __attribute__((noreturn));
+void _Exit(int status)
+{
+    sm_fast_exit(&sm_real__Exit_p, status);
+}
+
+/* quick_exit runs the at_quick_exit handlers, then ends the process: the
+ * runtime registers its own handler there (first, so it runs last, after
+ * the application's); here only the gate. */
+SM_EXPORT void quick_exit(int status) __attribute__((noreturn));
+void quick_exit(int status)
+{
+    sm_ending_resolve();
+    sm_exit_fn fn = sm_real_quick_exit_p;
+    if (sm_exit_is_ours())
+        sm_ending_exit_gate();
+    if (fn)
+        fn(status);
+    sm_exit_now(status);
 }
 
 /* A return from main ends the process with exit() inside the C library,

@@ -10,6 +10,10 @@ void sm_event_leave_mismatch(sm_location_t *loc, sm_region_id_t region, uint64_t
 {
     if (loc->closed || sm_region_filtered(region))
         return;
+    if (loc->deep_open) { /* beyond the depth limit: matched by the count */
+        sm_location_leave_deep(loc);
+        return;
+    }
     /* Close everything above the innermost open frame of this region: the
      * program left it without leaving what it entered inside. */
     for (sm_frame_t *f = loc->sp; f > loc->stack; f--) {
@@ -51,8 +55,8 @@ void sm_event_enter_attrs(sm_location_t *loc, sm_region_id_t region, uint64_t t,
         sm_event_enter(loc, region, t);
         return;
     }
-    sm_event_push_frame(loc, region, t);
-    sm_trace_attrs(loc, SM_REC_ENTER, region, t, attrs, n);
+    if (sm_event_push_frame(loc, region, t))
+        sm_trace_attrs(loc, SM_REC_ENTER, region, t, attrs, n);
 }
 
 void sm_event_leave_attrs(sm_location_t *loc, sm_region_id_t region, uint64_t t,
@@ -62,6 +66,10 @@ void sm_event_leave_attrs(sm_location_t *loc, sm_region_id_t region, uint64_t t,
         sm_event_count(loc, SM_REC_LEAVE, n > 64 ? 64 : n); /* leaves with attributes */
     if (!n || !loc->tracing || loc->closed || sm_region_filtered(region)) {
         sm_event_leave(loc, region, t);
+        return;
+    }
+    if (loc->deep_open) {
+        sm_location_leave_deep(loc);
         return;
     }
     if (loc->sp == loc->stack || loc->sp->region != region) {

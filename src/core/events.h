@@ -52,12 +52,12 @@ uint64_t sm_record_count_bytes(const uint64_t *count, const uint64_t *words) SM_
 const char *sm_record_kind_name(sm_record_kind_t kind) SM_HIDDEN;
 
 /* Push a frame whose profile node is `node` (unused when not profiling). */
-static inline void sm_event_push_frame_at(sm_location_t *loc, sm_region_id_t region, uint64_t t,
+static inline bool sm_event_push_frame_at(sm_location_t *loc, sm_region_id_t region, uint64_t t,
                                           sm_profile_node_t *node)
 {
     sm_frame_t *f = loc->sp + 1;
-    if (SM_UNLIKELY(f > loc->stack_limit))
-        f = sm_location_grow_stack(loc);
+    if (SM_UNLIKELY(f > loc->stack_limit) && !(f = sm_location_grow_stack(loc)))
+        return false; /* beyond the depth limit: counted only */
     f->start = t;
     f->child = 0;
     f->region = region;
@@ -68,10 +68,11 @@ static inline void sm_event_push_frame_at(sm_location_t *loc, sm_region_id_t reg
     if (SM_UNLIKELY(loc->counters != NULL))
         sm_counters_enter(loc, f, t);
 #endif
+    return true;
 }
 
 /* The call-path half of an enter: find the profile node, push a frame. */
-static inline void sm_event_push_frame(sm_location_t *loc, sm_region_id_t region, uint64_t t)
+static inline bool sm_event_push_frame(sm_location_t *loc, sm_region_id_t region, uint64_t t)
 {
     sm_profile_node_t *n = NULL;
     if (loc->profiling) {
@@ -80,15 +81,14 @@ static inline void sm_event_push_frame(sm_location_t *loc, sm_region_id_t region
         if (SM_UNLIKELY(!n || n->region != region))
             n = sm_profile_child(&loc->profile, parent, region);
     }
-    sm_event_push_frame_at(loc, region, t, n);
+    return sm_event_push_frame_at(loc, region, t, n);
 }
 
 static inline void sm_event_enter(sm_location_t *loc, sm_region_id_t region, uint64_t t)
 {
     if (SM_UNLIKELY(loc->closed || sm_region_filtered(region)))
         return;
-    sm_event_push_frame(loc, region, t);
-    if (loc->tracing)
+    if (SM_LIKELY(sm_event_push_frame(loc, region, t)) && loc->tracing)
         sm_trace_record(loc, SM_REC_ENTER, region, t);
 }
 
@@ -104,8 +104,7 @@ static inline void sm_event_enter_at(sm_location_t *loc, sm_region_id_t region, 
 {
     if (SM_UNLIKELY(loc->closed))
         return;
-    sm_event_push_frame_at(loc, region, t, node);
-    if (loc->tracing)
+    if (SM_LIKELY(sm_event_push_frame_at(loc, region, t, node)) && loc->tracing)
         sm_trace_record(loc, SM_REC_ENTER, region, t);
 }
 
@@ -135,6 +134,10 @@ static inline sm_region_id_t sm_event_pop_frame(sm_location_t *loc, uint64_t t)
 /* Leave the region on top of the stack. */
 static inline void sm_event_leave_top(sm_location_t *loc, uint64_t t)
 {
+    if (SM_UNLIKELY(loc->sp->region == SM_DEEP_REGION)) {
+        sm_location_leave_deep(loc);
+        return;
+    }
     sm_region_id_t region = sm_event_pop_frame(loc, t);
     if (loc->tracing)
         sm_trace_record(loc, SM_REC_LEAVE, region, t);
@@ -167,6 +170,8 @@ static inline void sm_adapter_leave(sm_region_id_t region)
     sm_location_t *loc = sm_location_current();
     if (SM_LIKELY(loc->sp->region == region && loc->sp != loc->stack && !loc->closed))
         sm_event_leave_top(loc, sm_clock_now());
+    else if (SM_UNLIKELY(loc->deep_open && !loc->closed))
+        sm_location_leave_deep(loc);
 }
 
 /* Enter/leave carrying attributes (annotated regions). */

@@ -1,5 +1,6 @@
 /* The location registry and the binding of locations to threads. */
 #include "location.h"
+#include "journal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,6 +83,8 @@ static sm_location_t *sm_location_alloc(sm_location_type_t type)
         return NULL;
     }
     loc->stack_limit = loc->stack + loc->stack_capacity - 1;
+    if (sm_trace_max_depth + 2 <= loc->stack_capacity) /* a small depth limit */
+        loc->stack_limit = loc->stack + sm_trace_max_depth;
     loc->sp = loc->stack;
     pthread_mutex_init(&loc->lock, NULL);
     sm_buffer_init(loc);
@@ -108,12 +111,28 @@ static sm_location_t *sm_location_alloc(sm_location_type_t type)
     return loc;
 }
 
+/* --crash-safe: the location as it is now, to the journal (a later entry
+ * of the same id replaces it). */
+static void sm_location_journal(const sm_location_t *loc)
+{
+    if (!sm_journal_on())
+        return;
+    sm_journal_location_t e;
+    memset(&e, 0, sizeof e);
+    e.id = loc->id;
+    e.type = loc->type;
+    e.creator = loc->creator;
+    memcpy(e.name, loc->name, sizeof e.name);
+    sm_journal_add(SM_J_LOCATION, &e, sizeof e, NULL, 0);
+}
+
 static void sm_location_name_thread(sm_location_t *loc)
 {
     if (loc->tid == getpid())
         snprintf(loc->name, sizeof loc->name, "Thread %u (main)", loc->id);
     else
         snprintf(loc->name, sizeof loc->name, "Thread %u", loc->id);
+    sm_location_journal(loc);
 }
 
 static sm_thread_observer_fn sm_observer_start, sm_observer_stop;
@@ -182,6 +201,7 @@ sm_location_t *sm_location_new_thread(sm_location_t *creator)
     /* Start and stop of the whole process follow new threads; the thread-only
      * switch does not. */
     loc->thread_enabled = 1;
+    sm_location_journal(loc);
     return loc;
 }
 
@@ -190,21 +210,52 @@ sm_location_t *sm_location_create(sm_location_type_t type, const char *name)
     sm_location_t *loc = sm_location_alloc(type);
     if (loc && name)
         snprintf(loc->name, sizeof loc->name, "%s", name);
+    if (loc)
+        sm_location_journal(loc);
     return loc;
 }
+
+uint32_t sm_trace_max_depth = 4096;
 
 sm_frame_t *sm_location_grow_stack(sm_location_t *loc)
 {
     uint32_t depth = (uint32_t)(loc->sp - loc->stack);
+    if (loc->deep_open || depth >= sm_trace_max_depth) {
+        /* Beyond the limit: a sentinel on top (the slot kept for it), so
+         * that every leave takes the slow way and closes a counted enter. */
+        if (!loc->deep_open) {
+            sm_frame_t *s = loc->sp + 1;
+            s->region = SM_DEEP_REGION;
+            s->start = 0;
+            s->child = 0;
+            s->node = loc->profiling ? loc->sp->node : NULL;
+            loc->sp = s;
+        }
+        loc->deep_open++;
+        loc->deep_enters++;
+        return NULL;
+    }
     uint32_t cap = loc->stack_capacity * 2;
+    /* Up to the limit, with room for the sentinel: [0] root, [1..limit]
+     * regions, [limit + 1] the sentinel. */
+    if (cap > sm_trace_max_depth + 2)
+        cap = sm_trace_max_depth + 2;
+    if (cap <= loc->stack_capacity)
+        cap = loc->stack_capacity + 2;
     sm_frame_t *s = realloc(loc->stack, cap * sizeof *s);
     if (!s)
         abort(); /* cannot record this enter, and the leave would unbalance */
     loc->stack = s;
     loc->stack_capacity = cap;
     loc->sp = s + depth;
-    loc->stack_limit = s + cap - 1;
+    loc->stack_limit = s + (cap == sm_trace_max_depth + 2 ? cap - 2 : cap - 1);
     return loc->sp + 1;
+}
+
+void sm_location_leave_deep(sm_location_t *loc)
+{
+    if (--loc->deep_open == 0)
+        loc->sp--; /* the sentinel */
 }
 
 void sm_location_close(sm_location_t *loc, uint64_t time)

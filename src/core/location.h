@@ -33,6 +33,9 @@ typedef struct sm_location {
     /* --- hot: every event touches these --- */
     uint8_t *pos;            /* next free byte in the current chunk */
     uint8_t *end;            /* end of the current chunk */
+    /* --crash-safe: the current chunk's fill word in its memory-mapped file
+     * (buffer.h), stored with every commit; NULL otherwise. */
+    uint8_t **live_end;
     sm_frame_t *sp;          /* top frame; stack[0] is the root frame */
     sm_frame_t *stack_limit; /* last usable frame */
     uint8_t tracing;
@@ -60,6 +63,11 @@ typedef struct sm_location {
     sm_region_id_t *creator_path;  /* those regions, outermost first */
     uint64_t begin_time, end_time; /* ticks */
     uint64_t unmatched_leaves;     /* leaves that matched no open region */
+    /* Enters beyond the trace depth limit (sm_trace_max_depth): not recorded,
+     * counted; while deep_open > 0 the top frame is a sentinel
+     * (SM_DEEP_REGION) and every leave closes one of them. */
+    uint64_t deep_open;
+    uint64_t deep_enters;
     struct {                       /* user API: region name pointer -> id */
         const char *name;
         sm_region_id_t region;
@@ -126,8 +134,18 @@ typedef void (*sm_thread_observer_fn)(sm_location_t *loc);
 void sm_location_set_thread_observer(sm_thread_observer_fn start,
                                      sm_thread_observer_fn stop) SM_HIDDEN;
 
-/* Grows the frame stack; returns the frame above the current top. */
+/* The region of the sentinel frame on top of a thread deeper than the trace
+ * depth limit (no region has this id: it carries the filter bit). */
+#define SM_DEEP_REGION 0xfffffffeu
+/* Frames a thread keeps (SYSMEASURE_TRACE_DEPTH); set once at init. */
+extern uint32_t sm_trace_max_depth SM_HIDDEN;
+
+/* Grows the frame stack; returns the frame above the current top, or NULL
+ * beyond the depth limit (the enter is then counted in deep_open, not
+ * recorded). */
 sm_frame_t *sm_location_grow_stack(sm_location_t *loc) SM_HIDDEN;
+/* A leave while deep_open > 0: closes one of the enters beyond the limit. */
+void sm_location_leave_deep(sm_location_t *loc) SM_HIDDEN;
 
 /* The thread is gone: its last events are in; record its end. */
 void sm_location_close(sm_location_t *loc, uint64_t time) SM_HIDDEN;

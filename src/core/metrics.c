@@ -2,6 +2,7 @@
  * metrics: one per memory space), entries never move, so samples need no
  * lock. */
 #include "metrics.h"
+#include "journal.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -41,6 +42,10 @@ sm_metric_id_t sm_metric_define_kind(const char *name, const char *unit, sm_metr
         sm_metrics[n].min = UINT64_MAX;
         id = n;
         __atomic_store_n(&sm_metrics_n, n + 1, __ATOMIC_RELEASE);
+        if (sm_journal_on()) {
+            uint32_t e[4] = {id, s_name, s_unit, (uint32_t)kind};
+            sm_journal_add(SM_J_METRIC, e, sizeof e, NULL, 0);
+        }
     }
     pthread_mutex_unlock(&sm_metrics_lock);
     return id;

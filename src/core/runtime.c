@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "runtime.h"
 #include "job.h"
+#include "journal.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -176,11 +177,25 @@ static const char *sm_runtime_spill_dir(void)
 
 /* ---------------------------------------------------------------- the job */
 
+/* --crash-safe: the clock as it stands, to the journal. */
+static void sm_runtime_journal_clock(void)
+{
+    if (!sm_journal_on())
+        return;
+    sm_clock_params_t clock;
+    sm_clock_export(&clock);
+    sm_journal_add(SM_J_CLOCK, &clock, sizeof clock, NULL, 0);
+}
+
 void sm_runtime_set_process_group(const sm_procs_t *procs)
 {
     sm_procs = procs;
     sm_run.rank = procs ? procs->rank : 0;
     sm_run.n_ranks = procs ? procs->size : 1;
+    if (sm_journal_on()) {
+        uint32_t r[2] = {sm_run.rank, sm_run.n_ranks};
+        sm_journal_add(SM_J_RANK, r, sizeof r, NULL, 0);
+    }
     /* Rank 0 claims its folder now, so that the name it hands to the other
      * ranks is the one it got (a clash adds a suffix). */
     char err[PATH_MAX + 256];
@@ -200,6 +215,8 @@ int sm_runtime_set_output_dir(const char *dir)
         return -1;
     pthread_mutex_lock(&sm_runtime_lock);
     int same = strcmp(dir, sm_outdir) == 0;
+    char old[PATH_MAX + 8];
+    snprintf(old, sizeof old, "%s", sm_outdir);
     if (!same) {
         snprintf(sm_outdir, sizeof sm_outdir, "%s", dir);
         sm_outdir_made = 0;
@@ -212,12 +229,29 @@ int sm_runtime_set_output_dir(const char *dir)
         sm_error("cannot create output folder %s: %s", sm_outdir, strerror(errno));
     else
         sm_outdir_made = 1;
+    if (rc == 0 && !same && sm_buffers_crash_safe()) {
+        /* The crash-safe files were made in the folder this process chose
+         * at its start: they follow the job's folder. */
+        char spill[PATH_MAX + 8];
+        snprintf(spill, sizeof spill, "%s/.spill", sm_outdir);
+        if (sm_fs_mkdir_own(spill) != 0 || sm_buffers_crash_safe_move(spill) != 0 ||
+            sm_journal_move(spill) != 0)
+            sm_warning("--crash-safe: cannot move the crash-safe files into %s: %s", spill,
+                       strerror(errno));
+        /* The folder chosen at the start, empty now, goes. */
+        size_t n = strlen(old);
+        snprintf(old + n, sizeof old - n, "/.spill");
+        sm_fs_rmdir_own(old);
+        old[n] = '\0';
+        rmdir(old);
+    }
     return rc;
 }
 
 void sm_runtime_clock_offset(int which, uint64_t local_ns, int64_t offset_ns)
 {
     sm_clock_set_offset(which, local_ns, offset_ns);
+    sm_runtime_journal_clock();
 }
 
 int sm_runtime_finalize_job(void)
@@ -342,11 +376,18 @@ static void sm_runtime_atexit(void)
     sm_runtime_finalize_as(NULL, 2);
 }
 
+/* quick_exit: no stdio flush, as quick_exit leaves it. */
+static void sm_runtime_at_quick_exit(void)
+{
+    sm_runtime_finalize_as(NULL, 0);
+}
+
 /* In a forked child the parent's data is not ours to write again. */
 static void sm_runtime_after_fork_child(void)
 {
     sm_runtime_discard = 1;
     sm_runtime_active = 0;
+    sm_journal_after_fork_child();
     sm_buffers_after_fork_child();
     sm_ending_after_fork_child();
 }
@@ -390,11 +431,7 @@ int sm_runtime_init(void)
     sm_clock_init(sm_cfg.clock);
     sm_buffers_configure(sm_cfg.buffer_size, sm_cfg.buffer_chunk_size);
     sm_profile_max_depth = (uint32_t)sm_cfg.profile_depth;
-    sm_definitions_init();
-    sm_locations_init();
-#ifdef SM_HAVE_PAPI
-    sm_counters_init(&sm_cfg); /* before the first thread is bound */
-#endif
+    sm_trace_max_depth = sm_cfg.trace_depth > 0 ? (uint32_t)sm_cfg.trace_depth : 1;
 
     sm_read_cmdline();
     const char *prog = sm_saved_argc > 0 ? sm_saved_argv[0] : "program";
@@ -402,6 +439,21 @@ int sm_runtime_init(void)
     snprintf(sm_program, sizeof sm_program, "%s", slash ? slash + 1 : prog);
     sm_choose_output_dir();
     sm_buffers_set_spill_provider(sm_runtime_spill_dir);
+    if (sm_cfg.crash_safe) {
+        /* Before anything is defined: the journal holds every definition. */
+        const char *spill = sm_runtime_spill_dir();
+        if (spill && sm_journal_open(spill, sm_program, sm_clock_realtime_at_init_ns(),
+                                     sm_clock_now()) == 0) {
+            sm_buffers_set_crash_safe(1);
+            sm_runtime_journal_clock();
+        }
+    }
+
+    sm_definitions_init();
+    sm_locations_init();
+#ifdef SM_HAVE_PAPI
+    sm_counters_init(&sm_cfg); /* before the first thread is bound */
+#endif
 
     int enabled = sm_cfg.init_enabled == SM_INIT_ENABLED_YES ||
                   (sm_cfg.init_enabled == SM_INIT_ENABLED_AUTO && !sm_program_uses_start_stop());
@@ -426,6 +478,7 @@ int sm_runtime_init(void)
     sm_region_filter_init(&sm_cfg);
 
     atexit(sm_runtime_atexit);
+    at_quick_exit(sm_runtime_at_quick_exit);
     pthread_atfork(NULL, NULL, sm_runtime_after_fork_child);
     sm_runtime_active = 1;
     sm_ending_install();
@@ -485,8 +538,8 @@ __attribute__((constructor)) static void sm_runtime_constructor(int argc, char *
 /* Sums of this process's buffer counters, over the job on rank 0. */
 static void sm_runtime_job_totals(const sm_procs_t *procs)
 {
-    uint64_t v[5] = {sm_run.spills, sm_run.spilled_bytes, sm_run.dropped_records,
-                     sm_run.unmatched_leaves, sm_run.folded_enters};
+    uint64_t v[6] = {sm_run.spills, sm_run.spilled_bytes, sm_run.dropped_records,
+                     sm_run.unmatched_leaves, sm_run.folded_enters, sm_run.trace_folded_enters};
     uint64_t records[2 * SM_REC_KIND_COUNT];
     memcpy(records, sm_run.record_count, sizeof sm_run.record_count);
     memcpy(records + SM_REC_KIND_COUNT, sm_run.record_words, sizeof sm_run.record_words);
@@ -497,8 +550,9 @@ static void sm_runtime_job_totals(const sm_procs_t *procs)
     uint64_t most = sm_run.record_bytes_max;
     if (procs->allreduce_max_u64(procs->ctx, &most, 1) == 0)
         sm_run.record_bytes_max = most;
-    if (procs->allreduce_sum_u64(procs->ctx, v, 5) == 0) {
+    if (procs->allreduce_sum_u64(procs->ctx, v, 6) == 0) {
         sm_run.folded_enters = v[4];
+        sm_run.trace_folded_enters = v[5];
         sm_run.spills = v[0];
         sm_run.spilled_bytes = v[1];
         sm_run.dropped_records = v[2];
@@ -731,6 +785,16 @@ static int sm_runtime_begin_end(const char *reason)
             sm_run.record_count[k] += loc->record_count[k];
             sm_run.record_words[k] += loc->record_words[k];
         }
+        sm_run.trace_folded_enters += loc->deep_enters;
+    }
+    if (sm_run.trace_folded_enters && !sm_runtime_discard) {
+        char note[300];
+        snprintf(note, sizeof note, "trace depth limit: %llu region enters deeper than %u "
+                 "levels (SYSMEASURE_TRACE_DEPTH) counted, not recorded; as many leaves were "
+                 "matched to them by that count", (unsigned long long)sm_run.trace_folded_enters,
+                 sm_trace_max_depth);
+        sm_runtime_add_note(note);
+        sm_warning("%s", note);
     }
     sm_run.record_bytes_max = sm_record_count_bytes(sm_run.record_count, sm_run.record_words);
     if (sm_run.folded_enters && !sm_runtime_discard) {
@@ -874,6 +938,8 @@ int sm_runtime_finalize_as(const char *reason, int how)
          * finishing an append, and the process is ending anyway. */
         for (uint32_t i = 0; i < n; i++)
             sm_buffer_remove_spill(sm_location_get(i));
+        sm_buffers_crash_safe_done();
+        sm_journal_done();
         char spill[PATH_MAX + 8];
         snprintf(spill, sizeof spill, "%s/.spill", sm_outdir);
         sm_fs_rmdir_own(spill); /* only our own, empty */

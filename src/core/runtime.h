@@ -44,6 +44,7 @@ typedef struct sm_run_info {
     uint64_t record_count[SM_REC_KIND_COUNT];
     uint64_t record_words[SM_REC_KIND_COUNT];
     uint64_t record_bytes_max;
+    uint64_t trace_folded_enters; /* beyond the trace's depth limit (counted only) */
     /* The job: this process's rank among n_ranks (0 of 1 without MPI). */
     uint32_t rank;
     uint32_t n_ranks;

@@ -619,6 +619,36 @@ sm_defset_t *sm_defset_from_process(uint32_t rank)
     return d;
 }
 
+sm_defset_t *sm_defset_from_lists(const sm_defs_lists_t *l, uint32_t rank)
+{
+    sm_defset_t *d = sm_defset_new();
+    if (!d)
+        return NULL;
+    for (uint32_t i = 0; i < l->n_strings; i++)
+        sm_defset_string(d, l->strings[i] ? l->strings[i] : "");
+    for (uint32_t i = 0; i < l->n_regions; i++) {
+        const sm_region_def_t *r = &l->regions[i];
+        sm_defset_region_ids(d, r->name, r->file, r->line, r->paradigm, r->role);
+    }
+    for (uint32_t i = 0; i < l->n_attributes; i++) {
+        int added;
+        sm_attribute_def_t copy = l->attributes[i];
+        sm_dtab_intern(&d->attributes, &copy, sm_attribute_hash, sm_attribute_eq, &added);
+    }
+    for (uint32_t i = 0; i < l->n_comms; i++) {
+        const sm_comm_def_t *c = &l->comms[i];
+        sm_comm_key_t key = c->key;
+        if (key.leader == SM_COMM_LEADER_PROCESS)
+            key.leader = rank;
+        sm_defset_comm_ids(d, key, c->name, c->size, c->members, c->parent);
+    }
+    for (uint32_t i = 0; i < l->n_metrics; i++)
+        sm_defset_metric_ids(d, l->metrics[i].name, l->metrics[i].unit, l->metrics[i].kind);
+    for (uint32_t i = 0; i < l->n_contexts; i++)
+        sm_defset_context(d, l->contexts[i].region, l->contexts[i].parent, l->contexts[i].module);
+    return d;
+}
+
 /* ---------------------------------------------------------------- the tree */
 
 /* Binomial tree rooted at 0: a process with bit k set (its lowest set bit)

@@ -82,6 +82,20 @@ void sm_id_maps_free(sm_id_maps_t *m) SM_HIDDEN;
  * core's ids.  rank: the process's, for the keys of its thread teams. */
 sm_defset_t *sm_defset_from_process(uint32_t rank) SM_HIDDEN;
 
+/* A process's definitions as plain tables, indexed by its ids (a killed
+ * process's, read back from its journal: merge/recover.h). */
+typedef struct sm_defs_lists {
+    uint32_t n_strings, n_regions, n_attributes, n_comms, n_metrics, n_contexts;
+    char **strings;                 /* NULL entries: "" */
+    sm_region_def_t *regions;
+    sm_attribute_def_t *attributes;
+    sm_comm_def_t *comms;
+    sm_named_metric_def_t *metrics;
+    sm_context_def_t *contexts;
+} sm_defs_lists_t;
+/* The same set sm_defset_from_process makes, from such tables. */
+sm_defset_t *sm_defset_from_lists(const sm_defs_lists_t *l, uint32_t rank) SM_HIDDEN;
+
 /* The whole exchange over procs (collective): returns the unified set on
  * every process and fills maps for this process's ids.  NULL when the
  * transport failed or memory ran out (message printed). */

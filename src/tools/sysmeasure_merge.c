@@ -21,6 +21,7 @@
 #include "../merge/image.h"
 #include "../merge/process_file.h"
 #include "../merge/profile_summary.h"
+#include "../merge/recover.h"
 #include "../merge/unify.h"
 #include "../util/log.h"
 #include "../writers/writers.h"
@@ -33,8 +34,17 @@ static void sm_merge_usage(FILE *f)
                "Writes FOLDER/traces.otf2, profile.txt, profile.json, profile.csv,\n"
                "metadata.json and report.html from the process files that the ranks of\n"
                "a job left in FOLDER/.ranks when they could not write them together\n"
-               "(MPI_Abort, a signal, no MPI_Finalize).  When the folder holds the files\n"
+               "(MPI_Abort, a signal, no MPI_Finalize), and, for processes run with\n"
+               "--crash-safe and killed without a word (kill -9), from their crash-safe\n"
+               "files in FOLDER/.spill.  When the folder holds the files\n"
                "of several jobs, --job ID names the one to merge (the error lists them).\n");
+}
+
+#define SM_RECOVERED_REASON "killed; recovered from its crash-safe files"
+
+static int sm_merge_recovered(const sm_process_file_t *f)
+{
+    return strcmp(f->reason, SM_RECOVERED_REASON) == 0;
 }
 
 static int sm_merge_by_rank(const void *a, const void *b)
@@ -79,23 +89,85 @@ static sm_process_file_t **sm_merge_load(const char *folder, const char *want, u
     char dir[PATH_MAX + 16], path[PATH_MAX + 300], err[PATH_MAX + 600];
     snprintf(dir, sizeof dir, "%s/%s", folder, SM_PROCESS_FILE_DIR);
     DIR *d = opendir(dir);
-    if (!d) {
+    int ranks_errno = errno;
+    /* Crash-safe journals (<job>.<host>.<pid>.defs) of processes killed
+     * without a word: read after the process files, for the processes that
+     * left none. */
+    char spill[PATH_MAX + 16];
+    snprintf(spill, sizeof spill, "%s/.spill", folder);
+    DIR *sd = opendir(spill);
+    if (!d && !sd) {
         sm_error("%s has no process files (%s: %s): nothing to merge", folder, dir,
-                 strerror(errno));
+                 strerror(ranks_errno));
         exit(SM_MERGE_FAILED);
     }
     sm_process_file_t **files = NULL;
     sm_merge_job_t *jobs = NULL;
-    uint32_t n = 0, cap = 0, n_jobs = 0, other = 0;
+    uint32_t n = 0, cap = 0, n_jobs = 0, other = 0, n_from_ranks = 0;
     struct dirent *e;
     *damaged = 0;
-    while ((e = readdir(d)) != NULL) {
-        size_t len = strlen(e->d_name);
-        if (strncmp(e->d_name, "rank-", 5) != 0 || len < 5 || strcmp(e->d_name + len - 4, ".smp"))
+    int journals = 0;
+    for (;;) {
+        if (!d && !journals) {
+            journals = 1;
+            n_from_ranks = n;
+            d = sd;
+            sd = NULL;
+            if (!d)
+                break;
+        }
+        if ((e = readdir(d)) == NULL) {
+            closedir(d);
+            d = NULL;
+            if (journals)
+                break;
             continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        }
+        size_t len = strlen(e->d_name);
         sm_process_file_head_t head;
-        sm_process_file_t *f = sm_process_file_read(path, &head, err, sizeof err);
+        memset(&head, 0, sizeof head);
+        sm_process_file_t *f = NULL;
+        if (journals) {
+            if (len < 6 || strcmp(e->d_name + len - 5, ".defs") != 0)
+                continue;
+            snprintf(path, sizeof path, "%s/%s", spill, e->d_name);
+            char jjob[SM_JOB_ID_MAX], jhost[64];
+            int64_t jpid = 0;
+            if (sm_recover_peek(path, jjob, sizeof jjob, &jpid, jhost, sizeof jhost) != 0) {
+                sm_error("%s is not a sysmeasure definitions journal (or it is damaged): "
+                         "the events of the process that wrote it cannot be named; left out",
+                         path);
+                ++*damaged;
+                continue;
+            }
+            int has_file = 0;
+            for (uint32_t i = 0; i < n_from_ranks && !has_file; i++)
+                has_file = files[i]->pid == jpid && !strcmp(files[i]->hostname, jhost);
+            if (has_file)
+                continue; /* it wrote its process file: that one holds everything */
+            if (want && strcmp(jjob, want) != 0) {
+                sm_info(1, "%s belongs to job %s: left out", path, jjob);
+                other++;
+                continue;
+            }
+            uint64_t events = 0;
+            f = sm_recover_process(path, &events, err, sizeof err);
+            if (!f) {
+                sm_error("%s", err);
+                ++*damaged;
+                continue;
+            }
+            fprintf(stderr, "sysmeasure-merge: rank %u (pid %lld on %s) left no process file "
+                    "(killed): recovered from its crash-safe files, %llu events\n",
+                    (unsigned)f->rank, (long long)f->pid, f->hostname,
+                    (unsigned long long)events);
+        } else {
+            if (strncmp(e->d_name, "rank-", 5) != 0 || len < 5 ||
+                strcmp(e->d_name + len - 4, ".smp"))
+                continue;
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            f = sm_process_file_read(path, &head, err, sizeof err);
+        }
         const char *job = f ? f->job : head.have_head ? head.job : NULL;
         if (want && job && strcmp(job, want) != 0) {
             sm_info(1, "%s belongs to job %s: left out", path, job);
@@ -137,7 +209,6 @@ static sm_process_file_t **sm_merge_load(const char *folder, const char *want, u
         }
         files[n++] = f;
     }
-    closedir(d);
     char list[4096];
     sm_merge_list_jobs(jobs, n_jobs, list, sizeof list);
     if (n_jobs > 1) {
@@ -222,7 +293,7 @@ int main(int argc, char **argv)
     }
     if (n_files + damaged < n_ranks)
         sm_warning("%u of the job's %u ranks left a process file; the output has only theirs "
-                   "(a rank killed with SIGKILL writes nothing)",
+                   "(a rank killed with SIGKILL writes nothing, unless it ran with --crash-safe)",
                    (unsigned)n_files, (unsigned)n_ranks);
     for (uint32_t i = 0; i < n_files; i++)
         sm_info(1, "rank %u (pid %lld on %s): %s", (unsigned)files[i]->rank,
@@ -269,7 +340,10 @@ int main(int argc, char **argv)
             bytes[(size_t)f->rank * n_ranks + k] = f->matrix_row[2 * k + 1];
             any_message += f->matrix_row[2 * k];
         }
-        sm_process_file_image(f, &imgs[i]);
+        if (sm_merge_recovered(f))
+            sm_recover_image(f, &imgs[i]);
+        else
+            sm_process_file_image(f, &imgs[i]);
         run.spills += f->spills;
         run.spilled_bytes += f->spilled_bytes;
         run.dropped_records += f->dropped_records;

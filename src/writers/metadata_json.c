@@ -124,6 +124,7 @@ void sm_json_run_totals(sm_json_t *j, const sm_run_info_t *run)
     }
     sm_json_object_end(j);
     sm_json_field_uint(j, "records_bytes_max_process", run->record_bytes_max);
+    sm_json_field_uint(j, "trace_folded_enters", run->trace_folded_enters);
 }
 
 /* What the program declared about itself (Kokkos declare_metadata). */

@@ -107,6 +107,26 @@ out, proc = measure([PROG, "restore", "100", str(int(signal.SIGUSR2))], "restore
 check("did not give" not in proc.stdout, "signal() returns the program's handler: %r" % proc.stdout)
 complete(out, "SIG_DFL restored", steps=100)
 
+# ---- _exit, _Exit and quick_exit skip atexit: the output is still written,
+# the status kept; the application's unflushed stdout stays unflushed (as
+# without sysmeasure: stdout is a pipe here, fully buffered).
+for how in ("_exit", "_Exit", "quick_exit"):
+    out, proc = measure([PROG, how, "100", "23"], "fast-" + how, expect_rc=23)
+    check(proc.stdout == "", "%s: the unflushed stdout is not flushed: %r" % (how, proc.stdout))
+    profile = complete(out, how, steps=100)
+    check(profile is not None and callpath(profile, "before the exit") is not None,
+          "%s: the region open at the exit is in the profile" % how)
+    if how == "quick_exit":
+        check("quick exit handler ran" in proc.stderr, "quick_exit: the program's handler ran")
+        check(profile is not None and callpath(profile, "before the exit", "quick exit handler")
+              is not None, "quick_exit: the program's handler ran before the write (its region "
+              "is in the profile)")
+# A vfork child calling _exit shares the parent's memory: it writes nothing,
+# and the parent's output is complete.
+out, proc = measure([PROG, "vfork", "100"], "vfork")
+check(proc.stdout == "application output\nchild ended 0\n", "vfork: stdout %r" % proc.stdout)
+complete(out, "vfork child's _exit", steps=100)
+
 # ---- 100,000 regions entered and never left: the profile stops at the depth
 # limit (256), folds the rest with a note; fast, small output.
 DEPTH = 100000
@@ -131,8 +151,27 @@ check(size < 8 << 20, "deep: the profile stays small: %d bytes" % size)
 p = subprocess.run("otf2-print %s | grep -c '^ENTER '; otf2-print %s | grep -c '^LEAVE '"
                    % ((os.path.join(out, "traces.otf2"),) * 2), shell=True,
                    stdout=subprocess.PIPE, text=True)
-check(p.stdout.split() == [str(DEPTH)] * 2,
-      "deep: the trace keeps every enter, each closed at the end: %s" % p.stdout.split())
+# The trace keeps the first 4096 levels (SYSMEASURE_TRACE_DEPTH), each closed
+# at the end; the enters beyond are counted, and said.
+check(p.stdout.split() == ["4096"] * 2,
+      "deep: the trace keeps 4096 levels, each closed at the end: %s" % p.stdout.split())
+check(meta.get("trace_folded_enters") == DEPTH - 4096,
+      "deep: %d enters beyond the trace depth counted: %s" % (DEPTH - 4096,
+                                                               meta.get("trace_folded_enters")))
+check("trace depth limit" in open(os.path.join(out, "profile.txt")).read(),
+      "deep: the trace depth note in profile.txt")
+# Deep, then all left again: the leaves beyond the limit are matched by the
+# count, the rest by region; what follows is recorded at the top again.
+out, proc = measure([PROG, "deep-return", "10000"], "deep-return",
+                    env={"SYSMEASURE_TRACE_DEPTH": "1000"})
+trace = Trace(out)
+visits = check_trace_consistent(trace)
+check(visits.get("even", 0) + visits.get("odd", 0) == 1000 and visits.get("after") == 1,
+      "deep-return: 1000 levels and the region after them in the trace: %s" % visits)
+check(load_json(out, "metadata.json").get("trace_folded_enters") == 9000,
+      "deep-return: 9000 enters counted")
+check(load_json(out, "metadata.json").get("unmatched_leaves") == 0,
+      "deep-return: every leave matched")
 # A lower limit, from the environment.
 out, proc = measure([PROG, "deep", "50"], "deep-10", env={"SYSMEASURE_PROFILE_DEPTH": "10"})
 profile = complete(out, "deep with SYSMEASURE_PROFILE_DEPTH=10")

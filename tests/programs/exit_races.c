@@ -16,7 +16,17 @@
  *                                        on; says what disposition it found
  *   exit-races restore EVENTS SIG        a handler set, then SIG_DFL again
  *                                        with signal(); then raise(SIG)
- *   exit-races deep DEPTH                DEPTH nested regions never left */
+ *   exit-races deep DEPTH                DEPTH nested regions never left
+ *   exit-races deep-return DEPTH         DEPTH nested regions, all left again,
+ *                                        then one "after" region
+ *   exit-races _exit EVENTS CODE         _exit(CODE) inside a region (stdout
+ *                                        is not flushed: _exit leaves it)
+ *   exit-races _Exit EVENTS CODE         the same with _Exit
+ *   exit-races quick_exit EVENTS CODE    quick_exit(CODE) with a handler of
+ *                                        the program's (at_quick_exit) that
+ *                                        records a region and says so on stderr
+ *   exit-races vfork EVENTS              a vfork child calls _exit(0) (it must
+ *                                        write nothing); then exit(0) */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>
@@ -24,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -74,6 +85,13 @@ static void *signal_in_write(void *arg)
     return NULL;
 }
 
+static void on_quick_exit(void)
+{
+    sysmeasure_push_region("quick exit handler");
+    sysmeasure_pop_region("quick exit handler");
+    fprintf(stderr, "quick exit handler ran\n");
+}
+
 static volatile sig_atomic_t handled;
 static void on_signal(int sig)
 {
@@ -86,6 +104,16 @@ int main(int argc, char **argv)
         return 2;
     const char *mode = argv[1];
     long n = atol(argv[2]);
+    if (!strcmp(mode, "deep-return")) {
+        for (long i = 0; i < n; i++)
+            sysmeasure_push_region(i % 2 ? "odd" : "even");
+        for (long i = n - 1; i >= 0; i--)
+            sysmeasure_pop_region(i % 2 ? "odd" : "even");
+        sysmeasure_push_region("after");
+        sysmeasure_pop_region("after");
+        printf("application output\n");
+        return 0;
+    }
     if (!strcmp(mode, "deep")) {
         for (long i = 0; i < n; i++)
             sysmeasure_push_region(i % 2 ? "odd" : "even");
@@ -116,6 +144,27 @@ int main(int argc, char **argv)
         pthread_t t;
         pthread_create(&t, NULL, signal_in_write, NULL);
         return 0;
+    }
+    if (!strcmp(mode, "_exit") || !strcmp(mode, "_Exit")) {
+        sysmeasure_push_region("before the exit");
+        if (mode[1] == 'e')
+            _exit(sig);
+        _Exit(sig);
+    }
+    if (!strcmp(mode, "quick_exit")) {
+        at_quick_exit(on_quick_exit);
+        sysmeasure_push_region("before the exit");
+        quick_exit(sig);
+    }
+    if (!strcmp(mode, "vfork")) {
+        fflush(stdout);
+        pid_t child = vfork();
+        if (child == 0)
+            _exit(0);
+        int status = 0;
+        waitpid(child, &status, 0);
+        printf("child ended %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        exit(0);
     }
     if (!strcmp(mode, "raise")) {
         sysmeasure_push_region("before the signal");
