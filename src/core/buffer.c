@@ -712,6 +712,12 @@ static void sm_report_write_error(int err)
 }
 
 #define SM_W_BATCH 64
+/* The writer thread takes about 2 MiB of chunks at a time (8 of the default
+ * size; up to SM_W_BATCH small ones) and looks for a stop between them: at
+ * the end of the run it must not finish a large batch that would only be
+ * read back from disk again (quiesce waits for it); what it leaves is read
+ * from memory. */
+#define SM_W_TAKE_BYTES (2u << 20)
 
 /* --crash-safe: slots mapped and made writable ahead of need by the writer
  * thread (mapping a slot costs a system call and a page-table fill per
@@ -772,7 +778,9 @@ static void *sm_writer_main(void *arg)
                 continue;
         }
         uint32_t n = 0;
-        while (sm_q_head && n < SM_W_BATCH) {
+        uint64_t taken = 0;
+        while (sm_q_head && n < SM_W_BATCH && taken < SM_W_TAKE_BYTES) {
+            taken += sm_q_head->used;
             batch[n++] = sm_q_head;
             sm_q_head = sm_q_head->qnext;
         }
@@ -1330,7 +1338,10 @@ static int sm_replay_extents(sm_replay_t *rp, int fd, uint32_t loc_id,
                              const sm_spill_extent_t *e, uint32_t n, uint64_t *lost,
                              uint64_t *lost_frames)
 {
-    const size_t max_run = 8u << 20;
+    /* Runs of 1 MiB: large enough that the read calls cost nothing, small
+     * enough that the buffer stays in cache while its frames are checked
+     * and replayed (8 MiB runs left every pass missing). */
+    const size_t max_run = 1u << 20;
     size_t cap = 0;
     uint8_t *buf = NULL;
     int rc = 0;

@@ -1,0 +1,87 @@
+#!/bin/sh
+# The end of the run against the size of the trace (issue 13: it should be
+# proportional to what is still unwritten, not to the whole trace).
+# Medians of ROUNDS alternating runs of the same workloads:
+#  1. one process doing N region pairs (user API) with the default budget,
+#     N chosen for about 25, 50, 100 and 200 MB of trace: the time from its
+#     last event to the end of the process, traced, profile only, and the
+#     same program without the launcher (plain) in the same round;
+#  2. a 2-rank MPI job with about 100 MB of trace in all: MPI_Finalize and
+#     the time from the last event to the end of mpirun, plain and traced.
+# With BEFORE=DIR (another build of sysmeasure) every traced run is also made
+# with that build's launcher in the same round, for before/after figures.
+# Usage: bench/bench_exit.sh BUILDDIR [ROUNDS]
+# Environment: MPIRUN, BEFORE, SM_BENCH_SIZES (pairs per run, default
+# "1200000 2400000 4800000 9600000").
+set -eu
+build=${1:?usage: bench_exit.sh BUILDDIR [ROUNDS]}
+rounds=${2:-3}
+mpirun=${MPIRUN:-mpirun}
+before=${BEFORE:-}
+sizes=${SM_BENCH_SIZES:-1200000 2400000 4800000 9600000}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+b="$build/bench/bench-spill"
+bm="$build/bench/bench-exit-mpi"
+
+median() { sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]; else print "-"}'; }
+now_ns() { date +%s%N; }
+# run NAME ARGS...: runs the command, appends "key value" lines to
+# $work/NAME: exit_ms (last event to process end) and trace_mb.
+run() {
+    name=$1
+    shift
+    rm -rf "$work/out"
+    "$@" >"$work/stdout" 2>/dev/null
+    end=$(now_ns)
+    cat "$work/stdout" >>"$work/$name"
+    last=$(awk '$1 == "last_event_ns" {print $2}' "$work/stdout")
+    [ -n "$last" ] && echo "exit_ms $(( (end - last) / 1000000 ))" >>"$work/$name"
+    if [ -d "$work/out/traces" ]; then
+        echo "trace_mb $(du -sm "$work/out/traces" | cut -f1)" >>"$work/$name"
+    fi
+    rm -rf "$work/out"
+}
+get() { awk -v k="$2" '$1 == k {print $2}' "$work/$1" 2>/dev/null | median; }
+
+i=0
+while [ "$i" -lt "$rounds" ]; do
+    for n in $sizes; do
+        run "plain_$n" "$b" pairs "$n" 1
+        run "trace_$n" "$build/sysmeasure" -o "$work/out" "$b" pairs "$n" 1
+        [ -n "$before" ] && run "before_$n" "$before/sysmeasure" -o "$work/out" "$b" pairs "$n" 1
+        run "profile_$n" "$build/sysmeasure" -o "$work/out" --no-trace "$b" pairs "$n" 1
+    done
+    if [ -x "$bm" ]; then
+        m=2400000
+        run mpi_plain "$mpirun" -np 2 "$bm" "$m"
+        run mpi_trace "$mpirun" -np 2 "$build/sysmeasure" -o "$work/out" "$bm" "$m"
+        [ -n "$before" ] && run mpi_before "$mpirun" -np 2 "$before/sysmeasure" -o "$work/out" "$bm" "$m"
+    fi
+    i=$((i + 1))
+done
+
+echo "bench-exit: medians of $rounds rounds; ms from the last event to the end of the process"
+printf '   %-9s %9s %7s %7s %9s %7s' pairs trace_MB plain profile traced ms/100MB
+[ -n "$before" ] && printf ' %9s %7s' before ms/100MB
+echo
+per100() { echo "$1 $2" | awk '{ if ($2 > 0 && $1 != "-") printf "%.0f", $1 * 100 / $2; else print "-" }'; }
+for n in $sizes; do
+    mb=$(get "trace_$n" trace_mb)
+    t=$(get "trace_$n" exit_ms)
+    printf '   %-9s %9s %7s %7s %9s %7s' "$n" "$mb" "$(get "plain_$n" exit_ms)" \
+        "$(get "profile_$n" exit_ms)" "$t" "$(per100 "$t" "$mb")"
+    if [ -n "$before" ]; then
+        tb=$(get "before_$n" exit_ms)
+        printf ' %9s %7s' "$tb" "$(per100 "$tb" "$(get "before_$n" trace_mb)")"
+    fi
+    echo
+done
+if [ -x "$bm" ]; then
+    echo "2 ranks x $m pairs: MPI_Finalize (ms), last event to the end of mpirun (ms), trace MB"
+    for k in mpi_plain mpi_trace ${before:+mpi_before}; do
+        printf '   %-11s %9s %9s %9s\n' "$k" "$(get $k finalize_ms)" "$(get $k exit_ms)" \
+            "$(get $k trace_mb)"
+    done
+fi
