@@ -325,24 +325,13 @@ static int sm_config_apply(sm_config_t *cfg, const sm_config_var_t *var, const c
         if (sm_var_index(var) == SM_CONFIG_MPI_GROUPS &&
             sm_mpi_groups_parse(value, &groups, why, whylen) != 0)
             return -1;
-        if (sm_var_index(var) == SM_CONFIG_GPU_METRICS ||
-            sm_var_index(var) == SM_CONFIG_GPU_SAMPLING) {
+        if (sm_var_index(var) == SM_CONFIG_GPU_METRICS) {
             static sm_gpu_spec_t spec; /* big: not on the stack */
             sm_gpu_spec_init(&spec);
             int bad = sm_gpu_spec_parse_list(value, &spec, why, whylen);
-            if (!bad && sm_var_index(var) == SM_CONFIG_GPU_SAMPLING && spec.n_groups > 1) {
-                snprintf(why, whylen, "device-level sampling takes one group of metrics (no ';')");
-                bad = 1;
-            }
             sm_gpu_spec_free(&spec);
             if (bad)
                 return -1;
-        }
-        uint64_t ns;
-        if (sm_var_index(var) == SM_CONFIG_GPU_SAMPLING_INTERVAL &&
-            sm_gpu_parse_duration(value, &ns) != 0) {
-            snprintf(why, whylen, "expected a duration such as 100us, 2ms or 1s (1 ns to 1 hour)");
-            return -1;
         }
         char *copy = strdup(value);
         if (!copy) {

@@ -828,32 +828,3 @@ int sm_gpu_spec_selects(sm_gpu_spec_t *s, const char *name, uint64_t nth)
         return 0;
     return 1;
 }
-
-int sm_gpu_parse_duration(const char *text, uint64_t *ns)
-{
-    if (!text)
-        return -1;
-    char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (end == text || errno || v <= 0)
-        return -1;
-    while (isspace((unsigned char)*end))
-        end++;
-    double scale;
-    if (!*end || !strcmp(end, "us"))
-        scale = 1e3;
-    else if (!strcmp(end, "ns"))
-        scale = 1;
-    else if (!strcmp(end, "ms"))
-        scale = 1e6;
-    else if (!strcmp(end, "s"))
-        scale = 1e9;
-    else
-        return -1;
-    double r = v * scale;
-    if (r < 1 || r > 3.6e12)
-        return -1;
-    *ns = (uint64_t)r;
-    return 0;
-}

@@ -76,8 +76,4 @@ uint32_t sm_gpu_spec_all(const sm_gpu_spec_t *s, const char **out, uint32_t max)
  * under the caller's lock). */
 int sm_gpu_spec_selects(sm_gpu_spec_t *s, const char *name, uint64_t nth) SM_HIDDEN;
 
-/* Parses a duration ("100us", "2ms", "1s", "500ns"; a bare number is
- * microseconds) into ns: 0, or -1. */
-int sm_gpu_parse_duration(const char *text, uint64_t *ns) SM_HIDDEN;
-
 #endif

@@ -1,6 +1,6 @@
 /* GPU counter specs (src/util/gpu_metrics.c): the --gpu-metrics list, the
- * three file forms of rocprofv3 (pmc lines, JSON, YAML), kernel filters,
- * durations, and the configuration's one-line errors. */
+ * three file forms of rocprofv3 (pmc lines, JSON, YAML), kernel filters
+ * and the configuration's one-line errors. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -150,27 +150,12 @@ static void test_yaml(void)
     CHECK_STR(err, "YAML: line 3: unexpected indentation");
 }
 
-static void test_durations(void)
-{
-    uint64_t ns;
-    CHECK(sm_gpu_parse_duration("100us", &ns) == 0);
-    CHECK_EQ_U(ns, 100000);
-    CHECK(sm_gpu_parse_duration("2ms", &ns) == 0);
-    CHECK_EQ_U(ns, 2000000);
-    CHECK(sm_gpu_parse_duration("250", &ns) == 0);
-    CHECK_EQ_U(ns, 250000);
-    CHECK(sm_gpu_parse_duration("1s", &ns) == 0);
-    CHECK_EQ_U(ns, 1000000000);
-    CHECK(sm_gpu_parse_duration("0us", &ns) == -1);
-    CHECK(sm_gpu_parse_duration("10 parsecs", &ns) == -1);
-}
-
 static void test_config(void)
 {
     sm_config_t cfg;
     char err[1024];
     char *good[] = {"SYSMEASURE_GPU_METRICS=smsp__inst_executed.sum;dram__bytes_read.sum",
-                    "SYSMEASURE_GPU_COUNTER_MODE=rotate", "SYSMEASURE_GPU_SAMPLING_INTERVAL=50us",
+                    "SYSMEASURE_GPU_COUNTER_MODE=rotate",
                     NULL};
     CHECK(sm_config_load(&cfg, good, err, sizeof err) == 0);
     sm_config_free(&cfg);
@@ -184,14 +169,6 @@ static void test_config(void)
     CHECK(strstr(err, "'bad/name' is not a metric name") != NULL);
     CHECK(strchr(err, '\n') == NULL);
     sm_config_free(&cfg);
-    char *interval[] = {"SYSMEASURE_GPU_SAMPLING_INTERVAL=fast", NULL};
-    CHECK(sm_config_load(&cfg, interval, err, sizeof err) == -1);
-    CHECK(strstr(err, "expected a duration such as 100us") != NULL);
-    sm_config_free(&cfg);
-    char *groups[] = {"SYSMEASURE_GPU_SAMPLING=a__b.avg;c__d.avg", NULL};
-    CHECK(sm_config_load(&cfg, groups, err, sizeof err) == -1);
-    CHECK(strstr(err, "one group of metrics") != NULL);
-    sm_config_free(&cfg);
 }
 
 int main(void)
@@ -200,7 +177,6 @@ int main(void)
     test_pmc_lines();
     test_json();
     test_yaml();
-    test_durations();
     test_config();
     sm_gpu_spec_free(&spec);
     return UNIT_RESULT();
