@@ -490,7 +490,7 @@ static void CUPTIAPI sm_cu_callback(void *userdata, CUpti_CallbackDomain domain,
         sm_region_id_t r = sm_cu_api_region(driver, cbid, cb->functionName);
         /* Kernel launches carry the kernel's name (symbolName). */
         int launch = sm_cu_counting && cb->symbolName && cb->functionName &&
-                     strstr(cb->functionName, "aunch");
+                     strstr(cb->functionName, "aunch") && !strstr(cb->functionName, "Graph");
         if (cb->callbackSite == CUPTI_API_ENTER) {
             sm_cu_runtime_depth += !driver;
             sm_cu_api->gpu_api_enter(r, cb->correlationId);

@@ -46,6 +46,7 @@ typedef struct sm_cuc_ctx {
     uint8_t *data[SM_GPU_SPEC_MAX_GROUPS];
     size_t data_size[SM_GPU_SPEC_MAX_GROUPS];
     int running, group;
+    int configured; /* the group SetConfig bound last; -1: none */
     sm_cuc_launch_t fifo[SM_CUC_RANGES];
     uint32_t n_fifo;
 } sm_cuc_ctx_t;
@@ -417,6 +418,7 @@ static int sm_cuc_setup_ctx(sm_cuc_ctx_t *c)
         }
     }
     c->group = -1;
+    c->configured = -1;
     return 0;
 }
 
@@ -520,7 +522,10 @@ static int sm_cuc_start(sm_cuc_ctx_t *c, uint32_t group)
     sp.passIndex = 0;
     sp.targetNestingLevel = 1;
     CUptiResult rc = cuptiRangeProfilerSetConfig(&sp);
+    if (rc != CUPTI_SUCCESS && c->configured == (int)group)
+        rc = CUPTI_SUCCESS; /* bound already: start it again as it is */
     if (rc == CUPTI_SUCCESS) {
+        c->configured = (int)group;
         CUpti_RangeProfiler_Start_Params st;
         memset(&st, 0, sizeof st);
         st.structSize = CUpti_RangeProfiler_Start_Params_STRUCT_SIZE;
