@@ -30,7 +30,7 @@ best() {
 }
 m1=smsp__inst_executed.sum
 m4=$m1,sm__cycles_elapsed.avg,gpu__time_duration.sum,dram__bytes_read.sum
-m8=$m4,dram__bytes_write.sum,l1tex__t_sectors.sum,lts__t_sectors.sum,sm__warps_launched.sum
+m8=$m1,sm__throughput.avg.pct_of_peak_sustained_elapsed,gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed,l1tex__throughput.avg.pct_of_peak_sustained_active,lts__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__sass_thread_inst_executed_op_ffma_pred_on.sum
 
 echo "== kernel mode: $n launches of a tiny kernel, best of $rounds (ms)"
 plain=$(best "$app" bench "$n")
@@ -61,7 +61,7 @@ printf "%-28s %10s\n" "measured, no counters" "$one" "application mode, 2 passes
 echo "== sampler thread CPU (NVML), 2 s of GPU work"
 for ms in 100 10; do
     "$launcher" --output "$work/s$ms" --sampling-interval $ms -- "$app" spin 100 20 >/dev/null 2>&1 || true
-    cpu=$(grep -o '"sampler_thread_cpu_ns": "[0-9]*"' "$work/s$ms/metadata.json" | grep -o '[0-9]*$' || echo 0)
+    cpu=$(grep -o '"sampler_thread_cpu_ns": "[0-9]*' "$work/s$ms/metadata.json" | grep -o '[0-9]*$' || echo 0)
     wall=$(grep -o '"duration_ns": [0-9]*' "$work/s$ms/metadata.json" | grep -o '[0-9]*$' || echo 0)
     echo "   interval $ms ms: sampler thread CPU $cpu ns over a run of $wall ns" \
         "($(awk -v c="$cpu" -v w="$wall" 'BEGIN { if (w > 0) printf "%.3f%%", 100 * c / w }') of one core)"

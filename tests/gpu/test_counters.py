@@ -91,8 +91,14 @@ def metadata(out):
 
 INST = "smsp__inst_executed.sum"
 TIME = "gpu__time_duration.sum"
-EIGHT = [INST, "sm__cycles_elapsed.avg", TIME, "dram__bytes_read.sum", "dram__bytes_write.sum",
-         "l1tex__t_sectors.sum", "lts__t_sectors.sum", "sm__warps_launched.sum"]
+# Throughput metrics combine many counters: these 8 need more than one pass.
+EIGHT = [INST, "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+         "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+         "l1tex__throughput.avg.pct_of_peak_sustained_active",
+         "lts__throughput.avg.pct_of_peak_sustained_elapsed",
+         "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+         "sm__warps_active.avg.pct_of_peak_sustained_active",
+         "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"]
 
 
 def test_kernel_mode():
@@ -129,8 +135,9 @@ def test_eight_metrics():
     out, p = measure("eight", ["4"], ["--gpu-metrics", ",".join(EIGHT)])
     rows = rows_of(out)
     m = metadata(out)
-    check(m.get("metadata", {}).get("gpu_counter_passes") == "2",
-          "8 metrics: passes %s (expected 2)" % m.get("metadata", {}).get("gpu_counter_passes"))
+    check(int(m.get("metadata", {}).get("gpu_counter_passes", "0")) >= 2,
+          "8 metrics: passes %s (expected 2 or more)" % m.get("metadata", {}).get("gpu_counter_passes"))
+    print("8 metrics: %s hardware passes" % m.get("metadata", {}).get("gpu_counter_passes"))
     for metric in EIGHT:
         check(len(values(rows, "fma_kernel", metric)) == 4,
               "8 metrics: %s has %d of 4 launches" % (metric, len(values(rows, "fma_kernel", metric))))
@@ -215,13 +222,34 @@ def test_bad_metric():
     check("fma_launches" in p.stdout, "bad metric: the program ran on")
 
 
+def test_collection_disabled():
+    """This build checks the metrics but does not collect them (cupti_counters.c,
+    SM_CUC_COLLECT): one line saying so, the trace and the program unharmed."""
+    out, p = measure("disabled", ["8"], ["--gpu-metrics", INST + "," + TIME])
+    lines = [l for l in p.stderr.splitlines() if "GPU counters" in l]
+    check(len(lines) == 1 and "collection is disabled in this build" in lines[0],
+          "valid metrics, collection disabled: one line, got %r" % p.stderr)
+    check(expectation(p).get("fma_launches") == 8, "the program ran as usual")
+    check(not rows_of(out), "no counter rows when collection is disabled")
+    with open(os.path.join(out, "profile_gpu.csv"), newline="") as fh:
+        kernels = [r for r in csv.reader(fh) if any("fma_kernel" in c for c in r)]
+    check(kernels, "the GPU summary still has fma_kernel: %s" % kernels)
+
+
 def main():
-    single = test_kernel_mode()
-    test_eight_metrics()
-    test_rotate()
-    test_application(single)
-    test_nvml()
-    test_bad_metric()
+    single = None
+    # Collection is off in this build (see test_collection_disabled); the
+    # checks of the values run with SM_GPU_COUNTERS_COLLECT=1 once it is on.
+    collect = os.environ.get("SM_GPU_COUNTERS_COLLECT") == "1"
+    tests = (test_kernel_mode, test_eight_metrics, test_rotate, test_application) if collect \
+        else (test_collection_disabled,)
+    for t in tests + (test_nvml, test_bad_metric):
+        try:
+            r = t(single) if t is test_application else t()
+            if t is test_kernel_mode:
+                single = r
+        except Exception as e:  # one part's failure must not hide the others
+            check(False, "%s raised %r" % (t.__name__, e))
     if failures:
         print("%d check(s) failed" % len(failures), file=sys.stderr)
         sys.exit(1)
