@@ -31,6 +31,8 @@
 #include "../../src/core/adapter_api.h"
 #include "../../src/core/compiler.h"
 #include "../../src/util/log.h"
+#include "cupti_counters.h"
+#include "nvml_sampler.h"
 
 SM_EXPORT const sm_adapter_api_t *sysmeasure_adapter_api(unsigned version);
 SM_EXPORT int InitializeInjection(void);
@@ -43,6 +45,7 @@ extern char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *st
 static const sm_adapter_api_t *sm_cu_api;
 static CUpti_SubscriberHandle sm_cu_subscriber;
 static int sm_cu_on; /* tracing is set up */
+static int sm_cu_counting; /* per-kernel counters asked for (cupti_counters.c) */
 
 /* Our own CUDA/CUPTI calls (device names) are not the program's. */
 static __thread int sm_cu_in_tool;
@@ -382,6 +385,8 @@ static void sm_cu_record(sm_cu_batch_t *b, const CUpti_Activity *rec)
         sm_cu_api->gpu_dropped(1); /* the slot stays free */
         return;
     }
+    if (a->kind == SM_GPU_KERNEL && sm_cu_counting)
+        sm_cuc_kernel_done(a);
     b->n++;
 }
 
@@ -560,10 +565,28 @@ static void CUPTIAPI sm_cu_callback(void *userdata, CUpti_CallbackDomain domain,
         if (driver && sm_cu_runtime_depth > 0)
             return;
         sm_region_id_t r = sm_cu_api_region(driver, cbid, cb->functionName);
+        /* Kernel launches carry the kernel's name (symbolName). */
+        int launch = sm_cu_counting && cb->symbolName && cb->functionName &&
+                     strstr(cb->functionName, "aunch") && !strstr(cb->functionName, "Graph");
         if (cb->callbackSite == CUPTI_API_ENTER) {
             sm_cu_runtime_depth += !driver;
             sm_cu_api->gpu_api_enter(r, cb->correlationId);
+            if (launch) {
+                uint32_t dev = 0;
+                sm_cu_in_tool++;
+                if (cb->context)
+                    cuptiGetDeviceId(cb->context, &dev);
+                sm_cuc_launch_enter(cb->context, dev, cb->correlationId, cb->symbolName);
+                sm_cu_in_tool--;
+            }
         } else {
+            if (launch) {
+                /* cudaError_t and CUresult alike: 0 is success. */
+                int failed = cb->functionReturnValue && *(const int *)cb->functionReturnValue != 0;
+                sm_cu_in_tool++;
+                sm_cuc_launch_exit(cb->context, cb->correlationId, failed);
+                sm_cu_in_tool--;
+            }
             sm_cu_runtime_depth -= !driver && sm_cu_runtime_depth > 0;
             int64_t err = 0;
             if (cb->functionReturnValue)
@@ -603,6 +626,11 @@ static void CUPTIAPI sm_cu_callback(void *userdata, CUpti_CallbackDomain domain,
     }
     if (domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
         const CUpti_ResourceData *rd = data;
+        if (sm_cu_counting) {
+            sm_cu_in_tool++;
+            sm_cuc_context_end(rd->context);
+            sm_cu_in_tool--;
+        }
         pthread_mutex_lock(&sm_cu_lock);
         for (uint32_t i = 0; i < SM_CU_MAX_LIVE; i++)
             if (sm_cu_live[i] == rd->context)
@@ -659,6 +687,8 @@ static void sm_cu_flush(void)
         CUcontext popped;
         if (live[i] && cuCtxPushCurrent(live[i]) == CUDA_SUCCESS) {
             cuCtxSynchronize();
+            if (sm_cu_counting)
+                sm_cuc_flush_context(live[i]); /* the last ranges' values */
             cuCtxPopCurrent(&popped);
         }
     }
@@ -678,6 +708,8 @@ static void sm_cu_flush(void)
         sm_warning("%s", note);
         sm_cu_api->note(note);
     }
+    if (sm_cu_counting)
+        sm_cuc_finish();
     cuptiEnableDomain(0, sm_cu_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
     cuptiEnableDomain(0, sm_cu_subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
     cuptiEnableDomain(0, sm_cu_subscriber, CUPTI_CB_DOMAIN_NVTX);
@@ -753,6 +785,12 @@ int InitializeInjection(void)
         cuptiActivityFlushPeriod((uint32_t)ms);
     sm_cu_on = 1;
     api->gpu_on_flush(sm_cu_flush);
+    /* After gpu_on_flush: the counters' output hook runs after the flush. */
+    sm_cu_counting = sm_cuc_init(api);
+    char power[8] = "yes";
+    if (SM_ADAPTER_API_HAS(api, sample_put) &&
+        (api->config_value("gpu_power", power, sizeof power) != 0 || strcmp(power, "no") != 0))
+        sm_nvml_start(api);
     return 1;
 }
 

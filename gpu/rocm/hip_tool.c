@@ -296,7 +296,9 @@ __attribute__((constructor)) static void sm_hip_start(void)
         }
     }
     api->metadata("amd_gpu", sm_hip_gpu ? "yes" : "no (/dev/kfd missing)");
-    sm_hip_rsmi_devices = sm_rsmi_open(0);
+    char power[8] = "yes";
+    api->config_value("gpu_power", power, sizeof power);
+    sm_hip_rsmi_devices = strcmp(power, "no") != 0 ? sm_rsmi_open(0) : 0;
     if (sm_hip_rsmi_devices) {
         sm_sampler_t sampler = {"rocm-smi", 0, NULL, sm_hip_rsmi_start, sm_hip_rsmi_read,
                                 sm_hip_rsmi_stop};

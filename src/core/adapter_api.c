@@ -393,6 +393,8 @@ static const sm_adapter_api_t sm_adapter_api_v1 = {
     .async_range = sm_api_async_range,
     .sampler_register = sm_sampler_register,
     .sample_put = sm_api_sample_put,
+    .gpu_counter_define = sm_gpu_counter_define,
+    .gpu_counters = sm_gpu_counters,
 };
 
 SM_EXPORT const sm_adapter_api_t *sysmeasure_adapter_api(unsigned version);

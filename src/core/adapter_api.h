@@ -15,6 +15,7 @@
 #include "definitions.h"
 #include "sampler.h"
 #include "gpu.h"
+#include "gpu_counters.h"
 #include "../merge/procs.h"
 
 #define SM_ADAPTER_API_VERSION 1
@@ -217,6 +218,15 @@ typedef struct sm_adapter_api {
      * sample_put, its metrics defined with metric_define. */
     int (*sampler_register)(const sm_sampler_t *s);
     void (*sample_put)(sm_sample_sink_t *sink, uint32_t metric, uint64_t value);
+
+    /* ---- added for GPU counters (gpu_counters.h; check with
+     * SM_ADAPTER_API_HAS(api, gpu_counters)) ---- */
+    /* A per-kernel metric's number (same name, same number); UINT32_MAX
+     * when the core is not up. */
+    uint32_t (*gpu_counter_define)(const char *name, const char *unit);
+    /* Values of finished kernels, n of them `stride` bytes apart, any
+     * thread; returns how many were taken. */
+    size_t (*gpu_counters)(const sm_gpu_counter_value_t *v, size_t n, size_t stride);
 } sm_adapter_api_t;
 
 /* Whether a table the core handed out has the entry `field`. */

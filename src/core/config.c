@@ -16,6 +16,7 @@
 
 #include "../util/utf8.h"
 #include "../util/mpi_groups.h"
+#include "../util/gpu_metrics.h"
 
 
 /* The config key is the field name: config_vars.def keeps each field equal to
@@ -324,6 +325,14 @@ static int sm_config_apply(sm_config_t *cfg, const sm_config_var_t *var, const c
         if (sm_var_index(var) == SM_CONFIG_MPI_GROUPS &&
             sm_mpi_groups_parse(value, &groups, why, whylen) != 0)
             return -1;
+        if (sm_var_index(var) == SM_CONFIG_GPU_METRICS) {
+            static sm_gpu_spec_t spec; /* big: not on the stack */
+            sm_gpu_spec_init(&spec);
+            int bad = sm_gpu_spec_parse_list(value, &spec, why, whylen);
+            sm_gpu_spec_free(&spec);
+            if (bad)
+                return -1;
+        }
         char *copy = strdup(value);
         if (!copy) {
             snprintf(why, whylen, "out of memory");

@@ -146,6 +146,24 @@ static const sm_profile_node_t *sm_gpu_corr_get(uint64_t correlation)
     return n;
 }
 
+/* For gpu_counters.c: the host call of a correlation, a stream's location. */
+const sm_profile_node_t *sm_gpu_correlation_node(uint64_t correlation)
+{
+    return sm_gpu_corr_get(correlation);
+}
+
+sm_location_t *sm_gpu_stream_location(sm_gpu_stream_t stream)
+{
+    if (stream >= __atomic_load_n(&sm_gpu_n_streams, __ATOMIC_ACQUIRE))
+        return NULL;
+    return sm_gpu_streams[stream].loc;
+}
+
+int sm_gpu_taking(void)
+{
+    return sm_gpu_accepting() || (sm_gpu_flushing && !sm_gpu_closing_done);
+}
+
 /* ---------------------------------------------------------------- definitions */
 
 static void sm_gpu_finalize_hook(const sm_run_info_t *run);

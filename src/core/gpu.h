@@ -164,4 +164,13 @@ const char *sm_gpu_kind_name(sm_gpu_kind_t kind) SM_HIDDEN;
 int sm_gpu_for_each_in_order(int (*source)(void *ctx, uint32_t i, sm_record_fn fn, void *arg),
                              void *ctx, uint32_t i, sm_record_fn fn, void *arg) SM_HIDDEN;
 
+/* For the per-kernel counters (gpu_counters.c): the profile node of the
+ * host call that issued correlation (NULL: unknown), a stream's location
+ * (NULL: no such stream), and whether batches are still taken. */
+struct sm_location;
+struct sm_profile_node;
+const struct sm_profile_node *sm_gpu_correlation_node(uint64_t correlation) SM_HIDDEN;
+struct sm_location *sm_gpu_stream_location(sm_gpu_stream_t stream) SM_HIDDEN;
+int sm_gpu_taking(void) SM_HIDDEN;
+
 #endif

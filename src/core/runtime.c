@@ -766,6 +766,12 @@ static int sm_runtime_begin_end(const char *reason)
     /* No sample of our own finalize; the samplers' last values now. */
     sm_callstack_stop();
     sm_samplers_stop();
+    uint64_t sampler_cpu = sm_samplers_cpu_ns();
+    if (sampler_cpu) { /* the sampler thread's own cost, for bench/ */
+        char text[32];
+        snprintf(text, sizeof text, "%llu", (unsigned long long)sampler_cpu);
+        sm_runtime_metadata_set("sampler_thread_cpu_ns", text);
+    }
 
     if (!sm_runtime_discard)
         for (uint32_t i = 0; i < n_hooks; i++)

@@ -264,9 +264,10 @@ static void sm_ps_read_all(void *ctx, sm_sample_sink_t *sink)
 
 int sm_process_sampler_init(const sm_config_t *cfg)
 {
+    /* The interval serves every sampler (GPU power too), sampling or not. */
+    sm_samplers_set_default_period((uint64_t)cfg->sampling_interval * 1000000u);
     if (!cfg->process_sampling)
         return 0;
-    sm_samplers_set_default_period((uint64_t)cfg->sampling_interval * 1000000u);
     sm_sampler_t s = {
         .name = "process",
         .period_ns = 0,

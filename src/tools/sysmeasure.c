@@ -10,6 +10,7 @@
 #ifdef SM_HAVE_PAPI
 #include "../papi/papi_events.h"
 #include "../util/filter.h"
+#include "../util/gpu_metrics.h"
 #endif
 
 #include <dlfcn.h>
@@ -440,40 +441,11 @@ static int sm_resolve_program(const char *name, char *path, size_t len)
     return SM_EXIT_NOTFOUND;
 }
 
-/* One of our libraries: the build tree's, then the one installed beside
- * this launcher, then the one in the configured libdir.  0, or -1 with the
- * places tried in `tried`. */
+/* One of our libraries (sm_fs_find_library: the build tree's, beside this
+ * launcher, the configured libdir). */
 static int sm_find_library(const char *name, char *lib, size_t len, char *tried, size_t tlen)
 {
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    const char *dirs[3];
-    const char *subdirs[3];
-    int count = 0;
-    tried[0] = '\0';
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash)
-            *slash = '\0';
-        dirs[count] = exe;
-        subdirs[count++] = "/.libs/";
-        /* the installation this launcher belongs to, wherever it was moved */
-        dirs[count] = exe;
-        subdirs[count++] = "/../lib/";
-    }
-#ifdef SM_LIBDIR
-    dirs[count] = SM_LIBDIR;
-    subdirs[count++] = "/";
-#endif
-    for (int i = 0; i < count; i++) {
-        snprintf(lib, len, "%s%s%s", dirs[i], subdirs[i], name);
-        if (access(lib, R_OK) == 0)
-            return 0;
-        size_t t = strlen(tried);
-        snprintf(tried + t, tlen - t, "%s%s", t ? ", " : "", lib);
-    }
-    return -1;
+    return sm_fs_find_library(name, lib, len, tried, tlen);
 }
 
 /* What the program's own DT_NEEDED entries say, read from the file: 1 it
@@ -957,6 +929,67 @@ static void sm_check_papi(const sm_config_t *cfg, bool from_option)
 #endif
 }
 
+/* GPU metrics: a list or file that does not parse costs one line before the
+ * program runs (names are checked against the GPU at its first context).
+ * Application mode needs one run per metric group: sysmeasure-passes drives
+ * them (it sets SYSMEASURE_GPU_PASS for each); a launcher not started by it
+ * hands the whole command to it, or, under an MPI launcher, says how. */
+static void sm_check_gpu_metrics(const sm_config_t *cfg, int argc, char **argv)
+{
+    if ((!cfg->gpu_metrics || !*cfg->gpu_metrics) &&
+        (!cfg->gpu_metrics_file || !*cfg->gpu_metrics_file))
+        return;
+    static sm_gpu_spec_t spec;
+    char err[1024];
+    sm_gpu_spec_init(&spec);
+    if (sm_gpu_spec_load(cfg->gpu_metrics, cfg->gpu_metrics_file, &spec, err, sizeof err) != 0)
+        sm_die(SM_EXIT_USAGE, "%s", err);
+    uint32_t groups = spec.n_groups;
+    sm_gpu_spec_free(&spec);
+    if (cfg->gpu_counter_mode != 1 /* application */ || getenv("SYSMEASURE_GPU_PASS"))
+        return;
+    if (groups < 2)
+        return; /* one pass: this run is all of it */
+    static const char *const ranks[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
+                                        "SLURM_PROCID", "MV2_COMM_WORLD_RANK"};
+    for (size_t i = 0; i < sizeof ranks / sizeof ranks[0]; i++)
+        if (getenv(ranks[i]))
+            sm_die(SM_EXIT_USAGE,
+                   "--gpu-counter-mode=application needs %u runs of the whole job: start it as "
+                   "'sysmeasure-passes -- mpirun ... sysmeasure ... PROGRAM'",
+                   groups);
+    char driver[PATH_MAX + 32];
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        sm_die(SM_EXIT_USAGE, "cannot find this launcher's folder for sysmeasure-passes");
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = '\0';
+    snprintf(driver, sizeof driver, "%s/sysmeasure-passes", exe);
+    if (access(driver, X_OK) != 0)
+        sm_die(SM_EXIT_USAGE, "--gpu-counter-mode=application: the pass driver %s is missing",
+               driver);
+    /* sysmeasure-passes -- <this very command line> */
+    char **args = calloc((size_t)argc + 3, sizeof *args);
+    if (!args)
+        sm_die(SM_EXIT_USAGE, "out of memory");
+    args[0] = driver;
+    args[1] = (char *)"--";
+    args[2] = (char *)"/proc/self/exe";
+    char self[PATH_MAX];
+    n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        args[2] = self;
+    }
+    for (int i = 1; i < argc; i++)
+        args[2 + i] = argv[i];
+    execv(driver, args);
+    sm_die(SM_EXIT_NOEXEC, "cannot run %s: %s", driver, strerror(errno));
+}
+
 /* ------------------------------------------------------------------ main */
 
 int main(int argc, char **argv)
@@ -980,7 +1013,12 @@ int main(int argc, char **argv)
     }
     if (config_file)
         sm_setenv(sm_config_vars[SM_CONFIG_CONFIG_FILE].env, config_abs ? config_abs : "");
-    /* The filter file too: the program may change directory. */
+    /* The filter file and the GPU metrics file too: the program may change
+     * directory. */
+    const char *metrics_file = opts.given[SM_CONFIG_GPU_METRICS_FILE];
+    if (metrics_file && *metrics_file &&
+        !(opts.given[SM_CONFIG_GPU_METRICS_FILE] = sm_absolute(metrics_file)))
+        sm_die(SM_EXIT_USAGE, "out of memory");
     const char *filter_file = opts.given[SM_CONFIG_FILTER];
     if (filter_file && *filter_file && !(opts.given[SM_CONFIG_FILTER] = sm_absolute(filter_file)))
         sm_die(SM_EXIT_USAGE, "out of memory");
@@ -1009,6 +1047,7 @@ int main(int argc, char **argv)
             sm_die(SM_EXIT_USAGE, "%s", err);
         sm_filter_free(filter);
     }
+    sm_check_gpu_metrics(&cfg, argc, argv);
 #ifndef SM_HAVE_LIBUNWIND
     /* Call-stack sampling was not built: one line, and the program runs. */
     if (cfg.sampling) {

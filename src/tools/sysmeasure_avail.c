@@ -5,11 +5,14 @@
 #include "sm_build.h" /* from configure: PACKAGE_VERSION, SM_OTF2_VERSION */
 
 #include "../core/config.h"
+#include "../util/fs.h"
 #include "../util/log.h"
 #ifdef SM_HAVE_PAPI
 #include "../papi/papi_events.h"
 #endif
 
+#include <dlfcn.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -481,14 +484,46 @@ static int sm_print_papi(void)
 #endif
 }
 
+/* --gpu: devices, their per-kernel metrics and the passes of a list, from
+ * the GPU backend library (CUPTI lives there, never in this tool). */
+static int sm_print_gpu(const char *metrics, const char *file, int all)
+{
+    char lib[PATH_MAX], tried[4 * PATH_MAX];
+    if (sm_fs_find_library("libsysmeasure-cuda.so", lib, sizeof lib, tried, sizeof tried) != 0) {
+        sm_error("--gpu: this sysmeasure has no NVIDIA backend (libsysmeasure-cuda.so not found; "
+                 "looked for %s); AMD GPUs have no per-kernel counters in this build",
+                 tried);
+        return 2;
+    }
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        sm_error("--gpu: cannot load %s: %s", lib, dlerror());
+        return 2;
+    }
+    int (*avail)(const char *, const char *, int);
+    void *sym = dlsym(h, "sysmeasure_cuda_avail");
+    memcpy(&avail, &sym, sizeof sym);
+    if (!avail) {
+        sm_error("--gpu: %s is too old (no sysmeasure_cuda_avail)", lib);
+        return 2;
+    }
+    fflush(stdout);
+    return avail(metrics, file, all);
+}
+
 static void sm_usage(void)
 {
-    printf("Usage: sysmeasure-avail [--format=text|man|markdown|json] [--papi]\n\n"
+    printf("Usage: sysmeasure-avail [--format=text|man|markdown|json] [--papi]\n"
+           "       sysmeasure-avail --gpu [--all] [--gpu-metrics=LIST] [--gpu-metrics-file=FILE]\n\n"
            "Lists sysmeasure's configuration variables, with the values the environment\n"
            "and config file give them now, and what this build of sysmeasure supports.\n\n"
            "  --format=FORMAT  text (default), man (troff for the manual page),\n"
            "                   markdown (doc/configuration.md) or json\n"
            "  --papi           List the PAPI events this machine can count (for --papi).\n"
+           "  --gpu            List the GPUs, how many metrics each counts per kernel\n"
+           "                   (--all: their names) and, for the --gpu-metrics list or\n"
+           "                   file (default: SYSMEASURE_GPU_METRICS), the passes each\n"
+           "                   metric group needs.\n"
            "  -h, --help       Show this help and exit.\n"
            "  -V, --version    Show the version and exit.\n");
 }
@@ -508,6 +543,26 @@ int main(int argc, char **argv)
         }
         if (!strcmp(a, "--papi"))
             return sm_print_papi();
+        if (!strcmp(a, "--gpu")) {
+            const char *metrics = getenv("SYSMEASURE_GPU_METRICS");
+            const char *file = getenv("SYSMEASURE_GPU_METRICS_FILE");
+            int all = 0;
+            for (int k = i + 1; k < argc; k++) {
+                if (!strcmp(argv[k], "--all"))
+                    all = 1;
+                else if (!strncmp(argv[k], "--gpu-metrics=", 14))
+                    metrics = argv[k] + 14;
+                else if (!strncmp(argv[k], "--gpu-metrics-file=", 19))
+                    file = argv[k] + 19;
+                else {
+                    sm_error("unknown argument '%s' after --gpu (--all, --gpu-metrics=LIST, "
+                             "--gpu-metrics-file=FILE)",
+                             argv[k]);
+                    return 2;
+                }
+            }
+            return sm_print_gpu(metrics, file, all);
+        }
         if (!strncmp(a, "--format=", 9)) {
             format = a + 9;
         } else if (!strcmp(a, "--format")) {

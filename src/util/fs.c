@@ -324,3 +324,37 @@ const char *sm_fs_why(int err)
     default: return strerror(err);
     }
 }
+
+/* See fs.h. */
+int sm_fs_find_library(const char *name, char *lib, size_t len, char *tried, size_t tlen)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    const char *dirs[3];
+    const char *subdirs[3];
+    int count = 0;
+    tried[0] = '\0';
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash)
+            *slash = '\0';
+        dirs[count] = exe;
+        subdirs[count++] = "/.libs/";
+        /* the installation this launcher belongs to, wherever it was moved */
+        dirs[count] = exe;
+        subdirs[count++] = "/../lib/";
+    }
+#ifdef SM_LIBDIR
+    dirs[count] = SM_LIBDIR;
+    subdirs[count++] = "/";
+#endif
+    for (int i = 0; i < count; i++) {
+        snprintf(lib, len, "%s%s%s", dirs[i], subdirs[i], name);
+        if (access(lib, R_OK) == 0)
+            return 0;
+        size_t t = strlen(tried);
+        snprintf(tried + t, tlen - t, "%s%s", t ? ", " : "", lib);
+    }
+    return -1;
+}

@@ -70,4 +70,10 @@ int sm_fs_open_output(const char *dir, const char *name) SM_HIDDEN;
  * (not followed)", "it belongs to another user", or strerror(err). */
 const char *sm_fs_why(int err) SM_HIDDEN;
 
+/* One of sysmeasure's libraries: the build tree's (.libs beside the running
+ * executable), then the one installed beside it (../lib), then the one in
+ * the configured libdir.  0 with its path in lib, or -1 with the places
+ * tried in `tried`. */
+int sm_fs_find_library(const char *name, char *lib, size_t len, char *tried, size_t tlen) SM_HIDDEN;
+
 #endif

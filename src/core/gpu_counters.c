@@ -1,0 +1,399 @@
+/* Per-kernel GPU counter values (gpu_counters.h). */
+#include "gpu_counters.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "events.h"
+#include "location.h"
+#include "metrics.h"
+#include "profile.h"
+#include "runtime.h"
+#include "../util/fs.h"
+
+#define SM_GC_MAX_METRICS 256
+
+typedef struct sm_gc_row {
+    const sm_profile_node_t *host; /* the launching call; NULL: unknown */
+    uint64_t correlation, start, end;
+    double value;
+    sm_region_id_t region;
+    sm_gpu_stream_t stream;
+    uint32_t metric, covered, group;
+    sm_gpu_launch_t launch;
+} sm_gc_row_t;
+
+/* Statistics per (call path, kernel, metric), in a hash table. */
+typedef struct sm_gc_stat {
+    const sm_profile_node_t *host;
+    sm_region_id_t region;
+    uint32_t metric;
+    uint64_t n, launches;
+    double sum, sumsq, min, max;
+    struct sm_gc_stat *next;
+} sm_gc_stat_t;
+
+#define SM_GC_BUCKETS 4096
+static pthread_mutex_t sm_gc_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *sm_gc_names[SM_GC_MAX_METRICS];
+static sm_metric_id_t sm_gc_metric_ids[SM_GC_MAX_METRICS];
+static uint32_t sm_gc_n_metrics;
+static sm_gc_row_t *sm_gc_rows;
+static size_t sm_gc_n_rows, sm_gc_cap_rows;
+static uint64_t sm_gc_rows_dropped;
+static sm_gc_stat_t *sm_gc_buckets[SM_GC_BUCKETS];
+static uint32_t sm_gc_n_stats;
+static int sm_gc_hooked;
+
+static void sm_gc_finalize_hook(const sm_run_info_t *run);
+
+uint32_t sm_gpu_counter_define(const char *name, const char *unit)
+{
+    if (!name || !*name)
+        return UINT32_MAX;
+    pthread_mutex_lock(&sm_gc_lock);
+    uint32_t id = UINT32_MAX;
+    for (uint32_t i = 0; i < sm_gc_n_metrics; i++)
+        if (!strcmp(sm_gc_names[i], name))
+            id = i;
+    if (id == UINT32_MAX && sm_gc_n_metrics < SM_GC_MAX_METRICS) {
+        /* The trace metric is named after the GPU metric. */
+        sm_metric_id_t m = sm_metric_define_kind(name, unit, SM_METRIC_COUNTER);
+        char *copy = strdup(name);
+        if (m != SM_INVALID_ID && copy) {
+            id = sm_gc_n_metrics++;
+            sm_gc_names[id] = copy;
+            sm_gc_metric_ids[id] = m;
+        } else {
+            free(copy);
+        }
+    }
+    int hook = !sm_gc_hooked && id != UINT32_MAX;
+    if (hook)
+        sm_gc_hooked = 1;
+    pthread_mutex_unlock(&sm_gc_lock);
+    if (hook)
+        sm_runtime_on_finalize(sm_gc_finalize_hook);
+    return id;
+}
+
+static sm_gc_stat_t *sm_gc_stat(const sm_profile_node_t *host, sm_region_id_t region,
+                                uint32_t metric)
+{
+    uint64_t h = ((uintptr_t)host * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)region << 20) ^ metric;
+    h = (h * 0xff51afd7ed558ccdull) >> 52;
+    sm_gc_stat_t **b = &sm_gc_buckets[h % SM_GC_BUCKETS];
+    for (sm_gc_stat_t *s = *b; s; s = s->next)
+        if (s->host == host && s->region == region && s->metric == metric)
+            return s;
+    sm_gc_stat_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->host = host;
+    s->region = region;
+    s->metric = metric;
+    s->min = INFINITY;
+    s->max = -INFINITY;
+    s->next = *b;
+    *b = s;
+    sm_gc_n_stats++;
+    return s;
+}
+
+size_t sm_gpu_counters(const sm_gpu_counter_value_t *v, size_t n, size_t stride)
+{
+    if (!v || !n || !sm_gpu_taking())
+        return 0;
+    if (!stride)
+        stride = sizeof *v;
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        sm_gpu_counter_value_t x;
+        memset(&x, 0, sizeof x);
+        memcpy(&x, (const uint8_t *)v + i * stride, stride < sizeof x ? stride : sizeof x);
+        if (x.metric >= __atomic_load_n(&sm_gc_n_metrics, __ATOMIC_ACQUIRE))
+            continue;
+        sm_location_t *loc = sm_gpu_stream_location(x.stream);
+        if (!loc)
+            continue;
+        /* The trace: a metric on the stream at the kernel's end. */
+        pthread_mutex_lock(&loc->lock);
+        if (!loc->closed && loc->tracing) {
+            sm_metric_def_t m;
+            if (sm_metric_get(sm_gc_metric_ids[x.metric], &m) == 0) {
+                uint64_t w[2] = {x.value <= 0 ? 0 : (uint64_t)llround(x.value), m.unit};
+                sm_event_record(loc, SM_REC_METRIC_NAMED, m.name, 0, x.end, w, 2);
+            }
+        }
+        pthread_mutex_unlock(&loc->lock);
+        const sm_profile_node_t *host = sm_gpu_correlation_node(x.correlation);
+        pthread_mutex_lock(&sm_gc_lock);
+        sm_gc_stat_t *s = sm_gc_stat(host, x.region, x.metric);
+        if (s) {
+            s->n++;
+            s->launches += x.covered ? x.covered : 1;
+            s->sum += x.value;
+            s->sumsq += x.value * x.value;
+            if (x.value < s->min)
+                s->min = x.value;
+            if (x.value > s->max)
+                s->max = x.value;
+        }
+        if (sm_gc_n_rows == sm_gc_cap_rows && sm_gc_cap_rows < SM_GPU_COUNTER_ROWS_MAX) {
+            size_t cap = sm_gc_cap_rows ? sm_gc_cap_rows * 2 : 4096;
+            sm_gc_row_t *grown = realloc(sm_gc_rows, cap * sizeof *grown);
+            if (grown) {
+                sm_gc_rows = grown;
+                sm_gc_cap_rows = cap;
+            }
+        }
+        if (sm_gc_n_rows < sm_gc_cap_rows) {
+            sm_gc_rows[sm_gc_n_rows++] =
+                (sm_gc_row_t){host,    x.correlation, x.start,  x.end,     x.value, x.region,
+                              x.stream, x.metric,     x.covered, x.group,  x.launch};
+        } else {
+            sm_gc_rows_dropped++;
+        }
+        pthread_mutex_unlock(&sm_gc_lock);
+        kept++;
+    }
+    return kept;
+}
+
+/* ---------------------------------------------------------------- output */
+
+/* "main > solve > cudaLaunchKernel" into buf. */
+static void sm_gc_path(const sm_profile_node_t *n, char *buf, size_t len)
+{
+    const sm_profile_node_t *chain[256];
+    uint32_t d = 0;
+    for (; n && n->parent && d < 256; n = n->parent)
+        chain[d++] = n;
+    size_t at = 0;
+    buf[0] = '\0';
+    while (d-- && at + 1 < len) {
+        const char *name = sm_region_name(chain[d]->region);
+        int w = snprintf(buf + at, len - at, "%s%s", at ? " > " : "", name ? name : "?");
+        if (w < 0)
+            break;
+        at += (size_t)w;
+    }
+    if (at >= len)
+        buf[len - 1] = '\0';
+}
+
+/* A CSV field: quoted, quotes doubled. */
+static void sm_gc_csv(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static FILE *sm_gc_open(const char *dir, const char *base, const char *ext, uint32_t rank,
+                        uint32_t n_ranks)
+{
+    char name[128];
+    if (n_ranks > 1)
+        snprintf(name, sizeof name, "%s.rank%u.%s", base, rank, ext);
+    else
+        snprintf(name, sizeof name, "%s.%s", base, ext);
+    int fd = sm_fs_open_output(dir, name);
+    if (fd < 0)
+        return NULL;
+    FILE *f = fdopen(fd, "w");
+    if (!f)
+        close(fd);
+    return f;
+}
+
+static int sm_gc_row_order(const void *a, const void *b)
+{
+    const sm_gc_row_t *x = a, *y = b;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    if (x->correlation != y->correlation)
+        return x->correlation < y->correlation ? -1 : 1;
+    return x->metric < y->metric ? -1 : x->metric > y->metric;
+}
+
+/* The n-th launch of each (call path, kernel): counted over distinct
+ * correlations in time order. */
+typedef struct sm_gc_nth {
+    const sm_profile_node_t *host;
+    sm_region_id_t region;
+    uint64_t last_correlation, count;
+} sm_gc_nth_t;
+
+static int sm_gc_write_rows(const char *dir, uint32_t rank, uint32_t n_ranks)
+{
+    FILE *f = sm_gc_open(dir, "counter_collection", "csv", rank, n_ranks);
+    if (!f)
+        return 1;
+    qsort(sm_gc_rows, sm_gc_n_rows, sizeof *sm_gc_rows, sm_gc_row_order);
+    fprintf(f, "Correlation_Id,Rank,Device,Stream,Kernel_Name,Call_Path,Launch,Grid_Size,"
+               "Block_Size,Registers,Shared_Memory,Group,Launches_Covered,Counter_Name,"
+               "Counter_Value,Start_Timestamp,End_Timestamp\n");
+    sm_gc_nth_t *nth = NULL;
+    size_t n_nth = 0, cap_nth = 0;
+    char path[4096];
+    for (size_t i = 0; i < sm_gc_n_rows; i++) {
+        const sm_gc_row_t *r = &sm_gc_rows[i];
+        size_t k = 0;
+        while (k < n_nth && !(nth[k].host == r->host && nth[k].region == r->region))
+            k++;
+        if (k == n_nth) {
+            if (n_nth == cap_nth) {
+                size_t cap = cap_nth ? cap_nth * 2 : 64;
+                sm_gc_nth_t *grown = realloc(nth, cap * sizeof *grown);
+                if (!grown)
+                    break;
+                nth = grown;
+                cap_nth = cap;
+            }
+            nth[n_nth++] = (sm_gc_nth_t){r->host, r->region, 0, 0};
+        }
+        if (nth[k].last_correlation != r->correlation || !nth[k].count) {
+            nth[k].last_correlation = r->correlation;
+            nth[k].count++;
+        }
+        const sm_gpu_launch_t *l = &r->launch;
+        sm_location_t *loc = sm_gpu_stream_location(r->stream);
+        sm_gpu_device_t dev = loc ? sm_gpu_location_device(loc->id) : SM_GPU_NONE;
+        const sm_gpu_device_def_t *d = dev != SM_GPU_NONE ? sm_gpu_device_get(dev) : NULL;
+        fprintf(f, "%" PRIu64 ",%u,%u,%u,", r->correlation, rank, d ? d->ordinal : 0,
+                (unsigned)r->stream);
+        const char *kname = sm_region_name(r->region);
+        sm_gc_csv(f, kname ? kname : "?");
+        fputc(',', f);
+        sm_gc_path(r->host, path, sizeof path);
+        sm_gc_csv(f, path);
+        fprintf(f,
+                ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%u,%u,%u,%u,", nth[k].count,
+                (uint64_t)l->grid[0] * l->grid[1] * l->grid[2] *
+                    ((uint64_t)l->block[0] * l->block[1] * l->block[2]),
+                (uint64_t)l->block[0] * l->block[1] * l->block[2], l->registers,
+                l->shared_static + l->shared_dynamic, r->group, r->covered ? r->covered : 1);
+        sm_gc_csv(f, sm_gc_names[r->metric]);
+        fprintf(f, ",%.17g,%" PRIu64 ",%" PRIu64 "\n", r->value, sm_clock_to_job_ns(r->start),
+                sm_clock_to_job_ns(r->end));
+    }
+    free(nth);
+    return fclose(f) != 0;
+}
+
+static int sm_gc_stat_order(const void *a, const void *b)
+{
+    const sm_gc_stat_t *x = *(const sm_gc_stat_t *const *)a, *y = *(const sm_gc_stat_t *const *)b;
+    if (x->region != y->region)
+        return x->region < y->region ? -1 : 1;
+    if (x->host != y->host)
+        return (uintptr_t)x->host < (uintptr_t)y->host ? -1 : 1;
+    return x->metric < y->metric ? -1 : x->metric > y->metric;
+}
+
+static int sm_gc_write_stats(const char *dir, uint32_t rank, uint32_t n_ranks)
+{
+    sm_gc_stat_t **all = malloc((sm_gc_n_stats + 1) * sizeof *all);
+    if (!all)
+        return 2;
+    uint32_t n = 0;
+    for (uint32_t b = 0; b < SM_GC_BUCKETS; b++)
+        for (sm_gc_stat_t *s = sm_gc_buckets[b]; s && n < sm_gc_n_stats; s = s->next)
+            all[n++] = s;
+    qsort(all, n, sizeof *all, sm_gc_stat_order);
+    int failed = 0;
+    FILE *csv = sm_gc_open(dir, "gpu_counters", "csv", rank, n_ranks);
+    FILE *txt = sm_gc_open(dir, "gpu_counters", "txt", rank, n_ranks);
+    if (csv)
+        fprintf(csv, "Rank,Kernel_Name,Call_Path,Counter_Name,Values,Launches,Sum,Mean,Min,Max,"
+                     "Stddev\n");
+    if (txt)
+        fprintf(txt,
+                "GPU COUNTERS PER KERNEL AND LAUNCHING CALL PATH (rank %u; VALUES: launches "
+                "measured, LAUNCHES: launches the values stand for)\n",
+                rank);
+    char path[4096];
+    const sm_profile_node_t *last_host = NULL;
+    sm_region_id_t last_region = SM_INVALID_ID;
+    for (uint32_t i = 0; i < n; i++) {
+        const sm_gc_stat_t *s = all[i];
+        double mean = s->n ? s->sum / (double)s->n : 0;
+        double var = s->n ? s->sumsq / (double)s->n - mean * mean : 0;
+        double sd = var > 0 ? sqrt(var) : 0;
+        const char *kname = sm_region_name(s->region);
+        sm_gc_path(s->host, path, sizeof path);
+        if (csv) {
+            fprintf(csv, "%u,", rank);
+            sm_gc_csv(csv, kname ? kname : "?");
+            fputc(',', csv);
+            sm_gc_csv(csv, path);
+            fputc(',', csv);
+            sm_gc_csv(csv, sm_gc_names[s->metric]);
+            fprintf(csv, ",%" PRIu64 ",%" PRIu64 ",%.17g,%.17g,%.17g,%.17g,%.17g\n", s->n,
+                    s->launches, s->sum, mean, s->min, s->max, sd);
+        }
+        if (txt) {
+            if (s->host != last_host || s->region != last_region)
+                fprintf(txt, "\n  %s\n    from %s\n", kname ? kname : "?", path[0] ? path : "(unknown)");
+            last_host = s->host;
+            last_region = s->region;
+            fprintf(txt, "    %-48s values %8" PRIu64 " launches %8" PRIu64
+                         " sum %16.6g mean %14.6g min %14.6g max %14.6g stddev %12.6g\n",
+                    sm_gc_names[s->metric], s->n, s->launches, s->sum, mean, s->min, s->max,
+                    sd);
+        }
+    }
+    if (txt && sm_gc_rows_dropped)
+        fprintf(txt, "\n%" PRIu64 " values are not in counter_collection.csv (more than %u rows); "
+                     "the statistics above hold them\n",
+                sm_gc_rows_dropped, SM_GPU_COUNTER_ROWS_MAX);
+    if (!csv || fclose(csv) != 0)
+        failed++;
+    if (!txt || fclose(txt) != 0)
+        failed++;
+    free(all);
+    return failed;
+}
+
+int sm_gpu_counters_write(const char *dir, uint32_t rank, uint32_t n_ranks)
+{
+    pthread_mutex_lock(&sm_gc_lock);
+    int failed = 0;
+    if (sm_gc_n_stats) {
+        failed += sm_gc_write_rows(dir, rank, n_ranks);
+        failed += sm_gc_write_stats(dir, rank, n_ranks);
+    }
+    pthread_mutex_unlock(&sm_gc_lock);
+    return failed;
+}
+
+/* After the backends' flush (their hook was registered first). */
+static void sm_gc_finalize_hook(const sm_run_info_t *run)
+{
+    const char *dir = sm_runtime_output_dir();
+    char err[256];
+    if (!dir || sm_runtime_make_output_dir(err, sizeof err) != 0)
+        return;
+    if (sm_gpu_counters_write(dir, run->rank, run->n_ranks) != 0)
+        sm_runtime_add_note("GPU counters: counter_collection.csv or gpu_counters.* could not be "
+                            "written");
+    if (sm_gc_rows_dropped) {
+        char note[200];
+        snprintf(note, sizeof note,
+                 "GPU counters: %" PRIu64 " values beyond %u rows are in the statistics but not "
+                 "in counter_collection.csv",
+                 sm_gc_rows_dropped, SM_GPU_COUNTER_ROWS_MAX);
+        sm_runtime_add_note(note);
+    }
+}
