@@ -166,7 +166,6 @@ typedef struct {
     uint32_t proc;      /* its process */
     uint64_t track;     /* its track's uuid */
     uint32_t seq;
-    bool first_packet;
     uint8_t *region_seen, *attr_seen, *member_seen;
     bool extra_seen[SM_PF_N_EVENT_NAMES], extra_arg_seen[SM_PF_N_ARG_NAMES];
     sm_pf_pending_t pending;
@@ -595,11 +594,26 @@ static void sm_pf_packet_init(sm_pf_t *pf, sm_pf_packet_t *p, uint64_t ts)
     p->has_trusted_packet_sequence_id = 1;
     p->trusted_packet_sequence_id = pf->seq;
     p->has_sequence_flags = 1;
-    p->sequence_flags = 2; /* needs incremental state */
-    if (pf->first_packet) {
-        p->sequence_flags |= 1; /* incremental state cleared */
-        pf->first_packet = false;
-    }
+    p->sequence_flags = 2; /* needs incremental state (names, the default track) */
+}
+
+/* The first packet of a location's sequence: clears the incremental state
+ * and makes the location's track the default of its events (which saves
+ * the track's 10 bytes in each of them). */
+static void sm_pf_sequence_start(sm_pf_t *pf)
+{
+    sm_pf_packet_t p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+    Perfetto__Protos__TracePacketDefaults d = PERFETTO__PROTOS__TRACE_PACKET_DEFAULTS__INIT;
+    Perfetto__Protos__TrackEventDefaults te = PERFETTO__PROTOS__TRACK_EVENT_DEFAULTS__INIT;
+    te.has_track_uuid = 1;
+    te.track_uuid = pf->track;
+    d.track_event_defaults = &te;
+    p.has_trusted_packet_sequence_id = 1;
+    p.trusted_packet_sequence_id = pf->seq;
+    p.has_sequence_flags = 1;
+    p.sequence_flags = 1; /* incremental state cleared */
+    p.trace_packet_defaults = &d;
+    sm_pf_emit(pf, &p);
 }
 
 /* iids: regions 1.., our event names after them; attributes 1.., our
@@ -755,8 +769,6 @@ static void sm_pf_write_event(sm_pf_t *pf, uint64_t ts, int type, bool is_region
     sm_pf_intern_init(&in);
     e.has_type = 1;
     e.type = (Perfetto__Protos__TrackEvent__Type)type;
-    e.has_track_uuid = 1;
-    e.track_uuid = pf->track;
     e.has_name_iid = 1;
     if (is_region) {
         e.name_iid = sm_pf_region_iid(name);
@@ -810,8 +822,6 @@ static void sm_pf_write_end(sm_pf_t *pf, uint64_t ts)
     sm_pf_packet_init(pf, &p, ts);
     e.has_type = 1;
     e.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END;
-    e.has_track_uuid = 1;
-    e.track_uuid = pf->track;
     p.track_event = &e;
     sm_pf_emit(pf, &p);
 }
@@ -1202,13 +1212,13 @@ static bool sm_pf_read_location(sm_pf_t *pf, OTF2_Reader *r, OTF2_EvtReaderCallb
     pf->proc = sm_pf_group_proc(pf, pf->locs[i].group);
     pf->track = sm_pf_location_uuid(i);
     pf->seq = i + 2;
-    pf->first_packet = true;
     memset(pf->region_seen, 0, pf->n_regions ? pf->n_regions : 1);
     memset(pf->attr_seen, 0, pf->n_attrs ? pf->n_attrs : 1);
     memset(pf->member_seen, 0, pf->n_members ? pf->n_members : 1);
     memset(pf->extra_seen, 0, sizeof pf->extra_seen);
     memset(pf->extra_arg_seen, 0, sizeof pf->extra_arg_seen);
     pf->pending.active = false;
+    sm_pf_sequence_start(pf);
     OTF2_EvtReader *e = OTF2_Reader_GetEvtReader(r, pf->locs[i].ref);
     if (!e)
         return false;

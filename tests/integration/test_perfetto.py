@@ -66,6 +66,7 @@ class Pftrace:
         self.process = {}    # pid -> process name
         self.events = {}     # track uuid -> [(ts, type, name, args, flows, ends)]
         interned = {}        # sequence -> ({iid: event name}, {iid: arg name})
+        default_track = {}   # sequence -> its events' track (TrackEventDefaults)
         self.cleared = set()
         self.errors = []
         for p in self.packets:
@@ -75,12 +76,15 @@ class Pftrace:
                 if td.HasField("process"):
                     self.process[td.process.pid] = td.process.process_name
                 continue
-            if not p.HasField("track_event"):
-                continue
             seq = p.trusted_packet_sequence_id
             if p.sequence_flags & 1:
                 interned[seq] = ({}, {})
                 self.cleared.add(seq)
+                default_track.pop(seq, None)
+            if p.HasField("trace_packet_defaults"):
+                default_track[seq] = p.trace_packet_defaults.track_event_defaults.track_uuid
+            if not p.HasField("track_event"):
+                continue
             if seq not in interned:
                 self.errors.append("sequence %d used before its state was cleared" % seq)
                 interned[seq] = ({}, {})
@@ -103,7 +107,10 @@ class Pftrace:
                     if a.HasField(field):
                         kind = field
                 args[key] = getattr(a, kind) if kind else None
-            self.events.setdefault(e.track_uuid, []).append(
+            track = e.track_uuid if e.HasField("track_uuid") else default_track.get(seq)
+            if track is None:
+                self.errors.append("an event without a track on sequence %d" % seq)
+            self.events.setdefault(track, []).append(
                 (p.timestamp, e.type, name, args, list(e.flow_ids), list(e.terminating_flow_ids),
                  e.counter_value if e.HasField("counter_value") else e.double_counter_value))
 
