@@ -64,6 +64,7 @@ typedef struct {
     uint32_t name;  /* string */
     uint32_t type;  /* OTF2_LocationType */
     uint32_t group; /* location group */
+    uint64_t n_events; /* 0: it may have no event file (a rank that left no data) */
 } sm_pf_location_t;
 
 typedef struct {
@@ -327,7 +328,6 @@ static OTF2_CallbackCode sm_pf_def_location(void *u, OTF2_LocationRef self, OTF2
                                             OTF2_LocationGroupRef group)
 {
     sm_pf_t *pf = u;
-    (void)n_events;
     if (pf->n_locs == pf->cap_locs) {
         uint32_t want = pf->cap_locs ? 2 * pf->cap_locs : 64;
         sm_pf_location_t *more = realloc(pf->locs, sizeof *more * want);
@@ -338,7 +338,7 @@ static OTF2_CallbackCode sm_pf_def_location(void *u, OTF2_LocationRef self, OTF2
         pf->locs = more;
         pf->cap_locs = want;
     }
-    pf->locs[pf->n_locs++] = (sm_pf_location_t){self, name, type, group};
+    pf->locs[pf->n_locs++] = (sm_pf_location_t){self, name, type, group, n_events};
     return OTF2_CALLBACK_SUCCESS;
 }
 
@@ -1005,7 +1005,8 @@ static OTF2_CallbackCode sm_pf_metric(OTF2_LocationRef loc, OTF2_TimeStamp t, ui
     sm_pf_t *pf = u;
     (void)loc, (void)pos, (void)al;
     pf->stats.events++;
-    sm_pf_flush_pending(pf);
+    /* (a pending Enter stays pending: counters are tracks of their own, and
+     * PAPI values right after an Enter must not keep a send's flow off it) */
     const sm_pf_metric_t *m = metric < pf->n_metrics ? &pf->metrics[metric] : NULL;
     if (m && m->defined && m->klass != SM_PF_NONE)
         m = m->klass < pf->n_metrics ? &pf->metrics[m->klass] : NULL;
@@ -1219,6 +1220,8 @@ static bool sm_pf_read_location(sm_pf_t *pf, OTF2_Reader *r, OTF2_EvtReaderCallb
     memset(pf->extra_arg_seen, 0, sizeof pf->extra_arg_seen);
     pf->pending.active = false;
     sm_pf_sequence_start(pf);
+    if (!pf->locs[i].n_events)
+        return true;
     OTF2_EvtReader *e = OTF2_Reader_GetEvtReader(r, pf->locs[i].ref);
     if (!e)
         return false;

@@ -288,6 +288,22 @@ res = convert(out)
 check(res.returncode == 0 and "trace.pftrace written" in res.stderr and
       os.path.getsize(path) == before, "sysmeasure-convert: rc %d, %s" % (res.returncode, res.stderr))
 
+# ---------------------------------------------------------------- sysmeasure-merge --perfetto
+# A job without MPI_Finalize leaves process files; the merge writes the
+# archive and, asked to, the Perfetto trace of it.
+grace = {"OMP_NUM_THREADS": "2", "OMPI_MCA_odls_base_sigkill_timeout": "5"}
+mout, proc = mpi_measure(3, [prog, "nofinalize"], "perfetto-merge", expect_rc=None, env=grace)
+res = subprocess.run([os.path.join(BUILD, "sysmeasure-merge"), "--perfetto", mout],
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+if check(res.returncode == 0 and os.path.exists(os.path.join(mout, "trace.pftrace")),
+         "sysmeasure-merge --perfetto: rc %d, %s" % (res.returncode, res.stderr[-1500:])):
+    mpf = Pftrace(os.path.join(mout, "trace.pftrace"))
+    mtrace = Trace(mout)
+    check(mpf.slices() == otf2_enters(mtrace), "merged: slices equal the archive's enters")
+    mb, me = mpf.flows()
+    check(len([f for f in me if f in mb]) == check_messages(mtrace, 3) == 30,
+          "merged: a flow per message: %d" % len([f for f in me if f in mb]))
+
 # ---------------------------------------------------------------- GPU streams (synthetic)
 gpu = os.path.join(workdir("perfetto-gpu"), "out")
 res = subprocess.run([os.path.join(BUILD, "tests", "unit", "test-gpu")], stdout=subprocess.PIPE,

@@ -2,10 +2,13 @@
  * and non-blocking, ROUNDS each), an OpenMP parallel region PARALLELS times,
  * and user regions with planted visit counts: "step" ROUNDS times with an
  * annotation "step" (its number) and "phase" (a string), and "inner"
- * 3 x ROUNDS times inside it; rank 0 does 2 extra "inner" visits. */
+ * 3 x ROUNDS times inside it; rank 0 does 2 extra "inner" visits.  With the
+ * argument "nofinalize" it returns without MPI_Finalize (for
+ * sysmeasure-merge --perfetto). */
 #include <mpi.h>
 #include <omp.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "sysmeasure.h"
 
@@ -57,6 +60,8 @@ int main(int argc, char **argv)
     MPI_Allreduce(&sum, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0)
         printf("total %ld\n", total);
+    if (argc > 1 && !strcmp(argv[1], "nofinalize"))
+        return 0;
     MPI_Finalize();
     return 0;
 }
