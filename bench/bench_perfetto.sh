@@ -5,7 +5,8 @@
 #    (writing traces.otf2; --no-profile --no-report, so little else), and
 #    the process's peak resident memory;
 #  - perfetto: sysmeasure-convert --perfetto on that folder (the module that
-#    --perfetto runs at finalize): wall time and peak resident memory;
+#    --perfetto runs at finalize): wall time, CPU time (user + system) and
+#    peak resident memory;
 #  - sizes of the archive's event files and of trace.pftrace.
 # Two shapes of 10 million region events: one thread (5M region pairs), and
 # 8 threads of 625,000 pairs each.
@@ -36,8 +37,10 @@ shape() {
     echo "otf2_ms $(( (end - last) / 1000000 ))" >>"$work/$name"
     echo "otf2_mb $(du -sm "$work/out/traces" | cut -f1)" >>"$work/$name"
     /usr/bin/time -f "pf_s %e
+pf_cpu_s %U %S
 pf_rss_kb %M" -o "$work/time" "$conv" --perfetto "$work/out" 2>"$work/conv"
-    cat "$work/time" >>"$work/$name"
+    awk '$1 == "pf_cpu_s" {print "pf_cpu_ms", int(($2 + $3) * 1000); next} {print}' \
+        "$work/time" >>"$work/$name"
     echo "pf_mb $(du -sm "$work/out/trace.pftrace" | cut -f1)" >>"$work/$name"
     sed -n 's/.*(\([0-9.]* MB: .*\));.*/\1/p' "$work/conv" | head -1 >"$work/$name.what"
     rm -rf "$work/out"
@@ -51,12 +54,12 @@ while [ "$i" -lt "$rounds" ]; do
 done
 
 echo "bench-perfetto: 10 million region events, medians of $rounds rounds"
-printf '%-14s %12s %12s %10s | %12s %12s %10s\n' shape "OTF2 write" "OTF2 rss" "OTF2 size" \
-    "Perfetto" "Perfetto rss" "pftrace"
+printf '%-14s %12s %12s %10s | %12s %12s %12s %10s\n' shape "OTF2 write" "OTF2 rss" "OTF2 size" \
+    "Perfetto" "(its CPU)" "Perfetto rss" "pftrace"
 for s in one_thread eight_threads; do
     pf_ms=$(get $s pf_s | awk '{printf "%d", $1 * 1000}')
-    printf '%-14s %9s ms %9s MB %7s MB | %9s ms %9s MB %7s MB\n' "$s" "$(get $s otf2_ms)" \
-        "$(( $(get $s otf2_rss_kb) / 1024 ))" "$(get $s otf2_mb)" "$pf_ms" \
+    printf '%-14s %9s ms %9s MB %7s MB | %9s ms %9s ms %9s MB %7s MB\n' "$s" "$(get $s otf2_ms)" \
+        "$(( $(get $s otf2_rss_kb) / 1024 ))" "$(get $s otf2_mb)" "$pf_ms" "$(get $s pf_cpu_ms)" \
         "$(( $(get $s pf_rss_kb) / 1024 ))" "$(get $s pf_mb)"
     echo "  ($(cat $work/$s.what))"
 done

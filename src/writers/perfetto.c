@@ -815,13 +815,24 @@ static void sm_pf_flush_pending(sm_pf_t *pf)
                       q->region, q->args, q->n_args, q->flows, q->n_flows, q->ends, q->n_ends);
 }
 
-static void sm_pf_write_end(sm_pf_t *pf, uint64_t ts)
+/* A slice end; a Leave's attributes (annotations given at pop) become
+ * arguments of the slice too. */
+static void sm_pf_write_end(sm_pf_t *pf, uint64_t ts, const sm_pf_argval_t *vals, uint32_t n_vals)
 {
     sm_pf_packet_t p;
     sm_pf_event_t e = PERFETTO__PROTOS__TRACK_EVENT__INIT;
+    sm_pf_intern_t in;
+    sm_pf_arg_t args[SM_PF_MAX_ARGS], *argp[SM_PF_MAX_ARGS];
     sm_pf_packet_init(pf, &p, ts);
+    sm_pf_intern_init(&in);
     e.has_type = 1;
     e.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END;
+    if (n_vals) {
+        e.n_debug_annotations = sm_pf_fill_args(pf, &in, vals, n_vals, args, argp);
+        e.debug_annotations = argp;
+        if (in.data.n_debug_annotation_names)
+            p.interned_data = &in.data;
+    }
     p.track_event = &e;
     sm_pf_emit(pf, &p);
 }
@@ -873,10 +884,19 @@ static OTF2_CallbackCode sm_pf_leave(OTF2_LocationRef loc, OTF2_TimeStamp t, uin
                                      void *u, OTF2_AttributeList *al, OTF2_RegionRef region)
 {
     sm_pf_t *pf = u;
-    (void)loc, (void)pos, (void)al, (void)region;
+    (void)loc, (void)pos, (void)region;
     pf->stats.events++;
     sm_pf_flush_pending(pf);
-    sm_pf_write_end(pf, sm_pf_ns(pf, t));
+    sm_pf_argval_t vals[SM_PF_MAX_ARGS];
+    uint32_t n = al ? OTF2_AttributeList_GetNumberOfElements(al) : 0, k = 0;
+    for (uint32_t i = 0; i < n && k < SM_PF_MAX_ARGS; i++) {
+        OTF2_AttributeRef a;
+        OTF2_Type type;
+        OTF2_AttributeValue v;
+        if (OTF2_AttributeList_GetAttributeByIndex(al, i, &a, &type, &v) == OTF2_SUCCESS)
+            vals[k++] = (sm_pf_argval_t){0, a, type, v};
+    }
+    sm_pf_write_end(pf, sm_pf_ns(pf, t), vals, k);
     return OTF2_CALLBACK_SUCCESS;
 }
 
@@ -1334,10 +1354,6 @@ int sm_perfetto_write(const char *dir, sm_perfetto_stats_t *stats, char *err, si
     if (damage || pf.out_of_memory)
         goto done;
     if (fflush(pf.out) != 0 && !pf.write_failed) {
-        pf.write_failed = true;
-        pf.write_errno = errno;
-    }
-    if (fsync(fileno(pf.out)) != 0 && errno != EINVAL && !pf.write_failed) {
         pf.write_failed = true;
         pf.write_errno = errno;
     }

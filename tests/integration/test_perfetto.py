@@ -230,6 +230,12 @@ for uuid, evs in pf.events.items():
 want = sorted(("MPI Rank %d" % r, s, "odd" if s % 2 else "even") for r in range(3) for s in range(5))
 check(sorted(steps) == want, "step slices carry step and phase: %s" % sorted(steps)[:6])
 
+# the annotation given at the end of "step": the value the right-hand rank sent
+got = sorted((pf.track_key(uuid)[0], args.get("received")) for uuid, evs in pf.events.items()
+             for ts, typ, name, args, *_ in evs if typ == TE.TYPE_SLICE_END and "received" in args)
+want = sorted(("MPI Rank %d" % r, ((r + 1) % 3) * 100 + s) for r in range(3) for s in range(5))
+check(got == want, "step slices end with what was received: %s" % got[:6])
+
 # flows: one per message, from the send on the sender's main thread to the
 # receive on the receiver's, in the order MPI matched them
 matched = check_messages(trace, 3)

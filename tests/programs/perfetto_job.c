@@ -1,7 +1,8 @@
 /* The job that test_perfetto.py converts: MPI messages in a ring (blocking
  * and non-blocking, ROUNDS each), an OpenMP parallel region PARALLELS times,
  * and user regions with planted visit counts: "step" ROUNDS times with an
- * annotation "step" (its number) and "phase" (a string), and "inner"
+ * annotation "step" (its number) and "phase" (a string) at its start and
+ * "received" (the value from the right-hand rank) at its end, and "inner"
  * 3 x ROUNDS times inside it; rank 0 does 2 extra "inner" visits.  With the
  * argument "nofinalize" it returns without MPI_Finalize (for
  * sysmeasure-merge --perfetto). */
@@ -45,7 +46,8 @@ int main(int argc, char **argv)
         MPI_Irecv(&in, 1, MPI_INT, right, 9, MPI_COMM_WORLD, &rq[0]);
         MPI_Isend(&out, 1, MPI_INT, left, 9, MPI_COMM_WORLD, &rq[1]);
         MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
-        sysmeasure_pop_region("step");
+        sysmeasure_annotation_t got = {"received", SYSMEASURE_ANNOTATION_INT64, {.int64 = in}};
+        sysmeasure_pop_annotated_region("step", &got, 1);
     }
     if (rank == 0)
         for (int k = 0; k < 2; k++) {
