@@ -158,7 +158,7 @@ typedef struct {
     uint32_t n_ogroups;
     sm_pf_comm_t *comms;
     uint32_t n_comms;
-    uint64_t resolution, offset;
+    uint64_t resolution;
     bool damaged_defs;
     uint32_t corr_attr; /* the attribute "correlation id"; SM_PF_NONE */
 
@@ -217,12 +217,13 @@ static const char *sm_pf_string(const sm_pf_t *pf, uint32_t ref)
     return ref < pf->n_strings && pf->strings[ref] ? pf->strings[ref] : NULL;
 }
 
+/* Ticks to ns, on the archive's own clock (not shifted to start at 0: a
+ * zero timestamp could read as "none"; the UI shows times from the start). */
 static uint64_t sm_pf_ns(const sm_pf_t *pf, uint64_t t)
 {
-    uint64_t d = t > pf->offset ? t - pf->offset : 0;
     if (pf->resolution == 1000000000u || pf->resolution == 0)
-        return d;
-    return (uint64_t)((unsigned __int128)d * 1000000000u / pf->resolution);
+        return t;
+    return (uint64_t)((unsigned __int128)t * 1000000000u / pf->resolution);
 }
 
 /* Track uuids: processes, locations, counters (nonzero, distinct). */
@@ -447,8 +448,8 @@ static OTF2_CallbackCode sm_pf_def_clock(void *u, uint64_t resolution, uint64_t 
 {
     sm_pf_t *pf = u;
     (void)length, (void)realtime;
+    (void)offset;
     pf->resolution = resolution;
-    pf->offset = offset;
     return OTF2_CALLBACK_SUCCESS;
 }
 
