@@ -158,7 +158,7 @@ typedef struct {
     uint32_t n_ogroups;
     sm_pf_comm_t *comms;
     uint32_t n_comms;
-    uint64_t resolution;
+    uint64_t resolution, offset;
     bool damaged_defs;
     uint32_t corr_attr; /* the attribute "correlation id"; SM_PF_NONE */
 
@@ -217,13 +217,15 @@ static const char *sm_pf_string(const sm_pf_t *pf, uint32_t ref)
     return ref < pf->n_strings && pf->strings[ref] ? pf->strings[ref] : NULL;
 }
 
-/* Ticks to ns, on the archive's own clock (not shifted to start at 0: a
- * zero timestamp could read as "none"; the UI shows times from the start). */
+/* Ticks to ns from the start of the archive (its clock's global offset),
+ * plus 1 ns: small numbers are short varints, and no timestamp is 0 (which
+ * could read as "none"). */
 static uint64_t sm_pf_ns(const sm_pf_t *pf, uint64_t t)
 {
-    if (pf->resolution == 1000000000u || pf->resolution == 0)
-        return t;
-    return (uint64_t)((unsigned __int128)t * 1000000000u / pf->resolution);
+    uint64_t d = t > pf->offset ? t - pf->offset : 0;
+    if (pf->resolution != 1000000000u && pf->resolution != 0)
+        d = (uint64_t)((unsigned __int128)d * 1000000000u / pf->resolution);
+    return d + 1;
 }
 
 /* Track uuids: processes, locations, counters (nonzero, distinct). */
@@ -448,8 +450,8 @@ static OTF2_CallbackCode sm_pf_def_clock(void *u, uint64_t resolution, uint64_t 
 {
     sm_pf_t *pf = u;
     (void)length, (void)realtime;
-    (void)offset;
     pf->resolution = resolution;
+    pf->offset = offset;
     return OTF2_CALLBACK_SUCCESS;
 }
 
