@@ -35,6 +35,7 @@
 #include "../sampling/process_sampler.h"
 #include "../util/log.h"
 #include "../writers/summary_common.h"
+#include "../writers/perfetto.h"
 #include "../writers/writers.h"
 
 extern char **environ;
@@ -672,6 +673,21 @@ static int sm_runtime_write_report(const char *dir)
     return rc != 0;
 }
 
+/* trace.pftrace, from the archive just written (every rank's part of it
+ * is complete: the caller waited for all).  0 or 1. */
+static int sm_runtime_write_perfetto(const char *dir)
+{
+    char err[8600];
+    int rc = sm_perfetto_write(dir, NULL, err, sizeof err);
+    if (rc == SM_PERFETTO_UNAVAILABLE) {
+        sm_warning("no trace.pftrace: %s", err);
+        return 0; /* (the launcher said so too) */
+    }
+    if (rc == SM_PERFETTO_NOT_OUTPUT)
+        sm_error("writing %s/trace.pftrace failed: %s", dir, err);
+    return rc != 0;
+}
+
 /* Everything the job writes, collectively over procs.  Returns this
  * process's failures. */
 static int sm_runtime_write_job(const sm_procs_t *procs)
@@ -724,6 +740,10 @@ static int sm_runtime_write_job(const sm_procs_t *procs)
     };
     if (sm_cfg.trace && sm_otf2_write(&sm_run, &job) != 0)
         failures++;
+    /* The Perfetto trace reads the whole archive on rank 0: every rank's
+     * event files must be closed first. */
+    if (sm_cfg.trace && sm_cfg.perfetto && procs->size > 1 && procs->barrier(procs->ctx) != 0)
+        failures++;
     if (sm_cfg.profile)
         failures += sm_runtime_write_profile(procs, &job);
     if (procs->rank == 0) {
@@ -733,6 +753,8 @@ static int sm_runtime_write_job(const sm_procs_t *procs)
         failures += meta_failed;
         if (sm_cfg.report && !meta_failed) /* (it reads metadata.json) */
             failures += sm_runtime_write_report(sm_run.output_dir);
+        if (sm_cfg.trace && sm_cfg.perfetto)
+            failures += sm_runtime_write_perfetto(sm_run.output_dir);
     }
     free(messages);
     free(bytes);

@@ -1057,6 +1057,20 @@ int main(int argc, char **argv)
         opts.given[SM_CONFIG_SAMPLING] = "no";
     }
 #endif
+#ifndef SM_HAVE_PERFETTO
+    /* The Perfetto writer was not built: one line, and the program runs. */
+    if (cfg.perfetto) {
+        sm_warning("--perfetto: this sysmeasure was built without protobuf-c (apt-get install "
+                   "libprotobuf-c-dev protobuf-c-compiler, then configure again); running "
+                   "without trace.pftrace");
+        cfg.perfetto = false;
+        opts.given[SM_CONFIG_PERFETTO] = "no";
+    }
+#else
+    if (cfg.perfetto && !cfg.trace)
+        sm_warning("--perfetto: trace.pftrace is made from the trace, which --no-trace turns off; "
+                   "none will be written");
+#endif
 
     /* c. Output folder. */
     char *output = sm_prepare_output(cfg.output);

@@ -24,20 +24,23 @@
 #include "../merge/recover.h"
 #include "../merge/unify.h"
 #include "../util/log.h"
+#include "../writers/perfetto.h"
 #include "../writers/writers.h"
 
 enum { SM_MERGE_OK = 0, SM_MERGE_FAILED = 1, SM_MERGE_USAGE = 2 };
 
 static void sm_merge_usage(FILE *f)
 {
-    fprintf(f, "usage: sysmeasure-merge [-v] [--job ID] FOLDER\n"
+    fprintf(f, "usage: sysmeasure-merge [-v] [--job ID] [--perfetto] FOLDER\n"
                "Writes FOLDER/traces.otf2, profile.txt, profile.json, profile.csv,\n"
                "metadata.json and report.html from the process files that the ranks of\n"
                "a job left in FOLDER/.ranks when they could not write them together\n"
                "(MPI_Abort, a signal, no MPI_Finalize), and, for processes run with\n"
                "--crash-safe and killed without a word (kill -9), from their crash-safe\n"
                "files in FOLDER/.spill.  When the folder holds the files\n"
-               "of several jobs, --job ID names the one to merge (the error lists them).\n");
+               "of several jobs, --job ID names the one to merge (the error lists them).\n"
+               "--perfetto also writes trace.pftrace (Perfetto's format, for ui.perfetto.dev),\n"
+               "as the job's own --perfetto would have.\n");
 }
 
 #define SM_RECOVERED_REASON "killed; recovered from its crash-safe files"
@@ -244,6 +247,7 @@ int main(int argc, char **argv)
 {
     int verbose = 0, argi = 1;
     const char *want = NULL;
+    int perfetto = 0; /* --perfetto, or the job's own configuration */
     sm_runtime_discard_output(); /* never measure ourselves */
     for (; argi < argc && argv[argi][0] == '-'; argi++) {
         if (!strcmp(argv[argi], "--job") || !strncmp(argv[argi], "--job=", 6)) {
@@ -253,6 +257,8 @@ int main(int argc, char **argv)
                          "names them)");
                 return SM_MERGE_USAGE;
             }
+        } else if (!strcmp(argv[argi], "--perfetto")) {
+            perfetto = 1;
         } else if (!strcmp(argv[argi], "-h") || !strcmp(argv[argi], "--help")) {
             sm_merge_usage(stdout);
             return SM_MERGE_OK;
@@ -446,6 +452,13 @@ int main(int argc, char **argv)
         int rc = sm_report_write_html(folder, err, sizeof err);
         if (rc == SM_REPORT_NOT_OUTPUT)
             sm_error("writing %s/report.html failed: %s", folder, err);
+        failures += rc != 0;
+    }
+    if ((perfetto || (run.config && run.config->perfetto)) && (!run.config || run.config->trace)) {
+        char err[PATH_MAX + 600];
+        int rc = sm_perfetto_write(folder, NULL, err, sizeof err);
+        if (rc == SM_PERFETTO_NOT_OUTPUT || rc == SM_PERFETTO_UNAVAILABLE)
+            sm_error("no %s/trace.pftrace: %s", folder, err);
         failures += rc != 0;
     }
 

@@ -107,8 +107,13 @@ static void backend_flush(void)
 
 int main(void)
 {
-    char dir[] = "/tmp/sm-test-gpu-XXXXXX";
-    if (!mkdtemp(dir))
+    /* SM_TEST_KEEP_OUTPUT=DIR: write the output there and keep it
+     * (test_perfetto.py converts its archive, which has GPU streams). */
+    char dir[4096] = "/tmp/sm-test-gpu-XXXXXX";
+    const char *keep = getenv("SM_TEST_KEEP_OUTPUT");
+    if (keep && *keep)
+        snprintf(dir, sizeof dir, "%s", keep);
+    else if (!mkdtemp(dir))
         return 1;
     setenv("SYSMEASURE_OUTPUT", dir, 1);
     setenv("SYSMEASURE_BUFFER_SIZE", "1M", 1); /* small: the streams spill */
@@ -285,9 +290,9 @@ int main(void)
     if (f)
         fclose(f);
     CHECK(strstr(page, "\"kind\": \"gpu\"") && strstr(page, "\"GPU kernels\": ["));
-    char cmd[128];
+    char cmd[4200];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (getenv("SM_TEST_KEEP"))
+    if (keep && *keep)
         fprintf(stderr, "output kept in %s\n", dir);
     else if (system(cmd) != 0)
         fprintf(stderr, "could not remove %s\n", dir);
