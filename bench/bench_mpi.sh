@@ -18,37 +18,38 @@ trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 modes=${SM_BENCH_TRACE:-yes no}
 
-i=0
-while [ $i -lt "$rounds" ]; do
-    "$mpirun" -np "$np" --oversubscribe "$build/bench/bench-mpi" "$iters" >>"$work/plain"
-    for t in $modes; do
-        "$mpirun" -np "$np" --oversubscribe "$build/sysmeasure" --trace="$t" \
-            --output "$work/out$i" -- "$build/bench/bench-mpi" "$iters" >>"$work/trace-$t" 2>"$work/err" ||
-            { echo "a run with --trace=$t failed ($?): $(tail -3 "$work/err")" >&2; }
-        du -sk "$work/out$i" | cut -f1 >>"$work/size_kb-$t"
-        rm -rf "$work/out$i"
-    done
-    i=$((i + 1))
-done
-
-median() { # key file
-    grep "^$1 " "$2" | awk '{print $2}' | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'
+. "$(dirname "$0")/bench_lib.sh"
+# one_run KIND ROUND: plain, or under the launcher (trace: yes/no)
+one_run() {
+    if [ "$1" = plain ]; then
+        "$mpirun" -np "$np" --oversubscribe "$build/bench/bench-mpi" "$iters" >>"$work/plain"
+        return
+    fi
+    t=$1
+    "$mpirun" -np "$np" --oversubscribe "$build/sysmeasure" --trace="$t" \
+        --output "$work/out$2" -- "$build/bench/bench-mpi" "$iters" >>"$work/trace-$t" 2>"$work/err" ||
+        { echo "a run with --trace=$t failed ($?): $(tail -3 "$work/err")" >&2; }
+    du -sk "$work/out$2" | cut -f1 >>"$work/size_kb-$t"
+    rm -rf "$work/out$2"
 }
-echo "bench-mpi: $np ranks, $iters calls per kernel, $rounds rounds (medians; ns, finalize in ms)"
+# shellcheck disable=SC2086
+bench_rounds "$rounds" one_run plain $modes
+
+echo "bench-mpi: $np ranks, $iters calls per kernel, $rounds rounds (medians; ns, finalize in ms); $(bench_load)"
 printf '%-16s %10s' kernel plain
 for t in $modes; do
     [ "$t" = yes ] && printf ' %10s %10s' traced added || printf ' %10s %10s' profile added
 done
 echo
 for k in comm_rank_ns pingpong_ns allreduce8_ns finalize_ms; do
-    p=$(median "$k" "$work/plain")
+    p=$(bench_median "$k" "$work/plain")
     printf '%-16s %10s' "$k" "$p"
     for t in $modes; do
-        m=$(median "$k" "$work/trace-$t")
-        printf ' %10s %10s' "$m" "$(echo "$m $p" | awk '{printf "%+.2f", $1 - $2}')"
+        m=$(bench_median "$k" "$work/trace-$t")
+        printf ' %10s %10s' "$m" "$(bench_added "$m" "$p" %+.2f)"
     done
     echo
 done
 for t in $modes; do
-    echo "output folder (trace: $t): $(sort -g "$work/size_kb-$t" | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}') KiB"
+    echo "output folder (trace: $t): $(bench_mid <"$work/size_kb-$t") KiB"
 done

@@ -16,18 +16,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-static long fib(int n)
-{
-    long x, y;
-    if (n < 2)
-        return n;
-#pragma omp task shared(x) firstprivate(n)
-    x = fib(n - 1);
-#pragma omp task shared(y) firstprivate(n)
-    y = fib(n - 2);
-#pragma omp taskwait
-    return x + y;
-}
+#include "../tests/programs/omp_fib.h"
 
 static double now_ns(void)
 {
@@ -80,16 +69,10 @@ int main(int argc, char **argv)
         t0 = now_ns();
 #pragma omp parallel num_threads(2)
 #pragma omp single
-        fib_result = fib(fib_n);
+        fib_result = fib_tasks_rec(fib_n);
         t = now_ns() - t0;
         if (t < best_fib)
             best_fib = t;
-    }
-    long a = 0, b = 1; /* tasks: 2 (fib(n + 1) - 1) */
-    for (int i = 0; i < fib_n + 1; i++) {
-        long c = a + b;
-        a = b;
-        b = c;
     }
     if (fib_result < 0)
         return 1;
@@ -97,6 +80,6 @@ int main(int argc, char **argv)
     printf("parallel_ns %.1f\n", best_parallel);
     printf("barrier_ns %.1f\n", best_barrier);
     printf("fib_ms %.2f\n", best_fib / 1e6);
-    printf("fib_task_ns %.1f\n", best_fib / (double)(2 * (a - 1)));
+    printf("fib_task_ns %.1f\n", best_fib / (double)fib_task_count(fib_n));
     return 0;
 }

@@ -21,43 +21,44 @@ trap 'rm -rf "$work"' EXIT
 modes=${SM_BENCH_TRACE:-yes no}
 export OMP_NUM_THREADS=2 OMP_PROC_BIND=${OMP_PROC_BIND:-true} # pinned: steadier
 
-i=0
-while [ $i -lt "$rounds" ]; do
-    "$build/bench/bench-omp" "$iters" 5 "$fib" >>"$work/plain"
-    OMP_TOOL_LIBRARIES="$build/bench/bench-omp-tool.so" "$build/bench/bench-omp" "$iters" 5 "$fib" >>"$work/tool"
-    for t in $modes; do
-        "$build/sysmeasure" --trace="$t" --output "$work/out$i" -- \
+. "$(dirname "$0")/bench_lib.sh"
+# one_run KIND ROUND: plain, the no-op tool, or under the launcher (trace: yes/no)
+one_run() {
+    case $1 in
+    plain) "$build/bench/bench-omp" "$iters" 5 "$fib" >>"$work/plain" ;;
+    tool) OMP_TOOL_LIBRARIES="$build/bench/bench-omp-tool.so" \
+              "$build/bench/bench-omp" "$iters" 5 "$fib" >>"$work/tool" ;;
+    *)
+        t=$1
+        "$build/sysmeasure" --trace="$t" --output "$work/out$2" -- \
             "$build/bench/bench-omp" "$iters" 5 "$fib" >>"$work/trace-$t" 2>"$work/err" ||
             { echo "a run with --trace=$t failed ($?): $(tail -3 "$work/err")" >&2; }
-        cat "$work/out$i"/profile.* | wc -c >>"$work/profile_bytes-$t"
-        { du -sk "$work/out$i/traces" 2>/dev/null || echo 0; } | cut -f1 >>"$work/trace_kb-$t"
-        rm -rf "$work/out$i"
-    done
-    i=$((i + 1))
-done
-
-median() { # key file
-    grep "^$1 " "$2" | awk '{print $2}' | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'
+        cat "$work/out$2"/profile.* | wc -c >>"$work/profile_bytes-$t"
+        { du -sk "$work/out$2/traces" 2>/dev/null || echo 0; } | cut -f1 >>"$work/trace_kb-$t"
+        rm -rf "$work/out$2"
+        ;;
+    esac
 }
-mid() { sort -g "$1" | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
-echo "bench-omp: $(median threads "$work/plain") threads, $iters per kernel, fib($fib), $rounds rounds (medians; ns, fib in ms)"
+# shellcheck disable=SC2086
+bench_rounds "$rounds" one_run plain tool $modes
+echo "bench-omp: $(bench_median threads "$work/plain") threads, $iters per kernel, fib($fib), $rounds rounds (medians; ns, fib in ms); $(bench_load)"
 printf '%-12s %10s %10s' kernel plain "no-op tool"
 for t in $modes; do
     [ "$t" = yes ] && printf ' %10s %9s' traced added || printf ' %10s %9s' profile added
 done
 echo
 for k in parallel_ns barrier_ns fib_ms fib_task_ns; do
-    p=$(median "$k" "$work/plain")
-    printf '%-12s %10s %10s' "$k" "$p" "$(median "$k" "$work/tool")"
+    p=$(bench_median "$k" "$work/plain")
+    printf '%-12s %10s %10s' "$k" "$p" "$(bench_median "$k" "$work/tool")"
     for t in $modes; do
-        m=$(median "$k" "$work/trace-$t")
-        printf ' %10s %9s' "$m" "$(echo "$m $p" | awk '{printf "%+.1f", $1 - $2}')"
+        m=$(bench_median "$k" "$work/trace-$t")
+        printf ' %10s %9s' "$m" "$(bench_added "$m" "$p")"
     done
     echo
 done
-p=$(median fib_ms "$work/plain")
+p=$(bench_median fib_ms "$work/plain")
 for t in $modes; do
-    m=$(median fib_ms "$work/trace-$t")
+    m=$(bench_median fib_ms "$work/trace-$t")
     echo "fib($fib), trace: $t: $(echo "$m $p" | awk '{printf "%.2f", $1 / $2}')x plain;" \
-        "profile files $(mid "$work/profile_bytes-$t") bytes, trace $(mid "$work/trace_kb-$t") KiB"
+        "profile files $(bench_mid <"$work/profile_bytes-$t") bytes, trace $(bench_mid <"$work/trace_kb-$t") KiB"
 done

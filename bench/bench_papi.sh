@@ -17,30 +17,26 @@ perf4=perf::TASK-CLOCK,perf::PAGE-FAULTS,perf::CONTEXT-SWITCHES,perf::CPU-MIGRAT
 kinds="none sde1 sde4"
 "$build/sysmeasure" --papi "$perf4" --output "$work/probe" -- true >/dev/null 2>&1 &&
     kinds="$kinds perf1 perf4"
-i=0
-while [ $i -lt "$rounds" ]; do
-    for k in $kinds; do
-        case $k in
-        none) ev= ;;
-        sde1) ev=$sde1 ;;
-        sde4) ev=$sde4 ;;
-        perf1) ev=$perf1 ;;
-        perf4) ev=$perf4 ;;
-        esac
-        SYSMEASURE_PAPI_EVENTS=$ev "$build/sysmeasure" --output "$work/out" -- \
-            "$build/bench/bench-papi" "$pairs" >>"$work/$k" 2>/dev/null
-        rm -rf "$work/out"
-    done
-    i=$((i + 1))
-done
-median() { # key file
-    grep "^$1 " "$2" | awk '{print $2}' | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'
+. "$(dirname "$0")/bench_lib.sh"
+one_run() { # KIND ROUND
+    case $1 in
+    none) ev= ;;
+    sde1) ev=$sde1 ;;
+    sde4) ev=$sde4 ;;
+    perf1) ev=$perf1 ;;
+    perf4) ev=$perf4 ;;
+    esac
+    SYSMEASURE_PAPI_EVENTS=$ev "$build/sysmeasure" --output "$work/out" -- \
+        "$build/bench/bench-papi" "$pairs" >>"$work/$1" 2>/dev/null
+    rm -rf "$work/out"
 }
-base=$(median pair_ns "$work/none")
-echo "bench-papi: ns per region enter+leave pair, trace+profile, $pairs pairs, $rounds rounds (medians)"
-echo "baseline in the same runs: two TSC reads $(median tsc2_ns "$work/none") ns"
+# shellcheck disable=SC2086
+bench_rounds "$rounds" one_run $kinds
+base=$(bench_median pair_ns "$work/none")
+echo "bench-papi: ns per region enter+leave pair, trace+profile, $pairs pairs, $rounds rounds (medians); $(bench_load)"
+echo "baseline in the same runs: two TSC reads $(bench_median tsc2_ns "$work/none") ns"
 printf '%-28s %10s %10s\n' events pair_ns added
 for k in $kinds; do
-    m=$(median pair_ns "$work/$k")
-    printf '%-28s %10s %10s\n' "$k" "$m" "$(echo "$m $base" | awk '{printf "%+.1f", $1 - $2}')"
+    m=$(bench_median pair_ns "$work/$k")
+    printf '%-28s %10s %10s\n' "$k" "$m" "$(bench_added "$m" "$base")"
 done

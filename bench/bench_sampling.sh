@@ -15,29 +15,25 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 prog=$build/bench/bench-sampling
 kinds="alone nosampling hz100 hz1000"
-i=0
-while [ $i -lt "$rounds" ]; do
-    for k in $kinds; do
-        case $k in
-        alone) "$prog" "$iters" >>"$work/$k" ;;
-        nosampling) "$build/sysmeasure" -o "$work/out" -- "$prog" "$iters" >>"$work/$k" 2>/dev/null ;;
-        hz100) "$build/sysmeasure" -o "$work/out" --sampling --sampling-freq 100 -- \
-                   "$prog" "$iters" >>"$work/$k" 2>/dev/null ;;
-        hz1000) "$build/sysmeasure" -o "$work/out" --sampling --sampling-freq 1000 -- \
-                    "$prog" "$iters" >>"$work/$k" 2>/dev/null ;;
-        esac
-        rm -rf "$work/out"
-    done
-    i=$((i + 1))
-done
-median() { # key file
-    grep "^$1 " "$2" | awk '{print $2}' | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'
+. "$(dirname "$0")/bench_lib.sh"
+one_run() { # KIND ROUND
+    case $1 in
+    alone) "$prog" "$iters" >>"$work/$1" ;;
+    nosampling) "$build/sysmeasure" -o "$work/out" -- "$prog" "$iters" >>"$work/$1" 2>/dev/null ;;
+    hz100) "$build/sysmeasure" -o "$work/out" --sampling --sampling-freq 100 -- \
+               "$prog" "$iters" >>"$work/$1" 2>/dev/null ;;
+    hz1000) "$build/sysmeasure" -o "$work/out" --sampling --sampling-freq 1000 -- \
+                "$prog" "$iters" >>"$work/$1" 2>/dev/null ;;
+    esac
+    rm -rf "$work/out"
 }
-base=$(median cpu_ns_per_iter "$work/nosampling")
-echo "bench-sampling: CPU ns per iteration of a compute loop under 10 frames, $iters M iterations, $rounds rounds (medians)"
+# shellcheck disable=SC2086
+bench_rounds "$rounds" one_run $kinds
+base=$(bench_median cpu_ns_per_iter "$work/nosampling")
+echo "bench-sampling: CPU ns per iteration of a compute loop under 10 frames, $iters M iterations, $rounds rounds (medians); $(bench_load)"
 printf '%-34s %12s %10s\n' run cpu_ns/iter overhead
 for k in $kinds; do
-    m=$(median cpu_ns_per_iter "$work/$k")
+    m=$(bench_median cpu_ns_per_iter "$work/$k")
     printf '%-34s %12s %10s\n' "$k" "$m" "$(echo "$m $base" | awk '{printf "%+.2f%%", 100 * ($1 - $2) / $2}')"
 done
 

@@ -22,7 +22,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 sm="$build/sysmeasure"
 b="$build/bench/bench-spill"
 
-median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+. "$(dirname "$0")/bench_lib.sh"
 now_ns() { date +%s%N; }
 # run NAME ARGS...: runs the command, appends "key value" lines to
 # $work/NAME, with exit_ms (last event to process end), rss_kb and trace_mb.
@@ -40,10 +40,9 @@ run() {
     fi
     rm -rf "$work/out"
 }
-get() { awk -v k="$2" '$1 == k {print $2}' "$work/$1" | median; }
+get() { bench_median "$2" "$work/$1"; }
 
-i=0
-while [ "$i" -lt "$rounds" ]; do
+one_round() { # (all) ROUND
     run pair_spill "$sm" -o "$work/out" --no-profile --buffer-size 16M "$b" pairs 1000000 5
     run pair_nospill "$sm" -o "$work/out" --no-profile --buffer-size 2G "$b" pairs 1000000 5
     for n in 2300000 4600000 9200000; do
@@ -60,10 +59,10 @@ while [ "$i" -lt "$rounds" ]; do
         run pp_64m "$mpirun" -np 2 "$sm" -o "$work/out" "$pp" 150000 8
         run pp_512m "$mpirun" -np 2 "$sm" -o "$work/out" --buffer-size 512M "$pp" 150000 8
     fi
-    i=$((i + 1))
-done
+}
+bench_rounds "$rounds" one_round all
 
-echo "bench-spill: medians of $rounds rounds"
+echo "bench-spill: medians of $rounds rounds; $(bench_load)"
 echo "1. region pair (ns), 5 x 1M pairs: fastest repetition / mean of all"
 printf '   %-24s %8s %8s\n' "no spill (2G budget)" "$(get pair_nospill pair_ns)" "$(get pair_nospill pair_ns_all)"
 printf '   %-24s %8s %8s\n' "spilling (16M budget)" "$(get pair_spill pair_ns)" "$(get pair_spill pair_ns_all)"

@@ -11,25 +11,25 @@ prog=${3:-/bin/true}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+. "$(dirname "$0")/bench_lib.sh"
 now_ns() { date +%s%N; }
-i=0
-while [ $i -lt "$rounds" ]; do
-    t0=$(now_ns); "$prog" >/dev/null; t1=$(now_ns)
-    echo $(((t1 - t0) / 1000)) >>"$work/plain"
-    for t in yes no; do
-        t0=$(now_ns)
-        "$build/sysmeasure" --trace=$t --output "$work/out" -- "$prog" >/dev/null 2>&1
-        t1=$(now_ns)
-        echo $(((t1 - t0) / 1000)) >>"$work/trace-$t"
-        rm -rf "$work/out"
-    done
-    i=$((i + 1))
-done
+one_run() { # KIND ROUND: plain, or under the launcher (trace: yes/no)
+    t0=$(now_ns)
+    if [ "$1" = plain ]; then
+        "$prog" >/dev/null
+    else
+        "$build/sysmeasure" --trace="$1" --output "$work/out" -- "$prog" >/dev/null 2>&1
+    fi
+    t1=$(now_ns)
+    echo $(((t1 - t0) / 1000)) >>"$work/$1"
+    rm -rf "$work/out"
+}
+bench_rounds "$rounds" one_run plain yes no
 stat() { sort -g "$1" | awk '{v[NR]=$1} END {printf "%8.2f %8.2f", v[int((NR+1)/2)] / 1000, v[1] / 1000}'; }
-echo "start-up of $prog: $rounds rounds, wall-clock ms (median, min)"
+echo "start-up of $prog: $rounds rounds, wall-clock ms (median, min); $(bench_load)"
 printf '%-34s %s\n' "plain" "$(stat "$work/plain")"
-printf '%-34s %s\n' "sysmeasure (trace and profile)" "$(stat "$work/trace-yes")"
-printf '%-34s %s\n' "sysmeasure --trace=no" "$(stat "$work/trace-no")"
-p=$(sort -g "$work/plain" | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
-m=$(sort -g "$work/trace-yes" | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
+printf '%-34s %s\n' "sysmeasure (trace and profile)" "$(stat "$work/yes")"
+printf '%-34s %s\n' "sysmeasure --trace=no" "$(stat "$work/no")"
+p=$(bench_mid <"$work/plain")
+m=$(bench_mid <"$work/yes")
 echo "added by sysmeasure (medians): $(echo "$m $p" | awk '{printf "%+.2f", ($1 - $2) / 1000}') ms"

@@ -37,7 +37,7 @@ MPI_Comm sm_mpi_private_comm = MPI_COMM_NULL;
 
 /* Set: every wrapper calls straight through (no core, a process group that
  * could not be measured, after MPI_Finalize). */
-static int sm_mpi_pass = 1;
+int sm_mpi_pass = 1;
 static int sm_mpi_init_done;
 
 static sm_procs_t sm_mpi_procs;
@@ -59,15 +59,12 @@ __attribute__((constructor)) static void sm_mpi_adapter_load(void)
 
 /* ---------------------------------------------------------------- calls */
 
-static SM_TLS uint32_t sm_mpi_depth;
-static SM_TLS uint32_t sm_mpi_cur_fn = UINT32_MAX;
-
-/* Region ids, + 1 (0: not defined yet). */
-static uint32_t sm_mpi_regions[SM_MPI_FN_COUNT];
+SM_TLS uint32_t sm_mpi_in_call;
+uint32_t sm_mpi_regions[SM_MPI_FN_COUNT];
 
 uint32_t sm_mpi_current_fn(void)
 {
-    return sm_mpi_depth ? sm_mpi_cur_fn : UINT32_MAX;
+    return sm_mpi_in_call ? sm_mpi_in_call - 1 : UINT32_MAX;
 }
 
 const char *sm_mpi_function_name(uint32_t fn)
@@ -125,30 +122,28 @@ static SM_NOINLINE uint32_t sm_mpi_region_of_slow(uint32_t fn)
  * does not measure): the communicator and request tables must see every
  * creation, and a communicator's creation is collective over its members,
  * which need not all measure at the same time.  Only nesting (an MPI call
- * made by an MPI call) and an inactive adapter call straight through. */
-int sm_mpi_call_begin(sm_mpi_call_t *call, uint32_t fn)
+ * made by an MPI call) and an inactive adapter call straight through.
+ * The fast path is inline (mpi_hooks.h); here the first call of a function
+ * (its region defined) and the calls of a filtered one. */
+int sm_mpi_call_begin_slow(sm_mpi_call_t *call, uint32_t fn)
 {
-    if (SM_UNLIKELY(__atomic_load_n(&sm_mpi_pass, __ATOMIC_RELAXED)) || sm_mpi_depth ||
-        SM_UNLIKELY(fn >= SM_MPI_FN_COUNT))
+    if (SM_UNLIKELY(fn >= SM_MPI_FN_COUNT))
         return 0;
-    sm_mpi_depth = 1;
-    sm_mpi_cur_fn = fn;
-    call->fn = fn;
     uint32_t r = __atomic_load_n(&sm_mpi_regions[fn], __ATOMIC_RELAXED) - 1;
-    if (SM_UNLIKELY(r == SM_INVALID_ID))
+    if (r == SM_INVALID_ID)
         r = sm_mpi_region_of_slow(fn);
     if (SM_UNLIKELY(sm_region_filtered(r)) && r != SM_INVALID_ID && sm_mpi_group_off(fn) &&
         !sm_mpi_functions[fn].bookkeeping) {
         /* Its group is left out, and its hooks only record events: straight
          * through, untraced.  Groups are the job's (one configuration), so
          * both ends of a message or collective are left out alike. */
-        sm_mpi_depth = 0;
         return 0;
     }
+    sm_mpi_in_call = fn + 1;
+    call->fn = fn;
     call->region = r;
     if (SM_LIKELY(r != SM_INVALID_ID))
-        sm_mpi_api->enter(r); /* the core's entries leave errno alone; a
-                                 * filtered region records only the events
+        sm_mpi_api->enter(r); /* a filtered region records only the events
                                  * inside the call (adapter_api.c) */
     return 1;
 }
@@ -157,10 +152,9 @@ int sm_mpi_call_begin(sm_mpi_call_t *call, uint32_t fn)
  * only nesting calls straight through, so that their hooks always run. */
 int sm_mpi_call_begin_lifecycle(sm_mpi_call_t *call, uint32_t fn)
 {
-    if (sm_mpi_depth)
+    if (sm_mpi_in_call)
         return 0;
-    sm_mpi_depth = 1;
-    sm_mpi_cur_fn = fn;
+    sm_mpi_in_call = fn + 1;
     call->fn = fn;
     call->region = SM_INVALID_ID;
     if (sm_mpi_api && !__atomic_load_n(&sm_mpi_pass, __ATOMIC_RELAXED) && fn < SM_MPI_FN_COUNT) {
@@ -174,12 +168,6 @@ int sm_mpi_call_begin_lifecycle(sm_mpi_call_t *call, uint32_t fn)
     return 1;
 }
 
-void sm_mpi_call_end(sm_mpi_call_t *call)
-{
-    if (SM_LIKELY(call->region != SM_INVALID_ID))
-        sm_mpi_api->leave(call->region);
-    sm_mpi_depth = 0;
-}
 
 /* ---------------------------------------------------------------- scratch */
 

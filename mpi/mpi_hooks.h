@@ -48,15 +48,48 @@ typedef struct sm_mpi_function_info {
 } sm_mpi_function_info_t;
 extern const sm_mpi_function_info_t sm_mpi_functions[] SM_HIDDEN;
 
+/* The state the wrappers test on every call, inline (mpi_adapter.c owns
+ * it): set while every wrapper calls straight through (no core, a process
+ * group that could not be measured, after MPI_Finalize); the function + 1
+ * whose wrapper runs on this thread (0: none); each function's region id
+ * + 1 (0: not defined yet). */
+extern int sm_mpi_pass SM_HIDDEN;
+extern SM_TLS uint32_t sm_mpi_in_call SM_HIDDEN;
+extern uint32_t sm_mpi_regions[SM_MPI_FN_COUNT] SM_HIDDEN;
+
+/* sm_mpi_call_begin for a function whose region is not defined yet, or
+ * filtered (its group left out). */
+int sm_mpi_call_begin_slow(sm_mpi_call_t *call, uint32_t fn) SM_HIDDEN;
+
 /* 1: this call goes through the hooks (its region is entered when the
  * thread measures; a thread that does not measure still keeps the
  * communicator and request tables up to date, and the core records
  * nothing); call sm_mpi_call_end after it.
  * 0: call straight through: sysmeasure is not active, or an MPI call of
  * ours is already running on this thread (a Fortran wrapper that reaches a
- * C wrapper, MPI calling itself): each application call is counted once. */
-int sm_mpi_call_begin(sm_mpi_call_t *call, uint32_t fn) SM_HIDDEN;
-void sm_mpi_call_end(sm_mpi_call_t *call) SM_HIDDEN;
+ * C wrapper, MPI calling itself): each application call is counted once.
+ * Inline: a wrapper's own cost is these two tests, a thread-local store
+ * and the core's enter. */
+static SM_ALWAYS_INLINE int sm_mpi_call_begin(sm_mpi_call_t *call, uint32_t fn)
+{
+    if (SM_UNLIKELY(__atomic_load_n(&sm_mpi_pass, __ATOMIC_RELAXED) | (int)sm_mpi_in_call))
+        return 0;
+    uint32_t r = __atomic_load_n(&sm_mpi_regions[fn], __ATOMIC_RELAXED) - 1;
+    if (SM_UNLIKELY(sm_region_filtered(r))) /* also SM_INVALID_ID: not defined yet */
+        return sm_mpi_call_begin_slow(call, fn);
+    sm_mpi_in_call = fn + 1;
+    call->fn = fn;
+    call->region = r;
+    sm_mpi_api->enter(r); /* the core's entries leave errno alone */
+    return 1;
+}
+
+static SM_ALWAYS_INLINE void sm_mpi_call_end(sm_mpi_call_t *call)
+{
+    if (SM_LIKELY(call->region != SM_INVALID_ID))
+        sm_mpi_api->leave(call->region);
+    sm_mpi_in_call = 0;
+}
 
 /* ---------------------------------------------------------------- helpers */
 

@@ -260,10 +260,16 @@ static sm_ompt_site_t *sm_site_make_locked(sm_site_kind_t kind, const void *code
     return s;
 }
 
+struct sm_ompt_thread;
+static const sm_ompt_site_t *sm_scope_parent(struct sm_ompt_thread *th);
+
+/* A construct not seen yet: named after the construct whose body the
+ * thread runs (found only here, not on every lookup). */
 static SM_NOINLINE sm_ompt_site_t *sm_site_slow(sm_site_kind_t kind, const void *codeptr,
-                                                const sm_ompt_site_t *parent)
+                                                struct sm_ompt_thread *th)
 {
     int saved_errno = errno; /* naming reads files: the program's errno stays */
+    const sm_ompt_site_t *parent = th ? sm_scope_parent(th) : NULL;
     pthread_mutex_lock(&sm_sites_lock);
     sm_ompt_site_t *s = sm_site_make_locked(kind, codeptr, parent);
     pthread_mutex_unlock(&sm_sites_lock);
@@ -273,7 +279,7 @@ static SM_NOINLINE sm_ompt_site_t *sm_site_slow(sm_site_kind_t kind, const void 
 
 /* The construct at codeptr; lock-free once it has been seen. */
 static inline sm_ompt_site_t *sm_site(sm_site_kind_t kind, const void *codeptr,
-                                      const sm_ompt_site_t *parent)
+                                      struct sm_ompt_thread *th)
 {
     uint64_t key = sm_site_key(kind, codeptr);
     uint32_t h = sm_site_hash(key);
@@ -285,7 +291,7 @@ static inline sm_ompt_site_t *sm_site(sm_site_kind_t kind, const void *codeptr,
         if (!k)
             break;
     }
-    return sm_site_slow(kind, codeptr, parent);
+    return sm_site_slow(kind, codeptr, th);
 }
 
 /* ---------------------------------------------------------------- parallel instances */
@@ -600,6 +606,10 @@ typedef struct sm_ompt_thread {
     uint32_t depth; /* scopes open; those beyond SM_MAX_SCOPES are only counted */
     uint32_t held;  /* locks held; those beyond SM_MAX_HELD are only counted */
     uint32_t generation; /* explicit tasks created so far (names them) */
+    /* The construct and team of the last parallel region this thread
+     * forked: a loop of parallel regions finds them without hashing. */
+    const sm_ompt_site_t *last_parallel;
+    sm_ompt_team_t *last_team;
     struct sm_ompt_thread *next;
     sm_ompt_scope_t scope[SM_MAX_SCOPES];
     sm_ompt_held_t locks[SM_MAX_HELD];
@@ -652,7 +662,7 @@ static inline sm_ompt_scope_t *sm_scope_find(sm_ompt_thread_t *th, uint32_t kind
 }
 
 /* The construct whose body the thread runs: its innermost task. */
-static inline const sm_ompt_site_t *sm_scope_parent(sm_ompt_thread_t *th)
+static const sm_ompt_site_t *sm_scope_parent(sm_ompt_thread_t *th)
 {
     uint32_t d = th->depth < SM_MAX_SCOPES ? th->depth : SM_MAX_SCOPES;
     while (d--)
@@ -966,7 +976,9 @@ static void sm_cb_parallel_begin(ompt_data_t *encountering_task, const ompt_fram
     (void)frame;
     sm_ompt_thread_t *th = sm_ompt_thread();
     sm_site_kind_t kind = (flags & ompt_parallel_league) ? SM_SITE_TEAMS : SM_SITE_PARALLEL;
-    const sm_ompt_site_t *site = sm_site(kind, codeptr, sm_scope_parent(th));
+    const sm_ompt_site_t *site = th->last_parallel;
+    if (SM_UNLIKELY(!site || site->key != sm_site_key(kind, codeptr)))
+        th->last_parallel = site = sm_site(kind, codeptr, th);
     const sm_ompt_scope_t *outer = sm_scope_find(th, SM_SCOPE_IMPLICIT, 0, false);
     uint64_t seq = __atomic_add_fetch(&sm_ring_last.seq, 1, __ATOMIC_RELAXED);
     sm_ompt_instance_t *in = &sm_ring[seq & (SM_RING - 1)];
@@ -978,8 +990,10 @@ static void sm_cb_parallel_begin(ompt_data_t *encountering_task, const ompt_fram
     in->forker = forker;
     in->parent = parent;
     __atomic_store_n(&in->seq, seq, __ATOMIC_RELEASE);
-    parallel->value = sm_parallel_value(seq, sm_team_slot(sm_team_known(parent, forker, requested)),
-                                        site);
+    sm_ompt_team_t *team = th->last_team;
+    if (SM_UNLIKELY(!team || !sm_team_is(team, parent, forker, requested)))
+        th->last_team = team = sm_team_known(parent, forker, requested);
+    parallel->value = sm_parallel_value(seq, sm_team_slot(team), site);
 }
 
 static void sm_cb_parallel_end(ompt_data_t *parallel, ompt_data_t *encountering_task, int flags,
@@ -1182,7 +1196,7 @@ static void sm_cb_work(ompt_work_t type, ompt_scope_endpoint_t endpoint, ompt_da
     if (endpoint == ompt_scope_begin) {
         uint64_t t = sm_clock_now();
         sm_end_open_single(th, loc, t);
-        sm_scope_push(th, loc, SM_SCOPE_WORK, sm_site(kind, codeptr, sm_scope_parent(th)), 0, t);
+        sm_scope_push(th, loc, SM_SCOPE_WORK, sm_site(kind, codeptr, th), 0, t);
     } else /* the end may carry another code pointer: leave what the begin entered */
         sm_scope_end(th, loc, SM_SCOPE_WORK, 0, false, sm_clock_now());
 }
@@ -1216,14 +1230,17 @@ static void sm_cb_sync_region(ompt_sync_region_t type, ompt_scope_endpoint_t end
     sm_location_t *loc = sm_location_current();
     if (endpoint == ompt_scope_begin) {
         const sm_ompt_site_t *site = NULL;
-        if (kind == SM_SITE_BARRIER_IMPLICIT && !codeptr) {
-            /* A worker's closing barrier has no code pointer: its region's. */
+        if (kind == SM_SITE_BARRIER_IMPLICIT) {
+            /* A parallel region's closing barrier: the region's (a worker's
+             * has no code pointer, the encountering thread's the region's),
+             * found without hashing. */
             sm_ompt_scope_t *implicit = sm_scope_find(th, SM_SCOPE_IMPLICIT, 0, false);
-            if (implicit && implicit->site->barrier)
+            if (implicit && implicit->site->barrier &&
+                (!codeptr || implicit->site->key == sm_site_key(implicit->site->kind, codeptr)))
                 site = implicit->site->barrier;
         }
         if (!site)
-            site = sm_site(kind, codeptr, sm_scope_parent(th));
+            site = sm_site(kind, codeptr, th);
         uint64_t t = sm_clock_now();
         if (kind == SM_SITE_BARRIER || kind == SM_SITE_BARRIER_IMPLICIT ||
             kind == SM_SITE_BARRIER_RUNTIME)
@@ -1248,7 +1265,7 @@ static void sm_cb_masked(ompt_scope_endpoint_t endpoint, ompt_data_t *parallel, 
     sm_location_t *loc = sm_location_current();
     if (endpoint == ompt_scope_begin)
         sm_scope_push(th, loc, SM_SCOPE_MASKED,
-                      sm_site(SM_SITE_MASKED, codeptr, sm_scope_parent(th)), 0, sm_clock_now());
+                      sm_site(SM_SITE_MASKED, codeptr, th), 0, sm_clock_now());
     else
         sm_scope_end(th, loc, SM_SCOPE_MASKED, 0, false, sm_clock_now());
 }
@@ -1280,8 +1297,7 @@ static void sm_cb_task_create(ompt_data_t *encountering_task, const ompt_frame_t
         return;
     sm_ompt_thread_t *th = sm_ompt_thread();
     const sm_ompt_site_t *site =
-        sm_site((flags & ompt_task_target) ? SM_SITE_TARGET_TASK : SM_SITE_TASK, codeptr,
-                sm_scope_parent(th));
+        sm_site((flags & ompt_task_target) ? SM_SITE_TARGET_TASK : SM_SITE_TASK, codeptr, th);
     sm_location_t *loc = sm_location_current();
     const sm_ompt_team_t *team = sm_task_team(th, loc);
     const sm_ompt_scope_t *implicit = sm_scope_find(th, SM_SCOPE_IMPLICIT, 0, false);
@@ -1361,7 +1377,7 @@ static void sm_cb_mutex_acquire(ompt_mutex_t kind, unsigned int hint, unsigned i
         return;
     sm_ompt_thread_t *th = sm_ompt_thread();
     sm_scope_push(th, sm_location_current(), SM_SCOPE_WAIT,
-                  sm_site(wait, codeptr, sm_scope_parent(th)), wait_id, sm_clock_now());
+                  sm_site(wait, codeptr, th), wait_id, sm_clock_now());
 }
 
 static void sm_cb_mutex_acquired(ompt_mutex_t kind, ompt_wait_id_t wait_id, const void *codeptr)
@@ -1378,7 +1394,7 @@ static void sm_cb_mutex_acquired(ompt_mutex_t kind, ompt_wait_id_t wait_id, cons
     sm_lock_acquired(th, loc, wait_id, t);
     sm_site_kind_t held = sm_held_kind(kind);
     if (held)
-        sm_scope_push(th, loc, SM_SCOPE_HELD, sm_site(held, codeptr, sm_scope_parent(th)),
+        sm_scope_push(th, loc, SM_SCOPE_HELD, sm_site(held, codeptr, th),
                       wait_id, t);
 }
 

@@ -7,6 +7,7 @@
 #define SM_LIKELY(x) __builtin_expect(!!(x), 1)
 #define SM_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define SM_NOINLINE __attribute__((noinline))
+#define SM_ALWAYS_INLINE inline __attribute__((always_inline))
 #define SM_COLD __attribute__((cold, noinline))
 /* initial-exec TLS: one instruction to reach the thread's location, also in a
  * library loaded by dlopen (we use 8 bytes of the static TLS surplus). */

@@ -28,6 +28,51 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
+/* libunwind is loaded when sampling starts (sm_cs_load), not linked: every
+ * measured program would otherwise load and relocate it at start-up,
+ * sampling or not.  Each entry: our short name, libunwind.h's name (a macro
+ * for the library's own symbol, _ULx86_64_step and the like). */
+#define SM_UNW_FUNCTIONS(X)                                                             \
+    X(backtrace, unw_backtrace) X(init_local2, unw_init_local2) X(get_reg, unw_get_reg)  \
+    X(step, unw_step) X(set_caching_policy, unw_set_caching_policy)
+#define SM_UNW_STR2(x) #x
+#define SM_UNW_STR(x) SM_UNW_STR2(x) /* the symbol, after expansion */
+static struct {
+#define SM_UNW_POINTER(mine, theirs) __typeof__(theirs) *mine;
+    SM_UNW_FUNCTIONS(SM_UNW_POINTER)
+#undef SM_UNW_POINTER
+    __typeof__(unw_local_addr_space) *local_addr_space;
+} sm_unw;
+
+/* 0, or -1 with one warning naming the problem. */
+static int sm_cs_load(void)
+{
+    static const char *const names[] = {"libunwind.so.8", "libunwind.so"};
+    void *lib = NULL;
+    const char *why = "";
+    for (size_t i = 0; i < sizeof names / sizeof *names && !lib; i++)
+        if (!(lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL)))
+            why = dlerror();
+    if (!lib) {
+        sm_warning("call-stack sampling is off: libunwind cannot be loaded (%s)", why ? why : "");
+        return -1;
+    }
+#define SM_UNW_RESOLVE(mine, theirs)                                                    \
+    if (!(*(void **)&sm_unw.mine = dlsym(lib, SM_UNW_STR(theirs)))) {                   \
+        sm_warning("call-stack sampling is off: libunwind lacks %s", SM_UNW_STR(theirs)); \
+        return -1;                                                                      \
+    }
+    SM_UNW_FUNCTIONS(SM_UNW_RESOLVE)
+#undef SM_UNW_RESOLVE
+    sm_unw.local_addr_space = dlsym(lib, SM_UNW_STR(unw_local_addr_space));
+    if (!sm_unw.local_addr_space) {
+        sm_warning("call-stack sampling is off: libunwind lacks %s",
+                   SM_UNW_STR(unw_local_addr_space));
+        return -1;
+    }
+    return 0;
+}
+
 #define SM_CS_MAX_DEPTH 128
 #define SM_CS_NODES (1u << 15)     /* calling-context nodes per thread */
 #define SM_CS_INDEX (SM_CS_NODES * 2)
@@ -119,7 +164,7 @@ static int sm_cs_unwind(void *uc, unw_word_t *ips)
 #if defined(__x86_64__)
     void *raw[SM_CS_MAX_DEPTH + 8];
     unw_word_t pc = (unw_word_t)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
-    int k = unw_backtrace(raw, SM_CS_MAX_DEPTH + 8);
+    int k = sm_unw.backtrace(raw, SM_CS_MAX_DEPTH + 8);
     for (int i = 0; i < k && i < 8; i++) {
         if ((unw_word_t)raw[i] != pc)
             continue;
@@ -134,14 +179,14 @@ static int sm_cs_unwind(void *uc, unw_word_t *ips)
     }
 #endif
     unw_cursor_t c;
-    if (unw_init_local2(&c, (unw_context_t *)uc, UNW_INIT_SIGNAL_FRAME) == 0) {
+    if (sm_unw.init_local2(&c, (unw_context_t *)uc, UNW_INIT_SIGNAL_FRAME) == 0) {
         do {
             unw_word_t ip;
-            if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || ip == 0)
+            if (sm_unw.get_reg(&c, UNW_REG_IP, &ip) < 0 || ip == 0)
                 break;
             ips[n] = n ? ip - 1 : ip;
             n++;
-        } while (n < SM_CS_MAX_DEPTH && unw_step(&c) > 0);
+        } while (n < SM_CS_MAX_DEPTH && sm_unw.step(&c) > 0);
     }
     return n;
 }
@@ -269,7 +314,7 @@ static void sm_cs_thread_start(sm_location_t *loc)
     t->have_timer = 1;
     /* The thread's unwind cache is made now, not in the first tick. */
     void *warm[8];
-    (void)unw_backtrace(warm, 8);
+    (void)sm_unw.backtrace(warm, 8);
     sm_cs_tls = t;
     sm_cs_thread_t *head = __atomic_load_n(&sm_cs_threads, __ATOMIC_RELAXED);
     do
@@ -326,14 +371,13 @@ int sm_callstack_init(const sm_config_t *cfg)
     sm_cs_tracing = cfg->trace;
     sm_cs_runtime_threads = cfg->sampling_runtime_threads;
     sm_cs_period_ns = 1000000000L / (long)(cfg->sampling_freq > 0 ? cfg->sampling_freq : 100);
-    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
-    /* Warm libunwind up outside a handler (its first use sets up state). */
-    unw_context_t uc;
-    unw_cursor_t c;
-    unw_getcontext(&uc);
-    if (unw_init_local(&c, &uc) == 0)
-        while (unw_step(&c) > 0) {
-        }
+    if (sm_cs_load() != 0)
+        return -1;
+    sm_unw.set_caching_policy(*sm_unw.local_addr_space, UNW_CACHE_PER_THREAD);
+    /* Warm libunwind up outside a handler (its first use sets up state;
+     * a miss in the fast path's cache takes the general unwinder). */
+    void *warm[SM_CS_MAX_DEPTH];
+    (void)sm_unw.backtrace(warm, SM_CS_MAX_DEPTH);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = sm_cs_handler;

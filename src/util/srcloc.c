@@ -7,14 +7,77 @@
 #include <stdlib.h>
 #include <string.h>
 #include "sm_build.h" /* from configure: SM_HAVE_LIBDW */
+#include "log.h"
 #include "symbols.h"
 
 #ifdef SM_HAVE_LIBDW
+#include <dlfcn.h>
 #include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <unistd.h>
+
+/* libdw (and libelf with it) is loaded at the first lookup, not linked:
+ * every measured program would otherwise load and relocate them at
+ * start-up, whether anything is ever looked up or not. */
+#define SM_DW_FUNCTIONS(X)                                                              \
+    X(dwarf_attr) X(dwarf_decl_file) X(dwarf_decl_line) X(dwarf_formstring)              \
+    X(dwarf_getscopes) X(dwarf_getsrc_die) X(dwarf_haspc) X(dwarf_linecol)               \
+    X(dwarf_lineno) X(dwarf_linesrc) X(dwarf_tag) X(dwfl_addrmodule) X(dwfl_begin)       \
+    X(dwfl_build_id_find_debuginfo) X(dwfl_end) X(dwfl_linecu) X(dwfl_lineinfo)          \
+    X(dwfl_module_addrdie) X(dwfl_module_getsrc) X(dwfl_module_nextcu)                   \
+    X(dwfl_offline_section_address) X(dwfl_report_begin) X(dwfl_report_elf)              \
+    X(dwfl_report_end)
+static struct {
+#define SM_DW_POINTER(name) __typeof__(name) *name;
+    SM_DW_FUNCTIONS(SM_DW_POINTER)
+#undef SM_DW_POINTER
+} sm_dw;
+static pthread_once_t sm_dw_once = PTHREAD_ONCE_INIT;
+static int sm_dw_loaded; /* 1: every function found */
+
+static void sm_dw_load(void)
+{
+    void *lib = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) { /* no source lines: names fall back to function+offset */
+        const char *why = dlerror();
+        sm_info(1, "no source lines: libdw cannot be loaded (%s)", why ? why : "libdw.so.1");
+        return;
+    }
+#define SM_DW_RESOLVE(name)                                                             \
+    if (!(*(void **)&sm_dw.name = dlsym(lib, #name))) {                                 \
+        sm_info(1, "no source lines: libdw.so.1 lacks %s", #name);                      \
+        return;                                                                         \
+    }
+    SM_DW_FUNCTIONS(SM_DW_RESOLVE)
+#undef SM_DW_RESOLVE
+    sm_dw_loaded = 1;
+}
+/* From here on, libdw's names call through the pointers (a macro is not
+ * expanded again inside its own expansion). */
+#define dwarf_attr sm_dw.dwarf_attr
+#define dwarf_decl_file sm_dw.dwarf_decl_file
+#define dwarf_decl_line sm_dw.dwarf_decl_line
+#define dwarf_formstring sm_dw.dwarf_formstring
+#define dwarf_getscopes sm_dw.dwarf_getscopes
+#define dwarf_getsrc_die sm_dw.dwarf_getsrc_die
+#define dwarf_haspc sm_dw.dwarf_haspc
+#define dwarf_linecol sm_dw.dwarf_linecol
+#define dwarf_lineno sm_dw.dwarf_lineno
+#define dwarf_linesrc sm_dw.dwarf_linesrc
+#define dwarf_tag sm_dw.dwarf_tag
+#define dwfl_addrmodule sm_dw.dwfl_addrmodule
+#define dwfl_begin sm_dw.dwfl_begin
+#define dwfl_end sm_dw.dwfl_end
+#define dwfl_linecu sm_dw.dwfl_linecu
+#define dwfl_lineinfo sm_dw.dwfl_lineinfo
+#define dwfl_module_addrdie sm_dw.dwfl_module_addrdie
+#define dwfl_module_getsrc sm_dw.dwfl_module_getsrc
+#define dwfl_module_nextcu sm_dw.dwfl_module_nextcu
+#define dwfl_report_begin sm_dw.dwfl_report_begin
+#define dwfl_report_elf sm_dw.dwfl_report_elf
+#define dwfl_report_end sm_dw.dwfl_report_end
 
 /* One Dwfl per loaded object, made at its first lookup: objects loaded
  * later (dlopen) get theirs when first asked about, and an object without
@@ -42,10 +105,8 @@ static int sm_srcloc_no_elf(Dwfl_Module *mod, void **userdata, const char *modna
  * only: dwfl_standard_find_debuginfo would also ask debuginfod servers
  * (DEBUGINFOD_URLS), a download from inside the measured program. */
 static char *sm_srcloc_debuginfo_path; /* NULL: libdwfl's default folders */
-static const Dwfl_Callbacks sm_srcloc_callbacks = {
+static Dwfl_Callbacks sm_srcloc_callbacks = { /* libdw's two: set by sm_srcloc_lookup_as */
     .find_elf = sm_srcloc_no_elf,
-    .find_debuginfo = dwfl_build_id_find_debuginfo,
-    .section_address = dwfl_offline_section_address,
     .debuginfo_path = &sm_srcloc_debuginfo_path,
 };
 
@@ -142,6 +203,9 @@ int sm_srcloc_function(const void *addr, sm_srcloc_t *out)
 static int sm_srcloc_lookup_as(const void *addr, sm_srcloc_t *out, int decl)
 {
     memset(out, 0, sizeof *out);
+    pthread_once(&sm_dw_once, sm_dw_load);
+    if (!sm_dw_loaded)
+        return -1;
     char path[PATH_MAX];
     uintptr_t bias;
     if (sm_symbol_object(addr, path, sizeof path, &bias) != 0 || !path[0])
@@ -149,6 +213,8 @@ static int sm_srcloc_lookup_as(const void *addr, sm_srcloc_t *out, int decl)
 
     int rc = -1;
     pthread_mutex_lock(&sm_srcloc_lock); /* a Dwfl is not thread-safe */
+    sm_srcloc_callbacks.find_debuginfo = sm_dw.dwfl_build_id_find_debuginfo;
+    sm_srcloc_callbacks.section_address = sm_dw.dwfl_offline_section_address;
     sm_srcloc_object_t *o = NULL;
     for (unsigned i = 0; i < sm_srcloc_n && !o; i++)
         if (sm_srcloc_objects[i].bias == bias)
