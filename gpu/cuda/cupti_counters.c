@@ -36,8 +36,15 @@
  * - A batch ends after SM_CUC_RANGES launches, on a group change, before a
  *   launch the filters leave out, at synchronising calls (sm_cuc_sync), at
  *   context destruction and at the end of the run, so that few values wait
- *   for the end of the run. */
-#define SM_CUC_COLLECT 1
+ *   for the end of the run.
+ *
+ * Collection stays OFF in this build: with this sequencing inside the
+ * launch callbacks, a kernel-mode run of tests/gpu/counters_app (70
+ * launches) on the H100 hung after its start and was not even ended by
+ * SIGTERM (manual section 8d.2); the same calls in a standalone program,
+ * outside CUPTI callbacks, worked.  A run with --gpu-metrics checks the
+ * names, says in one line that it does not count, and traces as usual. */
+#define SM_CUC_COLLECT 0
 
 enum { SM_CUC_KERNEL_MODE, SM_CUC_APPLICATION_MODE, SM_CUC_ROTATE_MODE };
 

@@ -228,9 +228,27 @@ def test_bad_metric():
     check("fma_launches" in p.stdout, "bad metric: the program ran on")
 
 
+def test_collection_disabled():
+    """This build checks the metrics but does not collect them (cupti_counters.c,
+    SM_CUC_COLLECT): one line saying so, the trace and the program unharmed."""
+    out, p = measure("disabled", ["8"], ["--gpu-metrics", INST + "," + TIME])
+    lines = [l for l in p.stderr.splitlines() if "GPU counters" in l]
+    check(len(lines) == 1 and "collection is disabled in this build" in lines[0],
+          "valid metrics, collection disabled: one line, got %r" % p.stderr)
+    check(expectation(p).get("fma_launches") == 8, "the program ran as usual")
+    check(not rows_of(out), "no counter rows when collection is disabled")
+    with open(os.path.join(out, "profile_gpu.csv"), newline="") as fh:
+        kernels = [r for r in csv.reader(fh) if any("fma_kernel" in c for c in r)]
+    check(kernels, "the GPU summary still has fma_kernel: %s" % kernels)
+
+
 def main():
     single = None
-    tests = (test_kernel_mode, test_eight_metrics, test_rotate, test_application)
+    # Collection is off in this build (see test_collection_disabled); the
+    # checks of the values run with SM_GPU_COUNTERS_COLLECT=1 once it is on.
+    collect = os.environ.get("SM_GPU_COUNTERS_COLLECT") == "1"
+    tests = (test_kernel_mode, test_eight_metrics, test_rotate, test_application) if collect \
+        else (test_collection_disabled,)
     for t in tests + (test_nvml, test_bad_metric):
         try:
             r = t(single) if t is test_application else t()
