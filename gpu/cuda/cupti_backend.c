@@ -315,8 +315,16 @@ static void sm_cu_record(sm_cu_batch_t *b, const CUpti_Activity *rec)
         sm_cu_context_device(context, device);
         a = sm_cu_batch_next(b);
         a->kind = SM_GPU_KERNEL;
-        a->start = sm_cu_ticks(k->start);
-        a->end = sm_cu_ticks(k->end);
+        uint64_t ks = k->start, ke = k->end;
+        /* A kernel replayed by the range profiler has no times in its
+         * record: it ran inside its launch call (cupti_counters.c). */
+        if (!ks && !ke && sm_cu_counting &&
+            sm_cuc_launch_interval(k->correlationId, &ks, &ke) != 0) {
+            sm_cu_api->gpu_dropped(1);
+            return;
+        }
+        a->start = sm_cu_ticks(ks);
+        a->end = sm_cu_ticks(ke);
         a->correlation = k->correlationId;
         a->region = sm_cu_kernel_region(k->name);
         a->launch.grid[0] = (uint32_t)k->gridX;
@@ -585,6 +593,17 @@ static void CUPTIAPI sm_cu_callback(void *userdata, CUpti_CallbackDomain domain,
                 int failed = cb->functionReturnValue && *(const int *)cb->functionReturnValue != 0;
                 sm_cu_in_tool++;
                 sm_cuc_launch_exit(cb->context, cb->correlationId, failed);
+                sm_cu_in_tool--;
+            }
+            /* Counter values wait for no later than a synchronising call. */
+            if (sm_cu_counting && cb->functionName &&
+                (strstr(cb->functionName, "Synchronize") ||
+                 (strstr(cb->functionName, "emcpy") && !strstr(cb->functionName, "Async")))) {
+                CUcontext cur = cb->context;
+                if (!cur)
+                    cuCtxGetCurrent(&cur);
+                sm_cu_in_tool++;
+                sm_cuc_sync(cur);
                 sm_cu_in_tool--;
             }
             sm_cu_runtime_depth -= !driver && sm_cu_runtime_depth > 0;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cupti.h>
 #include <cupti_profiler_target.h>
@@ -22,15 +23,27 @@
 #define SM_CUC_JOIN_SLOTS (1u << 16)
 #define SM_CUC_KERNELS 4096
 
-/* Collection itself (enabling the range profiler on a context) is off in
- * this build.  On the H100 (CUDA 13.0, driver 580) the metrics were checked
- * and their passes counted correctly, but once cuptiRangeProfilerEnable/Start
- * ran, every activity record of the process came with timestamps that do
- * not convert (the GPU part of the trace was lost), the first decoded batch
- * gave right values (smsp__inst_executed.sum equal for equal launches) and
- * every later batch NaN, and the end-of-run decode none.  Until that is
- * understood on hardware, a run with --gpu-metrics checks the names, says
- * in one line that it does not count, and traces as usual. */
+/* What the H100 (CUDA 13.0, driver 580) showed, and how this module
+ * follows it (manual section 8d.2):
+ * - Kernel records of launches replayed by the range profiler carry
+ *   start = end = 0 (CUPTI does not time replayed kernels).  The kernel ran,
+ *   replayed, inside its launch call, so such a record gets the launch
+ *   call's interval (sm_cuc_launch_interval); its GPU duration is the
+ *   metric gpu__time_duration.sum when asked for.
+ * - Each batch of ranges runs one whole cycle Enable, counter data image
+ *   initialise, SetConfig, Start ... Stop, DecodeData, Disable: the cycle
+ *   that gave right values batch after batch in a standalone test.
+ * - A batch ends after SM_CUC_RANGES launches, on a group change, before a
+ *   launch the filters leave out, at synchronising calls (sm_cuc_sync), at
+ *   context destruction and at the end of the run, so that few values wait
+ *   for the end of the run.
+ *
+ * Collection stays OFF in this build: with this sequencing inside the
+ * launch callbacks, a kernel-mode run of tests/gpu/counters_app (70
+ * launches) on the H100 hung after its start and was not even ended by
+ * SIGTERM (manual section 8d.2); the same calls in a standalone program,
+ * outside CUPTI callbacks, worked.  A run with --gpu-metrics checks the
+ * names, says in one line that it does not count, and traces as usual. */
 #define SM_CUC_COLLECT 0
 
 enum { SM_CUC_KERNEL_MODE, SM_CUC_APPLICATION_MODE, SM_CUC_ROTATE_MODE };
@@ -47,6 +60,7 @@ typedef struct sm_cuc_group {
 typedef struct sm_cuc_launch {
     uint64_t correlation;
     uint32_t group, covered;
+    uint64_t enter_ns, exit_ns; /* the launch call, CLOCK_MONOTONIC */
 } sm_cuc_launch_t;
 
 typedef struct sm_cuc_ctx {
@@ -66,6 +80,7 @@ typedef struct sm_cuc_ctx {
 typedef struct sm_cuc_join {
     uint64_t correlation; /* 0: free */
     uint32_t group, covered;
+    uint64_t enter_ns, exit_ns;
     double *values;       /* NULL until decoded */
     int has_activity;
     sm_gpu_activity_t activity;
@@ -230,6 +245,8 @@ static void sm_cuc_join_counted(const sm_cuc_launch_t *l)
     if (j) {
         j->group = l->group;
         j->covered = l->covered;
+        j->enter_ns = l->enter_ns;
+        j->exit_ns = l->exit_ns;
     } else {
         sm_cuc_lost++;
     }
@@ -254,6 +271,29 @@ static void sm_cuc_join_values(const sm_cuc_launch_t *l, double *values)
         }
     }
     pthread_mutex_unlock(&sm_cuc_join_lock);
+}
+
+int sm_cuc_launch_interval(uint64_t correlation, uint64_t *start_ns, uint64_t *end_ns)
+{
+    if (!sm_cuc_joins || !correlation)
+        return -1;
+    int rc = -1;
+    pthread_mutex_lock(&sm_cuc_join_lock);
+    sm_cuc_join_t *j = sm_cuc_join_find(correlation, 0);
+    if (j && j->exit_ns) {
+        *start_ns = j->enter_ns;
+        *end_ns = j->exit_ns;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&sm_cuc_join_lock);
+    return rc;
+}
+
+static uint64_t sm_cuc_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts); /* the clock of the activity records */
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 void sm_cuc_kernel_done(const sm_gpu_activity_t *a)
@@ -389,11 +429,19 @@ static int sm_cuc_setup_ctx(sm_cuc_ctx_t *c)
     }
     if (!SM_CUC_COLLECT) {
         sm_cuc_give_up("GPU counters: the metrics are valid here, but per-kernel collection is "
-                       "disabled in this build (it corrupted the GPU trace on the H100: manual "
+                       "disabled in this build (on the H100 it hung the measured program: manual "
                        "section 8d.2)%s%s; the run goes on with tracing only",
                        "", "");
         return -1;
     }
+    c->group = -1;
+    c->configured = -1;
+    return 0;
+}
+
+/* Enables the range profiler on c and binds a fresh image for group. */
+static int sm_cuc_enable(sm_cuc_ctx_t *c, uint32_t group)
+{
     CUpti_RangeProfiler_Enable_Params ep;
     memset(&ep, 0, sizeof ep);
     ep.structSize = CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE;
@@ -408,8 +456,8 @@ static int sm_cuc_setup_ctx(sm_cuc_ctx_t *c)
         return -1;
     }
     c->obj = ep.pRangeProfilerObject;
-    for (uint32_t k = 0; k < sm_cuc_n_groups; k++) {
-        sm_cuc_group_t *g = &sm_cuc_groups[k];
+    sm_cuc_group_t *g = &sm_cuc_groups[group];
+    if (!c->data[group]) {
         CUpti_RangeProfiler_GetCounterDataSize_Params sp;
         memset(&sp, 0, sizeof sp);
         sp.structSize = CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE;
@@ -419,27 +467,37 @@ static int sm_cuc_setup_ctx(sm_cuc_ctx_t *c)
         sp.maxNumOfRanges = SM_CUC_RANGES;
         sp.maxNumRangeTreeNodes = SM_CUC_RANGES;
         if ((rc = cuptiRangeProfilerGetCounterDataSize(&sp)) != CUPTI_SUCCESS ||
-            !(c->data[k] = malloc(sp.counterDataSize))) {
+            !(c->data[group] = malloc(sp.counterDataSize))) {
             sm_cuc_give_up("GPU counters not collected: counter data image (%s)%s",
                            rc != CUPTI_SUCCESS ? sm_cuc_result(rc) : "out of memory", "");
             return -1;
         }
-        c->data_size[k] = sp.counterDataSize;
-        CUpti_RangeProfiler_CounterDataImage_Initialize_Params ip;
-        memset(&ip, 0, sizeof ip);
-        ip.structSize = CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE;
-        ip.pRangeProfilerObject = c->obj;
-        ip.counterDataSize = sp.counterDataSize;
-        ip.pCounterData = c->data[k];
-        if ((rc = cuptiRangeProfilerCounterDataImageInitialize(&ip)) != CUPTI_SUCCESS) {
-            sm_cuc_give_up("GPU counters not collected: counter data image (%s)%s",
-                           sm_cuc_result(rc), "");
-            return -1;
-        }
+        c->data_size[group] = sp.counterDataSize;
     }
-    c->group = -1;
-    c->configured = -1;
+    CUpti_RangeProfiler_CounterDataImage_Initialize_Params ip;
+    memset(&ip, 0, sizeof ip);
+    ip.structSize = CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE;
+    ip.pRangeProfilerObject = c->obj;
+    ip.counterDataSize = c->data_size[group];
+    ip.pCounterData = c->data[group];
+    if ((rc = cuptiRangeProfilerCounterDataImageInitialize(&ip)) != CUPTI_SUCCESS) {
+        sm_cuc_give_up("GPU counters not collected: counter data image (%s)%s",
+                       sm_cuc_result(rc), "");
+        return -1;
+    }
     return 0;
+}
+
+static void sm_cuc_disable(sm_cuc_ctx_t *c)
+{
+    if (!c->obj)
+        return;
+    CUpti_RangeProfiler_Disable_Params dp;
+    memset(&dp, 0, sizeof dp);
+    dp.structSize = CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE;
+    dp.pRangeProfilerObject = c->obj;
+    cuptiRangeProfilerDisable(&dp);
+    c->obj = NULL;
 }
 
 static sm_cuc_ctx_t *sm_cuc_context(CUcontext ctx, uint32_t device, int create)
@@ -518,17 +576,16 @@ static void sm_cuc_decode(sm_cuc_ctx_t *c)
     }
     __atomic_fetch_add(&sm_cuc_lost, c->n_fifo - used, __ATOMIC_RELAXED);
     c->n_fifo = 0;
-    CUpti_RangeProfiler_CounterDataImage_Initialize_Params ii;
-    memset(&ii, 0, sizeof ii);
-    ii.structSize = CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE;
-    ii.pRangeProfilerObject = c->obj;
-    ii.counterDataSize = c->data_size[k];
-    ii.pCounterData = c->data[k];
-    cuptiRangeProfilerCounterDataImageInitialize(&ii);
+    sm_cuc_disable(c);
 }
 
 static int sm_cuc_start(sm_cuc_ctx_t *c, uint32_t group)
 {
+    if (sm_cuc_enable(c, group) != 0) {
+        sm_cuc_disable(c);
+        c->state = -1;
+        return -1;
+    }
     CUpti_RangeProfiler_SetConfig_Params sp;
     memset(&sp, 0, sizeof sp);
     sp.structSize = CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE;
@@ -545,8 +602,6 @@ static int sm_cuc_start(sm_cuc_ctx_t *c, uint32_t group)
     sp.passIndex = 0;
     sp.targetNestingLevel = 1;
     CUptiResult rc = cuptiRangeProfilerSetConfig(&sp);
-    if (rc != CUPTI_SUCCESS && c->configured == (int)group)
-        rc = CUPTI_SUCCESS; /* bound already: start it again as it is */
     if (rc == CUPTI_SUCCESS) {
         c->configured = (int)group;
         CUpti_RangeProfiler_Start_Params st;
@@ -559,6 +614,7 @@ static int sm_cuc_start(sm_cuc_ctx_t *c, uint32_t group)
         sm_cuc_give_up("GPU counters: starting the range profiler failed (%s)%s; the run goes on "
                        "with tracing only",
                        sm_cuc_result(rc), "");
+        sm_cuc_disable(c);
         c->state = -1;
         return -1;
     }
@@ -616,7 +672,7 @@ void sm_cuc_launch_enter(CUcontext ctx, uint32_t device, uint64_t correlation, c
     }
     /* Held until the launch returns: ranges are numbered in launch order. */
     sm_cuc_pending_correlation = correlation;
-    sm_cuc_pending = (sm_cuc_launch_t){correlation, group, covered};
+    sm_cuc_pending = (sm_cuc_launch_t){correlation, group, covered, sm_cuc_now(), 0};
     sm_cuc_pending_ctx = c;
 }
 
@@ -627,6 +683,7 @@ void sm_cuc_launch_exit(CUcontext ctx, uint64_t correlation, int failed)
         return;
     sm_cuc_ctx_t *c = sm_cuc_pending_ctx;
     if (correlation == sm_cuc_pending_correlation && c && !failed) {
+        sm_cuc_pending.exit_ns = sm_cuc_now();
         c->fifo[c->n_fifo++] = sm_cuc_pending;
         sm_cuc_join_counted(&sm_cuc_pending);
         sm_cuc_counted++;
@@ -643,12 +700,8 @@ static void sm_cuc_end_locked(sm_cuc_ctx_t *c, int disable)
     if (c->state != 1)
         return;
     sm_cuc_decode(c);
+    sm_cuc_disable(c);
     if (disable) {
-        CUpti_RangeProfiler_Disable_Params dp;
-        memset(&dp, 0, sizeof dp);
-        dp.structSize = CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE;
-        dp.pRangeProfilerObject = c->obj;
-        cuptiRangeProfilerDisable(&dp);
         for (uint32_t k = 0; k < sm_cuc_n_groups; k++)
             free(c->data[k]);
         memset(c, 0, sizeof *c);
@@ -663,6 +716,17 @@ void sm_cuc_context_end(CUcontext ctx)
     sm_cuc_ctx_t *c = sm_cuc_context(ctx, 0, 0);
     if (c)
         sm_cuc_end_locked(c, 1);
+    pthread_mutex_unlock(&sm_cuc_lock);
+}
+
+void sm_cuc_sync(CUcontext ctx)
+{
+    if (!sm_cuc_on || !ctx)
+        return;
+    pthread_mutex_lock(&sm_cuc_lock);
+    sm_cuc_ctx_t *c = sm_cuc_context(ctx, 0, 0);
+    if (c && c->state == 1 && c->running)
+        sm_cuc_decode(c);
     pthread_mutex_unlock(&sm_cuc_lock);
 }
 

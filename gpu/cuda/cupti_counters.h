@@ -32,6 +32,11 @@ void sm_cuc_launch_enter(CUcontext ctx, uint32_t device, uint64_t correlation, c
 void sm_cuc_launch_exit(CUcontext ctx, uint64_t correlation, int failed);
 /* A kernel's activity record reached the backend (under its lock). */
 void sm_cuc_kernel_done(const sm_gpu_activity_t *a);
+/* The CLOCK_MONOTONIC interval of the counted launch's call: its kernel was
+ * replayed inside it, and CUPTI's record of it has no times.  0 or -1. */
+int sm_cuc_launch_interval(uint64_t correlation, uint64_t *start_ns, uint64_t *end_ns);
+/* A synchronising call returned on ctx: the ranges so far are decoded. */
+void sm_cuc_sync(CUcontext ctx);
 /* A context ends: its ranges are decoded first (on the destroying thread). */
 void sm_cuc_context_end(CUcontext ctx);
 /* End of run, with ctx current: decode what is left of ctx. */
