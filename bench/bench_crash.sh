@@ -13,30 +13,20 @@ trap 'rm -rf "$work"' EXIT
 sm="$build/sysmeasure"
 b="$build/bench/bench-spill"
 
-median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
-now_ns() { date +%s%N; }
-run() { # NAME ARGS...: appends the program's "key value" lines and exit_ms to $work/NAME
-    name=$1
+. "$(dirname "$0")/bench_lib.sh"
+run() { # NAME CMD...
+    _name=$1
     shift
-    rm -rf "$work/out"
-    "$@" >"$work/stdout" 2>/dev/null
-    end=$(now_ns)
-    cat "$work/stdout" >>"$work/$name"
-    last=$(awk '$1 == "last_event_ns" {print $2}' "$work/stdout")
-    [ -n "$last" ] && echo "exit_ms $(( (end - last) / 1000000 ))" >>"$work/$name"
-    rm -rf "$work/out"
+    bench_exit_run "$work/$_name" "$work/out" "$@"
 }
-get() { awk -v k="$2" '$1 == k {print $2}' "$work/$1" | median; }
+get() { bench_get "$work/$1" "$2"; }
 
-i=0
-while [ "$i" -lt "$rounds" ]; do
-    for budget in 2G 16M; do
-        run "plain_$budget" "$sm" -o "$work/out" --no-profile --buffer-size "$budget" "$b" pairs 300000 5
-        run "crash_$budget" "$sm" -o "$work/out" --no-profile --buffer-size "$budget" --crash-safe \
-            "$b" pairs 300000 5
-    done
-    i=$((i + 1))
-done
+one_round() { # BUDGET ROUND
+    run "plain_$1" "$sm" -o "$work/out" --no-profile --buffer-size "$1" "$b" pairs 300000 5
+    run "crash_$1" "$sm" -o "$work/out" --no-profile --buffer-size "$1" --crash-safe \
+        "$b" pairs 300000 5
+}
+bench_rounds "$rounds" one_round 2G 16M
 
 echo "bench-crash: medians of $rounds rounds; region pair (ns): fastest repetition / mean of all; exit (ms)"
 for budget in 2G 16M; do

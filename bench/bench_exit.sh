@@ -25,28 +25,15 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 b="$build/bench/bench-spill"
 bm="$build/bench/bench-exit-mpi"
 
-median() { sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]; else print "-"}'; }
-now_ns() { date +%s%N; }
-# run NAME ARGS...: runs the command, appends "key value" lines to
-# $work/NAME: exit_ms (last event to process end) and trace_mb.
-run() {
-    name=$1
+. "$(dirname "$0")/bench_lib.sh"
+run() { # NAME CMD...
+    _name=$1
     shift
-    rm -rf "$work/out"
-    "$@" >"$work/stdout" 2>/dev/null
-    end=$(now_ns)
-    cat "$work/stdout" >>"$work/$name"
-    last=$(awk '$1 == "last_event_ns" {print $2}' "$work/stdout")
-    [ -n "$last" ] && echo "exit_ms $(( (end - last) / 1000000 ))" >>"$work/$name"
-    if [ -d "$work/out/traces" ]; then
-        echo "trace_mb $(du -sm "$work/out/traces" | cut -f1)" >>"$work/$name"
-    fi
-    rm -rf "$work/out"
+    bench_exit_run "$work/$_name" "$work/out" "$@"
 }
-get() { awk -v k="$2" '$1 == k {print $2}' "$work/$1" 2>/dev/null | median; }
+get() { bench_get "$work/$1" "$2"; }
 
-i=0
-while [ "$i" -lt "$rounds" ]; do
+one_round() { # ROUND
     for n in $sizes; do
         run "plain_$n" "$b" pairs "$n" 1
         run "trace_$n" "$build/sysmeasure" -o "$work/out" "$b" pairs "$n" 1
@@ -59,8 +46,9 @@ while [ "$i" -lt "$rounds" ]; do
         run mpi_trace "$mpirun" -np 2 "$build/sysmeasure" -o "$work/out" "$bm" "$m"
         [ -n "$before" ] && run mpi_before "$mpirun" -np 2 "$before/sysmeasure" -o "$work/out" "$bm" "$m"
     fi
-    i=$((i + 1))
-done
+    return 0
+}
+bench_rounds "$rounds" one_round all
 
 echo "bench-exit: medians of $rounds rounds; ms from the last event to the end of the process"
 printf '   %-9s %9s %7s %7s %9s %7s' pairs trace_MB plain profile traced ms/100MB

@@ -36,3 +36,34 @@ bench_added() {
 bench_load() {
     echo "load $(cut -d' ' -f1-3 /proc/loadavg) on $(getconf _NPROCESSORS_ONLN) CPUs"
 }
+
+# bench_now_ns: the wall clock in ns.
+bench_now_ns() {
+    date +%s%N
+}
+
+# bench_get FILE KEY: the median of FILE's "KEY value" lines ("-" when none).
+bench_get() {
+    _bench_v=$(awk -v k="$2" '$1 == k {print $2}' "$1" 2>/dev/null | bench_mid)
+    echo "${_bench_v:--}"
+}
+
+# bench_exit_run FILE OUT CMD...: runs CMD, a program that prints
+# "last_event_ns N" among its "key value" lines (bench-spill, bench-exit-mpi)
+# with its output folder at OUT; appends those lines to FILE, then exit_ms
+# (from its last event to the end of the process) and, when OUT/traces
+# exists, trace_mb.  OUT is removed before and after.
+bench_exit_run() {
+    _bench_file=$1 _bench_out=$2
+    shift 2
+    rm -rf "$_bench_out"
+    "$@" >"$_bench_file.stdout" 2>/dev/null
+    _bench_end=$(bench_now_ns)
+    cat "$_bench_file.stdout" >>"$_bench_file"
+    _bench_last=$(awk '$1 == "last_event_ns" {print $2}' "$_bench_file.stdout")
+    [ -n "$_bench_last" ] && echo "exit_ms $(( (_bench_end - _bench_last) / 1000000 ))" >>"$_bench_file"
+    if [ -d "$_bench_out/traces" ]; then
+        echo "trace_mb $(du -sm "$_bench_out/traces" | cut -f1)" >>"$_bench_file"
+    fi
+    rm -rf "$_bench_out" "$_bench_file.stdout"
+}

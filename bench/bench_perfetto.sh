@@ -20,9 +20,8 @@ sm="$build/sysmeasure"
 b="$build/bench/bench-spill"
 conv="$build/sysmeasure-convert"
 
-median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
-now_ns() { date +%s%N; }
-get() { awk -v k="$2" '$1 == k {print $2}' "$work/$1" | median; }
+. "$(dirname "$0")/bench_lib.sh"
+get() { bench_get "$work/$1" "$2"; }
 
 # shape NAME ARGS...: one round of the job and its conversion.
 shape() {
@@ -31,7 +30,7 @@ shape() {
     rm -rf "$work/out"
     /usr/bin/time -f "otf2_rss_kb %M" -o "$work/time" \
         "$sm" -o "$work/out" --no-profile --no-report "$b" "$@" >"$work/stdout" 2>/dev/null
-    end=$(now_ns)
+    end=$(bench_now_ns)
     last=$(awk '$1 == "last_event_ns" {print $2}' "$work/stdout")
     cat "$work/time" >>"$work/$name"
     echo "otf2_ms $(( (end - last) / 1000000 ))" >>"$work/$name"
@@ -46,12 +45,13 @@ pf_rss_kb %M" -o "$work/time" "$conv" --perfetto "$work/out" 2>"$work/conv"
     rm -rf "$work/out"
 }
 
-i=0
-while [ "$i" -lt "$rounds" ]; do
-    shape one_thread pairs 5000000 1
-    shape eight_threads threads 8 8 625000
-    i=$((i + 1))
-done
+one_round() { # SHAPE ROUND
+    case $1 in
+        one_thread) shape one_thread pairs 5000000 1 ;;
+        eight_threads) shape eight_threads threads 8 8 625000 ;;
+    esac
+}
+bench_rounds "$rounds" one_round one_thread eight_threads
 
 echo "bench-perfetto: 10 million region events, medians of $rounds rounds"
 printf '%-14s %12s %12s %10s | %12s %12s %12s %10s\n' shape "OTF2 write" "OTF2 rss" "OTF2 size" \

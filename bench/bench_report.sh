@@ -27,24 +27,14 @@ WRITERS="report"
 cmd_report="$build/sysmeasure-report"
 file_report=report.html
 
-median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
-now_ns() { date +%s%N; }
-get() { awk -v k="$2" '$1 == k {print $2}' "$work/$1" | median; }
+. "$(dirname "$0")/bench_lib.sh"
+get() { bench_get "$work/$1" "$2"; }
 
-i=0
-while [ "$i" -lt "$rounds" ]; do
-    for mode in trace notrace; do
-        rm -rf "$work/out"
-        flag=; [ "$mode" = notrace ] && flag=--no-trace
-        "$sm" -o "$work/out" --buffer-size 2G $flag "$build/bench/bench-spill" pairs \
-            $((events / 2)) 1 >"$work/stdout" 2>/dev/null
-        end=$(now_ns)
-        last=$(awk '$1 == "last_event_ns" {print $2}' "$work/stdout")
-        echo "exit_ms $(( (end - last) / 1000000 ))" >>"$work/$mode"
-        if [ "$mode" = trace ]; then
-            echo "trace_mb $(du -sm "$work/out/traces" | cut -f1)" >>"$work/trace"
-        fi
-    done
+one_round() { # ROUND
+    bench_exit_run "$work/trace" "$work/out" \
+        "$sm" -o "$work/out" --buffer-size 2G "$build/bench/bench-spill" pairs $((events / 2)) 1
+    bench_exit_run "$work/notrace" "$work/out" \
+        "$sm" -o "$work/out" --buffer-size 2G --no-trace "$build/bench/bench-spill" pairs $((events / 2)) 1
     # a traced folder for the writers
     rm -rf "$work/out"
     "$sm" -o "$work/out" --buffer-size 2G "$build/bench/bench-spill" pairs $((events / 2)) 1 \
@@ -52,16 +42,16 @@ while [ "$i" -lt "$rounds" ]; do
     for w in $WRITERS; do
         eval "f=\$file_$w cmd=\$cmd_$w"
         rm -f "$work/out/$f"
-        start=$(now_ns)
+        start=$(bench_now_ns)
         /usr/bin/time -f "${w}_rss_kb %M" -o "$work/time" $cmd "$work/out" >/dev/null 2>&1
-        end=$(now_ns)
+        end=$(bench_now_ns)
         cat "$work/time" >>"$work/writers"
         echo "${w}_ms $(( (end - start) / 1000000 ))" >>"$work/writers"
         echo "${w}_kb $(( $(stat -c %s "$work/out/$f") / 1024 ))" >>"$work/writers"
     done
     "$build/bench/bench-timeline" "$events" 3 "$work" >>"$work/binning"
-    i=$((i + 1))
-done
+}
+bench_rounds "$rounds" one_round all
 
 trace=$(get trace exit_ms)
 notrace=$(get notrace exit_ms)
