@@ -14,16 +14,10 @@ sm="$build/sysmeasure"
 b="$build/bench/bench-spill"
 
 . "$(dirname "$0")/bench_lib.sh"
-run() { # NAME CMD...
-    _name=$1
-    shift
-    bench_exit_run "$work/$_name" "$work/out" "$@"
-}
-get() { bench_get "$work/$1" "$2"; }
 
 one_round() { # BUDGET ROUND
-    run "plain_$1" "$sm" -o "$work/out" --no-profile --buffer-size "$1" "$b" pairs 300000 5
-    run "crash_$1" "$sm" -o "$work/out" --no-profile --buffer-size "$1" --crash-safe \
+    bench_run "plain_$1" "$sm" -o "$work/out" --no-profile --buffer-size "$1" "$b" pairs 300000 5
+    bench_run "crash_$1" "$sm" -o "$work/out" --no-profile --buffer-size "$1" --crash-safe \
         "$b" pairs 300000 5
 }
 bench_rounds "$rounds" one_round 2G 16M
@@ -31,8 +25,8 @@ bench_rounds "$rounds" one_round 2G 16M
 echo "bench-crash: medians of $rounds rounds; region pair (ns): fastest repetition / mean of all; exit (ms)"
 for budget in 2G 16M; do
     for k in plain crash; do
-        printf '   %-28s %8s %8s %8s\n' "$k (budget $budget)" "$(get "${k}_$budget" pair_ns)" \
-            "$(get "${k}_$budget" pair_ns_all)" "$(get "${k}_$budget" exit_ms)"
+        printf '   %-28s %8s %8s %8s\n' "$k (budget $budget)" "$(bench_value "${k}_$budget" pair_ns)" \
+            "$(bench_value "${k}_$budget" pair_ns_all)" "$(bench_value "${k}_$budget" exit_ms)"
     done
-    echo "   crash-safe / default, means (budget $budget): $(echo "$(get "crash_$budget" pair_ns_all) $(get "plain_$budget" pair_ns_all)" | awk '{printf "%.2f", $1 / $2}')"
+    echo "   crash-safe / default, means (budget $budget): $(echo "$(bench_value "crash_$budget" pair_ns_all) $(bench_value "plain_$budget" pair_ns_all)" | awk '{printf "%.2f", $1 / $2}')"
 done

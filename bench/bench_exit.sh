@@ -26,25 +26,19 @@ b="$build/bench/bench-spill"
 bm="$build/bench/bench-exit-mpi"
 
 . "$(dirname "$0")/bench_lib.sh"
-run() { # NAME CMD...
-    _name=$1
-    shift
-    bench_exit_run "$work/$_name" "$work/out" "$@"
-}
-get() { bench_get "$work/$1" "$2"; }
 
 one_round() { # ROUND
     for n in $sizes; do
-        run "plain_$n" "$b" pairs "$n" 1
-        run "trace_$n" "$build/sysmeasure" -o "$work/out" "$b" pairs "$n" 1
-        [ -n "$before" ] && run "before_$n" "$before/sysmeasure" -o "$work/out" "$b" pairs "$n" 1
-        run "profile_$n" "$build/sysmeasure" -o "$work/out" --no-trace "$b" pairs "$n" 1
+        bench_run "plain_$n" "$b" pairs "$n" 1
+        bench_run "trace_$n" "$build/sysmeasure" -o "$work/out" "$b" pairs "$n" 1
+        [ -n "$before" ] && bench_run "before_$n" "$before/sysmeasure" -o "$work/out" "$b" pairs "$n" 1
+        bench_run "profile_$n" "$build/sysmeasure" -o "$work/out" --no-trace "$b" pairs "$n" 1
     done
     if [ -x "$bm" ]; then
         m=2400000
-        run mpi_plain "$mpirun" -np 2 "$bm" "$m"
-        run mpi_trace "$mpirun" -np 2 "$build/sysmeasure" -o "$work/out" "$bm" "$m"
-        [ -n "$before" ] && run mpi_before "$mpirun" -np 2 "$before/sysmeasure" -o "$work/out" "$bm" "$m"
+        bench_run mpi_plain "$mpirun" -np 2 "$bm" "$m"
+        bench_run mpi_trace "$mpirun" -np 2 "$build/sysmeasure" -o "$work/out" "$bm" "$m"
+        [ -n "$before" ] && bench_run mpi_before "$mpirun" -np 2 "$before/sysmeasure" -o "$work/out" "$bm" "$m"
     fi
     return 0
 }
@@ -56,20 +50,20 @@ printf '   %-9s %9s %7s %7s %9s %7s' pairs trace_MB plain profile traced ms/100M
 echo
 per100() { echo "$1 $2" | awk '{ if ($2 > 0 && $1 != "-") printf "%.0f", $1 * 100 / $2; else print "-" }'; }
 for n in $sizes; do
-    mb=$(get "trace_$n" trace_mb)
-    t=$(get "trace_$n" exit_ms)
-    printf '   %-9s %9s %7s %7s %9s %7s' "$n" "$mb" "$(get "plain_$n" exit_ms)" \
-        "$(get "profile_$n" exit_ms)" "$t" "$(per100 "$t" "$mb")"
+    mb=$(bench_value "trace_$n" trace_mb)
+    t=$(bench_value "trace_$n" exit_ms)
+    printf '   %-9s %9s %7s %7s %9s %7s' "$n" "$mb" "$(bench_value "plain_$n" exit_ms)" \
+        "$(bench_value "profile_$n" exit_ms)" "$t" "$(per100 "$t" "$mb")"
     if [ -n "$before" ]; then
-        tb=$(get "before_$n" exit_ms)
-        printf ' %9s %7s' "$tb" "$(per100 "$tb" "$(get "before_$n" trace_mb)")"
+        tb=$(bench_value "before_$n" exit_ms)
+        printf ' %9s %7s' "$tb" "$(per100 "$tb" "$(bench_value "before_$n" trace_mb)")"
     fi
     echo
 done
 if [ -x "$bm" ]; then
     echo "2 ranks x $m pairs: MPI_Finalize (ms), last event to the end of mpirun (ms), trace MB"
     for k in mpi_plain mpi_trace ${before:+mpi_before}; do
-        printf '   %-11s %9s %9s %9s\n' "$k" "$(get $k finalize_ms)" "$(get $k exit_ms)" \
-            "$(get $k trace_mb)"
+        printf '   %-11s %9s %9s %9s\n' "$k" "$(bench_value $k finalize_ms)" "$(bench_value $k exit_ms)" \
+            "$(bench_value $k trace_mb)"
     done
 fi

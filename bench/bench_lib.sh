@@ -67,3 +67,16 @@ bench_exit_run() {
     fi
     rm -rf "$_bench_out" "$_bench_file.stdout"
 }
+
+# With the script's scratch folder in $work (results in $work/NAME, the
+# program's output folder in $work/out):
+# bench_run NAME CMD...: bench_exit_run into $work/NAME.
+bench_run() {
+    _bench_name=$1
+    shift
+    bench_exit_run "$work/$_bench_name" "$work/out" "$@"
+}
+# bench_value NAME KEY: the median of KEY in $work/NAME ("-" when none).
+bench_value() {
+    bench_get "$work/$1" "$2"
+}

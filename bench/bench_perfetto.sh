@@ -21,7 +21,6 @@ b="$build/bench/bench-spill"
 conv="$build/sysmeasure-convert"
 
 . "$(dirname "$0")/bench_lib.sh"
-get() { bench_get "$work/$1" "$2"; }
 
 # shape NAME ARGS...: one round of the job and its conversion.
 shape() {
@@ -57,9 +56,9 @@ echo "bench-perfetto: 10 million region events, medians of $rounds rounds"
 printf '%-14s %12s %12s %10s | %12s %12s %12s %10s\n' shape "OTF2 write" "OTF2 rss" "OTF2 size" \
     "Perfetto" "(its CPU)" "Perfetto rss" "pftrace"
 for s in one_thread eight_threads; do
-    pf_ms=$(get $s pf_s | awk '{printf "%d", $1 * 1000}')
-    printf '%-14s %9s ms %9s MB %7s MB | %9s ms %9s ms %9s MB %7s MB\n' "$s" "$(get $s otf2_ms)" \
-        "$(( $(get $s otf2_rss_kb) / 1024 ))" "$(get $s otf2_mb)" "$pf_ms" "$(get $s pf_cpu_ms)" \
-        "$(( $(get $s pf_rss_kb) / 1024 ))" "$(get $s pf_mb)"
+    pf_ms=$(bench_value $s pf_s | awk '{printf "%d", $1 * 1000}')
+    printf '%-14s %9s ms %9s MB %7s MB | %9s ms %9s ms %9s MB %7s MB\n' "$s" "$(bench_value $s otf2_ms)" \
+        "$(( $(bench_value $s otf2_rss_kb) / 1024 ))" "$(bench_value $s otf2_mb)" "$pf_ms" "$(bench_value $s pf_cpu_ms)" \
+        "$(( $(bench_value $s pf_rss_kb) / 1024 ))" "$(bench_value $s pf_mb)"
     echo "  ($(cat $work/$s.what))"
 done

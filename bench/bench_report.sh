@@ -28,12 +28,11 @@ cmd_report="$build/sysmeasure-report"
 file_report=report.html
 
 . "$(dirname "$0")/bench_lib.sh"
-get() { bench_get "$work/$1" "$2"; }
 
 one_round() { # ROUND
-    bench_exit_run "$work/trace" "$work/out" \
+    bench_run trace \
         "$sm" -o "$work/out" --buffer-size 2G "$build/bench/bench-spill" pairs $((events / 2)) 1
-    bench_exit_run "$work/notrace" "$work/out" \
+    bench_run notrace \
         "$sm" -o "$work/out" --buffer-size 2G --no-trace "$build/bench/bench-spill" pairs $((events / 2)) 1
     # a traced folder for the writers
     rm -rf "$work/out"
@@ -53,25 +52,25 @@ one_round() { # ROUND
 }
 bench_rounds "$rounds" one_round all
 
-trace=$(get trace exit_ms)
-notrace=$(get notrace exit_ms)
+trace=$(bench_value trace exit_ms)
+notrace=$(bench_value notrace exit_ms)
 otf2=$((trace - notrace))
 echo "bench-report: $events events (bench-spill, region pairs), medians of $rounds rounds"
-printf '  %-44s %8s ms   (%s MB of events)\n' "end of run, traced" "$trace" "$(get trace trace_mb)"
+printf '  %-44s %8s ms   (%s MB of events)\n' "end of run, traced" "$trace" "$(bench_value trace trace_mb)"
 printf '  %-44s %8s ms\n' "end of run, --no-trace" "$notrace"
 printf '  %-44s %8s ms   (baseline)\n' "OTF2 archive (the difference)" "$otf2"
 for w in $WRITERS; do
     eval "f=\$file_$w"
-    ms=$(get writers "${w}_ms")
+    ms=$(bench_value writers "${w}_ms")
     printf '  %-44s %8s ms   %s x the archive, peak RSS %s MB, %s KiB\n' \
         "$f (its own process, on the folder)" "$ms" \
         "$(awk -v a="$ms" -v b="$otf2" 'BEGIN {printf("%.2f", (b > 0) ? a / b : 0)}')" \
-        "$(( $(get writers "${w}_rss_kb") / 1024 ))" "$(get writers "${w}_kb")"
+        "$(( $(bench_value writers "${w}_rss_kb") / 1024 ))" "$(bench_value writers "${w}_kb")"
 done
 printf '  %-44s %8s ns per event   (%s ms for %s events)\n' "timeline binning (inside the OTF2 pass)" \
-    "$(get binning bin_ns_per_event)" \
-    "$(awk -v p="$(get binning bin_ns_per_event)" -v n="$events" 'BEGIN {printf("%.0f", p * n / 1e6)}')" \
+    "$(bench_value binning bin_ns_per_event)" \
+    "$(awk -v p="$(bench_value binning bin_ns_per_event)" -v n="$events" 'BEGIN {printf("%.0f", p * n / 1e6)}')" \
     "$events"
 printf '  %-44s %8s ns per event   (same run)\n' "  baseline: the loop calling an empty function" \
-    "$(get binning base_ns_per_event)"
-printf '  %-44s %8s ms\n' "timeline.json from the bins" "$(get binning timeline_json_ms)"
+    "$(bench_value binning base_ns_per_event)"
+printf '  %-44s %8s ms\n' "timeline.json from the bins" "$(bench_value binning timeline_json_ms)"
