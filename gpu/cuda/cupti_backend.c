@@ -579,6 +579,20 @@ static void CUPTIAPI sm_cu_callback(void *userdata, CUpti_CallbackDomain domain,
         if (cb->callbackSite == CUPTI_API_ENTER) {
             sm_cu_runtime_depth += !driver;
             sm_cu_api->gpu_api_enter(r, cb->correlationId);
+            /* Counter values wait for no later than a synchronising call:
+             * the batch is decoded at its entry (the launches before it
+             * have returned; at the end of the run the context may be gone
+             * before the final flush). */
+            if (sm_cu_counting && cb->functionName &&
+                (strstr(cb->functionName, "Synchronize") ||
+                 (strstr(cb->functionName, "emcpy") && !strstr(cb->functionName, "Async")))) {
+                CUcontext cur = cb->context;
+                if (!cur)
+                    cuCtxGetCurrent(&cur);
+                sm_cu_in_tool++;
+                sm_cuc_sync(cur);
+                sm_cu_in_tool--;
+            }
             if (launch) {
                 uint32_t dev = 0;
                 sm_cu_in_tool++;
@@ -593,17 +607,6 @@ static void CUPTIAPI sm_cu_callback(void *userdata, CUpti_CallbackDomain domain,
                 int failed = cb->functionReturnValue && *(const int *)cb->functionReturnValue != 0;
                 sm_cu_in_tool++;
                 sm_cuc_launch_exit(cb->context, cb->correlationId, failed);
-                sm_cu_in_tool--;
-            }
-            /* Counter values wait for no later than a synchronising call. */
-            if (sm_cu_counting && cb->functionName &&
-                (strstr(cb->functionName, "Synchronize") ||
-                 (strstr(cb->functionName, "emcpy") && !strstr(cb->functionName, "Async")))) {
-                CUcontext cur = cb->context;
-                if (!cur)
-                    cuCtxGetCurrent(&cur);
-                sm_cu_in_tool++;
-                sm_cuc_sync(cur);
                 sm_cu_in_tool--;
             }
             sm_cu_runtime_depth -= !driver && sm_cu_runtime_depth > 0;

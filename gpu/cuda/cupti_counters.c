@@ -33,18 +33,14 @@
  * - Each batch of ranges runs one whole cycle Enable, counter data image
  *   initialise, SetConfig, Start ... Stop, DecodeData, Disable: the cycle
  *   that gave right values batch after batch in a standalone test.
- * - A batch ends after SM_CUC_RANGES launches, on a group change, before a
- *   launch the filters leave out, at synchronising calls (sm_cuc_sync), at
- *   context destruction and at the end of the run, so that few values wait
- *   for the end of the run.
- *
- * Collection stays OFF in this build: with this sequencing inside the
- * launch callbacks, a kernel-mode run of tests/gpu/counters_app (70
- * launches) on the H100 hung after its start and was not even ended by
- * SIGTERM (manual section 8d.2); the same calls in a standalone program,
- * outside CUPTI callbacks, worked.  A run with --gpu-metrics checks the
- * names, says in one line that it does not count, and traces as usual. */
-#define SM_CUC_COLLECT 0
+ * - A batch ends when full (SM_CUC_RANGES launches), on a group change,
+ *   before a launch the filters leave out, at the entry of a synchronising
+ *   call (sm_cuc_sync), at context destruction and at the end of the run.
+ *   Profiler calls are made in entry callbacks only.
+ * - No lock of ours is held across a launch or during a profiler call, so
+ *   a fatal signal inside one (the end-of-run flush then runs in the
+ *   handler) cannot wait for the thread it interrupted. */
+#define SM_CUC_COLLECT 1
 
 enum { SM_CUC_KERNEL_MODE, SM_CUC_APPLICATION_MODE, SM_CUC_ROTATE_MODE };
 
@@ -61,6 +57,7 @@ typedef struct sm_cuc_launch {
     uint64_t correlation;
     uint32_t group, covered;
     uint64_t enter_ns, exit_ns; /* the launch call, CLOCK_MONOTONIC */
+    int ok;                     /* returned with success: AutoRange made a range */
 } sm_cuc_launch_t;
 
 typedef struct sm_cuc_ctx {
@@ -74,6 +71,9 @@ typedef struct sm_cuc_ctx {
     int configured; /* the group SetConfig bound last; -1: none */
     sm_cuc_launch_t fifo[SM_CUC_RANGES];
     uint32_t n_fifo;
+    uint32_t in_flight; /* launches between their enter and exit callbacks */
+    int busy;           /* one thread is in profiler calls for this context */
+    pthread_t owner;    /* that thread */
 } sm_cuc_ctx_t;
 
 /* A launch counted: its values and its kernel record meet here. */
@@ -93,7 +93,13 @@ static sm_cuc_group_t sm_cuc_groups[SM_GPU_SPEC_MAX_GROUPS];
 static uint32_t sm_cuc_n_groups;
 static int sm_cuc_on;      /* asked for and not given up */
 static int sm_cuc_ready;   /* groups configured for the chip */
-static pthread_mutex_t sm_cuc_lock = PTHREAD_MUTEX_INITIALIZER; /* contexts, ranges, configs */
+/* sm_cuc_lock guards the contexts' bookkeeping only: it is never held
+ * across a launch nor during a range profiler call (the H100 hung with it
+ * held from a launch's entry to its exit callback).  A thread that makes
+ * profiler calls for a context marks it busy and drops the lock; others
+ * wait on sm_cuc_cond (no spinning). */
+static pthread_mutex_t sm_cuc_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sm_cuc_cond = PTHREAD_COND_INITIALIZER;
 static pthread_mutex_t sm_cuc_join_lock = PTHREAD_MUTEX_INITIALIZER;
 static sm_cuc_ctx_t sm_cuc_ctxs[SM_CUC_CONTEXTS];
 static sm_cuc_join_t *sm_cuc_joins;
@@ -106,7 +112,7 @@ static struct {
 } sm_cuc_kernels[SM_CUC_KERNELS];
 /* The launch between enter and exit on this thread (0: none). */
 static __thread uint64_t sm_cuc_pending_correlation;
-static __thread sm_cuc_launch_t sm_cuc_pending;
+static __thread uint32_t sm_cuc_pending_slot;
 static __thread sm_cuc_ctx_t *sm_cuc_pending_ctx;
 
 static const char *sm_cuc_result(CUptiResult rc)
@@ -457,7 +463,13 @@ static int sm_cuc_enable(sm_cuc_ctx_t *c, uint32_t group)
     }
     c->obj = ep.pRangeProfilerObject;
     sm_cuc_group_t *g = &sm_cuc_groups[group];
-    if (!c->data[group]) {
+    /* Every new profiler object needs GetCounterDataSize before its image is
+     * initialised: that call gives the object its metrics.  Without it,
+     * CounterDataImageInitialize on the second Enable crashed the program
+     * on the H100 (SIGSEGV-like fatal signal in the enter callback of the
+     * 65th launch; the signal handler's flush then waited for our lock:
+     * the "hang" of the previous build). */
+    {
         CUpti_RangeProfiler_GetCounterDataSize_Params sp;
         memset(&sp, 0, sizeof sp);
         sp.structSize = CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE;
@@ -466,8 +478,11 @@ static int sm_cuc_enable(sm_cuc_ctx_t *c, uint32_t group)
         sp.numMetrics = g->n;
         sp.maxNumOfRanges = SM_CUC_RANGES;
         sp.maxNumRangeTreeNodes = SM_CUC_RANGES;
-        if ((rc = cuptiRangeProfilerGetCounterDataSize(&sp)) != CUPTI_SUCCESS ||
-            !(c->data[group] = malloc(sp.counterDataSize))) {
+        if ((rc = cuptiRangeProfilerGetCounterDataSize(&sp)) == CUPTI_SUCCESS) {
+            free(c->data[group]); /* a fresh image for each object */
+            c->data[group] = malloc(sp.counterDataSize);
+        }
+        if (rc != CUPTI_SUCCESS || !c->data[group]) {
             sm_cuc_give_up("GPU counters not collected: counter data image (%s)%s",
                            rc != CUPTI_SUCCESS ? sm_cuc_result(rc) : "out of memory", "");
             return -1;
@@ -513,7 +528,7 @@ static sm_cuc_ctx_t *sm_cuc_context(CUcontext ctx, uint32_t device, int create)
             memset(c, 0, sizeof *c);
             c->ctx = ctx;
             c->device = device;
-            c->state = sm_cuc_setup_ctx(c) == 0 ? 1 : -1;
+            c->state = 0; /* set up by the caller, outside sm_cuc_lock */
             return c;
         }
     return NULL;
@@ -558,9 +573,13 @@ static void sm_cuc_decode(sm_cuc_ctx_t *c)
     /* Range r is the r-th launch counted since the start: when CUPTI kept
      * fewer (dropped ranges), the pairing is unknown and none is used. */
     const sm_cuc_group_t *g = &sm_cuc_groups[k];
-    uint32_t used = 0;
-    if (ranges == c->n_fifo && dp.numOfRangeDropped == 0) {
-        for (uint32_t r = 0; r < c->n_fifo; r++) {
+    uint32_t used = 0, made = 0;
+    for (uint32_t r = 0; r < c->n_fifo; r++)
+        made += c->fifo[r].ok != 0;
+    if (ranges == made && dp.numOfRangeDropped == 0) {
+        for (uint32_t r = 0, f = 0; r < made; r++, f++) {
+            while (!c->fifo[f].ok)
+                f++;
             double *values = calloc(g->n ? g->n : 1, sizeof *values);
             int bad = !values || sm_cuh_evaluate(g->host, c->data[k], c->data_size[k], r,
                                                  g->metrics, g->n, values) != 0;
@@ -570,11 +589,13 @@ static void sm_cuc_decode(sm_cuc_ctx_t *c)
                 free(values);
                 continue;
             }
-            sm_cuc_join_values(&c->fifo[r], values);
+            sm_cuc_join_values(&c->fifo[f], values);
             used++;
         }
     }
-    __atomic_fetch_add(&sm_cuc_lost, c->n_fifo - used, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&sm_cuc_lost, made - used, __ATOMIC_RELAXED);
+    sm_info(1, "GPU counters: batch of %u launches (group %d): %s, %zu ranges, %zu dropped, %u "
+            "with values", made, k, sm_cuc_result(rc), ranges, (size_t)dp.numOfRangeDropped, used);
     c->n_fifo = 0;
     sm_cuc_disable(c);
 }
@@ -641,38 +662,101 @@ static uint64_t sm_cuc_nth(const char *kernel)
     return 1;
 }
 
+/* With sm_cuc_lock held: waits until no other thread makes profiler calls
+ * for c and no launch on c is between its callbacks, claims c and drops the
+ * lock.  The caller then makes its profiler calls with no lock of ours held
+ * and ends with sm_cuc_release. */
+static void sm_cuc_claim(sm_cuc_ctx_t *c)
+{
+    while (c->busy || c->in_flight)
+        pthread_cond_wait(&sm_cuc_cond, &sm_cuc_lock);
+    c->busy = 1;
+    c->owner = pthread_self();
+    pthread_mutex_unlock(&sm_cuc_lock);
+}
+
+/* Gives c back; returns with sm_cuc_lock held. */
+static void sm_cuc_release(sm_cuc_ctx_t *c)
+{
+    pthread_mutex_lock(&sm_cuc_lock);
+    c->busy = 0;
+    pthread_cond_broadcast(&sm_cuc_cond);
+}
+
+static pthread_mutex_t sm_cuc_setup_lock = PTHREAD_MUTEX_INITIALIZER; /* the chip's configs, once */
+
 void sm_cuc_launch_enter(CUcontext ctx, uint32_t device, uint64_t correlation, const char *kernel)
 {
     if (!sm_cuc_on || !ctx)
         return;
     pthread_mutex_lock(&sm_cuc_lock);
     sm_cuc_ctx_t *c = sm_cuc_context(ctx, device, 1);
+    while (c && c->state == 0 && c->busy) /* another thread sets it up */
+        pthread_cond_wait(&sm_cuc_cond, &sm_cuc_lock);
+    if (c && c->state == 0) {
+        sm_cuc_claim(c);
+        pthread_mutex_lock(&sm_cuc_setup_lock);
+        int rc = sm_cuc_setup_ctx(c);
+        pthread_mutex_unlock(&sm_cuc_setup_lock);
+        sm_cuc_release(c);
+        if (c->state == 0)
+            c->state = rc == 0 ? 1 : -1;
+    }
     if (!c || c->state != 1 || !sm_cuc_on) {
         pthread_mutex_unlock(&sm_cuc_lock);
         return;
     }
     const char *name = kernel ? kernel : "";
     uint64_t nth = sm_cuc_nth(name);
-    if (!sm_gpu_spec_selects(&sm_cuc_spec, name, nth)) {
-        sm_cuc_decode(c); /* the profiler sleeps through this launch */
-        pthread_mutex_unlock(&sm_cuc_lock);
-        return;
-    }
+    int selected = sm_gpu_spec_selects(&sm_cuc_spec, name, nth);
     uint32_t group = 0, covered = 1;
-    if (sm_cuc_mode == SM_CUC_ROTATE_MODE) {
+    if (selected && sm_cuc_mode == SM_CUC_ROTATE_MODE) {
         uint32_t interval = sm_cuc_spec.interval ? sm_cuc_spec.interval : 1;
         group = (uint32_t)(((nth - 1) / interval) % sm_cuc_n_groups);
         covered = sm_cuc_n_groups;
     }
-    if (c->running && c->group != (int)group)
-        sm_cuc_decode(c);
-    if (!c->running && sm_cuc_start(c, group) != 0) {
+    /* Profiler calls happen here, before the launch, never in an exit
+     * callback: a batch ends (Stop, Decode, Disable) when it is full, on a
+     * group change and before a launch the filters leave out (and at the
+     * entry of a synchronising call: sm_cuc_sync); the next one starts
+     * (Enable, SetConfig, Start) at a counted launch. */
+    for (;;) {
+        if (c->state != 1 || !sm_cuc_on) {
+            pthread_mutex_unlock(&sm_cuc_lock);
+            return;
+        }
+        if (c->busy) {
+            pthread_cond_wait(&sm_cuc_cond, &sm_cuc_lock);
+            continue;
+        }
+        /* n_fifo counts the launches in flight too (slots taken at entry). */
+        int end = c->running && (!selected || c->group != (int)group || c->n_fifo >= SM_CUC_RANGES);
+        int start = selected && !c->running && !end;
+        if (!end && !start)
+            break;
+        if (c->in_flight) {
+            pthread_cond_wait(&sm_cuc_cond, &sm_cuc_lock);
+            continue;
+        }
+        sm_cuc_claim(c);
+        if (end) {
+            sm_cuc_decode(c);
+        } else {
+            sm_cuc_start(c, group);
+        }
+        sm_cuc_release(c);
+    }
+    if (!selected || !c->running) {
         pthread_mutex_unlock(&sm_cuc_lock);
         return;
     }
-    /* Held until the launch returns: ranges are numbered in launch order. */
+    /* The slot is taken at entry: ranges are numbered in launch order. */
+    uint32_t slot = c->n_fifo++;
+    c->fifo[slot] = (sm_cuc_launch_t){correlation, group, covered, sm_cuc_now(), 0, 0};
+    c->in_flight++;
+    pthread_mutex_unlock(&sm_cuc_lock);
     sm_cuc_pending_correlation = correlation;
-    sm_cuc_pending = (sm_cuc_launch_t){correlation, group, covered, sm_cuc_now(), 0};
+    sm_cuc_pending_slot = slot;
     sm_cuc_pending_ctx = c;
 }
 
@@ -682,63 +766,85 @@ void sm_cuc_launch_exit(CUcontext ctx, uint64_t correlation, int failed)
     if (!sm_cuc_pending_correlation)
         return;
     sm_cuc_ctx_t *c = sm_cuc_pending_ctx;
-    if (correlation == sm_cuc_pending_correlation && c && !failed) {
-        sm_cuc_pending.exit_ns = sm_cuc_now();
-        c->fifo[c->n_fifo++] = sm_cuc_pending;
-        sm_cuc_join_counted(&sm_cuc_pending);
+    uint64_t now = sm_cuc_now();
+    pthread_mutex_lock(&sm_cuc_lock);
+    sm_cuc_launch_t *l = &c->fifo[sm_cuc_pending_slot];
+    if (correlation == sm_cuc_pending_correlation && !failed) {
+        l->exit_ns = now;
+        l->ok = 1;
+        sm_cuc_join_counted(l);
         sm_cuc_counted++;
-        if (c->n_fifo == SM_CUC_RANGES)
-            sm_cuc_decode(c);
     }
+    c->in_flight--;
+    if (!c->in_flight)
+        pthread_cond_broadcast(&sm_cuc_cond);
+    pthread_mutex_unlock(&sm_cuc_lock);
     sm_cuc_pending_correlation = 0;
     sm_cuc_pending_ctx = NULL;
-    pthread_mutex_unlock(&sm_cuc_lock);
 }
 
-static void sm_cuc_end_locked(sm_cuc_ctx_t *c, int disable)
+/* Ends counting on c: the last batch decoded, the profiler disabled, and
+ * with forget the context's slot freed.  Called without sm_cuc_lock. */
+static void sm_cuc_end(CUcontext ctx, int forget)
 {
-    if (c->state != 1)
+    pthread_mutex_lock(&sm_cuc_lock);
+    sm_cuc_ctx_t *c = sm_cuc_context(ctx, 0, 0);
+    if (!c || c->state != 1) {
+        if (c && forget && !c->busy)
+            memset(c, 0, sizeof *c);
+        pthread_mutex_unlock(&sm_cuc_lock);
         return;
+    }
+    /* A fatal signal inside a profiler call of this thread (the end of the
+     * run then comes from the signal handler): waiting for c would wait for
+     * ourselves.  That batch is lost (counted). */
+    if (c->busy && pthread_equal(c->owner, pthread_self())) {
+        __atomic_fetch_add(&sm_cuc_lost, c->n_fifo, __ATOMIC_RELAXED);
+        c->state = -1;
+        pthread_mutex_unlock(&sm_cuc_lock);
+        return;
+    }
+    sm_cuc_claim(c);
     sm_cuc_decode(c);
     sm_cuc_disable(c);
-    if (disable) {
+    sm_cuc_release(c);
+    if (forget) {
         for (uint32_t k = 0; k < sm_cuc_n_groups; k++)
             free(c->data[k]);
         memset(c, 0, sizeof *c);
     }
+    pthread_mutex_unlock(&sm_cuc_lock);
 }
 
 void sm_cuc_context_end(CUcontext ctx)
 {
-    if (!sm_cuc_joins)
-        return;
-    pthread_mutex_lock(&sm_cuc_lock);
-    sm_cuc_ctx_t *c = sm_cuc_context(ctx, 0, 0);
-    if (c)
-        sm_cuc_end_locked(c, 1);
-    pthread_mutex_unlock(&sm_cuc_lock);
+    if (sm_cuc_joins)
+        sm_cuc_end(ctx, 1);
 }
 
+/* At the entry of a synchronising call (an entry callback, like the
+ * launches' profiler calls): the batch so far is decoded.  Values must not
+ * wait for the end of the run: there the context may already be gone. */
 void sm_cuc_sync(CUcontext ctx)
 {
     if (!sm_cuc_on || !ctx)
         return;
     pthread_mutex_lock(&sm_cuc_lock);
     sm_cuc_ctx_t *c = sm_cuc_context(ctx, 0, 0);
-    if (c && c->state == 1 && c->running)
+    while (c && c->state == 1 && c->running && (c->busy || c->in_flight))
+        pthread_cond_wait(&sm_cuc_cond, &sm_cuc_lock);
+    if (c && c->state == 1 && c->running) {
+        sm_cuc_claim(c);
         sm_cuc_decode(c);
+        sm_cuc_release(c);
+    }
     pthread_mutex_unlock(&sm_cuc_lock);
 }
 
 void sm_cuc_flush_context(CUcontext ctx)
 {
-    if (!sm_cuc_joins)
-        return;
-    pthread_mutex_lock(&sm_cuc_lock);
-    sm_cuc_ctx_t *c = sm_cuc_context(ctx, 0, 0);
-    if (c)
-        sm_cuc_end_locked(c, 0);
-    pthread_mutex_unlock(&sm_cuc_lock);
+    if (sm_cuc_joins)
+        sm_cuc_end(ctx, 0);
 }
 
 void sm_cuc_finish(void)

@@ -244,9 +244,9 @@ def test_collection_disabled():
 
 def main():
     single = None
-    # Collection is off in this build (see test_collection_disabled); the
-    # checks of the values run with SM_GPU_COUNTERS_COLLECT=1 once it is on.
-    collect = os.environ.get("SM_GPU_COUNTERS_COLLECT") == "1"
+    # Collection is on in this build (SM_CUC_COLLECT 1 in cupti_counters.c);
+    # a build with it off is checked with SM_GPU_COUNTERS_COLLECT=0.
+    collect = os.environ.get("SM_GPU_COUNTERS_COLLECT", "1") != "0"
     tests = (test_kernel_mode, test_eight_metrics, test_rotate, test_application) if collect \
         else (test_collection_disabled,)
     for t in tests + (test_nvml, test_bad_metric):
