@@ -435,8 +435,7 @@ static int sm_cuc_setup_ctx(sm_cuc_ctx_t *c)
     }
     if (!SM_CUC_COLLECT) {
         sm_cuc_give_up("GPU counters: the metrics are valid here, but per-kernel collection is "
-                       "disabled in this build (on the H100 it hung the measured program: manual "
-                       "section 8d.2)%s%s; the run goes on with tracing only",
+                       "disabled in this build (SM_CUC_COLLECT)%s%s; the run goes on with tracing only",
                        "", "");
         return -1;
     }
