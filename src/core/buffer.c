@@ -3,12 +3,10 @@
 #define _GNU_SOURCE
 #include "buffer.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -806,26 +804,11 @@ static void *sm_writer_main(void *arg)
     return NULL;
 }
 
-/* The writer thread must not be measured: the real pthread_create, not the
- * pthread adapter's.  No signal is delivered to it (a fatal signal's handler
- * writes the output and waits for this thread). */
-typedef int (*sm_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
-
+/* The writer thread is not measured, and no signal is delivered to it (a
+ * fatal signal's handler writes the output and waits for this thread). */
 static int sm_writer_start(void)
 {
-    sm_create_fn create = (sm_create_fn)dlsym(RTLD_NEXT, "pthread_create");
-    if (!create)
-        create = pthread_create;
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, 256u << 10);
-    int rc = create(&sm_w_thread, &attr, sm_writer_main, NULL);
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    return rc;
+    return sm_internal_thread_create(&sm_w_thread, 256u << 10, sm_writer_main, NULL);
 }
 
 void sm_buffers_quiesce(void)

@@ -2,6 +2,8 @@
 #include "location.h"
 #include "journal.h"
 
+#include <dlfcn.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -275,4 +277,24 @@ void sm_location_close(sm_location_t *loc, uint64_t time)
         stop(loc);
     loc->end_time = time;
     __atomic_store_n(&loc->closed, 1, __ATOMIC_RELEASE);
+}
+
+typedef int (*sm_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+
+int sm_internal_thread_create(pthread_t *thread, size_t stack, void *(*start)(void *), void *arg)
+{
+    sm_create_fn create = (sm_create_fn)dlsym(RTLD_NEXT, "pthread_create");
+    if (!create)
+        create = pthread_create;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    if (stack)
+        pthread_attr_setstacksize(&attr, stack);
+    int rc = create(thread, &attr, start, arg);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
 }

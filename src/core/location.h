@@ -102,6 +102,14 @@ typedef struct sm_location {
 
 extern SM_TLS sm_location_t *sm_tls_location SM_HIDDEN;
 
+/* Starts one of sysmeasure's own threads (the spill writer, the sampler):
+ * through the C library's pthread_create, so that it is never a measured
+ * location, with every signal blocked (the program's signals and the
+ * sampling signal go to the program's threads), and STACK bytes of stack
+ * (0: the default).  0, or an errno value. */
+int sm_internal_thread_create(pthread_t *thread, size_t stack, void *(*start)(void *),
+                              void *arg) SM_HIDDEN;
+
 int sm_locations_init(void) SM_HIDDEN;
 
 /* The calling thread's location, created on first use. */

@@ -2,10 +2,8 @@
 #define _GNU_SOURCE
 #include "sampler.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -134,8 +132,6 @@ static void *sm_samplers_main(void *arg)
     return NULL;
 }
 
-typedef int (*sm_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
-
 static void sm_samplers_after_fork_child(void)
 {
     /* The thread is not in the child; the child is not measured either. */
@@ -144,10 +140,7 @@ static void sm_samplers_after_fork_child(void)
     pthread_mutex_init(&sm_samplers_lock, NULL);
 }
 
-/* Under the lock.  The thread must not be a measured thread: it is created
- * with the C library's pthread_create, not sysmeasure's wrapper, and with
- * every signal blocked (the program's signals and the sampling signal go to
- * the program's own threads). */
+/* Under the lock.  An internal thread: not measured, no signals. */
 static int sm_samplers_start_thread(void)
 {
     pthread_condattr_t ca;
@@ -155,14 +148,7 @@ static int sm_samplers_start_thread(void)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&sm_samplers_cond, &ca);
     pthread_condattr_destroy(&ca);
-    sm_create_fn create = (sm_create_fn)dlsym(RTLD_NEXT, "pthread_create");
-    if (!create)
-        create = pthread_create;
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = create(&sm_samplers_thread, NULL, sm_samplers_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int rc = sm_internal_thread_create(&sm_samplers_thread, 0, sm_samplers_main, NULL);
     if (rc != 0) {
         sm_warning("the sampler thread cannot start (%s); process sampling is off",
                    strerror(rc));
