@@ -12,15 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(call)                                                                   \
-    do {                                                                              \
-        cudaError_t e_ = (call);                                                      \
-        if (e_ != cudaSuccess) {                                                      \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,             \
-                    cudaGetErrorString(e_));                                          \
-            exit(3);                                                                  \
-        }                                                                             \
-    } while (0)
+#include "cuda_check.h"
 
 // 64 fused multiply-adds per element: the instruction count depends only on
 // the grid, never on the data.

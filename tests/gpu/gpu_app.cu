@@ -20,15 +20,7 @@
 #include <mpi.h>
 #endif
 
-#define CHECK(call)                                                                   \
-    do {                                                                              \
-        cudaError_t e_ = (call);                                                      \
-        if (e_ != cudaSuccess) {                                                      \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,             \
-                    cudaGetErrorString(e_));                                          \
-            exit(3);                                                                  \
-        }                                                                             \
-    } while (0)
+#include "cuda_check.h"
 
 __global__ void scale_kernel(float *x, int n, float a)
 {
