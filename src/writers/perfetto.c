@@ -1,4 +1,6 @@
-/* trace.pftrace from traces.otf2 (see perfetto.h).  The messages come from
+/* trace.pftrace from traces.otf2 (see perfetto.h): the plugin
+ * libsysmeasure-perfetto.so, so that only a process writing a Perfetto trace
+ * loads protobuf-c.  The messages come from
  * our subset of Perfetto's format (perfetto_trace.proto) through protobuf-c;
  * each packet is packed and written as one `packet` field of the Trace
  * message, so the file grows packet by packet.
@@ -19,8 +21,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#ifdef SM_HAVE_PERFETTO
 
 #include <otf2/otf2.h>
 #include <stdarg.h>
@@ -1275,12 +1275,9 @@ static OTF2_EvtReaderCallbacks *sm_pf_event_callbacks(void)
     return cb;
 }
 
-int sm_perfetto_available(void)
-{
-    return 1;
-}
-
-int sm_perfetto_write(const char *dir, sm_perfetto_stats_t *stats, char *err, size_t errlen)
+/* The plugin's one entry (perfetto_loader.c finds it with dlsym). */
+SM_EXPORT int sysmeasure_perfetto_convert(const char *dir, sm_perfetto_stats_t *stats, char *err,
+                                          size_t errlen)
 {
     char anchor[4200], path[4200], tmp[4300];
     snprintf(anchor, sizeof anchor, "%s/traces.otf2", dir);
@@ -1404,19 +1401,3 @@ done:
     return result;
 }
 
-#else /* !SM_HAVE_PERFETTO */
-
-int sm_perfetto_available(void)
-{
-    return 0;
-}
-
-int sm_perfetto_write(const char *dir, sm_perfetto_stats_t *stats, char *err, size_t errlen)
-{
-    (void)dir, (void)stats;
-    snprintf(err, errlen, "this sysmeasure was built without protobuf-c, so it writes no Perfetto "
-             "trace (install libprotobuf-c-dev and protobuf-c-compiler, then configure again)");
-    return SM_PERFETTO_UNAVAILABLE;
-}
-
-#endif

@@ -1,0 +1,79 @@
+/* sm_perfetto_write for the core and the tools: loads the Perfetto plugin
+ * (perfetto.h says why it is a plugin) the first time a trace is written,
+ * from beside the shared object this code is in (libsysmeasure.so inside a
+ * measured process) or, for a tool, beside its executable. */
+#include "sm_build.h"
+
+#include "perfetto.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../util/fs.h"
+
+static pthread_once_t sm_pf_once = PTHREAD_ONCE_INIT;
+static sm_perfetto_convert_fn sm_pf_convert;
+static char sm_pf_why[PATH_MAX * 6];
+
+/* dir of the object holding this function, with a trailing '/'. */
+static int sm_pf_own_dir(char *dir, size_t len)
+{
+    Dl_info info;
+    if (!dladdr((void *)sm_pf_own_dir, &info) || !info.dli_fname || info.dli_fname[0] != '/')
+        return -1;
+    snprintf(dir, len, "%s", info.dli_fname);
+    char *slash = strrchr(dir, '/');
+    slash[1] = '\0';
+    return 0;
+}
+
+static void sm_pf_load(void)
+{
+#ifndef SM_HAVE_PERFETTO
+    snprintf(sm_pf_why, sizeof sm_pf_why,
+             "this sysmeasure was built without protobuf-c, so it writes no Perfetto trace "
+             "(install libprotobuf-c-dev and protobuf-c-compiler, then configure again)");
+#else
+    char lib[PATH_MAX + 64], tried[PATH_MAX * 2], dir[PATH_MAX] = "";
+    int found = -1;
+    if (sm_pf_own_dir(dir, sizeof dir) == 0) {
+        if (snprintf(lib, sizeof lib, "%s%s", dir, SM_PERFETTO_PLUGIN) < (int)sizeof lib)
+            found = access(lib, R_OK);
+    }
+    if (found != 0)
+        found = sm_fs_find_library(SM_PERFETTO_PLUGIN, lib, sizeof lib, tried, sizeof tried);
+    if (found != 0) {
+        snprintf(sm_pf_why, sizeof sm_pf_why, "%s was not found (looked beside %s and in %s)",
+                 SM_PERFETTO_PLUGIN, dir, tried);
+        return;
+    }
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(sm_pf_why, sizeof sm_pf_why, "%s cannot be loaded: %s", lib, dlerror());
+        return;
+    }
+    sm_pf_convert = (sm_perfetto_convert_fn)dlsym(h, SM_PERFETTO_ENTRY);
+    if (!sm_pf_convert)
+        snprintf(sm_pf_why, sizeof sm_pf_why, "%s lacks %s (a different sysmeasure build?)", lib,
+                 SM_PERFETTO_ENTRY);
+#endif
+}
+
+int sm_perfetto_available(void)
+{
+    pthread_once(&sm_pf_once, sm_pf_load);
+    return sm_pf_convert != NULL;
+}
+
+int sm_perfetto_write(const char *dir, sm_perfetto_stats_t *stats, char *err, size_t errlen)
+{
+    if (!sm_perfetto_available()) {
+        snprintf(err, errlen, "%s", sm_pf_why);
+        return SM_PERFETTO_UNAVAILABLE;
+    }
+    return sm_pf_convert(dir, stats, err, errlen);
+}
