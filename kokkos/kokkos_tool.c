@@ -10,6 +10,7 @@
  * and gets every callback too (Kokkos itself loads only the first). */
 #define _GNU_SOURCE
 #include "kokkos_tool.h"
+#include "util/grow.h"
 #include "util/log.h"
 
 #include <dlfcn.h>
@@ -223,15 +224,12 @@ static void sm_kp_push(sm_kp_stack_t *s, uint32_t v)
 {
     if (SM_UNLIKELY(s->n == s->cap)) {
         int saved_errno = errno;
-        uint32_t cap = s->cap ? 2 * s->cap : 16;
-        uint32_t *grown = realloc(s->v, cap * sizeof *grown);
+        int grown = SM_GROW(s->v, s->cap, 16);
         errno = saved_errno;
-        if (!grown) {
+        if (grown != 0) {
             s->n++; /* counted, not stored: its pop leaves nothing */
             return;
         }
-        s->v = grown;
-        s->cap = cap;
     }
     s->v[s->n++] = v;
 }

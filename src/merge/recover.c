@@ -13,6 +13,7 @@
 #include "../core/location.h"
 #include "../util/log.h"
 #include "profile_summary.h"
+#include "../util/grow.h"
 
 /* ---------------------------------------------------------------- the journal */
 
@@ -218,14 +219,8 @@ static int sm_rec_profile_record(const sm_record_t *r, void *arg)
     if (r->time > t->last)
         t->last = r->time;
     if (r->kind == SM_REC_ENTER) {
-        if (t->depth == t->cap) {
-            uint32_t cap = t->cap ? 2 * t->cap : 64;
-            sm_rec_frame_t *s = realloc(t->stack, cap * sizeof *s);
-            if (!s)
-                return -1;
-            t->stack = s;
-            t->cap = cap;
-        }
+        if (t->depth == t->cap && SM_GROW(t->stack, t->cap, 64) != 0)
+            return -1;
         sm_profile_node_t *parent = &t->profile.root;
         for (uint32_t k = t->depth; k > 0; k--)
             if (t->stack[k - 1].node != &t->profile.fold) {
@@ -394,15 +389,9 @@ static int sm_rec_close_record(const sm_record_t *r, void *arg)
     if (r->kind != SM_REC_CALLING_CONTEXT_SAMPLE && r->time > c->last)
         c->last = r->time;
     if (r->kind == SM_REC_ENTER) {
-        if (c->depth == c->cap) {
-            uint32_t cap = c->cap ? 2 * c->cap : 64;
-            uint32_t *grown = realloc(c->open, cap * sizeof *grown);
-            if (!grown) {
-                c->oom = 1;
-                return c->fn(r, c->arg);
-            }
-            c->open = grown;
-            c->cap = cap;
+        if (c->depth == c->cap && SM_GROW(c->open, c->cap, 64) != 0) {
+            c->oom = 1;
+            return c->fn(r, c->arg);
         }
         c->open[c->depth++] = r->ref;
     } else if (r->kind == SM_REC_LEAVE && c->depth) {

@@ -38,6 +38,7 @@
 #include "../util/filter.h"
 #include "../util/json_read.h"
 #include "../util/log.h"
+#include "../util/grow.h"
 
 /* OTF2's encoding (bytes). */
 #define SM_TS_BYTES 9     /* timestamp record: type byte + 8-byte time */
@@ -186,14 +187,8 @@ static sm_score_region_t *sm_score_region(sm_score_t *s, const char *name, const
             sm_str_eq(r->file, file))
             return r;
     }
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? 2 * s->cap : 256;
-        sm_score_region_t *grown = realloc(s->r, cap * sizeof *grown);
-        if (!grown)
-            return NULL;
-        s->r = grown;
-        s->cap = cap;
-    }
+    if (s->n == s->cap && SM_GROW(s->r, s->cap, 256) != 0)
+        return NULL;
     sm_score_region_t *r = &s->r[s->n];
     memset(r, 0, sizeof *r);
     r->rank_visits = calloc(s->n_ranks ? s->n_ranks : 1, sizeof *r->rank_visits);

@@ -1,5 +1,6 @@
 /* Region filters: parsing the filter file, matching a region once. */
 #include "filter.h"
+#include "grow.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -61,14 +62,8 @@ size_t sm_filter_rule_count(const sm_filter_t *f)
 static int sm_filter_add(sm_filter_t *f, sm_fblock_t block, int exclude, int mangled,
                          const char *pattern)
 {
-    if (f->n == f->cap) {
-        size_t cap = f->cap ? 2 * f->cap : 16;
-        sm_frule_t *r = realloc(f->rules, cap * sizeof *r);
-        if (!r)
-            return -1;
-        f->rules = r;
-        f->cap = cap;
-    }
+    if (f->n == f->cap && SM_GROW(f->rules, f->cap, 16) != 0)
+        return -1;
     char *p = strdup(pattern);
     if (!p)
         return -1;

@@ -1,5 +1,6 @@
 /* A small recursive-descent JSON reader: see json_read.h. */
 #include "json_read.h"
+#include "grow.h"
 
 #include <errno.h>
 #include <locale.h>
@@ -347,16 +348,11 @@ sm_jv_t *sm_jv_parse_file(const char *path, const char *const *skip, char *err, 
     char *buf = NULL;
     size_t len = 0, cap = 0;
     for (;;) {
-        if (len == cap) {
-            cap = cap ? cap * 2 : 1 << 16;
-            char *more = realloc(buf, cap);
-            if (!more) {
-                snprintf(err, errlen, "%s", strerror(ENOMEM));
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = more;
+        if (len == cap && SM_GROW(buf, cap, (size_t)1 << 16) != 0) {
+            snprintf(err, errlen, "%s", strerror(ENOMEM));
+            free(buf);
+            fclose(f);
+            return NULL;
         }
         size_t got = fread(buf + len, 1, cap - len, f);
         len += got;

@@ -12,6 +12,7 @@
 #include "../util/json.h"
 #include "../util/log.h"
 #include "../util/srcloc.h"
+#include "../util/grow.h"
 
 #define SM_SAMPLED_TEXT_ROWS 20 /* functions per table in profile.txt */
 
@@ -54,14 +55,8 @@ static sm_sfunc_t *sm_sampled_func(sm_sampled_t *c, sm_spath_t *sp, sm_region_id
     for (uint32_t i = 0; i < sp->n; i++)
         if (sp->f[i].region == region)
             return &sp->f[i];
-    if (sp->n == sp->cap) {
-        uint32_t cap = sp->cap ? 2 * sp->cap : 16;
-        sm_sfunc_t *g = realloc(sp->f, sizeof *g * cap);
-        if (!g)
-            return NULL;
-        sp->f = g;
-        sp->cap = cap;
-    }
+    if (sp->n == sp->cap && SM_GROW(sp->f, sp->cap, 16) != 0)
+        return NULL;
     sm_sfunc_t *f = &sp->f[sp->n];
     f->region = region;
     f->excl = calloc(c->s->n_members, sizeof *f->excl);
@@ -123,15 +118,9 @@ static void sm_sampled_visit(const sm_cpath_t *p, void *arg)
         any = sm_cpath_is_sampled(c->job, k);
     if (!any)
         return;
-    if (c->n == c->cap) {
-        uint32_t cap = c->cap ? 2 * c->cap : 16;
-        sm_spath_t *g = realloc(c->paths, sizeof *g * cap);
-        if (!g) {
-            c->oom = true;
-            return;
-        }
-        c->paths = g;
-        c->cap = cap;
+    if (c->n == c->cap && SM_GROW(c->paths, c->cap, 16) != 0) {
+        c->oom = true;
+        return;
     }
     sm_spath_t *sp = &c->paths[c->n++];
     memset(sp, 0, sizeof *sp);
@@ -514,14 +503,8 @@ static sm_pm_t *sm_pm_find(sm_pms_t *p, const char *name, const char *unit)
     for (uint32_t i = 0; i < p->n; i++)
         if (!strcmp(p->m[i].name, name))
             return &p->m[i];
-    if (p->n == p->cap) {
-        uint32_t cap = p->cap ? 2 * p->cap : 32;
-        sm_pm_t *g = realloc(p->m, sizeof *g * cap);
-        if (!g)
-            return NULL;
-        p->m = g;
-        p->cap = cap;
-    }
+    if (p->n == p->cap && SM_GROW(p->m, p->cap, 32) != 0)
+        return NULL;
     sm_pm_t *m = &p->m[p->n];
     snprintf(m->name, sizeof m->name, "%s", name);
     snprintf(m->unit, sizeof m->unit, "%s", unit);

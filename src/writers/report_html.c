@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include "../util/json_read.h"
 #include "../util/log.h"
+#include "../util/grow.h"
 
 #define SM_REPORT_MAX_PATHS 200      /* rows of the call-path table */
 #define SM_REPORT_MAX_IMBALANCE 10   /* regions in the load-imbalance section */
@@ -1070,15 +1071,10 @@ static void sm_report_sampling(sm_report_t *r)
             while (h < n && !(name && hot[h].name && !strcmp(hot[h].name, name)))
                 h++;
             if (h == n) {
-                if (n == cap) {
-                    cap = cap ? 2 * cap : 64;
-                    sm_hot_t *g = realloc(hot, sizeof *g * cap);
-                    if (!g) {
-                        free(hot);
-                        sm_out_fail(o, ENOMEM);
-                        return;
-                    }
-                    hot = g;
+                if (n == cap && SM_GROW(hot, cap, 64) != 0) {
+                    free(hot);
+                    sm_out_fail(o, ENOMEM);
+                    return;
                 }
                 hot[n++] = (sm_hot_t){name, sm_jv_str(f, "file"), sm_jv_num(f, "line", 0), 0};
             }
