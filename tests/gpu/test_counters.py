@@ -21,8 +21,9 @@ import tempfile
 BUILD = os.environ.get("SM_BUILDDIR", os.getcwd())
 LAUNCHER = os.path.join(BUILD, "sysmeasure")
 PASSES = os.path.join(BUILD, "sysmeasure-passes")
-APP = os.path.join(os.environ.get("SM_GPU_PROGRAMS", os.path.join(BUILD, "tests", "gpu")),
-                   "counters_app")
+PROGRAMS = os.environ.get("SM_GPU_PROGRAMS", os.path.join(BUILD, "tests", "gpu"))
+APP = os.path.join(PROGRAMS, "counters_app")
+MT_APP = os.path.join(PROGRAMS, "mt_counters")
 KEEP = os.environ.get("SM_GPU_KEEP")
 WORK = tempfile.mkdtemp(prefix="sm-gpu-counters-")
 failures = []
@@ -51,9 +52,9 @@ def keep(out, name):
         shutil.copytree(out, os.path.join(KEEP, name), dirs_exist_ok=True)
 
 
-def measure(name, args, launcher_args=(), env=None, expect_rc=0):
+def measure(name, args, launcher_args=(), env=None, expect_rc=0, app=APP):
     out = os.path.join(WORK, name)
-    cmd = [LAUNCHER, "--output", out] + list(launcher_args) + ["--", APP] + list(args)
+    cmd = [LAUNCHER, "--output", out] + list(launcher_args) + ["--", app] + list(args)
     p = subprocess.run(cmd, env=env_clean(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True, timeout=600)
     check(p.returncode == expect_rc, "%s: exit %d, expected %d; stderr: %s"
@@ -198,6 +199,65 @@ def test_application(single):
           "application mode from the launcher alone: %s" % p.stderr)
 
 
+def test_threads():
+    """4 host threads launching into one context at once (mt_counters): in
+    kernel and rotate mode every launch has its values, thread t's grid is
+    (t + 1) times thread 0's and so is its instruction count, the run ends
+    (the subprocess timeout catches a hang) and the trace has every kernel."""
+    threads, per = 4, 24
+    spec = os.path.join(WORK, "rotate-mt.json")
+    with open(spec, "w") as fh:
+        json.dump({"jobs": [{"pmc_groups": [[INST], ["sm__cycles_elapsed.avg"]],
+                             "pmc_group_interval": 3}]}, fh)
+    for mode, extra in (("kernel", ["--gpu-metrics", INST + "," + TIME]),
+                        ("rotate", ["--gpu-counter-mode", "rotate", "--gpu-metrics-file", spec])):
+        out, p = measure("threads-" + mode, [str(threads), str(per)], extra, app=MT_APP)
+        e = expectation(p)
+        check(e.get("threads") == threads, "threads %s: the program did not finish: %s" % (mode, e))
+        base = e.get("base_grid", 256) * e.get("block", 256)
+        rows = [r for r in rows_of(out) if "fma_kernel" in r["Kernel_Name"]]
+        launches = {}  # correlation -> (grid, {metric: value})
+        for r in rows:
+            g, vals = launches.setdefault(r["Correlation_Id"], (int(r["Grid_Size"]), {}))
+            vals[r["Counter_Name"]] = float(r["Counter_Value"])
+        per_grid = {}
+        for g, vals in launches.values():
+            per_grid.setdefault(g, []).append(vals)
+        check(sorted(per_grid) == [base * (t + 1) for t in range(threads)],
+              "threads %s: grids with values %s" % (mode, sorted(per_grid)))
+        for g, launch_vals in sorted(per_grid.items()):
+            check(len(launch_vals) == per, "threads %s: grid %d has %d of %d launches with values"
+                  % (mode, g, len(launch_vals), per))
+        insts = {g: {v[INST] for v in lv if INST in v} for g, lv in per_grid.items()}
+        unit = insts.get(base, set())
+        check(len(unit) == 1, "threads %s: thread 0's equal launches differ: %s" % (mode, unit))
+        for g, vs in sorted(insts.items()):
+            check(vs and unit and vs == {next(iter(unit)) * g // base},
+                  "threads %s: grid %d instructions %s, expected %d x thread 0's %s"
+                  % (mode, g, vs, g // base, unit))
+        if mode == "kernel":
+            check(all(INST in v and TIME in v for lv in per_grid.values() for v in lv),
+                  "threads kernel: a launch lacks one of the 2 metrics")
+        else:
+            check(all(len(v) == 1 for lv in per_grid.values() for v in lv)
+                  and all(int(r["Launches_Covered"]) == 3 for r in rows),
+                  "threads rotate: each launch one group's metric, covering 3 launches")
+        print("threads %s: %d launches with values, instructions per grid %s"
+              % (mode, len(launches), {g: sorted(v) for g, v in sorted(insts.items())}))
+        if otf2:
+            enters, last, broken = 0, {}, 0
+            with otf2.reader.open(os.path.join(out, "traces.otf2")) as tr:
+                for loc, ev in tr.events:
+                    if ev.time < last.get(loc, 0):
+                        broken += 1
+                    last[loc] = ev.time
+                    if isinstance(ev, otf2.events.Enter) and "fma_kernel" in ev.region.name:
+                        enters += 1
+            check(enters == threads * per and broken == 0,
+                  "threads %s: trace has %d fma_kernel enters of %d, %d timestamps going back"
+                  % (mode, enters, threads * per, broken))
+
+
 def test_nvml():
     out, p = measure("nvml", ["spin", "100", "20"], ["--sampling-interval", "50"])
     with open(os.path.join(out, "profile.json")) as fh:
@@ -247,7 +307,8 @@ def main():
     # Collection is on in this build (SM_CUC_COLLECT 1 in cupti_counters.c);
     # a build with it off is checked with SM_GPU_COUNTERS_COLLECT=0.
     collect = os.environ.get("SM_GPU_COUNTERS_COLLECT", "1") != "0"
-    tests = (test_kernel_mode, test_eight_metrics, test_rotate, test_application) if collect \
+    tests = (test_kernel_mode, test_eight_metrics, test_rotate, test_application,
+             test_threads) if collect \
         else (test_collection_disabled,)
     for t in tests + (test_nvml, test_bad_metric):
         try:
