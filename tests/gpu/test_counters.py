@@ -3,7 +3,8 @@ tests/gpu/counters_app under the launcher, with per-kernel metrics in the
 kernel, rotate and application modes, NVML samples and a bad metric name,
 checked against what the program says it launched.
 
-It reads counter_collection.csv, gpu_counters.csv and metadata.json, so it
+It reads counter_collection.csv, profile_gpu_counters.csv, profile.json and
+metadata.json, so it
 runs where the OTF2 Python reader is missing; where it is present, the
 trace's metrics on the stream and the NVML timelines are checked too.
 SM_GPU_KEEP=DIR copies every output folder there (to read the archives back
@@ -85,6 +86,12 @@ def values(rows, kernel, metric):
             if kernel in r["Kernel_Name"] and r["Counter_Name"] == metric}
 
 
+def profile_stats(out):
+    """The per-kernel statistics of the profile (profile_gpu_counters.csv)."""
+    with open(os.path.join(out, "profile_gpu_counters.csv"), newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
 def metadata(out):
     with open(os.path.join(out, "metadata.json")) as fh:
         return json.load(fh)
@@ -127,12 +134,21 @@ def test_kernel_mode():
     m = metadata(out)
     check(m.get("metadata", {}).get("gpu_counter_passes") == "1",
           "2 metrics: passes %s" % m.get("metadata", {}).get("gpu_counter_passes"))
-    with open(os.path.join(out, "gpu_counters.csv"), newline="") as fh:
-        stats = [r for r in csv.DictReader(fh) if "fma_kernel" in r["Kernel_Name"]
-                 and r["Counter_Name"] == INST]
-    check(len(stats) == 1 and int(stats[0]["Values"]) == 8 and float(stats[0]["Stddev"]) == 0.0
-          and "cudaLaunchKernel" in stats[0]["Call_Path"],
-          "gpu_counters.csv for fma_kernel: %s" % stats)
+    stats = profile_stats(out)
+    per_path = [r for r in stats if r["section"] == "path" and "fma_kernel" in r["kernel"]
+                and r["metric"] == INST]
+    check(len(per_path) == 1 and int(per_path[0]["values"]) == 8 and
+          float(per_path[0]["stddev"]) == 0.0 and "cudaLaunchKernel" in per_path[0]["path"] and
+          float(per_path[0]["mean"]) == inst.get(1),
+          "profile_gpu_counters.csv for fma_kernel from its call path: %s" % per_path)
+    with open(os.path.join(out, "profile.json")) as fh:
+        kernels = json.load(fh)["gpu"]["counters"]["kernels"]
+    k = [x for x in kernels if "fma_kernel" in x["kernel"] and x["metric"] == INST]
+    check(len(k) == 1 and k[0]["values"] == 8 and k[0]["min"] == k[0]["max"] == inst.get(1),
+          "profile.json's GPU counters for fma_kernel: %s" % k)
+    with open(os.path.join(out, "profile.txt")) as fh:
+        check("GPU counters per kernel and launching call path" in fh.read(),
+              "profile.txt has the GPU counter section")
     check(any("GPU counters: kernel mode" in n for n in m.get("notes", [])),
           "the summary notes state the mode and passes: %s" % m.get("notes"))
     return inst.get(1)
@@ -162,6 +178,10 @@ def test_rotate():
     want = {n: ((n - 1) // 2 % 2, INST if (n - 1) // 2 % 2 == 0 else "sm__cycles_elapsed.avg", 2)
             for n in range(1, 9)}
     check(got == want, "rotate: launches -> (group, metric, covered) %s, expected %s" % (got, want))
+    st = [r for r in profile_stats(out) if r["section"] == "kernel" and "fma_kernel" in r["kernel"]]
+    cov = {r["metric"]: (int(r["values"]), int(r["launches"])) for r in st}
+    check(cov == {INST: (4, 8), "sm__cycles_elapsed.avg": (4, 8)},
+          "rotate: the profile's values and the launches they cover %s" % cov)
     return {n: float(r["Counter_Value"]) for n, r in
             ((int(r["Launch"]), r) for r in rows) if r["Counter_Name"] == INST}
 
@@ -190,6 +210,12 @@ def test_application(single):
               "application merged: %s for %d of 8 launches" % (metric, len(values(merged, "fma_kernel", metric))))
     check(set(values(merged, "fma_kernel", INST).values()) == {single},
           "application merged inst_executed equals the single-pass value")
+    # The merged statistics: one computation with the profile's.
+    st = [r for r in profile_stats(out) if r["section"] == "kernel" and "fma_kernel" in r["kernel"]]
+    got = {r["metric"]: (int(r["values"]), float(r["min"]), float(r["max"])) for r in st}
+    check(got.get(INST) == (8, single, single) and got.get(TIME, (0,))[0] == 8 and
+          got.get("sm__cycles_elapsed.avg", (0,))[0] == 8,
+          "application merged profile_gpu_counters.csv: %s" % got)
     # The launcher drives the passes itself when not under MPI.
     out2 = os.path.join(WORK, "application-self")
     p = subprocess.run([LAUNCHER, "--output", out2, "--gpu-counter-mode=application",
