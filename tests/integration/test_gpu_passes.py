@@ -1,5 +1,5 @@
 """GPU counters without a GPU: the application-mode pass driver
-(sysmeasure-passes) and its merge by (rank, call path, kernel, n-th launch)
+(sysmeasure-passes, C) and its merge by (rank, call path, kernel, n-th launch)
 (sysmeasure-merge --gpu-passes, C), on counter rows recorded from an H100
 run of tests/gpu/counters_app; and the launcher's one-line errors for GPU
 metric options.
