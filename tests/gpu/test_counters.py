@@ -265,9 +265,16 @@ def test_threads():
             check(all(INST in v and TIME in v for lv in per_grid.values() for v in lv),
                   "threads kernel: a launch lacks one of the 2 metrics")
         else:
+            # Every 3 launches of the kernel (counted over all threads) the
+            # other group; a value stands for as many launches as there are
+            # groups (2).
+            turns = {}
+            for r in rows:
+                turns[r["Counter_Name"]] = turns.get(r["Counter_Name"], 0) + 1
             check(all(len(v) == 1 for lv in per_grid.values() for v in lv)
-                  and all(int(r["Launches_Covered"]) == 3 for r in rows),
-                  "threads rotate: each launch one group's metric, covering 3 launches")
+                  and all(int(r["Launches_Covered"]) == 2 for r in rows)
+                  and turns == {INST: threads * per // 2, "sm__cycles_elapsed.avg": threads * per // 2},
+                  "threads rotate: each launch one group's metric, covering 2 launches: %s" % turns)
         print("threads %s: %d launches with values, instructions per grid %s"
               % (mode, len(launches), {g: sorted(v) for g, v in sorted(insts.items())}))
         if otf2:
