@@ -1,11 +1,14 @@
 // Several host threads launching into one CUDA context at the same time, for
 // tests/gpu/test_counters.py (per-kernel counters from concurrent threads):
-//   mt_counters [threads] [launches]     default 4 threads, 24 launches each
+//   mt_counters [threads] [launches] [sync]
+//                               default 4 threads, 24 launches each, each
+//                               thread synchronising its stream every 5
+//                               launches (sync 0: only at its end)
 // Thread t launches the deterministic fma_kernel on its own stream with a
 // grid of (t + 1) * 256 blocks, so every launch's instruction count is
-// (t + 1) times thread 0's: a value given to the wrong launch shows.  Each
-// thread synchronises its stream every 5 launches (the counters are decoded
-// at synchronising calls), and the threads start together behind a barrier.
+// (t + 1) times thread 0's: a value given to the wrong launch shows.  The
+// counters are decoded at synchronising calls and every 64 counted
+// launches; the threads start together behind a barrier.
 // It prints what it did as one JSON line on stdout.
 #include <cuda_runtime.h>
 #include <pthread.h>
@@ -30,7 +33,7 @@ __global__ void fma_kernel(float *x, int n)
 }
 
 static pthread_barrier_t start;
-static int launches = 24;
+static int launches = 24, sync_every = 5;
 
 static void *worker(void *arg)
 {
@@ -46,7 +49,7 @@ static void *worker(void *arg)
     for (int i = 0; i < launches; i++) {
         fma_kernel<<<grid, BLOCK, 0, s>>>(x, n);
         CHECK(cudaGetLastError());
-        if (i % 5 == 4)
+        if (sync_every > 0 && i % sync_every == sync_every - 1)
             CHECK(cudaStreamSynchronize(s));
     }
     CHECK(cudaStreamSynchronize(s));
@@ -59,8 +62,9 @@ int main(int argc, char **argv)
 {
     int threads = argc > 1 ? atoi(argv[1]) : 4;
     launches = argc > 2 ? atoi(argv[2]) : 24;
-    if (threads < 1 || threads > 64 || launches < 1) {
-        fprintf(stderr, "usage: mt_counters [threads 1..64] [launches]\n");
+    sync_every = argc > 3 ? atoi(argv[3]) : 5;
+    if (threads < 1 || threads > 64 || launches < 1 || sync_every < 0) {
+        fprintf(stderr, "usage: mt_counters [threads 1..64] [launches] [sync every, 0: never]\n");
         return 2;
     }
     CHECK(cudaFree(0)); // the context exists before the threads start
