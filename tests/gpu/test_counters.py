@@ -226,20 +226,24 @@ def test_application(single):
 
 
 def test_threads():
-    """4 host threads launching into one context at once (mt_counters): in
-    kernel and rotate mode every launch has its values, thread t's grid is
+    """4 (and 8) host threads launching into one context at once
+    (mt_counters): in kernel and rotate mode every launch has its values, thread t's grid is
     (t + 1) times thread 0's and so is its instruction count, the run ends
     (the subprocess timeout catches a hang) and the trace has every kernel."""
-    threads, per = 4, 24
     spec = os.path.join(WORK, "rotate-mt.json")
     with open(spec, "w") as fh:
         json.dump({"jobs": [{"pmc_groups": [[INST], ["sm__cycles_elapsed.avg"]],
                              "pmc_group_interval": 3}]}, fh)
-    for mode, extra in (("kernel", ["--gpu-metrics", INST + "," + TIME]),
-                        ("rotate", ["--gpu-counter-mode", "rotate", "--gpu-metrics-file", spec])):
-        out, p = measure("threads-" + mode, [str(threads), str(per)], extra, app=MT_APP)
+    kernel = ["--gpu-metrics", INST + "," + TIME]
+    rotate = ["--gpu-counter-mode", "rotate", "--gpu-metrics-file", spec]
+    # (name, mode, threads, launches each, sync every): the third never
+    # synchronises before its end, so batches of 64 fill from 8 threads.
+    for name, mode, threads, per, sync, extra in (("kernel", "kernel", 4, 24, 5, kernel),
+                                                  ("rotate", "rotate", 4, 24, 5, rotate),
+                                                  ("kernel-nosync", "kernel", 8, 40, 0, kernel)):
+        out, p = measure("threads-" + name, [str(threads), str(per), str(sync)], extra, app=MT_APP)
         e = expectation(p)
-        check(e.get("threads") == threads, "threads %s: the program did not finish: %s" % (mode, e))
+        check(e.get("threads") == threads, "threads %s: the program did not finish: %s" % (name, e))
         base = e.get("base_grid", 256) * e.get("block", 256)
         rows = [r for r in rows_of(out) if "fma_kernel" in r["Kernel_Name"]]
         launches = {}  # correlation -> (grid, {metric: value})
@@ -250,20 +254,20 @@ def test_threads():
         for g, vals in launches.values():
             per_grid.setdefault(g, []).append(vals)
         check(sorted(per_grid) == [base * (t + 1) for t in range(threads)],
-              "threads %s: grids with values %s" % (mode, sorted(per_grid)))
+              "threads %s: grids with values %s" % (name, sorted(per_grid)))
         for g, launch_vals in sorted(per_grid.items()):
             check(len(launch_vals) == per, "threads %s: grid %d has %d of %d launches with values"
-                  % (mode, g, len(launch_vals), per))
+                  % (name, g, len(launch_vals), per))
         insts = {g: {v[INST] for v in lv if INST in v} for g, lv in per_grid.items()}
         unit = insts.get(base, set())
-        check(len(unit) == 1, "threads %s: thread 0's equal launches differ: %s" % (mode, unit))
+        check(len(unit) == 1, "threads %s: thread 0's equal launches differ: %s" % (name, unit))
         for g, vs in sorted(insts.items()):
             check(vs and unit and vs == {next(iter(unit)) * g // base},
                   "threads %s: grid %d instructions %s, expected %d x thread 0's %s"
-                  % (mode, g, vs, g // base, unit))
+                  % (name, g, vs, g // base, unit))
         if mode == "kernel":
             check(all(INST in v and TIME in v for lv in per_grid.values() for v in lv),
-                  "threads kernel: a launch lacks one of the 2 metrics")
+                  "threads %s: a launch lacks one of the 2 metrics" % name)
         else:
             # Every 3 launches of the kernel (counted over all threads) the
             # other group; a value stands for as many launches as there are
@@ -276,7 +280,7 @@ def test_threads():
                   and turns == {INST: threads * per // 2, "sm__cycles_elapsed.avg": threads * per // 2},
                   "threads rotate: each launch one group's metric, covering 2 launches: %s" % turns)
         print("threads %s: %d launches with values, instructions per grid %s"
-              % (mode, len(launches), {g: sorted(v) for g, v in sorted(insts.items())}))
+              % (name, len(launches), {g: sorted(v) for g, v in sorted(insts.items())}))
         if otf2:
             enters, last, broken = 0, {}, 0
             with otf2.reader.open(os.path.join(out, "traces.otf2")) as tr:
@@ -288,7 +292,7 @@ def test_threads():
                         enters += 1
             check(enters == threads * per and broken == 0,
                   "threads %s: trace has %d fma_kernel enters of %d, %d timestamps going back"
-                  % (mode, enters, threads * per, broken))
+                  % (name, enters, threads * per, broken))
 
 
 def test_nvml():
