@@ -194,7 +194,7 @@ void sm_gct_finish(sm_gct_t *t)
 
 static void sm_gct_text_stat(sm_out_t *o, const char *metric, const sm_fstat_t *st)
 {
-    sm_out_printf(o, "    %-48s %8llu %9llu %16.6g %14.6g %14.6g %14.6g %12.6g\n", metric,
+    sm_out_printf(o, "    %-48s %8llu %9llu %18.12g %16.10g %16.10g %16.10g %12.6g\n", metric,
                   (unsigned long long)st->n, (unsigned long long)st->covered, st->sum,
                   sm_fstat_mean(st), st->min, st->max, sm_fstat_stddev(st));
 }
@@ -208,7 +208,7 @@ void sm_gct_text(sm_out_t *o, const sm_gct_t *t, const char *heading)
         sm_out_printf(o, "\nGPU counters %s (%s; VALUES: launches measured, LAUNCHES: launches "
                          "the values stand for)\n",
                       parts[part], heading);
-        sm_out_printf(o, "    %-48s %8s %9s %16s %14s %14s %14s %12s\n", "METRIC", "VALUES",
+        sm_out_printf(o, "    %-48s %8s %9s %18s %16s %16s %16s %12s\n", "METRIC", "VALUES",
                       "LAUNCHES", "SUM", "MEAN", "MIN", "MAX", "STDDEV");
         const char *last_kernel = NULL, *last_path = NULL;
         for (uint32_t i = 0; i < t->n_rows; i++) {
@@ -231,7 +231,7 @@ void sm_gct_text(sm_out_t *o, const sm_gct_t *t, const char *heading)
     if (t->n_ranks < 2)
         return;
     sm_out_printf(o, "\nGPU counters across ranks (per-rank sums over each kernel's launches)\n");
-    sm_out_printf(o, "    %-48s %6s %14s %14s %6s %14s %6s %12s\n", "METRIC", "RANKS", "MEAN",
+    sm_out_printf(o, "    %-48s %6s %18s %18s %6s %18s %6s %12s\n", "METRIC", "RANKS", "MEAN",
                   "MIN", "@RANK", "MAX", "@RANK", "STDDEV");
     for (uint32_t i = 0; i < t->n_rows; i++) {
         const sm_gct_row_t *r = &t->rows[i];
@@ -239,7 +239,7 @@ void sm_gct_text(sm_out_t *o, const sm_gct_t *t, const char *heading)
             continue;
         if (!i || strcmp(t->rows[i - 1].kernel, r->kernel) || t->rows[i - 1].path)
             sm_out_printf(o, "  %s\n", r->kernel);
-        sm_out_printf(o, "    %-48s %6u %14.6g %14.6g %6u %14.6g %6u %12.6g\n",
+        sm_out_printf(o, "    %-48s %6u %18.12g %18.12g %6u %18.12g %6u %12.6g\n",
                       t->metrics[r->metric], r->ranks.n, r->ranks.mean, r->ranks.min,
                       r->ranks.min_member, r->ranks.max, r->ranks.max_member, r->ranks.stddev);
     }

@@ -310,7 +310,7 @@ int main(void)
     CHECK(text && strstr(text, "    from main > solve > cudaLaunchKernel\n"));
     CHECK(text && strstr(text, "GPU counters across ranks"));
     const char *line = text ? strstr(text, "    " INST " ") : NULL;
-    CHECK(line && strstr(line, "      14        14            14000           1000"));
+    CHECK(line && strstr(line, "      14        14              14000             1000"));
     const char *json = slurp(dir, "profile.json");
     CHECK(json && strstr(json, "\"counters\""));
     CHECK(json && strstr(json, "\"metrics\": [\"" INST "\", \"" TIME "\", \"" CYCLES "\"]"));
