@@ -731,8 +731,17 @@ void sm_cuc_launch_enter(CUcontext ctx, uint32_t device, uint64_t correlation, c
         /* n_fifo counts the launches in flight too (slots taken at entry). */
         int end = c->running && (!selected || c->group != (int)group || c->n_fifo >= SM_CUC_RANGES);
         int start = selected && !c->running && !end;
-        if (!end && !start)
+        if (!end && !start) {
+            /* Counted launches of several threads go one at a time: AutoRange
+             * numbers ranges in the order the driver takes the launches,
+             * which for two threads between their callbacks need not be the
+             * order of their slots (values would swap between launches). */
+            if (selected && c->running && c->in_flight) {
+                pthread_cond_wait(&sm_cuc_cond, &sm_cuc_lock);
+                continue;
+            }
             break;
+        }
         if (c->in_flight) {
             pthread_cond_wait(&sm_cuc_cond, &sm_cuc_lock);
             continue;

@@ -29,13 +29,14 @@ typedef struct sm_gc_row {
     sm_gpu_launch_t launch;
 } sm_gc_row_t;
 
-/* Statistics per (call path, kernel, metric), in a hash table. */
+/* Statistics per (stream, call path, kernel, metric), in a hash table; the
+ * profile summary takes them (sm_gpu_counters_each). */
 typedef struct sm_gc_stat {
     const sm_profile_node_t *host;
     sm_region_id_t region;
     uint32_t metric;
-    uint64_t n, launches;
-    double sum, sumsq, min, max;
+    uint32_t location; /* the stream's */
+    sm_fstat_t st;
     struct sm_gc_stat *next;
 } sm_gc_stat_t;
 
@@ -83,14 +84,16 @@ uint32_t sm_gpu_counter_define(const char *name, const char *unit)
     return id;
 }
 
-static sm_gc_stat_t *sm_gc_stat(const sm_profile_node_t *host, sm_region_id_t region,
-                                uint32_t metric)
+static sm_gc_stat_t *sm_gc_stat(uint32_t location, const sm_profile_node_t *host,
+                                sm_region_id_t region, uint32_t metric)
 {
-    uint64_t h = ((uintptr_t)host * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)region << 20) ^ metric;
+    uint64_t h = ((uintptr_t)host * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)region << 20) ^ metric ^
+                 ((uint64_t)location << 40);
     h = (h * 0xff51afd7ed558ccdull) >> 52;
     sm_gc_stat_t **b = &sm_gc_buckets[h % SM_GC_BUCKETS];
     for (sm_gc_stat_t *s = *b; s; s = s->next)
-        if (s->host == host && s->region == region && s->metric == metric)
+        if (s->host == host && s->region == region && s->metric == metric &&
+            s->location == location)
             return s;
     sm_gc_stat_t *s = calloc(1, sizeof *s);
     if (!s)
@@ -98,8 +101,8 @@ static sm_gc_stat_t *sm_gc_stat(const sm_profile_node_t *host, sm_region_id_t re
     s->host = host;
     s->region = region;
     s->metric = metric;
-    s->min = INFINITY;
-    s->max = -INFINITY;
+    s->location = location;
+    sm_fstat_clear(&s->st);
     s->next = *b;
     *b = s;
     sm_gc_n_stats++;
@@ -134,17 +137,9 @@ size_t sm_gpu_counters(const sm_gpu_counter_value_t *v, size_t n, size_t stride)
         pthread_mutex_unlock(&loc->lock);
         const sm_profile_node_t *host = sm_gpu_correlation_node(x.correlation);
         pthread_mutex_lock(&sm_gc_lock);
-        sm_gc_stat_t *s = sm_gc_stat(host, x.region, x.metric);
-        if (s) {
-            s->n++;
-            s->launches += x.covered ? x.covered : 1;
-            s->sum += x.value;
-            s->sumsq += x.value * x.value;
-            if (x.value < s->min)
-                s->min = x.value;
-            if (x.value > s->max)
-                s->max = x.value;
-        }
+        sm_gc_stat_t *s = sm_gc_stat(loc->id, host, x.region, x.metric);
+        if (s)
+            sm_fstat_add(&s->st, x.value, x.covered);
         if (sm_gc_n_rows == sm_gc_cap_rows && sm_gc_cap_rows < SM_GPU_COUNTER_ROWS_MAX) {
             size_t cap = sm_gc_cap_rows ? sm_gc_cap_rows * 2 : 4096;
             sm_gc_row_t *grown = realloc(sm_gc_rows, cap * sizeof *grown);
@@ -292,88 +287,21 @@ static int sm_gc_write_rows(const char *dir, uint32_t rank, uint32_t n_ranks)
     return fclose(f) != 0;
 }
 
-static int sm_gc_stat_order(const void *a, const void *b)
+void sm_gpu_counters_each(sm_gpu_counter_stat_fn fn, void *arg)
 {
-    const sm_gc_stat_t *x = *(const sm_gc_stat_t *const *)a, *y = *(const sm_gc_stat_t *const *)b;
-    if (x->region != y->region)
-        return x->region < y->region ? -1 : 1;
-    if (x->host != y->host)
-        return (uintptr_t)x->host < (uintptr_t)y->host ? -1 : 1;
-    return x->metric < y->metric ? -1 : x->metric > y->metric;
-}
-
-static int sm_gc_write_stats(const char *dir, uint32_t rank, uint32_t n_ranks)
-{
-    sm_gc_stat_t **all = malloc((sm_gc_n_stats + 1) * sizeof *all);
-    if (!all)
-        return 2;
-    uint32_t n = 0;
+    pthread_mutex_lock(&sm_gc_lock);
     for (uint32_t b = 0; b < SM_GC_BUCKETS; b++)
-        for (sm_gc_stat_t *s = sm_gc_buckets[b]; s && n < sm_gc_n_stats; s = s->next)
-            all[n++] = s;
-    qsort(all, n, sizeof *all, sm_gc_stat_order);
-    int failed = 0;
-    FILE *csv = sm_gc_open(dir, "gpu_counters", "csv", rank, n_ranks);
-    FILE *txt = sm_gc_open(dir, "gpu_counters", "txt", rank, n_ranks);
-    if (csv)
-        fprintf(csv, "Rank,Kernel_Name,Call_Path,Counter_Name,Values,Launches,Sum,Mean,Min,Max,"
-                     "Stddev\n");
-    if (txt)
-        fprintf(txt,
-                "GPU COUNTERS PER KERNEL AND LAUNCHING CALL PATH (rank %u; VALUES: launches "
-                "measured, LAUNCHES: launches the values stand for)\n",
-                rank);
-    char path[4096];
-    const sm_profile_node_t *last_host = NULL;
-    sm_region_id_t last_region = SM_INVALID_ID;
-    for (uint32_t i = 0; i < n; i++) {
-        const sm_gc_stat_t *s = all[i];
-        double mean = s->n ? s->sum / (double)s->n : 0;
-        double var = s->n ? s->sumsq / (double)s->n - mean * mean : 0;
-        double sd = var > 0 ? sqrt(var) : 0;
-        const char *kname = sm_region_name(s->region);
-        sm_gc_path(s->host, path, sizeof path);
-        if (csv) {
-            fprintf(csv, "%u,", rank);
-            sm_gc_csv(csv, kname ? kname : "?");
-            fputc(',', csv);
-            sm_gc_csv(csv, path);
-            fputc(',', csv);
-            sm_gc_csv(csv, sm_gc_names[s->metric]);
-            fprintf(csv, ",%" PRIu64 ",%" PRIu64 ",%.17g,%.17g,%.17g,%.17g,%.17g\n", s->n,
-                    s->launches, s->sum, mean, s->min, s->max, sd);
-        }
-        if (txt) {
-            if (s->host != last_host || s->region != last_region)
-                fprintf(txt, "\n  %s\n    from %s\n", kname ? kname : "?", path[0] ? path : "(unknown)");
-            last_host = s->host;
-            last_region = s->region;
-            fprintf(txt, "    %-48s values %8" PRIu64 " launches %8" PRIu64
-                         " sum %16.6g mean %14.6g min %14.6g max %14.6g stddev %12.6g\n",
-                    sm_gc_names[s->metric], s->n, s->launches, s->sum, mean, s->min, s->max,
-                    sd);
-        }
-    }
-    if (txt && sm_gc_rows_dropped)
-        fprintf(txt, "\n%" PRIu64 " values are not in counter_collection.csv (more than %u rows); "
-                     "the statistics above hold them\n",
-                sm_gc_rows_dropped, SM_GPU_COUNTER_ROWS_MAX);
-    if (!csv || fclose(csv) != 0)
-        failed++;
-    if (!txt || fclose(txt) != 0)
-        failed++;
-    free(all);
-    return failed;
+        for (const sm_gc_stat_t *s = sm_gc_buckets[b]; s; s = s->next)
+            fn(s->location, s->host, s->region, sm_gc_names[s->metric], &s->st, arg);
+    pthread_mutex_unlock(&sm_gc_lock);
 }
 
 int sm_gpu_counters_write(const char *dir, uint32_t rank, uint32_t n_ranks)
 {
     pthread_mutex_lock(&sm_gc_lock);
     int failed = 0;
-    if (sm_gc_n_stats) {
+    if (sm_gc_n_stats)
         failed += sm_gc_write_rows(dir, rank, n_ranks);
-        failed += sm_gc_write_stats(dir, rank, n_ranks);
-    }
     pthread_mutex_unlock(&sm_gc_lock);
     return failed;
 }
@@ -386,13 +314,12 @@ static void sm_gc_finalize_hook(const sm_run_info_t *run)
     if (!dir || sm_runtime_make_output_dir(err, sizeof err) != 0)
         return;
     if (sm_gpu_counters_write(dir, run->rank, run->n_ranks) != 0)
-        sm_runtime_add_note("GPU counters: counter_collection.csv or gpu_counters.* could not be "
-                            "written");
+        sm_runtime_add_note("GPU counters: counter_collection.csv could not be written");
     if (sm_gc_rows_dropped) {
         char note[200];
         snprintf(note, sizeof note,
-                 "GPU counters: %" PRIu64 " values beyond %u rows are in the statistics but not "
-                 "in counter_collection.csv",
+                 "GPU counters: %" PRIu64 " values beyond %u rows are in the profile's "
+                 "statistics but not in counter_collection.csv",
                  sm_gc_rows_dropped, SM_GPU_COUNTER_ROWS_MAX);
         sm_runtime_add_note(note);
     }

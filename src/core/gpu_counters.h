@@ -10,8 +10,10 @@
  *   - keeps one row per launch and metric for counter_collection.csv (like
  *     rocprofv3's), with the host call path that launched the kernel and the
  *     launch's number among the launches of that kernel from that path;
- *   - sums per (call path, kernel, metric): launches, sum, mean, min, max,
- *     stddev, for gpu_counters.txt and gpu_counters.csv.
+ *   - keeps statistics per (stream, call path, kernel, metric) (sm_fstat_t:
+ *     values, launches covered, sum, min, max, mean, deviations), which the
+ *     profile summary takes into the stream's call path (profile_summary.c)
+ *     for profile.txt/.json/profile_gpu.csv, per rank and across ranks.
  * Rows beyond SM_GPU_COUNTER_ROWS_MAX are counted, not kept (a note says
  * so); the statistics and the trace still take every value. */
 #ifndef SM_GPU_COUNTERS_H
@@ -21,6 +23,7 @@
 #include <stdint.h>
 #include "compiler.h"
 #include "gpu.h"
+#include "profile.h"
 
 #define SM_GPU_COUNTER_ROWS_MAX (4u << 20)
 
@@ -45,9 +48,16 @@ uint32_t sm_gpu_counter_define(const char *name, const char *unit) SM_HIDDEN;
  * taken. */
 size_t sm_gpu_counters(const sm_gpu_counter_value_t *v, size_t n, size_t stride) SM_HIDDEN;
 
-/* Writes counter_collection.csv, gpu_counters.csv and gpu_counters.txt into
- * dir (suffix ".rank<R>" before the extension when n_ranks > 1); 0 when
- * there is nothing or all were written, else the number that failed. */
+/* fn once per (stream location, launching call, kernel, metric) with its
+ * statistics so far, under this module's lock (fn must not call back). */
+typedef void (*sm_gpu_counter_stat_fn)(uint32_t stream_location, const sm_profile_node_t *host,
+                                       sm_region_id_t kernel, const char *metric,
+                                       const sm_fstat_t *st, void *arg);
+void sm_gpu_counters_each(sm_gpu_counter_stat_fn fn, void *arg) SM_HIDDEN;
+
+/* Writes counter_collection.csv into dir (suffix ".rank<R>" before the
+ * extension when n_ranks > 1); 0 when there is nothing or it was written,
+ * else 1. */
 int sm_gpu_counters_write(const char *dir, uint32_t rank, uint32_t n_ranks) SM_HIDDEN;
 
 #endif

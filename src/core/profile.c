@@ -1,6 +1,7 @@
 /* Call-path tree storage and statistics. */
 #include "profile.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -122,6 +123,56 @@ double sm_stat_variance(const sm_stat_t *s, uint64_t n)
     unsigned __int128 m2 = s->sumsq - q;
     double m2d = (double)m2 - (double)r / (double)n;
     return m2d > 0 ? m2d / (double)n : 0.0;
+}
+
+void sm_fstat_clear(sm_fstat_t *s)
+{
+    memset(s, 0, sizeof *s);
+}
+
+void sm_fstat_add(sm_fstat_t *s, double v, uint64_t covered)
+{
+    if (!s->n || v < s->min)
+        s->min = v;
+    if (!s->n || v > s->max)
+        s->max = v;
+    s->n++;
+    s->covered += covered ? covered : 1;
+    s->sum += v;
+    double delta = v - s->mean;
+    s->mean += delta / (double)s->n;
+    s->m2 += delta * (v - s->mean);
+}
+
+void sm_fstat_merge(sm_fstat_t *into, const sm_fstat_t *from)
+{
+    if (!from->n)
+        return;
+    if (!into->n) {
+        *into = *from;
+        return;
+    }
+    double n = (double)(into->n + from->n);
+    double delta = from->mean - into->mean;
+    into->m2 += from->m2 + delta * delta * (double)into->n * (double)from->n / n;
+    into->mean += delta * (double)from->n / n;
+    into->sum += from->sum;
+    if (from->min < into->min)
+        into->min = from->min;
+    if (from->max > into->max)
+        into->max = from->max;
+    into->n += from->n;
+    into->covered += from->covered;
+}
+
+double sm_fstat_mean(const sm_fstat_t *s)
+{
+    return s->n ? s->sum / (double)s->n : 0.0;
+}
+
+double sm_fstat_stddev(const sm_fstat_t *s)
+{
+    return s->n && s->m2 > 0 ? sqrt(s->m2 / (double)s->n) : 0.0;
 }
 
 static void sm_profile_walk_node(const sm_profile_node_t *n, sm_profile_visit_fn fn, void *arg)

@@ -87,6 +87,27 @@ void sm_stat_merge(sm_stat_t *into, const sm_stat_t *from) SM_HIDDEN;
 double sm_stat_variance(const sm_stat_t *s, uint64_t n) SM_HIDDEN;
 double sm_stat_mean(const sm_stat_t *s, uint64_t n) SM_HIDDEN;
 
+/* Statistics of real-valued samples (per-kernel GPU counter values): the
+ * count, the launches they stand for (rotate mode: a value covers its
+ * turn), sum, min, max and the running mean and sum of squared deviations
+ * (Welford; merged by Chan's formula), so equal values give a standard
+ * deviation of exactly 0 however large they are.  The one implementation
+ * of these statistics: the runtime, the job's merge across ranks and
+ * sysmeasure-merge's merge of application-mode passes all use it. */
+typedef struct sm_fstat {
+    uint64_t n;
+    uint64_t covered;
+    double sum, mean, m2, min, max;
+} sm_fstat_t;
+
+void sm_fstat_clear(sm_fstat_t *s) SM_HIDDEN;
+/* One value standing for `covered` launches (0 counts as 1). */
+void sm_fstat_add(sm_fstat_t *s, double v, uint64_t covered) SM_HIDDEN;
+void sm_fstat_merge(sm_fstat_t *into, const sm_fstat_t *from) SM_HIDDEN;
+/* sum / n (0 when empty); population standard deviation. */
+double sm_fstat_mean(const sm_fstat_t *s) SM_HIDDEN;
+double sm_fstat_stddev(const sm_fstat_t *s) SM_HIDDEN;
+
 /* Depth-first, parents before children, children in creation order. */
 typedef void (*sm_profile_visit_fn)(const sm_profile_node_t *node, void *arg);
 void sm_profile_walk(const sm_profile_t *p, sm_profile_visit_fn fn, void *arg) SM_HIDDEN;

@@ -8,6 +8,7 @@
  * in the number of nodes. */
 #include "profile_summary.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include "../core/clock.h"
 #include "../util/bytes.h"
 #include "../core/events.h"
+#include "../core/gpu_counters.h"
 #include "../core/location.h"
 #include "../util/log.h"
 
@@ -330,6 +332,33 @@ static bool sm_location_is_member(const sm_location_t *loc)
            loc->profiling;
 }
 
+typedef struct sm_summary_gpu_walk {
+    sm_profile_summary_t *s;
+    uint64_t unplaced;
+} sm_summary_gpu_walk_t;
+
+/* One statistic of gpu_counters.c onto the stream's path: the launching
+ * call's path, then the kernel (as gpu.c builds the stream's tree). */
+static void sm_summary_gpu_stat(uint32_t location, const sm_profile_node_t *host,
+                                sm_region_id_t kernel, const char *metric, const sm_fstat_t *st,
+                                void *arg)
+{
+    sm_summary_gpu_walk_t *g = arg;
+    sm_region_id_t path[257];
+    uint32_t depth = 0;
+    for (const sm_profile_node_t *n = host; n && n->parent && depth < 256; n = n->parent)
+        depth++;
+    uint32_t d = depth;
+    for (const sm_profile_node_t *n = host; n && n->parent && d > 0; n = n->parent)
+        path[--d] = n->region;
+    path[depth++] = kernel;
+    uint32_t member = 0;
+    while (member < g->s->n_members && g->s->member_location[member] != location)
+        member++;
+    if (sm_profile_summary_add_gpu(g->s, member, path, depth, metric, st) != 0)
+        g->unplaced++;
+}
+
 sm_profile_summary_t *sm_profile_summarize(void)
 {
     uint32_t count = sm_location_count();
@@ -362,7 +391,60 @@ sm_profile_summary_t *sm_profile_summarize(void)
     sm_profile_summary_t *s =
         sm_profile_summary_from_counting_threads(t, k, sm_clock_ns_per_tick(), nc, names);
     free(t);
+    if (s) {
+        sm_summary_gpu_walk_t g = {.s = s};
+        sm_gpu_counters_each(sm_summary_gpu_stat, &g);
+        if (g.unplaced)
+            sm_warning("GPU counters: %" PRIu64 " statistics of kernels without a profile path "
+                       "(their activity records were lost) are only in counter_collection.csv",
+                       g.unplaced);
+    }
     return s;
+}
+
+int sm_profile_summary_add_gpu(sm_profile_summary_t *s, uint32_t member,
+                               const sm_region_id_t *regions, uint32_t depth, const char *metric,
+                               const sm_fstat_t *st)
+{
+    if (member >= s->n_members || !depth)
+        return -1;
+    const sm_cpath_t *p = &s->root;
+    for (uint32_t d = 0; d < depth && p; d++) {
+        const sm_cpath_t *c = p->first_child;
+        while (c && c->region != regions[d])
+            c = c->next_sibling;
+        p = c;
+    }
+    if (!p)
+        return -1;
+    uint32_t k = 0;
+    while (k < s->n_gpu_metrics && strcmp(s->gpu_metric_names[k], metric) != 0)
+        k++;
+    if (k == s->n_gpu_metrics) {
+        if (k == SM_SUMMARY_MAX_GPU_METRICS)
+            return -1;
+        char(*names)[SM_SUMMARY_COUNTER_NAME] =
+            realloc(s->gpu_metric_names, (k + 1) * sizeof *names);
+        if (!names)
+            return -1;
+        s->gpu_metric_names = names;
+        snprintf(names[k], SM_SUMMARY_COUNTER_NAME, "%s", metric);
+        s->n_gpu_metrics++;
+    }
+    for (uint64_t i = 0; i < s->n_gpu_values; i++) {
+        sm_summary_gpu_value_t *v = &s->gpu_values[i];
+        if (v->path == p && v->member == member && v->metric == k) {
+            sm_fstat_merge(&v->st, st);
+            return 0;
+        }
+    }
+    sm_summary_gpu_value_t *grown =
+        realloc(s->gpu_values, (size_t)(s->n_gpu_values + 1) * sizeof *grown);
+    if (!grown)
+        return -1;
+    s->gpu_values = grown;
+    s->gpu_values[s->n_gpu_values++] = (sm_summary_gpu_value_t){p, member, k, *st};
+    return 0;
 }
 
 void sm_profile_summary_free(sm_profile_summary_t *s)
@@ -395,6 +477,8 @@ void sm_profile_summary_free(sm_profile_summary_t *s)
     free(s->rank_first_member);
     free(s->rank_ns_per_tick);
     free(s->counter_names);
+    free(s->gpu_metric_names);
+    free(s->gpu_values);
     free(im->paths);
     free(im->table);
     free(im);
@@ -416,12 +500,19 @@ void sm_profile_summary_free(sm_profile_summary_t *s)
  *                            u64 bytes sent, u64 bytes received,
  *                            n_counters x stat inclusive, n_counters x stat exclusive } }
  *            stat = u64 sum, u64 min, u64 max, u64 sumsq low, u64 sumsq high
+ *   gpu      (version 3) u32 n_gpu_metrics, n_gpu_metrics x { u32 name length
+ *            (< 128), name bytes }, u64 n_values, n_values x { u32 node (1-based
+ *            index above), u32 member, u32 metric, u64 n, u64 covered,
+ *            f64 sum, f64 mean, f64 m2, f64 min, f64 max }
+ *            (version 2 blobs, from older process files, end after the nodes)
  *
  * Region ids are the job's unified ids; times are ticks of the rank's clock.
  * Entries exist only for members that were on the path. */
 
 #define SM_BLOB_MAGIC 0x53504d53u /* "SMPS" in little-endian bytes */
-#define SM_BLOB_VERSION 2u
+#define SM_BLOB_VERSION 3u
+#define SM_BLOB_VERSION_MIN 2u
+#define SM_BLOB_GPU_VALUE 68u
 #define SM_BLOB_HEADER 32u
 #define SM_BLOB_MEMBER_MIN 16u /* without name and path */
 #define SM_BLOB_NODE_MIN 12u
@@ -459,7 +550,34 @@ typedef struct sm_ser_walk {
     uint32_t depth_cap;
     uint32_t next_index;
     uint64_t count;
+    /* With GPU values: (path, index) of every node, for their references. */
+    struct sm_ser_index {
+        const sm_cpath_t *path;
+        uint64_t index;
+    } *index;
 } sm_ser_walk_t;
+
+static int sm_ser_index_order(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)((const struct sm_ser_index *)a)->path;
+    uintptr_t y = (uintptr_t)((const struct sm_ser_index *)b)->path;
+    return x < y ? -1 : x > y;
+}
+
+static void sm_put_f64(sm_wbuf_t *w, double v)
+{
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    sm_put_u64(w, bits);
+}
+
+static double sm_get_f64(sm_rbuf_t *r)
+{
+    uint64_t bits = sm_get_u64(r);
+    double v;
+    memcpy(&v, &bits, sizeof v);
+    return v;
+}
 
 static void sm_ser_count(const sm_cpath_t *p, void *arg)
 {
@@ -476,6 +594,8 @@ static void sm_ser_node(const sm_cpath_t *p, void *arg)
         return;
     uint32_t index = ++x->next_index;
     x->index_at_depth[p->depth] = index;
+    if (x->index)
+        x->index[index - 1] = (struct sm_ser_index){p, index};
     sm_put_u32(x->w, x->index_at_depth[p->depth - 1]);
     sm_put_u32(x->w, sm_map_region(x->maps, p->region));
     uint32_t entries = 0;
@@ -510,6 +630,10 @@ void *sm_profile_summary_serialize(const sm_profile_summary_t *s, const sm_id_ma
     x.index_at_depth = calloc((size_t)x.depth_cap + 1, sizeof *x.index_at_depth);
     if (!x.index_at_depth)
         return NULL;
+    if (s->n_gpu_values && !(x.index = malloc((n_nodes ? n_nodes : 1) * sizeof *x.index))) {
+        free(x.index_at_depth);
+        return NULL;
+    }
 
     double npt = s->n_ranks ? s->rank_ns_per_tick[0] : s->ns_per_tick;
     uint64_t npt_bits;
@@ -545,6 +669,41 @@ void *sm_profile_summary_serialize(const sm_profile_summary_t *s, const sm_id_ma
     }
     sm_cpath_walk(&s->root, sm_ser_node, &x);
     free(x.index_at_depth);
+    sm_put_u32(&w, s->n_gpu_metrics);
+    for (uint32_t k = 0; k < s->n_gpu_metrics; k++) {
+        size_t name_len = strnlen(s->gpu_metric_names[k], SM_SUMMARY_COUNTER_NAME - 1);
+        sm_put_u32(&w, (uint32_t)name_len);
+        uint8_t *p = sm_wbuf_room(&w, name_len);
+        if (p)
+            memcpy(p, s->gpu_metric_names[k], name_len);
+    }
+    if (x.index)
+        qsort(x.index, n_nodes, sizeof *x.index, sm_ser_index_order);
+    uint64_t placed = 0;
+    for (uint64_t i = 0; x.index && i < s->n_gpu_values; i++) {
+        struct sm_ser_index key = {s->gpu_values[i].path, 0};
+        placed += bsearch(&key, x.index, n_nodes, sizeof *x.index, sm_ser_index_order) != NULL;
+    }
+    sm_put_u64(&w, placed);
+    for (uint64_t i = 0; x.index && i < s->n_gpu_values; i++) {
+        const sm_summary_gpu_value_t *v = &s->gpu_values[i];
+        struct sm_ser_index key = {v->path, 0};
+        const struct sm_ser_index *at =
+            bsearch(&key, x.index, n_nodes, sizeof *x.index, sm_ser_index_order);
+        if (!at)
+            continue;
+        sm_put_u32(&w, (uint32_t)at->index);
+        sm_put_u32(&w, v->member);
+        sm_put_u32(&w, v->metric);
+        sm_put_u64(&w, v->st.n);
+        sm_put_u64(&w, v->st.covered);
+        sm_put_f64(&w, v->st.sum);
+        sm_put_f64(&w, v->st.mean);
+        sm_put_f64(&w, v->st.m2);
+        sm_put_f64(&w, v->st.min);
+        sm_put_f64(&w, v->st.max);
+    }
+    free(x.index);
     if (w.oom) {
         free(w.p);
         return NULL;
@@ -575,6 +734,11 @@ typedef struct sm_blob_head {
     uint32_t n_counters;
     const uint8_t *counter_names; /* the counters section after its count */
     uint32_t counter_map[SM_SUMMARY_MAX_COUNTERS]; /* -> the job summary's counter */
+    uint32_t version;
+    uint32_t n_gpu_metrics;
+    const uint8_t *gpu_names;     /* the GPU section after its metric count */
+    uint64_t n_gpu_values;
+    uint32_t *gpu_map;            /* -> the job summary's GPU metric */
 } sm_blob_head_t;
 
 /* Scratch shared by the blobs, grown to the largest. */
@@ -599,7 +763,8 @@ static bool sm_blob_header(sm_rbuf_t *r, uint32_t rank, sm_blob_head_t *h)
 {
     if (sm_get_u32(r) != SM_BLOB_MAGIC || r->bad)
         return sm_blob_fail("not a profile summary");
-    if (sm_get_u32(r) != SM_BLOB_VERSION)
+    h->version = sm_get_u32(r);
+    if (h->version < SM_BLOB_VERSION_MIN || h->version > SM_BLOB_VERSION)
         return sm_blob_fail("unknown version");
     uint32_t blob_rank = sm_get_u32(r);
     h->n_members = sm_get_u32(r);
@@ -770,6 +935,49 @@ static bool sm_blob_nodes(sm_rbuf_t *r, const sm_blob_head_t *h, sm_blob_work_t 
     }
     if (r->bad)
         return sm_blob_fail("truncated node");
+    return true;
+}
+
+/* Reads the GPU section (version 3); with im, adds its values. */
+static bool sm_blob_gpu(sm_rbuf_t *r, sm_blob_head_t *h, sm_blob_work_t *work,
+                        sm_summary_impl_t *im, uint32_t base)
+{
+    h->n_gpu_metrics = 0;
+    h->n_gpu_values = 0;
+    if (h->version >= 3) {
+        h->n_gpu_metrics = sm_get_u32(r);
+        h->gpu_names = r->p;
+        if (r->bad || h->n_gpu_metrics > SM_SUMMARY_MAX_GPU_METRICS)
+            return sm_blob_fail("GPU metric count beyond the limit");
+        for (uint32_t k = 0; k < h->n_gpu_metrics; k++) {
+            uint32_t name_len = sm_get_u32(r);
+            if (name_len >= SM_SUMMARY_COUNTER_NAME)
+                return sm_blob_fail("GPU metric name too long");
+            sm_get_bytes(r, name_len);
+        }
+        h->n_gpu_values = sm_get_u64(r);
+        if (r->bad || h->n_gpu_values > sm_remaining(r) / SM_BLOB_GPU_VALUE)
+            return sm_blob_fail("GPU value count beyond the blob");
+        for (uint64_t i = 0; i < h->n_gpu_values; i++) {
+            uint32_t node = sm_get_u32(r), member = sm_get_u32(r), metric = sm_get_u32(r);
+            sm_fstat_t st;
+            st.n = sm_get_u64(r);
+            st.covered = sm_get_u64(r);
+            st.sum = sm_get_f64(r);
+            st.mean = sm_get_f64(r);
+            st.m2 = sm_get_f64(r);
+            st.min = sm_get_f64(r);
+            st.max = sm_get_f64(r);
+            if (node == 0 || node > h->n_nodes || member >= h->n_members ||
+                metric >= h->n_gpu_metrics)
+                return sm_blob_fail("GPU value of an unknown node, member or metric");
+            if (im && im->pub.gpu_values)
+                im->pub.gpu_values[im->pub.n_gpu_values++] = (sm_summary_gpu_value_t){
+                    work->at[node], base + work->perm[member], h->gpu_map[metric], st};
+        }
+    }
+    if (r->bad)
+        return sm_blob_fail("truncated GPU section");
     if (r->p != r->end)
         return sm_blob_fail("bytes after the last node");
     return true;
@@ -789,7 +997,7 @@ static bool sm_blob_read(const sm_blob_head_t *known, uint32_t rank, sm_blob_hea
         return false;
     }
     return sm_blob_members(&r, h, work, im, rank, base, pool) &&
-           sm_blob_nodes(&r, h, work, im, base, oom);
+           sm_blob_nodes(&r, h, work, im, base, oom) && sm_blob_gpu(&r, h, work, im, base);
 }
 
 sm_profile_summary_t *sm_profile_summary_from_blobs(const void *seq, uint64_t len,
@@ -880,6 +1088,43 @@ sm_profile_summary_t *sm_profile_summary_from_blobs(const void *seq, uint64_t le
         oom = true;
         goto fail;
     }
+    /* The job's GPU metrics, the same way; values in one array. */
+    uint64_t gpu_values = 0;
+    for (uint32_t r = 0; r < n_ranks; r++) {
+        if (!heads[r].blob || !heads[r].n_gpu_metrics)
+            continue;
+        if (!(heads[r].gpu_map = calloc(heads[r].n_gpu_metrics, sizeof *heads[r].gpu_map))) {
+            oom = true;
+            goto fail;
+        }
+        gpu_values += heads[r].n_gpu_values;
+        sm_rbuf_t gr = {.p = heads[r].gpu_names, .end = heads[r].blob + heads[r].len};
+        for (uint32_t k = 0; k < heads[r].n_gpu_metrics; k++) {
+            char name[SM_SUMMARY_COUNTER_NAME];
+            uint32_t name_len = sm_get_u32(&gr);
+            memcpy(name, sm_get_bytes(&gr, name_len), name_len);
+            name[name_len] = '\0';
+            uint32_t j = 0;
+            while (j < im->pub.n_gpu_metrics && strcmp(im->pub.gpu_metric_names[j], name) != 0)
+                j++;
+            if (j == im->pub.n_gpu_metrics && j < SM_SUMMARY_MAX_GPU_METRICS) {
+                char(*grown)[SM_SUMMARY_COUNTER_NAME] =
+                    realloc(im->pub.gpu_metric_names, (j + 1) * sizeof *grown);
+                if (!grown) {
+                    oom = true;
+                    goto fail;
+                }
+                im->pub.gpu_metric_names = grown;
+                memcpy(grown[j], name, sizeof name);
+                im->pub.n_gpu_metrics++;
+            }
+            heads[r].gpu_map[k] = j < SM_SUMMARY_MAX_GPU_METRICS ? j : 0;
+        }
+    }
+    if (gpu_values && !(im->pub.gpu_values = malloc(gpu_values * sizeof *im->pub.gpu_values))) {
+        oom = true;
+        goto fail;
+    }
     sm_region_id_t *pool = im->paths;
     uint32_t base = 0;
     bool first = true;
@@ -901,6 +1146,8 @@ sm_profile_summary_t *sm_profile_summary_from_blobs(const void *seq, uint64_t le
     im->pub.rank_first_member[n_ranks] = base;
     sm_summary_link_creators(&im->pub, true);
     sm_summary_built(im);
+    for (uint32_t r = 0; r < n_ranks; r++)
+        free(heads[r].gpu_map);
     free(heads);
     free(work.keys);
     free(work.perm);
@@ -918,6 +1165,8 @@ fail:
                  sm_blob_why ? sm_blob_why : "?");
     if (im)
         sm_profile_summary_free(&im->pub);
+    for (uint32_t r = 0; r < n_ranks; r++)
+        free(heads[r].gpu_map);
     free(heads);
     free(work.keys);
     free(work.perm);

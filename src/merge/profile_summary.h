@@ -60,6 +60,16 @@ typedef struct sm_summary_member {
     const sm_region_id_t *creation_path; /* those regions, outermost first */
 } sm_summary_member_t;
 
+/* Per-kernel GPU counter statistics on a stream member's path (the kernel
+ * under the host path that launched it): one per (path, member, metric). */
+#define SM_SUMMARY_MAX_GPU_METRICS 256
+typedef struct sm_summary_gpu_value {
+    const sm_cpath_t *path;
+    uint32_t member;
+    uint32_t metric; /* into gpu_metric_names */
+    sm_fstat_t st;
+} sm_summary_gpu_value_t;
+
 typedef struct sm_profile_summary {
     uint32_t n_members;
     uint32_t *member_location;        /* location id of each member (on its rank) */
@@ -73,6 +83,12 @@ typedef struct sm_profile_summary {
     double ns_per_tick;               /* of the lowest rank present (for headers) */
     uint32_t n_counters;              /* PAPI events with values */
     char (*counter_names)[SM_SUMMARY_COUNTER_NAME]; /* [n_counters] */
+    /* GPU counters per kernel launch (gpu_counters.h), union of the ranks'
+     * metrics in rank order; values in no particular order. */
+    uint32_t n_gpu_metrics;
+    char (*gpu_metric_names)[SM_SUMMARY_COUNTER_NAME]; /* [n_gpu_metrics] */
+    uint64_t n_gpu_values;
+    sm_summary_gpu_value_t *gpu_values;
 } sm_profile_summary_t;
 
 /* Across the members (or ranks) that visited a path: mean, min, max and
@@ -112,6 +128,12 @@ sm_profile_summary_t *sm_profile_summary_from_counting_threads(
     const sm_summary_thread_t *threads, uint32_t n, double ns_per_tick, uint32_t n_counters,
     const char *const *counter_names) SM_HIDDEN;
 void sm_profile_summary_free(sm_profile_summary_t *s) SM_HIDDEN;
+/* Adds a GPU counter's statistics to member's path (parents first, from the
+ * root; regions[depth - 1] the kernel), which must exist; metric by name.
+ * 0; -1 when the path is not in the summary or out of memory. */
+int sm_profile_summary_add_gpu(sm_profile_summary_t *s, uint32_t member,
+                               const sm_region_id_t *regions, uint32_t depth, const char *metric,
+                               const sm_fstat_t *st) SM_HIDDEN;
 
 /* A local summary as a blob for rank 0, region ids mapped through
  * maps->regions (NULL maps: ids kept; an id beyond the map becomes

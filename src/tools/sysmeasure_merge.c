@@ -18,6 +18,7 @@
 
 #include "../core/events.h"
 #include "../core/runtime.h"
+#include "../merge/gpu_passes.h"
 #include "../merge/image.h"
 #include "../merge/process_file.h"
 #include "../merge/profile_summary.h"
@@ -32,6 +33,7 @@ enum { SM_MERGE_OK = 0, SM_MERGE_FAILED = 1, SM_MERGE_USAGE = 2 };
 static void sm_merge_usage(FILE *f)
 {
     fprintf(f, "usage: sysmeasure-merge [-v] [--job ID] [--perfetto] FOLDER\n"
+               "       sysmeasure-merge --gpu-passes FOLDER\n"
                "Writes FOLDER/traces.otf2, profile.txt, profile.json, profile.csv,\n"
                "metadata.json and report.html from the process files that the ranks of\n"
                "a job left in FOLDER/.ranks when they could not write them together\n"
@@ -40,7 +42,11 @@ static void sm_merge_usage(FILE *f)
                "files in FOLDER/.spill.  When the folder holds the files\n"
                "of several jobs, --job ID names the one to merge (the error lists them).\n"
                "--perfetto also writes trace.pftrace (Perfetto's format, for ui.perfetto.dev),\n"
-               "as the job's own --perfetto would have.\n");
+               "as the job's own --perfetto would have.\n"
+               "--gpu-passes merges the application-mode passes FOLDER/pass0, pass1, ...\n"
+               "(sysmeasure-passes runs them) by rank, call path, kernel and n-th launch:\n"
+               "FOLDER/counter_collection.csv, profile_gpu_counters.txt/.json/.csv and\n"
+               "gpu_passes.json, which lists the launches not in every pass.\n");
 }
 
 #define SM_RECOVERED_REASON "killed; recovered from its crash-safe files"
@@ -248,6 +254,7 @@ int main(int argc, char **argv)
     int verbose = 0, argi = 1;
     const char *want = NULL;
     int perfetto = 0; /* --perfetto, or the job's own configuration */
+    int gpu_passes = 0;
     sm_runtime_discard_output(); /* never measure ourselves */
     for (; argi < argc && argv[argi][0] == '-'; argi++) {
         if (!strcmp(argv[argi], "--job") || !strncmp(argv[argi], "--job=", 6)) {
@@ -259,6 +266,8 @@ int main(int argc, char **argv)
             }
         } else if (!strcmp(argv[argi], "--perfetto")) {
             perfetto = 1;
+        } else if (!strcmp(argv[argi], "--gpu-passes")) {
+            gpu_passes = 1;
         } else if (!strcmp(argv[argi], "-h") || !strcmp(argv[argi], "--help")) {
             sm_merge_usage(stdout);
             return SM_MERGE_OK;
@@ -287,6 +296,8 @@ int main(int argc, char **argv)
     }
     if (!realpath(argv[argi], folder))
         snprintf(folder, sizeof folder, "%s", argv[argi]);
+    if (gpu_passes)
+        return sm_gpu_passes_merge(folder);
 
     uint32_t n_files = 0, damaged = 0;
     sm_process_file_t **files = sm_merge_load(folder, want, &n_files, &damaged);

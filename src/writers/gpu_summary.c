@@ -268,6 +268,29 @@ static sm_spread_t sm_gs_rank_spread(const double *ns, uint32_t n_ranks)
     return sp;
 }
 
+/* The counter statistics of the stream members' kernel paths, keyed by
+ * rank, kernel name, host path and metric. */
+static sm_gct_t *sm_gs_counters(const sm_job_t *job, const sm_profile_summary_t *s, uint32_t n_ranks)
+{
+    if (!s->n_gpu_values)
+        return NULL;
+    sm_gct_t *t = sm_gct_new(n_ranks);
+    for (uint64_t i = 0; t && i < s->n_gpu_values; i++) {
+        const sm_summary_gpu_value_t *v = &s->gpu_values[i];
+        char *path = sm_gs_host_path(job, v->path);
+        if (!path || v->metric >= s->n_gpu_metrics ||
+            sm_gct_add(t, s->member_rank[v->member], sm_job_region_name(job, v->path->region),
+                       path, s->gpu_metric_names[v->metric], &v->st) != 0) {
+            free(path);
+            sm_gct_free(t);
+            return NULL;
+        }
+        free(path);
+    }
+    sm_gct_finish(t);
+    return t;
+}
+
 sm_gpu_summary_t *sm_gpu_summary_build(const sm_job_t *job, const sm_profile_summary_t *s)
 {
     if (!s)
@@ -292,6 +315,7 @@ sm_gpu_summary_t *sm_gpu_summary_build(const sm_job_t *job, const sm_profile_sum
     free(w.rank_ns);
     qsort(g->kernels, g->n_kernels, sizeof *g->kernels, sm_gs_kernel_order);
     qsort(g->paths, g->n_paths, sizeof *g->paths, sm_gs_path_order);
+    g->counters = sm_gs_counters(job, s, g->n_ranks);
     return g;
 }
 
@@ -304,6 +328,7 @@ void sm_gpu_summary_free(sm_gpu_summary_t *g)
     free(g->paths);
     free(g->kernels);
     free(g->copies);
+    sm_gct_free(g->counters);
     free(g);
 }
 
@@ -366,6 +391,7 @@ void sm_gpu_summary_text(sm_out_t *o, const sm_gpu_summary_t *g)
                           c->time_ns / 1e3, c->time_ns > 0 ? (double)c->bytes / c->time_ns : 0.0);
         }
     }
+    sm_gct_text(o, g->counters, "all launches of the job");
     sm_out_printf(o, "\nGPU time under host call paths (the call that issued the work)\n");
     sm_out_printf(o, "  %10s %8s  %s\n", "TIME (us)", "CALLS", "HOST PATH => GPU ACTIVITY");
     for (uint32_t i = 0; i < g->n_paths; i++)
@@ -451,6 +477,7 @@ void sm_gpu_summary_json(sm_json_t *j, const sm_gpu_summary_t *g)
         sm_json_object_end(j);
     }
     sm_json_array_end(j);
+    sm_gct_json(j, g->counters);
     sm_json_object_end(j);
 }
 
@@ -501,5 +528,8 @@ int sm_gpu_summary_csv(const char *dir, const sm_gpu_summary_t *g)
         sm_csv_field(&o, g->paths[i].path);
         sm_out_printf(&o, "\n");
     }
-    return sm_out_close(&o);
+    int rc = sm_out_close(&o);
+    if (sm_gct_csv(dir, "profile_gpu_counters.csv", g->counters) != 0)
+        rc = -1;
+    return rc;
 }

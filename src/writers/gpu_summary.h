@@ -6,11 +6,14 @@
  *     share of all kernel time, per device, and across ranks (per-rank
  *     totals: mean/min/max/stddev with the ranks of min and max);
  *   - per copy direction (and memset): count, bytes, time, bandwidth;
- *   - per host call path and activity: calls and device time. */
+ *   - per host call path and activity: calls and device time;
+ *   - the per-kernel GPU counter statistics (gpu_counter_table.h), in
+ *     profile.txt, profile.json and profile_gpu_counters.csv. */
 #ifndef SM_GPU_SUMMARY_H
 #define SM_GPU_SUMMARY_H
 
 #include <stdint.h>
+#include "gpu_counter_table.h"
 #include "summary_common.h"
 #include "../util/json.h"
 
@@ -52,6 +55,7 @@ typedef struct sm_gpu_summary {
     sm_gpu_sum_path_t *paths;             /* by time, descending */
     double kernel_ns;                     /* all kernels */
     uint32_t n_ranks;
+    sm_gct_t *counters;                   /* NULL: no GPU counter values */
 } sm_gpu_summary_t;
 
 /* NULL when the job has no GPU activity (or out of memory). */
@@ -64,7 +68,8 @@ double sm_gpu_sum_stddev(const sm_gpu_sum_stat_t *st) SM_HIDDEN;
 
 void sm_gpu_summary_text(sm_out_t *o, const sm_gpu_summary_t *g) SM_HIDDEN;
 void sm_gpu_summary_json(sm_json_t *j, const sm_gpu_summary_t *g) SM_HIDDEN;
-/* profile_gpu.csv: one row per (section, name, device or rank). */
+/* profile_gpu.csv: one row per (section, name, device or rank); and
+ * profile_gpu_counters.csv when there are counter values. */
 int sm_gpu_summary_csv(const char *dir, const sm_gpu_summary_t *g) SM_HIDDEN;
 
 #endif

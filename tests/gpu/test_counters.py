@@ -3,7 +3,8 @@ tests/gpu/counters_app under the launcher, with per-kernel metrics in the
 kernel, rotate and application modes, NVML samples and a bad metric name,
 checked against what the program says it launched.
 
-It reads counter_collection.csv, gpu_counters.csv and metadata.json, so it
+It reads counter_collection.csv, profile_gpu_counters.csv, profile.json and
+metadata.json, so it
 runs where the OTF2 Python reader is missing; where it is present, the
 trace's metrics on the stream and the NVML timelines are checked too.
 SM_GPU_KEEP=DIR copies every output folder there (to read the archives back
@@ -21,8 +22,9 @@ import tempfile
 BUILD = os.environ.get("SM_BUILDDIR", os.getcwd())
 LAUNCHER = os.path.join(BUILD, "sysmeasure")
 PASSES = os.path.join(BUILD, "sysmeasure-passes")
-APP = os.path.join(os.environ.get("SM_GPU_PROGRAMS", os.path.join(BUILD, "tests", "gpu")),
-                   "counters_app")
+PROGRAMS = os.environ.get("SM_GPU_PROGRAMS", os.path.join(BUILD, "tests", "gpu"))
+APP = os.path.join(PROGRAMS, "counters_app")
+MT_APP = os.path.join(PROGRAMS, "mt_counters")
 KEEP = os.environ.get("SM_GPU_KEEP")
 WORK = tempfile.mkdtemp(prefix="sm-gpu-counters-")
 failures = []
@@ -51,9 +53,9 @@ def keep(out, name):
         shutil.copytree(out, os.path.join(KEEP, name), dirs_exist_ok=True)
 
 
-def measure(name, args, launcher_args=(), env=None, expect_rc=0):
+def measure(name, args, launcher_args=(), env=None, expect_rc=0, app=APP):
     out = os.path.join(WORK, name)
-    cmd = [LAUNCHER, "--output", out] + list(launcher_args) + ["--", APP] + list(args)
+    cmd = [LAUNCHER, "--output", out] + list(launcher_args) + ["--", app] + list(args)
     p = subprocess.run(cmd, env=env_clean(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True, timeout=600)
     check(p.returncode == expect_rc, "%s: exit %d, expected %d; stderr: %s"
@@ -82,6 +84,12 @@ def values(rows, kernel, metric):
     """{launch number: value} of one kernel's metric."""
     return {int(r["Launch"]): float(r["Counter_Value"]) for r in rows
             if kernel in r["Kernel_Name"] and r["Counter_Name"] == metric}
+
+
+def profile_stats(out):
+    """The per-kernel statistics of the profile (profile_gpu_counters.csv)."""
+    with open(os.path.join(out, "profile_gpu_counters.csv"), newline="") as fh:
+        return list(csv.DictReader(fh))
 
 
 def metadata(out):
@@ -126,12 +134,21 @@ def test_kernel_mode():
     m = metadata(out)
     check(m.get("metadata", {}).get("gpu_counter_passes") == "1",
           "2 metrics: passes %s" % m.get("metadata", {}).get("gpu_counter_passes"))
-    with open(os.path.join(out, "gpu_counters.csv"), newline="") as fh:
-        stats = [r for r in csv.DictReader(fh) if "fma_kernel" in r["Kernel_Name"]
-                 and r["Counter_Name"] == INST]
-    check(len(stats) == 1 and int(stats[0]["Values"]) == 8 and float(stats[0]["Stddev"]) == 0.0
-          and "cudaLaunchKernel" in stats[0]["Call_Path"],
-          "gpu_counters.csv for fma_kernel: %s" % stats)
+    stats = profile_stats(out)
+    per_path = [r for r in stats if r["section"] == "path" and "fma_kernel" in r["kernel"]
+                and r["metric"] == INST]
+    check(len(per_path) == 1 and int(per_path[0]["values"]) == 8 and
+          float(per_path[0]["stddev"]) == 0.0 and "cudaLaunchKernel" in per_path[0]["path"] and
+          float(per_path[0]["mean"]) == inst.get(1),
+          "profile_gpu_counters.csv for fma_kernel from its call path: %s" % per_path)
+    with open(os.path.join(out, "profile.json")) as fh:
+        kernels = json.load(fh)["gpu"]["counters"]["kernels"]
+    k = [x for x in kernels if "fma_kernel" in x["kernel"] and x["metric"] == INST]
+    check(len(k) == 1 and k[0]["values"] == 8 and k[0]["min"] == k[0]["max"] == inst.get(1),
+          "profile.json's GPU counters for fma_kernel: %s" % k)
+    with open(os.path.join(out, "profile.txt")) as fh:
+        check("GPU counters per kernel and launching call path" in fh.read(),
+              "profile.txt has the GPU counter section")
     check(any("GPU counters: kernel mode" in n for n in m.get("notes", [])),
           "the summary notes state the mode and passes: %s" % m.get("notes"))
     return inst.get(1)
@@ -161,6 +178,10 @@ def test_rotate():
     want = {n: ((n - 1) // 2 % 2, INST if (n - 1) // 2 % 2 == 0 else "sm__cycles_elapsed.avg", 2)
             for n in range(1, 9)}
     check(got == want, "rotate: launches -> (group, metric, covered) %s, expected %s" % (got, want))
+    st = [r for r in profile_stats(out) if r["section"] == "kernel" and "fma_kernel" in r["kernel"]]
+    cov = {r["metric"]: (int(r["values"]), int(r["launches"])) for r in st}
+    check(cov == {INST: (4, 8), "sm__cycles_elapsed.avg": (4, 8)},
+          "rotate: the profile's values and the launches they cover %s" % cov)
     return {n: float(r["Counter_Value"]) for n, r in
             ((int(r["Launch"]), r) for r in rows) if r["Counter_Name"] == INST}
 
@@ -189,6 +210,12 @@ def test_application(single):
               "application merged: %s for %d of 8 launches" % (metric, len(values(merged, "fma_kernel", metric))))
     check(set(values(merged, "fma_kernel", INST).values()) == {single},
           "application merged inst_executed equals the single-pass value")
+    # The merged statistics: one computation with the profile's.
+    st = [r for r in profile_stats(out) if r["section"] == "kernel" and "fma_kernel" in r["kernel"]]
+    got = {r["metric"]: (int(r["values"]), float(r["min"]), float(r["max"])) for r in st}
+    check(got.get(INST) == (8, single, single) and got.get(TIME, (0,))[0] == 8 and
+          got.get("sm__cycles_elapsed.avg", (0,))[0] == 8,
+          "application merged profile_gpu_counters.csv: %s" % got)
     # The launcher drives the passes itself when not under MPI.
     out2 = os.path.join(WORK, "application-self")
     p = subprocess.run([LAUNCHER, "--output", out2, "--gpu-counter-mode=application",
@@ -196,6 +223,76 @@ def test_application(single):
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=900)
     check(p.returncode == 0 and len(values(rows_of(out2), "fma_kernel", TIME)) == 4,
           "application mode from the launcher alone: %s" % p.stderr)
+
+
+def test_threads():
+    """4 (and 8) host threads launching into one context at once
+    (mt_counters): in kernel and rotate mode every launch has its values, thread t's grid is
+    (t + 1) times thread 0's and so is its instruction count, the run ends
+    (the subprocess timeout catches a hang) and the trace has every kernel."""
+    spec = os.path.join(WORK, "rotate-mt.json")
+    with open(spec, "w") as fh:
+        json.dump({"jobs": [{"pmc_groups": [[INST], ["sm__cycles_elapsed.avg"]],
+                             "pmc_group_interval": 3}]}, fh)
+    kernel = ["--gpu-metrics", INST + "," + TIME]
+    rotate = ["--gpu-counter-mode", "rotate", "--gpu-metrics-file", spec]
+    # (name, mode, threads, launches each, sync every): the third never
+    # synchronises before its end, so batches of 64 fill from 8 threads.
+    for name, mode, threads, per, sync, extra in (("kernel", "kernel", 4, 24, 5, kernel),
+                                                  ("rotate", "rotate", 4, 24, 5, rotate),
+                                                  ("kernel-nosync", "kernel", 8, 40, 0, kernel)):
+        out, p = measure("threads-" + name, [str(threads), str(per), str(sync)], extra, app=MT_APP)
+        e = expectation(p)
+        check(e.get("threads") == threads, "threads %s: the program did not finish: %s" % (name, e))
+        base = e.get("base_grid", 256) * e.get("block", 256)
+        rows = [r for r in rows_of(out) if "fma_kernel" in r["Kernel_Name"]]
+        launches = {}  # correlation -> (grid, {metric: value})
+        for r in rows:
+            g, vals = launches.setdefault(r["Correlation_Id"], (int(r["Grid_Size"]), {}))
+            vals[r["Counter_Name"]] = float(r["Counter_Value"])
+        per_grid = {}
+        for g, vals in launches.values():
+            per_grid.setdefault(g, []).append(vals)
+        check(sorted(per_grid) == [base * (t + 1) for t in range(threads)],
+              "threads %s: grids with values %s" % (name, sorted(per_grid)))
+        for g, launch_vals in sorted(per_grid.items()):
+            check(len(launch_vals) == per, "threads %s: grid %d has %d of %d launches with values"
+                  % (name, g, len(launch_vals), per))
+        insts = {g: {v[INST] for v in lv if INST in v} for g, lv in per_grid.items()}
+        unit = insts.get(base, set())
+        check(len(unit) == 1, "threads %s: thread 0's equal launches differ: %s" % (name, unit))
+        for g, vs in sorted(insts.items()):
+            check(vs and unit and vs == {next(iter(unit)) * g // base},
+                  "threads %s: grid %d instructions %s, expected %d x thread 0's %s"
+                  % (name, g, vs, g // base, unit))
+        if mode == "kernel":
+            check(all(INST in v and TIME in v for lv in per_grid.values() for v in lv),
+                  "threads %s: a launch lacks one of the 2 metrics" % name)
+        else:
+            # Every 3 launches of the kernel (counted over all threads) the
+            # other group; a value stands for as many launches as there are
+            # groups (2).
+            turns = {}
+            for r in rows:
+                turns[r["Counter_Name"]] = turns.get(r["Counter_Name"], 0) + 1
+            check(all(len(v) == 1 for lv in per_grid.values() for v in lv)
+                  and all(int(r["Launches_Covered"]) == 2 for r in rows)
+                  and turns == {INST: threads * per // 2, "sm__cycles_elapsed.avg": threads * per // 2},
+                  "threads rotate: each launch one group's metric, covering 2 launches: %s" % turns)
+        print("threads %s: %d launches with values, instructions per grid %s"
+              % (name, len(launches), {g: sorted(v) for g, v in sorted(insts.items())}))
+        if otf2:
+            enters, last, broken = 0, {}, 0
+            with otf2.reader.open(os.path.join(out, "traces.otf2")) as tr:
+                for loc, ev in tr.events:
+                    if ev.time < last.get(loc, 0):
+                        broken += 1
+                    last[loc] = ev.time
+                    if isinstance(ev, otf2.events.Enter) and "fma_kernel" in ev.region.name:
+                        enters += 1
+            check(enters == threads * per and broken == 0,
+                  "threads %s: trace has %d fma_kernel enters of %d, %d timestamps going back"
+                  % (name, enters, threads * per, broken))
 
 
 def test_nvml():
@@ -247,7 +344,8 @@ def main():
     # Collection is on in this build (SM_CUC_COLLECT 1 in cupti_counters.c);
     # a build with it off is checked with SM_GPU_COUNTERS_COLLECT=0.
     collect = os.environ.get("SM_GPU_COUNTERS_COLLECT", "1") != "0"
-    tests = (test_kernel_mode, test_eight_metrics, test_rotate, test_application) if collect \
+    tests = (test_kernel_mode, test_eight_metrics, test_rotate, test_application,
+             test_threads) if collect \
         else (test_collection_disabled,)
     for t in tests + (test_nvml, test_bad_metric):
         try:

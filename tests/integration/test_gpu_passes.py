@@ -1,10 +1,13 @@
 """GPU counters without a GPU: the application-mode pass driver
-(sysmeasure-passes) and its merge by (rank, call path, kernel, n-th launch),
-on counter rows recorded from an H100 run of tests/gpu/counters_app; and the
-launcher's one-line errors for GPU metric options.
+(sysmeasure-passes, C) and its merge by (rank, call path, kernel, n-th launch)
+(sysmeasure-merge --gpu-passes, C), on counter rows recorded from an H100
+run of tests/gpu/counters_app; and the launcher's one-line errors for GPU
+metric options.
 
 - merge: two passes with the same launches give every metric of both per
-  launch, and the statistics per kernel and call path over the ranks;
+  launch, and the statistics per kernel and per (call path, kernel) over
+  all launches and across ranks in profile_gpu_counters.csv/.json/.txt
+  (rank 1's cycles and times planted at twice rank 0's);
 - a pass that launched a kernel more often: the extra launches are listed
   in gpu_passes.json, named in one line on stderr, and not merged;
 - the driver: runs the command once per pass with SYSMEASURE_GPU_PASS and
@@ -39,7 +42,7 @@ CYCLES = [8123.0, 8090.5, 8101.25, 8077.0]
 TIMES = [6144.0, 6112.0, 6080.0, 6176.0]
 
 
-def write_pass(folder, metric_values, rank=0, kernel=FMA, extra_launches=0):
+def write_pass(folder, metric_values, rank=0, kernel=FMA, extra_launches=0, scale=1.0):
     os.makedirs(folder, exist_ok=True)
     name = "counter_collection.csv" if rank == 0 else "counter_collection.rank%d.csv" % rank
     with open(os.path.join(folder, name), "w", newline="") as fh:
@@ -48,7 +51,7 @@ def write_pass(folder, metric_values, rank=0, kernel=FMA, extra_launches=0):
         n = len(next(iter(metric_values.values()))) + extra_launches
         for launch in range(1, n + 1):
             for metric, vals in metric_values.items():
-                v = vals[(launch - 1) % len(vals)]
+                v = vals[(launch - 1) % len(vals)] * scale
                 start = 1000000 + launch * 20000
                 w.writerow([launch * 3, rank, 0, 7, kernel, PATH, launch, 1048576, 256, 16, 0,
                             0, 1, metric, repr(v), start, start + 6100])
@@ -66,7 +69,8 @@ def test_merge():
     for rank in (0, 1):
         write_pass(os.path.join(out, "pass0"), {"smsp__inst_executed.sum": [INST] * 4}, rank)
         write_pass(os.path.join(out, "pass1"), {"sm__cycles_elapsed.avg": CYCLES,
-                                                "gpu__time_duration.sum": TIMES}, rank)
+                                                "gpu__time_duration.sum": TIMES}, rank,
+                   scale=1.0 + rank)
     p = subprocess.run([PASSES, "--merge", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True)
     check(p.returncode == 0 and p.stderr == "", "merge: %d %s" % (p.returncode, p.stderr))
@@ -78,19 +82,44 @@ def test_merge():
             (float(r["Counter_Value"]), r["Group"])
     check(len(per_launch) == 8, "merge: %d launches" % len(per_launch))
     for (rank, launch), m in per_launch.items():
+        f = 1.0 + int(rank)
         check(m.get("smsp__inst_executed.sum") == (INST, "0") and
-              m.get("sm__cycles_elapsed.avg") == (CYCLES[launch - 1], "1") and
-              m.get("gpu__time_duration.sum") == (TIMES[launch - 1], "1"),
+              m.get("sm__cycles_elapsed.avg") == (CYCLES[launch - 1] * f, "1") and
+              m.get("gpu__time_duration.sum") == (TIMES[launch - 1] * f, "1"),
               "merge: rank %s launch %d has %s" % (rank, launch, m))
-    stats = {r["Counter_Name"]: r for r in rows(out, "gpu_counters.csv")}
-    s = stats.get("sm__cycles_elapsed.avg", {})
-    check(s.get("Ranks") == "2" and s.get("Values") == "8" and
-          abs(float(s.get("Mean", 0)) - sum(CYCLES) / 4) < 1e-9 and
-          float(s.get("Min", 0)) == min(CYCLES) and float(s.get("Max", 0)) == max(CYCLES),
-          "merge statistics: %s" % s)
-    check(float(stats["smsp__inst_executed.sum"]["Stddev"]) == 0.0, "inst_executed stddev 0")
-    with open(os.path.join(out, "gpu_counters.txt")) as fh:
-        check("fma_kernel" in fh.read(), "gpu_counters.txt names the kernel")
+    # The statistics: the profile's own computation (profile_gpu_counters.*).
+    stats = {(r["section"], r["path"], r["metric"]): r
+             for r in rows(out, "profile_gpu_counters.csv")}
+    cyc = [c * f for f in (1.0, 2.0) for c in CYCLES]
+    s = stats.get(("kernel", "", "sm__cycles_elapsed.avg"), {})
+    mean = sum(cyc) / 8
+    sd = (sum((c - mean) ** 2 for c in cyc) / 8) ** 0.5
+    check(s.get("kernel") == FMA and s.get("values") == "8" and s.get("launches") == "8" and
+          abs(float(s.get("mean", 0)) - mean) < 1e-9 and abs(float(s.get("stddev", 0)) - sd) < 1e-9
+          and float(s.get("min", 0)) == min(cyc) and float(s.get("max", 0)) == max(cyc),
+          "merge statistics per kernel: %s" % s)
+    # Across ranks: per-rank sums S (rank 0) and 2S (rank 1).
+    S = sum(CYCLES)
+    check(s.get("ranks") == "2" and abs(float(s.get("rank_mean", 0)) - 1.5 * S) < 1e-9 and
+          float(s.get("rank_min", 0)) == S and s.get("rank_min_rank") == "0" and
+          float(s.get("rank_max", 0)) == 2 * S and s.get("rank_max_rank") == "1" and
+          abs(float(s.get("rank_stddev", 0)) - 0.5 * S) < 1e-9,
+          "merge statistics across ranks: %s" % s)
+    i = stats.get(("path", PATH, "smsp__inst_executed.sum"), {})
+    check(i.get("values") == "8" and float(i.get("sum", 0)) == 8 * INST and
+          float(i.get("stddev", 1)) == 0.0 and i.get("ranks") == "2" and
+          float(i.get("rank_stddev", 1)) == 0.0,
+          "inst_executed per call path: 8 equal values: %s" % i)
+    with open(os.path.join(out, "profile_gpu_counters.txt")) as fh:
+        text = fh.read()
+    check("fma_kernel" in text and "from " + PATH in text and "2 passes merged" in text and
+          "GPU counters across ranks" in text, "profile_gpu_counters.txt: %s" % text[:400])
+    with open(os.path.join(out, "profile_gpu_counters.json")) as fh:
+        js = json.load(fh)
+    k = [x for x in js["counters"]["kernels"] if x["metric"] == "gpu__time_duration.sum"]
+    check(js["passes"] == 2 and js["ranks"] == 2 and len(k) == 1 and
+          k[0]["sum"] == 3 * sum(TIMES) and k[0]["ranks"]["max_rank"] == 1,
+          "profile_gpu_counters.json: %s" % k)
     with open(os.path.join(out, "gpu_passes.json")) as fh:
         report = json.load(fh)
     check(report["merged_launches"] == 8 and report["differing_launches"] == [],
@@ -113,6 +142,8 @@ def test_merge_differs():
     check(sorted((d["pass"], d["launch"]) for d in report["differing_launches"]) == [(1, 5), (1, 6)],
           "differing launches listed: %s" % report["differing_launches"])
     check(len(rows(out)) == 8, "only the 4 common launches merged (8 rows)")
+    with open(os.path.join(out, "profile_gpu_counters.txt")) as fh:
+        check("2 launches were not in every pass" in fh.read(), "the text names the unmerged")
     # No counters in a pass: said, nothing merged.
     empty = smtest.workdir("passes-empty")
     os.makedirs(os.path.join(empty, "pass0"))

@@ -184,6 +184,25 @@ int main(void)
     CHECK_EQ_U(host.corr[0], 42);
     CHECK_EQ_U(host.n_errors, 1);
     CHECK_EQ_U(host.errors[0], 2);
+    /* ---- per-kernel counter values: under the launching path in the
+     * profile's statistics (profile_gpu_counters.csv below); the kernel of
+     * an unknown launch at the stream's top */
+    CHECK(SM_ADAPTER_API_HAS(api, gpu_counters));
+    uint32_t inst = api->gpu_counter_define("smsp__inst_executed.sum", "instructions");
+    CHECK(inst != UINT32_MAX);
+    sm_gpu_counter_value_t cv[3];
+    memset(cv, 0, sizeof cv);
+    for (int i = 0; i < 3; i++) {
+        cv[i].correlation = i < 2 ? 42 : 999;
+        cv[i].start = t_launch + 1000;
+        cv[i].end = t_launch + 5000;
+        cv[i].region = kern;
+        cv[i].stream = s0;
+        cv[i].metric = inst;
+        cv[i].covered = 1;
+        cv[i].value = i == 0 ? 1000 : i == 1 ? 3000 : 77;
+    }
+    CHECK_EQ_U(api->gpu_counters(cv, 3, sizeof cv[0]), 3);
     const sm_location_t *loc0 = sm_location_get(l0);
     const sm_profile_node_t *n = loc0->profile.root.first_child;
     CHECK(n && n->region == outer && n->visits == 0); /* the host path, mirrored */
@@ -271,9 +290,30 @@ int main(void)
     CHECK(strstr(text, "GPU kernels") != NULL);
     CHECK(strstr(text, "solver > cudaLaunchKernel => axpy") != NULL);
     CHECK(strstr(text, "synchronize") != NULL);
+    static char page[1 << 20];
+    CHECK(strstr(text, "GPU counters per kernel and launching call path") != NULL);
+    CHECK(strstr(text, "  axpy\n    from solver > cudaLaunchKernel\n") != NULL);
+    snprintf(path, sizeof path, "%s/profile_gpu_counters.csv", dir);
+    f = fopen(path, "r");
+    len = f ? fread(page, 1, sizeof page - 1, f) : 0;
+    page[len] = '\0';
+    if (f)
+        fclose(f);
+    /* 2 values from solver > cudaLaunchKernel (mean 2000, stddev 1000),
+     * 1 from an unknown launch; the kernel's row has all 3 */
+    CHECK(strstr(page, "\npath,axpy,solver > cudaLaunchKernel,smsp__inst_executed.sum,2,2,4000,"
+                       "2000,1000,3000,1000,1,4000,4000,0,4000,0,0\n") != NULL);
+    CHECK(strstr(page, "\npath,axpy,,smsp__inst_executed.sum,1,1,77,77,77,77,0,") != NULL);
+    CHECK(strstr(page, "\nkernel,axpy,,smsp__inst_executed.sum,3,3,4077,1359,77,3000,") != NULL);
+    snprintf(path, sizeof path, "%s/counter_collection.csv", dir);
+    f = fopen(path, "r");
+    len = f ? fread(page, 1, sizeof page - 1, f) : 0;
+    page[len] = '\0';
+    if (f)
+        fclose(f);
+    CHECK(strstr(page, ",\"axpy\",\"solver > cudaLaunchKernel\",1,") != NULL);
     /* report.html: the GPU section; timeline.json: the streams' lanes with
      * their kernels */
-    static char page[1 << 20];
     snprintf(path, sizeof path, "%s/report.html", dir);
     f = fopen(path, "r");
     len = f ? fread(page, 1, sizeof page - 1, f) : 0;
