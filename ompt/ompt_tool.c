@@ -610,6 +610,15 @@ typedef struct sm_ompt_thread {
      * forked: a loop of parallel regions finds them without hashing. */
     const sm_ompt_site_t *last_parallel;
     sm_ompt_team_t *last_team;
+    /* Parallel instances this thread may hand out next, [seq_next,
+     * seq_end): taken SM_SEQ_BLOCK at a time, so that a loop of parallel
+     * regions needs no atomic read-modify-write of a shared line. */
+    uint64_t seq_next, seq_end;
+    /* The instance whose closing barrier this thread ended last, and the
+     * time it took for it: the encountering thread's implicit task ends
+     * at the same moment (OMPT reports the two back to back), one clock
+     * read for both. */
+    uint64_t closed_seq, closed_time;
     struct sm_ompt_thread *next;
     sm_ompt_scope_t scope[SM_MAX_SCOPES];
     sm_ompt_held_t locks[SM_MAX_HELD];
@@ -646,6 +655,19 @@ static inline sm_ompt_thread_t *sm_ompt_thread(void)
 {
     sm_ompt_thread_t *th = sm_ompt_me;
     return SM_LIKELY(th != NULL) ? th : sm_ompt_thread_new();
+}
+
+/* A new parallel instance's number (never 0). */
+#define SM_SEQ_BLOCK 64
+static inline uint64_t sm_ompt_next_seq(sm_ompt_thread_t *th)
+{
+    if (SM_UNLIKELY(th->seq_next == th->seq_end)) {
+        if (th == &sm_ompt_nomem) /* shared by threads: one at a time */
+            return __atomic_add_fetch(&sm_ring_last.seq, 1, __ATOMIC_RELAXED);
+        th->seq_end = __atomic_add_fetch(&sm_ring_last.seq, SM_SEQ_BLOCK, __ATOMIC_RELAXED) + 1;
+        th->seq_next = th->seq_end - SM_SEQ_BLOCK;
+    }
+    return th->seq_next++;
 }
 
 /* The innermost open scope of this kind (with this aux when match_aux). */
@@ -980,7 +1002,7 @@ static void sm_cb_parallel_begin(ompt_data_t *encountering_task, const ompt_fram
     if (SM_UNLIKELY(!site || site->key != sm_site_key(kind, codeptr)))
         th->last_parallel = site = sm_site(kind, codeptr, th);
     const sm_ompt_scope_t *outer = sm_scope_find(th, SM_SCOPE_IMPLICIT, 0, false);
-    uint64_t seq = __atomic_add_fetch(&sm_ring_last.seq, 1, __ATOMIC_RELAXED);
+    uint64_t seq = sm_ompt_next_seq(th);
     sm_ompt_instance_t *in = &sm_ring[seq & (SM_RING - 1)];
     __atomic_store_n(&in->seq, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&in->end, 0, __ATOMIC_RELEASE);
@@ -1124,7 +1146,13 @@ static void sm_implicit_end(sm_ompt_thread_t *th, sm_location_t *loc, ompt_data_
         return;
     uint64_t t;
     if (s->flags & SM_IMPLICIT_PRIMARY) {
-        t = sm_clock_now();
+        /* Right after the closing barrier's end (nothing recorded since):
+         * its time. */
+        if (th->closed_seq == s->aux && th->closed_time == th->last && th->last)
+            t = th->last;
+        else
+            t = sm_clock_now();
+        th->closed_seq = 0;
         if (t < th->last)
             t = th->last;
         if (t < loc->sp->start)
@@ -1248,10 +1276,17 @@ static void sm_cb_sync_region(ompt_sync_region_t type, ompt_scope_endpoint_t end
         sm_scope_push(th, loc, SM_SCOPE_SYNC, site, 0, t);
     } else {
         uint64_t t;
-        if (kind == SM_SITE_BARRIER_IMPLICIT)
-            t = sm_ompt_end_time(th, loc, sm_scope_find(th, SM_SCOPE_IMPLICIT, 0, false));
-        else
-            t = sm_clock_now();
+        if (kind == SM_SITE_BARRIER_IMPLICIT) {
+            const sm_ompt_scope_t *implicit = sm_scope_find(th, SM_SCOPE_IMPLICIT, 0, false);
+            t = sm_ompt_end_time(th, loc, implicit);
+            if (sm_scope_end(th, loc, SM_SCOPE_SYNC, 0, false, t) && implicit &&
+                th->last == t) {
+                th->closed_seq = implicit->aux;
+                th->closed_time = t;
+            }
+            return;
+        }
+        t = sm_clock_now();
         sm_scope_end(th, loc, SM_SCOPE_SYNC, 0, false, t);
     }
 }
