@@ -3,13 +3,18 @@
 #   . "$(dirname "$0")/bench_lib.sh"
 
 # bench_rounds ROUNDS FN KIND...: ROUNDS rounds; each calls FN KIND ROUND
-# for every KIND in turn.
+# for every KIND in turn, in the given order in even rounds and in the
+# reverse order in odd ones (no kind always runs first or last, right
+# after the same neighbour).
 bench_rounds() {
     _bench_n=$1 _bench_fn=$2
     shift 2
+    _bench_rev=
+    for _bench_k in "$@"; do _bench_rev="$_bench_k $_bench_rev"; done
     _bench_r=0
     while [ "$_bench_r" -lt "$_bench_n" ]; do
-        for _bench_k in "$@"; do
+        if [ $((_bench_r % 2)) -eq 0 ]; then _bench_ks="$*"; else _bench_ks=$_bench_rev; fi
+        for _bench_k in $_bench_ks; do
             "$_bench_fn" "$_bench_k" "$_bench_r"
         done
         _bench_r=$((_bench_r + 1))

@@ -6,7 +6,8 @@
 # Usage: bench/bench_mpi.sh BUILDDIR [NP] [ITERS] [ROUNDS]
 #   NP ranks (default 2), ITERS calls per kernel (default 200000).
 # Environment: MPIRUN (default mpirun); SM_BENCH_TRACE=yes or no measures
-# only that mode.
+# only that mode; BEFORE=DIR (another build of sysmeasure) adds that build's
+# launcher in the same modes to the same rounds.
 set -eu
 build=${1:?usage: bench_mpi.sh BUILDDIR [NP] [ITERS] [ROUNDS]}
 np=${2:-2}
@@ -17,6 +18,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 modes=${SM_BENCH_TRACE:-yes no}
+before=${BEFORE:-}
+[ -n "$before" ] && modes="$modes $(for t in $modes; do printf 'b%s ' "$t"; done)"
 
 . "$(dirname "$0")/bench_lib.sh"
 # one_run KIND ROUND: plain, or under the launcher (trace: yes/no)
@@ -25,11 +28,12 @@ one_run() {
         "$mpirun" -np "$np" --oversubscribe "$build/bench/bench-mpi" "$iters" >>"$work/plain"
         return
     fi
-    t=$1
-    "$mpirun" -np "$np" --oversubscribe "$build/sysmeasure" --trace="$t" \
-        --output "$work/out$2" -- "$build/bench/bench-mpi" "$iters" >>"$work/trace-$t" 2>"$work/err" ||
-        { echo "a run with --trace=$t failed ($?): $(tail -3 "$work/err")" >&2; }
-    du -sk "$work/out$2" | cut -f1 >>"$work/size_kb-$t"
+    t=$1 sm="$build/sysmeasure"
+    case $t in b*) t=${t#b} sm="$before/sysmeasure" ;; esac
+    "$mpirun" -np "$np" --oversubscribe "$sm" --trace="$t" \
+        --output "$work/out$2" -- "$build/bench/bench-mpi" "$iters" >>"$work/trace-$1" 2>"$work/err" ||
+        { echo "a run ($1) failed ($?): $(tail -3 "$work/err")" >&2; }
+    du -sk "$work/out$2" | cut -f1 >>"$work/size_kb-$1"
     rm -rf "$work/out$2"
 }
 # shellcheck disable=SC2086
@@ -38,7 +42,12 @@ bench_rounds "$rounds" one_run plain $modes
 echo "bench-mpi: $np ranks, $iters calls per kernel, $rounds rounds (medians; ns, finalize in ms); $(bench_load)"
 printf '%-16s %10s' kernel plain
 for t in $modes; do
-    [ "$t" = yes ] && printf ' %10s %10s' traced added || printf ' %10s %10s' profile added
+    case $t in
+    yes) printf ' %10s %10s' traced added ;;
+    no) printf ' %10s %10s' profile added ;;
+    byes) printf ' %10s %10s' bef.traced added ;;
+    *) printf ' %10s %10s' bef.prof added ;;
+    esac
 done
 echo
 for k in comm_rank_ns pingpong_ns allreduce8_ns finalize_ms; do

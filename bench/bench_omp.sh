@@ -10,7 +10,8 @@
 #   ITERS regions and barriers per repetition (default 20000); fib(FIB)
 #   (default 20).
 # Environment: SM_BENCH_TRACE=yes or no measures only that mode;
-# OMP_PROC_BIND (default true).
+# OMP_PROC_BIND (default true); BEFORE=DIR (another build of sysmeasure)
+# adds that build's launcher in the same modes to the same rounds.
 set -eu
 build=${1:?usage: bench_omp.sh BUILDDIR [ITERS] [ROUNDS] [FIB]}
 iters=${2:-20000}
@@ -19,6 +20,8 @@ fib=${4:-20}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 modes=${SM_BENCH_TRACE:-yes no}
+before=${BEFORE:-}
+[ -n "$before" ] && modes="$modes $(for t in $modes; do printf 'b%s ' "$t"; done)"
 export OMP_NUM_THREADS=2 OMP_PROC_BIND=${OMP_PROC_BIND:-true} # pinned: steadier
 
 . "$(dirname "$0")/bench_lib.sh"
@@ -29,12 +32,13 @@ one_run() {
     tool) OMP_TOOL_LIBRARIES="$build/bench/bench-omp-tool.so" \
               "$build/bench/bench-omp" "$iters" 5 "$fib" >>"$work/tool" ;;
     *)
-        t=$1
-        "$build/sysmeasure" --trace="$t" --output "$work/out$2" -- \
-            "$build/bench/bench-omp" "$iters" 5 "$fib" >>"$work/trace-$t" 2>"$work/err" ||
-            { echo "a run with --trace=$t failed ($?): $(tail -3 "$work/err")" >&2; }
-        cat "$work/out$2"/profile.* | wc -c >>"$work/profile_bytes-$t"
-        { du -sk "$work/out$2/traces" 2>/dev/null || echo 0; } | cut -f1 >>"$work/trace_kb-$t"
+        t=$1 sm="$build/sysmeasure"
+        case $t in b*) t=${t#b} sm="$before/sysmeasure" ;; esac
+        "$sm" --trace="$t" --output "$work/out$2" -- \
+            "$build/bench/bench-omp" "$iters" 5 "$fib" >>"$work/trace-$1" 2>"$work/err" ||
+            { echo "a run ($1) failed ($?): $(tail -3 "$work/err")" >&2; }
+        cat "$work/out$2"/profile.* | wc -c >>"$work/profile_bytes-$1"
+        { du -sk "$work/out$2/traces" 2>/dev/null || echo 0; } | cut -f1 >>"$work/trace_kb-$1"
         rm -rf "$work/out$2"
         ;;
     esac
@@ -44,7 +48,12 @@ bench_rounds "$rounds" one_run plain tool $modes
 echo "bench-omp: $(bench_median threads "$work/plain") threads, $iters per kernel, fib($fib), $rounds rounds (medians; ns, fib in ms); $(bench_load)"
 printf '%-12s %10s %10s' kernel plain "no-op tool"
 for t in $modes; do
-    [ "$t" = yes ] && printf ' %10s %9s' traced added || printf ' %10s %9s' profile added
+    case $t in
+    yes) printf ' %10s %9s' traced added ;;
+    no) printf ' %10s %9s' profile added ;;
+    byes) printf ' %10s %9s' bef.traced added ;;
+    *) printf ' %10s %9s' bef.prof added ;;
+    esac
 done
 echo
 for k in parallel_ns barrier_ns fib_ms fib_task_ns; do

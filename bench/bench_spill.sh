@@ -11,7 +11,8 @@
 #     memory, against profile only.
 # Usage: bench/bench_spill.sh BUILDDIR [ROUNDS]
 # Environment: MPIRUN; SM_BENCH_SKIP_THREADS=1 leaves out 4 (minutes per run
-# before the OTF2 writer pooled its chunks).
+# before the OTF2 writer pooled its chunks); BEFORE=DIR (another build of
+# sysmeasure) adds that build's launcher to 1 and 2 in the same rounds.
 set -eu
 build=${1:?usage: bench_spill.sh BUILDDIR [ROUNDS]}
 rounds=${2:-3}
@@ -21,6 +22,7 @@ trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 sm="$build/sysmeasure"
 b="$build/bench/bench-spill"
+before=${BEFORE:-}
 
 . "$(dirname "$0")/bench_lib.sh"
 now_ns() { date +%s%N; }
@@ -45,6 +47,10 @@ get() { bench_median "$2" "$work/$1"; }
 one_round() { # (all) ROUND
     run pair_spill "$sm" -o "$work/out" --no-profile --buffer-size 16M "$b" pairs 1000000 5
     run pair_nospill "$sm" -o "$work/out" --no-profile --buffer-size 2G "$b" pairs 1000000 5
+    if [ -n "$before" ]; then
+        run pair_spill_before "$before/sysmeasure" -o "$work/out" --no-profile --buffer-size 16M "$b" pairs 1000000 5
+        run pair_nospill_before "$before/sysmeasure" -o "$work/out" --no-profile --buffer-size 2G "$b" pairs 1000000 5
+    fi
     for n in 2300000 4600000 9200000; do
         run "exit_trace_$n" "$sm" -o "$work/out" "$b" pairs "$n" 1
         run "exit_profile_$n" "$sm" -o "$work/out" --no-trace "$b" pairs "$n" 1
@@ -58,6 +64,10 @@ one_round() { # (all) ROUND
         run pp_plain "$mpirun" -np 2 "$pp" 150000 8
         run pp_64m "$mpirun" -np 2 "$sm" -o "$work/out" "$pp" 150000 8
         run pp_512m "$mpirun" -np 2 "$sm" -o "$work/out" --buffer-size 512M "$pp" 150000 8
+        if [ -n "$before" ]; then
+            run pp_64m_before "$mpirun" -np 2 "$before/sysmeasure" -o "$work/out" "$pp" 150000 8
+            run pp_512m_before "$mpirun" -np 2 "$before/sysmeasure" -o "$work/out" --buffer-size 512M "$pp" 150000 8
+        fi
     fi
 }
 bench_rounds "$rounds" one_round all
@@ -67,9 +77,15 @@ echo "1. region pair (ns), 5 x 1M pairs: fastest repetition / mean of all"
 printf '   %-24s %8s %8s\n' "no spill (2G budget)" "$(get pair_nospill pair_ns)" "$(get pair_nospill pair_ns_all)"
 printf '   %-24s %8s %8s\n' "spilling (16M budget)" "$(get pair_spill pair_ns)" "$(get pair_spill pair_ns_all)"
 echo "   ratio of the means: $(echo "$(get pair_spill pair_ns_all) $(get pair_nospill pair_ns_all)" | awk '{printf "%.2f", $1 / $2}')"
+if [ -n "$before" ]; then
+    printf '   %-24s %8s %8s\n' "before: no spill" "$(get pair_nospill_before pair_ns)" "$(get pair_nospill_before pair_ns_all)"
+    printf '   %-24s %8s %8s\n' "before: spilling" "$(get pair_spill_before pair_ns)" "$(get pair_spill_before pair_ns_all)"
+fi
 if [ -f "$work/pp_plain" ]; then
     echo "2. ping-pong round trip (us), 2 ranks, 8 x 150000: fastest / mean / slowest repetition; MPI_Finalize (ms)"
-    for k in pp_plain pp_64m pp_512m; do
+    pps="pp_plain pp_64m pp_512m"
+    [ -n "$before" ] && pps="$pps pp_64m_before pp_512m_before"
+    for k in $pps; do
         printf '   %-24s %8s %8s %8s %8s\n' "$k" "$(get $k rt_us_best)" "$(get $k rt_us_mean)" \
             "$(get $k rt_us_worst)" "$(get $k finalize_ms)"
     done

@@ -110,7 +110,7 @@ static inline void sm_event_enter_at(sm_location_t *loc, sm_region_id_t region, 
 
 /* The call-path half of a leave: pop the top frame into the profile.
  * Returns the region left. */
-static inline sm_region_id_t sm_event_pop_frame(sm_location_t *loc, uint64_t t)
+static SM_ALWAYS_INLINE sm_region_id_t sm_event_pop_frame(sm_location_t *loc, uint64_t t)
 {
     sm_frame_t *f = loc->sp;
 #ifdef SM_HAVE_PAPI
@@ -132,7 +132,7 @@ static inline sm_region_id_t sm_event_pop_frame(sm_location_t *loc, uint64_t t)
 }
 
 /* Leave the region on top of the stack. */
-static inline void sm_event_leave_top(sm_location_t *loc, uint64_t t)
+static SM_ALWAYS_INLINE void sm_event_leave_top(sm_location_t *loc, uint64_t t)
 {
     if (SM_UNLIKELY(loc->sp->region == SM_DEEP_REGION)) {
         sm_location_leave_deep(loc);

@@ -66,8 +66,8 @@ sm_profile_node_t *sm_profile_child(sm_profile_t *p, sm_profile_node_t *parent,
     if (p->free_in_block == 0) {
         /* A node is needed for correctness: without memory we cannot go on
          * counting this path, so abort loudly rather than corrupt the tree. */
-        sm_profile_block_t *b = malloc(sizeof *b);
-        if (!b)
+        sm_profile_block_t *b = NULL; /* cache-line aligned, as the nodes */
+        if (posix_memalign((void **)&b, 64, sizeof *b) != 0)
             abort();
         b->counters = NULL;
         if (p->n_counters &&

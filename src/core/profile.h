@@ -18,15 +18,18 @@ typedef struct sm_stat {
 } sm_stat_t;
 
 typedef struct sm_profile_node {
-    struct sm_profile_node *parent;
-    struct sm_profile_node *first_child;
-    struct sm_profile_node *next_sibling;
-    struct sm_profile_node *last_hit; /* the child found last: loops hit it */
+    /* --- hot: what a visit's enter and leave touch, in the node's first two
+     * cache lines (nodes are cache-line aligned) --- */
     sm_region_id_t region;            /* SM_INVALID_ID for the root */
     uint32_t depth;                   /* root 0, its children 1, ... */
+    struct sm_profile_node *last_hit; /* the child found last: loops hit it */
     uint64_t visits;
     sm_stat_t incl;
     sm_stat_t excl;
+    /* --- cold --- */
+    struct sm_profile_node *parent;
+    struct sm_profile_node *first_child;
+    struct sm_profile_node *next_sibling;
     /* Data moved inside this region's own calls (messages, collectives,
      * I/O, one-sided), added by adapters through the event layer. */
     uint64_t bytes_sent;
@@ -34,7 +37,7 @@ typedef struct sm_profile_node {
     /* Counter values (PAPI events) when the thread counts n of them:
      * [0, n) inclusive, [n, 2n) exclusive, per visit; NULL otherwise. */
     sm_stat_t *counters;
-} sm_profile_node_t;
+} __attribute__((aligned(64))) sm_profile_node_t;
 
 typedef struct sm_profile_block sm_profile_block_t;
 
@@ -72,13 +75,14 @@ static inline void sm_stat_clear(sm_stat_t *s)
     s->sumsq = 0;
 }
 
+/* Without branches: a new minimum or maximum is rare but comes at random
+ * (timing noise), and a mispredicted branch costs more than two stores. */
 static inline void sm_stat_add(sm_stat_t *s, uint64_t v)
 {
+    uint64_t lo = s->min, hi = s->max;
     s->sum += v;
-    if (v < s->min)
-        s->min = v;
-    if (v > s->max)
-        s->max = v;
+    s->min = v < lo ? v : lo;
+    s->max = v > hi ? v : hi;
     s->sumsq += (unsigned __int128)v * v;
 }
 

@@ -100,6 +100,11 @@ static int sm_user_pop(const char *name)
         return SYSMEASURE_ERROR_BAD_VALUE;
     sm_location_t *loc = sm_location_current();
     sm_region_id_t r = sm_user_region(loc, name);
+    if (SM_LIKELY(loc->sp != loc->stack && loc->sp->region == r && !loc->closed &&
+                  !sm_region_filtered(r))) {
+        sm_event_leave_top(loc, t);
+        return SYSMEASURE_SUCCESS;
+    }
     uint64_t unmatched = loc->unmatched_leaves;
     sm_event_leave(loc, r, t);
     return loc->unmatched_leaves == unmatched ? SYSMEASURE_SUCCESS : SYSMEASURE_ERROR_NO_REGION;
@@ -262,9 +267,15 @@ SM_API int sysmeasure_region_leave(sysmeasure_region_t region)
     if (SM_UNLIKELY(!sm_runtime_active))
         return SYSMEASURE_ERROR_NOT_ACTIVE;
     uint64_t t = sm_clock_now();
+    sm_location_t *loc = sm_location_current();
+    /* The region on top, entered (so defined): leave it, inline. */
+    if (SM_LIKELY(region != 0 && loc->sp != loc->stack && loc->sp->region == region - 1 &&
+                  !loc->closed)) {
+        sm_event_leave_top(loc, t);
+        return SYSMEASURE_SUCCESS;
+    }
     if (SM_UNLIKELY(region == 0 || region > sm_region_count()))
         return SYSMEASURE_ERROR_BAD_VALUE;
-    sm_location_t *loc = sm_location_current();
     uint64_t unmatched = loc->unmatched_leaves;
     sm_event_leave(loc, region - 1, t);
     return loc->unmatched_leaves == unmatched ? SYSMEASURE_SUCCESS : SYSMEASURE_ERROR_NO_REGION;

@@ -1,0 +1,50 @@
+#!/bin/sh
+# The region pair (bench-region's one-thread figures) as medians over
+# ROUNDS runs, and with BEFORE=DIR (another build) that build's
+# bench-region alternating with this one in the same rounds, side by side.
+# Usage: bench/bench_region.sh BUILDDIR [ROUNDS] [PAIRS]
+set -eu
+build=${1:?usage: bench_region.sh BUILDDIR [ROUNDS] [PAIRS]}
+rounds=${2:-5}
+pairs=${3:-2000000}
+before=${BEFORE:-}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+. "$(dirname "$0")/bench_lib.sh"
+# one_run KIND ROUND: this build's bench-region (now) or BEFORE's (before);
+# keeps "label<TAB>ns" of the one-thread section.
+one_run() {
+    dir=$build
+    [ "$1" = before ] && dir=$before
+    "$dir/bench/bench-region" "$pairs" | awk '
+        /^1 thread:/ { on = 1; next }
+        on && /^$/ { on = 0 }
+        on && match($0, / +[0-9.]+ ns/) {
+            label = substr($0, 3, RSTART - 3)
+            v = substr($0, RSTART, RLENGTH); sub(/ ns/, "", v); gsub(/ /, "", v)
+            print label "\t" v
+        }' >>"$work/$1"
+}
+kinds=now
+[ -n "$before" ] && kinds="now before"
+# shellcheck disable=SC2086
+bench_rounds "$rounds" one_run $kinds
+echo "bench-region: 1 thread, ns per pair, medians of $rounds runs of 7 x $pairs; $(bench_load)"
+printf '%-46s %9s' "" now
+[ -n "$before" ] && printf ' %9s' before
+echo
+cut -f1 "$work/now" | awk '!seen[$0]++' | while IFS= read -r label; do
+    printf '%-46s %9s' "$label" "$(awk -F'\t' -v l="$label" '$1 == l {print $2}' "$work/now" | bench_mid)"
+    [ -n "$before" ] &&
+        printf ' %9s' "$(awk -F'\t' -v l="$label" '$1 == l {print $2}' "$work/before" | bench_mid)"
+    echo
+done
+tsc=$(awk -F'\t' '$1 == "baseline: two TSC reads" {print $2}' "$work/now" | bench_mid)
+tp=$(awk -F'\t' '$1 == "trace+profile, by handle" {print $2}' "$work/now" | bench_mid)
+echo "trace+profile by handle / two TSC reads: $(echo "$tp $tsc" | awk '{printf "%.2f", $1 / $2}')x (goal <= 1.3x)"
+if [ -n "$before" ]; then
+    tsc=$(awk -F'\t' '$1 == "baseline: two TSC reads" {print $2}' "$work/before" | bench_mid)
+    tp=$(awk -F'\t' '$1 == "trace+profile, by handle" {print $2}' "$work/before" | bench_mid)
+    echo "before: $(echo "$tp $tsc" | awk '{printf "%.2f", $1 / $2}')x"
+fi
