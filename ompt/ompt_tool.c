@@ -815,17 +815,20 @@ static inline uint64_t sm_ompt_end_time(const sm_ompt_thread_t *th, const sm_loc
  * its OMPT wait id, with the small id the trace gives it and the count of
  * its acquisitions.  Open addressing, claimed by CAS: no lock taken, and a
  * lock seen before costs one lookup. */
+#define SM_LOCK_HISTORY 4 /* a power of two */
 typedef struct sm_ompt_lock {
     uint64_t key;   /* wait id; 0: free */
     uint32_t id;    /* trace id + 1; 0 until the claiming thread set it */
     uint32_t order; /* acquisitions recorded so far */
-    /* The times of the last two acquisitions (tag: order + 1; 0 while being
-     * written).  The runtime reports a release after the unlock, so the
-     * next holder may have its acquire stamped first: the release is
-     * stamped no later than that. */
+    /* The times of the last SM_LOCK_HISTORY acquisitions (tag: order + 1;
+     * 0 while being written).  The runtime reports a release after the
+     * unlock, so the next holder may have its acquire stamped first: the
+     * release is stamped no later than that.  More than two: a releasing
+     * thread descheduled after its unlock (an oversubscribed machine) may
+     * find other threads acquired the lock twice more meanwhile. */
     struct {
         uint64_t tag, time;
-    } acquired[2];
+    } acquired[SM_LOCK_HISTORY];
 } sm_ompt_lock_t;
 
 #ifndef SM_LOCK_BITS
@@ -893,7 +896,7 @@ static void sm_lock_acquired(sm_ompt_thread_t *th, sm_location_t *loc, ompt_wait
     h->order = __atomic_fetch_add(&l->order, 1, __ATOMIC_RELAXED);
     /* Written under the lock: one writer at a time; readers check the tag
      * before and after (a seqlock). */
-    __typeof__(l->acquired[0]) *at = &l->acquired[h->order & 1];
+    __typeof__(l->acquired[0]) *at = &l->acquired[h->order & (SM_LOCK_HISTORY - 1)];
     __atomic_store_n(&at->tag, 0, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_RELEASE);
     __atomic_store_n(&at->time, t, __ATOMIC_RELAXED);
@@ -923,7 +926,7 @@ static uint64_t sm_lock_release_time(const sm_ompt_thread_t *th, const sm_locati
     if (!l)
         return t;
     uint32_t next = h->order + 1;
-    const __typeof__(l->acquired[0]) *at = &l->acquired[next & 1];
+    const __typeof__(l->acquired[0]) *at = &l->acquired[next & (SM_LOCK_HISTORY - 1)];
     uint64_t tag = __atomic_load_n(&at->tag, __ATOMIC_ACQUIRE);
     if (tag != (uint64_t)next + 1)
         return t; /* not acquired again yet (or twice since: then unknown) */
