@@ -154,6 +154,15 @@ void sm_buffers_set_spill_provider(const char *(*provider)(void))
     pthread_mutex_unlock(&sm_spill_dir_lock);
 }
 
+int sm_buffers_spill_dir(char *out, size_t len)
+{
+    pthread_mutex_lock(&sm_spill_dir_lock);
+    const char *dir = sm_spill_provider ? sm_spill_provider() : sm_spill_dir;
+    int ok = dir && sm_mkdir_p(dir) == 0 && snprintf(out, len, "%s", dir) < (int)len;
+    pthread_mutex_unlock(&sm_spill_dir_lock);
+    return ok ? 0 : -1;
+}
+
 uint64_t sm_buffers_in_use(void)
 {
     return __atomic_load_n(&sm_in_use, __ATOMIC_RELAXED);
@@ -662,6 +671,17 @@ static pthread_t sm_w_thread;
 static int sm_w_started, sm_w_stop, sm_w_joined, sm_w_claimed;
 static int sm_w_sync; /* no writer thread (stopped, or could not start): spill in place */
 
+/* Background encoding (buffer.h): the encoder, a wish for the writer to
+ * look for full chunks, and a lock the writer holds while it encodes (a
+ * thread that spills its own chunks takes it: they must not go while being
+ * read).  Lock order: sm_enc_lock, then sm_w_lock. */
+static const sm_buffer_encoder_t *sm_encoder;
+static int sm_enc_wanted; /* writer lock */
+static pthread_mutex_t sm_enc_lock = PTHREAD_MUTEX_INITIALIZER;
+static void sm_enc_wake(void);
+static void sm_enc_ahead(void);
+static void sm_enc_before_write(sm_chunk_t **c, uint32_t n);
+
 /* A location's frame on disk (writer lock held). */
 static void sm_note_extent(sm_location_t *loc, uint64_t offset, const sm_spill_frame_t *f)
 {
@@ -766,14 +786,21 @@ static void *sm_writer_main(void *arg)
     uint64_t offsets[SM_W_BATCH];
     pthread_mutex_lock(&sm_w_lock);
     for (;;) {
-        while (!sm_q_head && !sm_w_stop && !sm_ready_wanted)
+        while (!sm_q_head && !sm_w_stop && !sm_ready_wanted && !sm_enc_wanted)
             pthread_cond_wait(&sm_w_work, &sm_w_lock);
         if (sm_w_stop)
             break;
         if (sm_ready_wanted) {
             sm_ready_refill_locked();
-            if (!sm_q_head)
+            if (!sm_q_head && !sm_enc_wanted)
                 continue;
+        }
+        if (!sm_q_head) { /* only full chunks to encode */
+            sm_enc_wanted = 0;
+            pthread_mutex_unlock(&sm_w_lock);
+            sm_enc_ahead();
+            pthread_mutex_lock(&sm_w_lock);
+            continue;
         }
         uint32_t n = 0;
         uint64_t taken = 0;
@@ -786,6 +813,8 @@ static void *sm_writer_main(void *arg)
             sm_q_tail = NULL;
         pthread_mutex_unlock(&sm_w_lock);
 
+        if (sm_encoder)
+            sm_enc_before_write(batch, n); /* what goes to disk is encoded first */
         for (uint32_t i = 0; i < n; i++)
             sm_frame_seal(batch[i], batch[i]->owner->id, batch[i]->used);
         pthread_mutex_lock(&sm_file_lock);
@@ -948,6 +977,11 @@ static int sm_spill_in_place(sm_location_t *loc, int keep_all)
 {
     sm_buffer_t *b = &loc->buffer;
     int rc = 0;
+    /* Chunks written here are not encoded first: the location is left to
+     * the end of the run (and the writer is not reading them now). */
+    pthread_mutex_lock(&sm_enc_lock);
+    b->enc_status = SM_ENC_OFF;
+    pthread_mutex_unlock(&sm_enc_lock);
     pthread_mutex_lock(&sm_w_lock);
     /* In-flight ones first: they are older. */
     while (b->flying_first) {
@@ -1087,7 +1121,8 @@ static uint8_t *sm_buffer_hand_over(sm_location_t *loc)
     sm_chunk_t *c = sm_chunk_alloc();
     if (!c)
         abort(); /* out of memory for one chunk: nowhere to record this event */
-    b->first = b->current = c;
+    b->current = c;
+    __atomic_store_n(&b->first, c, __ATOMIC_RELEASE);
     sm_chunk_bind(loc, c);
     uint8_t *pos = c->data;
     if (waited) {
@@ -1124,13 +1159,18 @@ uint8_t *sm_buffer_next_chunk(sm_location_t *loc, size_t bytes)
         }
         abort();
     }
+    /* Published for the writer thread, which encodes full chunks (their
+     * `next` set) while they are still in memory. */
     if (b->current)
-        b->current->next = c;
+        __atomic_store_n(&b->current->next, c, __ATOMIC_RELEASE);
     else
-        b->first = c;
+        __atomic_store_n(&b->first, c, __ATOMIC_RELEASE);
+    int full = b->current != NULL;
     b->current = c;
     sm_chunk_bind(loc, c);
     sm_set_pos(loc, c->data);
+    if (full && sm_encoder && loc->buffer.enc_status != SM_ENC_OFF)
+        sm_enc_wake();
     return loc->pos;
 }
 
@@ -1369,6 +1409,185 @@ static int sm_replay_extents(sm_replay_t *rp, int fd, uint32_t loc_id,
     }
     free(buf);
     return rc;
+}
+
+/* ---------------------------------------------------------------- background encoding */
+
+_Static_assert(sizeof(((sm_buffer_t *)0)->enc_flush) >= sizeof(sm_record_t) + 8,
+               "room for a held-back BufferFlush");
+
+void sm_buffers_set_encoder(const sm_buffer_encoder_t *enc)
+{
+    sm_encoder = enc;
+}
+
+void sm_buffers_account(int64_t delta)
+{
+    if (delta >= 0) {
+        uint64_t now = __atomic_add_fetch(&sm_in_use, (uint64_t)delta, __ATOMIC_RELAXED);
+        uint64_t peak = __atomic_load_n(&sm_peak, __ATOMIC_RELAXED);
+        while (now > peak && !__atomic_compare_exchange_n(&sm_peak, &peak, now, 1,
+                                                          __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+            ;
+    } else {
+        __atomic_sub_fetch(&sm_in_use, (uint64_t)-delta, __ATOMIC_RELAXED);
+    }
+}
+
+/* A chunk was filled: the writer (started now if need be) looks for work. */
+static void sm_enc_wake(void)
+{
+    pthread_mutex_lock(&sm_w_lock);
+    if (!sm_enc_wanted && sm_writer_usable_locked()) {
+        sm_enc_wanted = 1;
+        pthread_cond_signal(&sm_w_work);
+    }
+    pthread_mutex_unlock(&sm_w_lock);
+}
+
+/* Replays used bytes of chunk c into the encoder (sm_enc_lock held, the
+ * location encoding).  The chunk counts as taken either way. */
+static void sm_enc_chunk(sm_location_t *loc, sm_chunk_t *c, uint32_t used)
+{
+    sm_buffer_t *b = &loc->buffer;
+    sm_replay_t rp = {.fn = sm_encoder->record, .arg = b->enc};
+    memcpy(rp.flush, b->enc_flush, sizeof rp.flush);
+    rp.have_flush = (int)b->enc_have_flush;
+    int rc = sm_replay_bytes(&rp, c->data, c->data + used);
+    memcpy(b->enc_flush, rp.flush, sizeof rp.flush);
+    b->enc_have_flush = (uint32_t)rp.have_flush;
+    b->enc_chunks = c->slot_seq + 1;
+    if (rc != 0)
+        b->enc_status = SM_ENC_OFF;
+}
+
+/* sm_enc_lock held: whether loc is (now) encoding; asks the encoder at its
+ * first chunk.  A location whose first chunk is on disk already is not. */
+static int sm_enc_start(sm_location_t *loc)
+{
+    sm_buffer_t *b = &loc->buffer;
+    if (b->enc_status == SM_ENC_NONE) {
+        b->enc = b->n_spilled || b->enc_chunks ? NULL : sm_encoder->open(loc);
+        b->enc_status = b->enc ? SM_ENC_ON : SM_ENC_OFF;
+    }
+    return b->enc_status == SM_ENC_ON;
+}
+
+/* The writer, before it writes chunks c[0..n) to disk: encode those not
+ * encoded yet, in order.  A chunk that is not its location's next one (an
+ * earlier chunk was skipped) stops that location's encoding. */
+static void sm_enc_before_write(sm_chunk_t **c, uint32_t n)
+{
+    pthread_mutex_lock(&sm_enc_lock);
+    for (uint32_t i = 0; i < n; i++) {
+        sm_location_t *loc = c[i]->owner;
+        sm_buffer_t *b = &loc->buffer;
+        if (b->enc_status == SM_ENC_OFF || (b->enc_status == SM_ENC_ON &&
+                                            c[i]->slot_seq < b->enc_chunks))
+            continue;
+        if (b->enc_status == SM_ENC_NONE && c[i] != b->flying_first) {
+            b->enc_status = SM_ENC_OFF; /* its first chunks are not here */
+            continue;
+        }
+        if (!sm_enc_start(loc))
+            continue;
+        /* Every chunk before it in flight must be encoded already. */
+        pthread_mutex_lock(&sm_w_lock);
+        int next = 1;
+        for (sm_chunk_t *x = b->flying_first; x && x != c[i]; x = x->next)
+            next &= x->slot_seq < b->enc_chunks;
+        pthread_mutex_unlock(&sm_w_lock);
+        if (!next) {
+            b->enc_status = SM_ENC_OFF;
+            continue;
+        }
+        sm_enc_chunk(loc, c[i], c[i]->used);
+    }
+    pthread_mutex_unlock(&sm_enc_lock);
+}
+
+/* The next full chunk of loc to encode (writer lock held): in flight, or in
+ * memory with a successor (so no longer written to); NULL when none. */
+static sm_chunk_t *sm_enc_next_locked(sm_location_t *loc, uint32_t *used)
+{
+    sm_buffer_t *b = &loc->buffer;
+    for (sm_chunk_t *c = b->flying_first; c; c = c->next)
+        if (b->enc_status == SM_ENC_NONE || c->slot_seq >= b->enc_chunks) {
+            *used = c->used;
+            return c;
+        }
+    for (sm_chunk_t *c = __atomic_load_n(&b->first, __ATOMIC_ACQUIRE); c;) {
+        sm_chunk_t *next = __atomic_load_n(&c->next, __ATOMIC_ACQUIRE);
+        if (!next)
+            return NULL; /* the one being filled */
+        if (b->enc_status == SM_ENC_NONE || c->slot_seq >= b->enc_chunks) {
+            *used = c->used;
+            return c;
+        }
+        c = next;
+    }
+    return NULL;
+}
+
+/* The writer, with no chunks to write: encode the full chunks of every
+ * location, oldest first, until told to stop. */
+static void sm_enc_ahead(void)
+{
+    uint32_t n = sm_location_count();
+    for (uint32_t i = 0; i < n; i++) {
+        sm_location_t *loc = sm_location_get(i);
+        if (!loc || loc->buffer.enc_status == SM_ENC_OFF)
+            continue;
+        for (;;) {
+            pthread_mutex_lock(&sm_enc_lock);
+            pthread_mutex_lock(&sm_w_lock);
+            int stop = sm_w_stop || sm_q_head != NULL; /* disk first */
+            uint32_t used = 0;
+            sm_chunk_t *c = stop ? NULL : sm_enc_next_locked(loc, &used);
+            if (c && loc->buffer.enc_status == SM_ENC_NONE && loc->buffer.n_spilled)
+                c = NULL, loc->buffer.enc_status = SM_ENC_OFF;
+            pthread_mutex_unlock(&sm_w_lock);
+            if (c && sm_enc_start(loc))
+                sm_enc_chunk(loc, c, used);
+            else
+                c = NULL;
+            pthread_mutex_unlock(&sm_enc_lock);
+            if (stop) {
+                pthread_mutex_lock(&sm_w_lock);
+                sm_enc_wanted = 1; /* come back after the disk */
+                pthread_mutex_unlock(&sm_w_lock);
+                return;
+            }
+            if (!c)
+                break;
+        }
+    }
+}
+
+void *sm_buffer_encoded(sm_location_t *loc)
+{
+    sm_buffers_quiesce();
+    return loc->buffer.enc_status == SM_ENC_ON ? loc->buffer.enc : NULL;
+}
+
+int sm_buffer_for_each_rest(sm_location_t *loc, sm_record_fn fn, void *arg)
+{
+    sm_buffer_t *b = &loc->buffer;
+    sm_buffers_quiesce();
+    if (b->enc_status != SM_ENC_ON)
+        return -2;
+    /* Spilled frames were all encoded before they were written. */
+    sm_replay_t rp = {.fn = fn, .arg = arg};
+    memcpy(rp.flush, b->enc_flush, sizeof rp.flush);
+    rp.have_flush = (int)b->enc_have_flush;
+    int rc = 0;
+    for (sm_chunk_t *c = b->flying_first; c && rc == 0; c = c->next)
+        if (c->slot_seq >= b->enc_chunks)
+            rc = sm_replay_bytes(&rp, c->data, c->data + c->used);
+    for (sm_chunk_t *c = b->first; c && rc == 0; c = c->next)
+        if (c->slot_seq >= b->enc_chunks)
+            rc = sm_replay_bytes(&rp, c->data, c->data + sm_chunk_used(loc, c));
+    return sm_replay_end(&rp, rc);
 }
 
 int sm_buffer_for_each(sm_location_t *loc, sm_record_fn fn, void *arg)
