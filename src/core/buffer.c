@@ -683,7 +683,8 @@ static void sm_enc_ahead(void);
 static void sm_enc_before_write(sm_chunk_t **c, uint32_t n);
 
 /* A location's frame on disk (writer lock held). */
-static void sm_note_extent(sm_location_t *loc, uint64_t offset, const sm_spill_frame_t *f)
+static void sm_note_extent(sm_location_t *loc, uint64_t offset, const sm_spill_frame_t *f,
+                           uint32_t seq)
 {
     sm_buffer_t *b = &loc->buffer;
     if (b->n_spilled == b->cap_spilled) {
@@ -698,7 +699,7 @@ static void sm_note_extent(sm_location_t *loc, uint64_t offset, const sm_spill_f
     }
     if (b->n_spilled == 0)
         sm_spill_users++;
-    b->spilled[b->n_spilled++] = (sm_spill_extent_t){offset, f->bytes, f->records, 0, 0};
+    b->spilled[b->n_spilled++] = (sm_spill_extent_t){offset, f->bytes, f->records, 0, seq};
     b->spilled_bytes += f->bytes;
 }
 
@@ -711,7 +712,7 @@ static void sm_chunks_done(sm_chunk_t **c, uint32_t n, const uint64_t *offsets, 
         sm_location_t *loc = c[i]->owner;
         sm_buffer_t *b = &loc->buffer;
         if (ok)
-            sm_note_extent(loc, offsets[i], &c[i]->frame);
+            sm_note_extent(loc, offsets[i], &c[i]->frame, c[i]->slot_seq);
         else
             b->dropped_records += c[i]->frame.records;
         b->flying_first = c[i]->next;
@@ -973,15 +974,11 @@ static uint8_t *sm_put_flush(sm_chunk_t *c, uint64_t t0, uint64_t t1)
  * memory chunks, the first is kept (empty) when keep is set and all are kept
  * (emptied) otherwise.  0, or -1 when they could not be written (their
  * records are then dropped and counted). */
-static int sm_spill_in_place(sm_location_t *loc, int keep_all)
+/* sm_spill_in_place, under sm_enc_lock. */
+static int sm_spill_in_place_locked(sm_location_t *loc, int keep_all)
 {
     sm_buffer_t *b = &loc->buffer;
     int rc = 0;
-    /* Chunks written here are not encoded first: the location is left to
-     * the end of the run (and the writer is not reading them now). */
-    pthread_mutex_lock(&sm_enc_lock);
-    b->enc_status = SM_ENC_OFF;
-    pthread_mutex_unlock(&sm_enc_lock);
     pthread_mutex_lock(&sm_w_lock);
     /* In-flight ones first: they are older. */
     while (b->flying_first) {
@@ -1020,7 +1017,7 @@ static int sm_spill_in_place(sm_location_t *loc, int keep_all)
         pthread_mutex_unlock(&sm_file_lock);
         for (uint32_t i = 0; i < n; i++) {
             if (ok)
-                sm_note_extent(loc, offsets[i], &batch[i]->frame);
+                sm_note_extent(loc, offsets[i], &batch[i]->frame, batch[i]->slot_seq);
             else
                 b->dropped_records += batch[i]->frame.records;
         }
@@ -1057,8 +1054,12 @@ static int sm_spill_in_place(sm_location_t *loc, int keep_all)
         return rc;
     }
     if (keep_all) {
-        for (sm_chunk_t *c = b->first; c; c = c->next)
+        /* Emptied chunks take new places in the sequence: what is written
+         * into them now comes after everything (the encoder's prefix). */
+        for (sm_chunk_t *c = b->first; c; c = c->next) {
             c->used = 0;
+            c->slot_seq = b->n_chunks++;
+        }
         sm_set_pos(loc, b->current->data);
         return rc;
     }
@@ -1069,9 +1070,26 @@ static int sm_spill_in_place(sm_location_t *loc, int keep_all)
     }
     keep->next = NULL;
     keep->used = 0;
+    keep->slot_seq = b->n_chunks++;
     b->current = keep;
     sm_chunk_bind(loc, keep);
     sm_set_pos(loc, keep->data);
+    return rc;
+}
+
+/* With the encoder kept off the location's chunks meanwhile. */
+static int sm_spill_in_place(sm_location_t *loc, int keep_all)
+{
+    /* Chunks written here are not encoded first: the encoder takes no more
+     * of this location (what it took stays a prefix; the rest is read back
+     * at the end), and it is not reading them now. */
+    sm_buffer_t *b = &loc->buffer;
+    pthread_mutex_lock(&sm_enc_lock);
+    if (b->enc_status == SM_ENC_NONE)
+        b->enc_status = SM_ENC_OFF;
+    b->enc_frozen = 1;
+    int rc = sm_spill_in_place_locked(loc, keep_all);
+    pthread_mutex_unlock(&sm_enc_lock);
     return rc;
 }
 
@@ -1482,8 +1500,8 @@ static void sm_enc_before_write(sm_chunk_t **c, uint32_t n)
     for (uint32_t i = 0; i < n; i++) {
         sm_location_t *loc = c[i]->owner;
         sm_buffer_t *b = &loc->buffer;
-        if (b->enc_status == SM_ENC_OFF || (b->enc_status == SM_ENC_ON &&
-                                            c[i]->slot_seq < b->enc_chunks))
+        if (b->enc_status == SM_ENC_OFF || b->enc_frozen ||
+            (b->enc_status == SM_ENC_ON && c[i]->slot_seq < b->enc_chunks))
             continue;
         if (b->enc_status == SM_ENC_NONE && c[i] != b->flying_first) {
             b->enc_status = SM_ENC_OFF; /* its first chunks are not here */
@@ -1543,7 +1561,7 @@ static void sm_enc_ahead(void)
             pthread_mutex_lock(&sm_w_lock);
             int stop = sm_w_stop || sm_q_head != NULL; /* disk first */
             uint32_t used = 0;
-            sm_chunk_t *c = stop ? NULL : sm_enc_next_locked(loc, &used);
+            sm_chunk_t *c = stop || loc->buffer.enc_frozen ? NULL : sm_enc_next_locked(loc, &used);
             if (c && loc->buffer.enc_status == SM_ENC_NONE && loc->buffer.n_spilled)
                 c = NULL, loc->buffer.enc_status = SM_ENC_OFF;
             pthread_mutex_unlock(&sm_w_lock);
@@ -1576,11 +1594,29 @@ int sm_buffer_for_each_rest(sm_location_t *loc, sm_record_fn fn, void *arg)
     sm_buffers_quiesce();
     if (b->enc_status != SM_ENC_ON)
         return -2;
-    /* Spilled frames were all encoded before they were written. */
     sm_replay_t rp = {.fn = fn, .arg = arg};
     memcpy(rp.flush, b->enc_flush, sizeof rp.flush);
     rp.have_flush = (int)b->enc_have_flush;
     int rc = 0;
+    /* Frames the writer spilled were encoded first; those the thread
+     * spilled itself (sm_buffer_save at MPI_Finalize) may not be. */
+    uint32_t first = 0;
+    while (first < b->n_spilled && b->spilled[first].seq < b->enc_chunks)
+        first++;
+    for (uint32_t i = first; i < b->n_spilled; i++)
+        if (b->spilled[i].seq < b->enc_chunks)
+            return -2; /* not a prefix */
+    if (first < b->n_spilled) {
+        uint64_t lost = 0, lost_frames = 0;
+        pthread_mutex_lock(&sm_file_lock);
+        int fd = sm_spill_fd_checked();
+        pthread_mutex_unlock(&sm_file_lock);
+        rc = fd < 0 ? -1
+                    : sm_replay_extents(&rp, fd, loc->id, b->spilled + first, b->n_spilled - first,
+                                        &lost, &lost_frames);
+        if (rc != 0 || lost_frames)
+            return rc > 0 ? rc : -1; /* the end-of-run path says what was lost */
+    }
     for (sm_chunk_t *c = b->flying_first; c && rc == 0; c = c->next)
         if (c->slot_seq >= b->enc_chunks)
             rc = sm_replay_bytes(&rp, c->data, c->data + c->used);

@@ -60,6 +60,7 @@ typedef struct sm_buffer {
     uint32_t enc_status;
     uint32_t enc_chunks;
     uint32_t enc_have_flush;
+    uint32_t enc_frozen; /* its thread spilled it: the encoder takes no more */
     uint64_t enc_flush[3];
 } sm_buffer_t;
 

@@ -1833,6 +1833,7 @@ typedef struct sm_otf2_bg_loc {
     bool has_time, thread_events;
     uint64_t last, min, max; /* ticks */
     uint64_t clamps;
+    uint64_t records[2];     /* encoded during the run, at the end */
     uint32_t max_region;     /* largest local region id + 1 */
     uint64_t *comms;         /* bit per local communicator used */
     uint32_t comm_words;
@@ -2053,6 +2054,7 @@ static int sm_otf2_bg_record(const sm_record_t *rec, void *arg)
     OTF2_Paradigm model = sm_otf2_paradigm((uint8_t)rec->aux);
     if (st->stopped || sm_bg.broken)
         return 1;
+    st->records[sm_bg.take]++;
 
     switch (rec->kind) {
     case SM_REC_ENTER:
@@ -2206,6 +2208,8 @@ static int sm_otf2_bg_record(const sm_record_t *rec, void *arg)
     st->stopped = true; /* its buffers may be broken: never closed */
     return 1;
 stop:
+    sm_info(2, "OTF2: location %" PRIu32 " is left to the end of the run from a record of kind %u",
+            st->loc->id, (unsigned)rec->kind);
     st->stopped = true;
     /* Its memory goes now (the staged file is dropped at the end). */
     if (sm_otf2_bg_ok(OTF2_Archive_CloseEvtWriter(sm_bg.archive, st->evt)))
@@ -2240,11 +2244,14 @@ static sm_otf2_bg_loc_t *sm_otf2_bg_of(const sm_otf2_writer_t *w, uint32_t id)
 static bool sm_otf2_bg_take(sm_otf2_writer_t *w, uint64_t *n_events)
 {
     sm_otf2_bg_loc_t *st = sm_otf2_bg_of(w, w->loc.id);
-    if (!st || !st->loc || sm_buffer_encoded(st->loc) != st)
+    if (!st || !st->loc)
         return false;
-    if (sm_buffer_for_each_rest(st->loc, sm_otf2_bg_record, st) != 0 || st->stopped ||
-        sm_bg.broken)
+    if (sm_buffer_encoded(st->loc) != st || sm_buffer_for_each_rest(st->loc, sm_otf2_bg_record, st) != 0 ||
+        st->stopped || sm_bg.broken) {
+        sm_info(2, "OTF2: location %" PRIu32 " is written at the end (its encoding during the "
+                "run stopped)", w->loc.id);
         return false;
+    }
     /* Every id it used must have the job's: else the old way (which leaves
      * out the events of an unnamed communicator). */
     const sm_id_maps_t *m = w->img->maps;
@@ -2269,6 +2276,8 @@ static bool sm_otf2_bg_take(sm_otf2_writer_t *w, uint64_t *n_events)
     if (rename(from, to) != 0)
         return false;
     st->moved = true;
+    sm_info(1, "OTF2: location %" PRIu32 ": %" PRIu64 " records encoded during the run, %" PRIu64
+            " at its end", w->loc.id, st->records[0], st->records[1]);
     *n_events = n;
     w->clamps += st->clamps;
     w->thread_events |= st->thread_events;
