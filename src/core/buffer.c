@@ -1481,12 +1481,19 @@ static void sm_enc_chunk(sm_location_t *loc, sm_chunk_t *c, uint32_t used)
 
 /* sm_enc_lock held: whether loc is (now) encoding; asks the encoder at its
  * first chunk.  A location whose first chunk is on disk already is not. */
+#define SM_ENC_MAX 64
+static sm_location_t *sm_enc_opened[SM_ENC_MAX]; /* sm_enc_lock */
+static uint32_t sm_enc_n_opened;
+
 static int sm_enc_start(sm_location_t *loc)
 {
     sm_buffer_t *b = &loc->buffer;
     if (b->enc_status == SM_ENC_NONE) {
-        b->enc = b->n_spilled || b->enc_chunks ? NULL : sm_encoder->open(loc);
+        b->enc = b->n_spilled || b->enc_chunks || sm_enc_n_opened == SM_ENC_MAX
+                     ? NULL : sm_encoder->open(loc);
         b->enc_status = b->enc ? SM_ENC_ON : SM_ENC_OFF;
+        if (b->enc)
+            sm_enc_opened[sm_enc_n_opened++] = loc;
     }
     return b->enc_status == SM_ENC_ON;
 }
@@ -1551,9 +1558,15 @@ static sm_chunk_t *sm_enc_next_locked(sm_location_t *loc, uint32_t *used)
  * location, oldest first, until told to stop. */
 static void sm_enc_ahead(void)
 {
-    uint32_t n = sm_location_count();
+    /* Once the encoder has all the locations it takes, only those are
+     * looked at (thousands of threads must not cost a scan per chunk). */
+    pthread_mutex_lock(&sm_enc_lock);
+    uint32_t max = sm_encoder->max_locations < SM_ENC_MAX ? sm_encoder->max_locations : SM_ENC_MAX;
+    int all_opened = sm_enc_n_opened >= max;
+    pthread_mutex_unlock(&sm_enc_lock);
+    uint32_t n = all_opened ? sm_enc_n_opened : sm_location_count();
     for (uint32_t i = 0; i < n; i++) {
-        sm_location_t *loc = sm_location_get(i);
+        sm_location_t *loc = all_opened ? sm_enc_opened[i] : sm_location_get(i);
         if (!loc || loc->buffer.enc_status == SM_ENC_OFF)
             continue;
         for (;;) {

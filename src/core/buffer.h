@@ -164,6 +164,7 @@ int sm_buffer_for_each(struct sm_location *loc, sm_record_fn fn, void *arg) SM_H
 typedef struct sm_buffer_encoder {
     void *(*open)(struct sm_location *loc);
     sm_record_fn record;
+    uint32_t max_locations; /* open gives at most this many states */
 } sm_buffer_encoder_t;
 void sm_buffers_set_encoder(const sm_buffer_encoder_t *enc) SM_HIDDEN;
 /* Count `delta` bytes of the encoder's memory against the budget. */

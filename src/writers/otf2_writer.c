@@ -2217,7 +2217,8 @@ stop:
     return 1;
 }
 
-static const sm_buffer_encoder_t sm_otf2_bg_encoder = {sm_otf2_bg_open, sm_otf2_bg_record};
+static const sm_buffer_encoder_t sm_otf2_bg_encoder = {sm_otf2_bg_open, sm_otf2_bg_record,
+                                                        SM_OTF2_BG_MAX};
 
 void sm_otf2_background(int mode)
 {
