@@ -677,6 +677,7 @@ static int sm_w_sync; /* no writer thread (stopped, or could not start): spill i
  * read).  Lock order: sm_enc_lock, then sm_w_lock. */
 static const sm_buffer_encoder_t *sm_encoder;
 static int sm_enc_wanted; /* writer lock */
+static uint32_t sm_room_waiters; /* threads waiting for the disk (writer lock) */
 static pthread_mutex_t sm_enc_lock = PTHREAD_MUTEX_INITIALIZER;
 static void sm_enc_wake(void);
 static void sm_enc_ahead(void);
@@ -1133,7 +1134,9 @@ static uint8_t *sm_buffer_hand_over(sm_location_t *loc)
         if (!waited)
             t0 = sm_clock_now();
         waited = 1;
+        sm_room_waiters++;
         pthread_cond_wait(&sm_w_room, &sm_w_lock);
+        sm_room_waiters--;
     }
     pthread_mutex_unlock(&sm_w_lock);
     sm_chunk_t *c = sm_chunk_alloc();
@@ -1507,6 +1510,17 @@ static void sm_enc_before_write(sm_chunk_t **c, uint32_t n)
     for (uint32_t i = 0; i < n; i++) {
         sm_location_t *loc = c[i]->owner;
         sm_buffer_t *b = &loc->buffer;
+        /* A thread waits for the disk: encoding first would make it wait
+         * longer.  This chunk and the rest of its location are left to the
+         * end of the run (the encoded part stays a prefix). */
+        pthread_mutex_lock(&sm_w_lock);
+        int waiting = sm_room_waiters != 0;
+        pthread_mutex_unlock(&sm_w_lock);
+        if (waiting && !b->enc_frozen && b->enc_status == SM_ENC_ON &&
+            c[i]->slot_seq >= b->enc_chunks)
+            b->enc_frozen = 1;
+        if (waiting && b->enc_status == SM_ENC_NONE)
+            b->enc_status = SM_ENC_OFF;
         if (b->enc_status == SM_ENC_OFF || b->enc_frozen ||
             (b->enc_status == SM_ENC_ON && c[i]->slot_seq < b->enc_chunks))
             continue;
