@@ -158,9 +158,12 @@ int sm_buffer_for_each(struct sm_location *loc, sm_record_fn fn, void *arg) SM_H
  * end of the run; record gets each record (arg: the state) and stops the
  * location's encoding with a non-zero value (the location then falls back
  * to the end of the run: its records are all still here).  A location
- * whose first chunk went to disk before it was asked, or that is spilled by
- * its own thread (sm_buffer_spill, sm_buffer_save), is never encoded.  NULL
- * turns it off.  Set before the first event. */
+ * whose first chunk went to disk before it was asked is never encoded; the
+ * encoder takes no more of one that its own thread spills (sm_buffer_spill,
+ * sm_buffer_save) or whose chunks go to disk while a thread waits for the
+ * disk: what it took stays a prefix, the rest is read at the end
+ * (sm_buffer_for_each_rest).  NULL turns it off.  Set before the first
+ * event. */
 typedef struct sm_buffer_encoder {
     void *(*open)(struct sm_location *loc);
     sm_record_fn record;
