@@ -173,6 +173,11 @@ uint64_t sm_buffers_peak(void)
     return __atomic_load_n(&sm_peak, __ATOMIC_RELAXED);
 }
 
+uint64_t sm_buffers_budget(void)
+{
+    return sm_budget;
+}
+
 uint64_t sm_buffers_chunk_size(void)
 {
     return sm_chunk_bytes;

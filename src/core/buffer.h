@@ -96,6 +96,8 @@ uint64_t sm_buffers_in_use(void) SM_HIDDEN;
 /* The most that sm_buffers_in_use ever was. */
 uint64_t sm_buffers_peak(void) SM_HIDDEN;
 uint64_t sm_buffers_chunk_size(void) SM_HIDDEN;
+/* The memory budget (SYSMEASURE_BUFFER_SIZE). */
+uint64_t sm_buffers_budget(void) SM_HIDDEN;
 /* Return the recycled chunks to the system (end of the run). */
 void sm_buffers_release(void) SM_HIDDEN;
 /* Stop the writer thread after the write it is doing (chunks still queued

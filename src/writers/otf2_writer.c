@@ -1842,6 +1842,8 @@ typedef struct sm_otf2_bg_loc {
 
 static struct {
     int mode;                 /* 0 off, 1 on, 2 on and the end-of-run archive too */
+    bool check;               /* the end-of-run archive too (mode 2 asked) */
+    uint32_t max;             /* staged writers at most (sm_otf2_background) */
     bool broken;              /* an OTF2 error: nothing more, nothing closed */
     bool take;                /* sm_otf2_write is taking the staged files */
     OTF2_Archive *archive;
@@ -1963,7 +1965,10 @@ static bool sm_otf2_bg_archive(void)
 /* buffer.h's open: a staging event writer for a thread, or NULL. */
 static void *sm_otf2_bg_open(sm_location_t *loc)
 {
-    if (!sm_bg.mode || sm_bg.broken || sm_bg.n == SM_OTF2_BG_MAX ||
+    /* Each staged writer holds a 4 MiB OTF2 chunk, counted against the
+     * budget: together at most a quarter of it (none under a budget below
+     * 16M, which they would spend from the start; sm_otf2_background). */
+    if (!sm_bg.mode || sm_bg.broken || sm_bg.n >= sm_bg.max ||
         loc->type != SM_LOCATION_CPU_THREAD)
         return NULL;
     if (!sm_bg.archive && !sm_otf2_bg_archive())
@@ -2217,13 +2222,17 @@ stop:
     return 1;
 }
 
-static const sm_buffer_encoder_t sm_otf2_bg_encoder = {sm_otf2_bg_open, sm_otf2_bg_record,
-                                                        SM_OTF2_BG_MAX};
+static sm_buffer_encoder_t sm_otf2_bg_encoder = {sm_otf2_bg_open, sm_otf2_bg_record, 0};
 
 void sm_otf2_background(int mode)
 {
-    sm_bg.mode = mode;
-    sm_buffers_set_encoder(mode ? &sm_otf2_bg_encoder : NULL);
+    /* As many staged writers as a quarter of the budget holds (sm_otf2_bg_open). */
+    uint64_t n = sm_buffers_budget() / 4 / SM_OTF2_EVT_CHUNK;
+    sm_otf2_bg_encoder.max_locations = (uint32_t)(n < SM_OTF2_BG_MAX ? n : SM_OTF2_BG_MAX);
+    sm_bg.max = sm_otf2_bg_encoder.max_locations;
+    sm_bg.mode = sm_otf2_bg_encoder.max_locations ? mode : 0;
+    sm_bg.check = mode == 2;
+    sm_buffers_set_encoder(sm_bg.mode ? &sm_otf2_bg_encoder : NULL);
 }
 
 /* The staged state of live location i of the process being written, when
@@ -2719,7 +2728,7 @@ int sm_otf2_write(const sm_run_info_t *run, const sm_job_t *job)
     sm_bg.take = sm_bg.mode != 0;
     int rc = sm_otf2_write_images(run, job, &self, 1);
     sm_bg.take = false;
-    if (sm_bg.mode == 2) {
+    if (sm_bg.check) {
         /* For tests: the same archive written wholly at the end, beside. */
         char dir[4400];
         sm_run_info_t again = *run;
