@@ -154,6 +154,15 @@ void sm_buffers_set_spill_provider(const char *(*provider)(void))
     pthread_mutex_unlock(&sm_spill_dir_lock);
 }
 
+int sm_buffers_spill_dir(char *out, size_t len)
+{
+    pthread_mutex_lock(&sm_spill_dir_lock);
+    const char *dir = sm_spill_provider ? sm_spill_provider() : sm_spill_dir;
+    int ok = dir && sm_mkdir_p(dir) == 0 && snprintf(out, len, "%s", dir) < (int)len;
+    pthread_mutex_unlock(&sm_spill_dir_lock);
+    return ok ? 0 : -1;
+}
+
 uint64_t sm_buffers_in_use(void)
 {
     return __atomic_load_n(&sm_in_use, __ATOMIC_RELAXED);
@@ -162,6 +171,11 @@ uint64_t sm_buffers_in_use(void)
 uint64_t sm_buffers_peak(void)
 {
     return __atomic_load_n(&sm_peak, __ATOMIC_RELAXED);
+}
+
+uint64_t sm_buffers_budget(void)
+{
+    return sm_budget;
 }
 
 uint64_t sm_buffers_chunk_size(void)
@@ -662,8 +676,21 @@ static pthread_t sm_w_thread;
 static int sm_w_started, sm_w_stop, sm_w_joined, sm_w_claimed;
 static int sm_w_sync; /* no writer thread (stopped, or could not start): spill in place */
 
+/* Background encoding (buffer.h): the encoder, a wish for the writer to
+ * look for full chunks, and a lock the writer holds while it encodes (a
+ * thread that spills its own chunks takes it: they must not go while being
+ * read).  Lock order: sm_enc_lock, then sm_w_lock. */
+static const sm_buffer_encoder_t *sm_encoder;
+static int sm_enc_wanted; /* writer lock */
+static uint32_t sm_room_waiters; /* threads waiting for the disk (writer lock) */
+static pthread_mutex_t sm_enc_lock = PTHREAD_MUTEX_INITIALIZER;
+static void sm_enc_wake(void);
+static void sm_enc_ahead(void);
+static void sm_enc_before_write(sm_chunk_t **c, uint32_t n);
+
 /* A location's frame on disk (writer lock held). */
-static void sm_note_extent(sm_location_t *loc, uint64_t offset, const sm_spill_frame_t *f)
+static void sm_note_extent(sm_location_t *loc, uint64_t offset, const sm_spill_frame_t *f,
+                           uint32_t seq)
 {
     sm_buffer_t *b = &loc->buffer;
     if (b->n_spilled == b->cap_spilled) {
@@ -678,7 +705,7 @@ static void sm_note_extent(sm_location_t *loc, uint64_t offset, const sm_spill_f
     }
     if (b->n_spilled == 0)
         sm_spill_users++;
-    b->spilled[b->n_spilled++] = (sm_spill_extent_t){offset, f->bytes, f->records, 0, 0};
+    b->spilled[b->n_spilled++] = (sm_spill_extent_t){offset, f->bytes, f->records, 0, seq};
     b->spilled_bytes += f->bytes;
 }
 
@@ -691,7 +718,7 @@ static void sm_chunks_done(sm_chunk_t **c, uint32_t n, const uint64_t *offsets, 
         sm_location_t *loc = c[i]->owner;
         sm_buffer_t *b = &loc->buffer;
         if (ok)
-            sm_note_extent(loc, offsets[i], &c[i]->frame);
+            sm_note_extent(loc, offsets[i], &c[i]->frame, c[i]->slot_seq);
         else
             b->dropped_records += c[i]->frame.records;
         b->flying_first = c[i]->next;
@@ -766,14 +793,21 @@ static void *sm_writer_main(void *arg)
     uint64_t offsets[SM_W_BATCH];
     pthread_mutex_lock(&sm_w_lock);
     for (;;) {
-        while (!sm_q_head && !sm_w_stop && !sm_ready_wanted)
+        while (!sm_q_head && !sm_w_stop && !sm_ready_wanted && !sm_enc_wanted)
             pthread_cond_wait(&sm_w_work, &sm_w_lock);
         if (sm_w_stop)
             break;
         if (sm_ready_wanted) {
             sm_ready_refill_locked();
-            if (!sm_q_head)
+            if (!sm_q_head && !sm_enc_wanted)
                 continue;
+        }
+        if (!sm_q_head) { /* only full chunks to encode */
+            sm_enc_wanted = 0;
+            pthread_mutex_unlock(&sm_w_lock);
+            sm_enc_ahead();
+            pthread_mutex_lock(&sm_w_lock);
+            continue;
         }
         uint32_t n = 0;
         uint64_t taken = 0;
@@ -786,6 +820,8 @@ static void *sm_writer_main(void *arg)
             sm_q_tail = NULL;
         pthread_mutex_unlock(&sm_w_lock);
 
+        if (sm_encoder)
+            sm_enc_before_write(batch, n); /* what goes to disk is encoded first */
         for (uint32_t i = 0; i < n; i++)
             sm_frame_seal(batch[i], batch[i]->owner->id, batch[i]->used);
         pthread_mutex_lock(&sm_file_lock);
@@ -944,7 +980,8 @@ static uint8_t *sm_put_flush(sm_chunk_t *c, uint64_t t0, uint64_t t1)
  * memory chunks, the first is kept (empty) when keep is set and all are kept
  * (emptied) otherwise.  0, or -1 when they could not be written (their
  * records are then dropped and counted). */
-static int sm_spill_in_place(sm_location_t *loc, int keep_all)
+/* sm_spill_in_place, under sm_enc_lock. */
+static int sm_spill_in_place_locked(sm_location_t *loc, int keep_all)
 {
     sm_buffer_t *b = &loc->buffer;
     int rc = 0;
@@ -986,7 +1023,7 @@ static int sm_spill_in_place(sm_location_t *loc, int keep_all)
         pthread_mutex_unlock(&sm_file_lock);
         for (uint32_t i = 0; i < n; i++) {
             if (ok)
-                sm_note_extent(loc, offsets[i], &batch[i]->frame);
+                sm_note_extent(loc, offsets[i], &batch[i]->frame, batch[i]->slot_seq);
             else
                 b->dropped_records += batch[i]->frame.records;
         }
@@ -1023,8 +1060,12 @@ static int sm_spill_in_place(sm_location_t *loc, int keep_all)
         return rc;
     }
     if (keep_all) {
-        for (sm_chunk_t *c = b->first; c; c = c->next)
+        /* Emptied chunks take new places in the sequence: what is written
+         * into them now comes after everything (the encoder's prefix). */
+        for (sm_chunk_t *c = b->first; c; c = c->next) {
             c->used = 0;
+            c->slot_seq = b->n_chunks++;
+        }
         sm_set_pos(loc, b->current->data);
         return rc;
     }
@@ -1035,9 +1076,26 @@ static int sm_spill_in_place(sm_location_t *loc, int keep_all)
     }
     keep->next = NULL;
     keep->used = 0;
+    keep->slot_seq = b->n_chunks++;
     b->current = keep;
     sm_chunk_bind(loc, keep);
     sm_set_pos(loc, keep->data);
+    return rc;
+}
+
+/* With the encoder kept off the location's chunks meanwhile. */
+static int sm_spill_in_place(sm_location_t *loc, int keep_all)
+{
+    /* Chunks written here are not encoded first: the encoder takes no more
+     * of this location (what it took stays a prefix; the rest is read back
+     * at the end), and it is not reading them now. */
+    sm_buffer_t *b = &loc->buffer;
+    pthread_mutex_lock(&sm_enc_lock);
+    if (b->enc_status == SM_ENC_NONE)
+        b->enc_status = SM_ENC_OFF;
+    b->enc_frozen = 1;
+    int rc = sm_spill_in_place_locked(loc, keep_all);
+    pthread_mutex_unlock(&sm_enc_lock);
     return rc;
 }
 
@@ -1081,13 +1139,16 @@ static uint8_t *sm_buffer_hand_over(sm_location_t *loc)
         if (!waited)
             t0 = sm_clock_now();
         waited = 1;
+        sm_room_waiters++;
         pthread_cond_wait(&sm_w_room, &sm_w_lock);
+        sm_room_waiters--;
     }
     pthread_mutex_unlock(&sm_w_lock);
     sm_chunk_t *c = sm_chunk_alloc();
     if (!c)
         abort(); /* out of memory for one chunk: nowhere to record this event */
-    b->first = b->current = c;
+    b->current = c;
+    __atomic_store_n(&b->first, c, __ATOMIC_RELEASE);
     sm_chunk_bind(loc, c);
     uint8_t *pos = c->data;
     if (waited) {
@@ -1124,13 +1185,18 @@ uint8_t *sm_buffer_next_chunk(sm_location_t *loc, size_t bytes)
         }
         abort();
     }
+    /* Published for the writer thread, which encodes full chunks (their
+     * `next` set) while they are still in memory. */
     if (b->current)
-        b->current->next = c;
+        __atomic_store_n(&b->current->next, c, __ATOMIC_RELEASE);
     else
-        b->first = c;
+        __atomic_store_n(&b->first, c, __ATOMIC_RELEASE);
+    int full = b->current != NULL;
     b->current = c;
     sm_chunk_bind(loc, c);
     sm_set_pos(loc, c->data);
+    if (full && sm_encoder && loc->buffer.enc_status != SM_ENC_OFF)
+        sm_enc_wake();
     return loc->pos;
 }
 
@@ -1369,6 +1435,227 @@ static int sm_replay_extents(sm_replay_t *rp, int fd, uint32_t loc_id,
     }
     free(buf);
     return rc;
+}
+
+/* ---------------------------------------------------------------- background encoding */
+
+_Static_assert(sizeof(((sm_buffer_t *)0)->enc_flush) >= sizeof(sm_record_t) + 8,
+               "room for a held-back BufferFlush");
+
+void sm_buffers_set_encoder(const sm_buffer_encoder_t *enc)
+{
+    sm_encoder = enc;
+}
+
+void sm_buffers_account(int64_t delta)
+{
+    if (delta >= 0) {
+        uint64_t now = __atomic_add_fetch(&sm_in_use, (uint64_t)delta, __ATOMIC_RELAXED);
+        uint64_t peak = __atomic_load_n(&sm_peak, __ATOMIC_RELAXED);
+        while (now > peak && !__atomic_compare_exchange_n(&sm_peak, &peak, now, 1,
+                                                          __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+            ;
+    } else {
+        __atomic_sub_fetch(&sm_in_use, (uint64_t)-delta, __ATOMIC_RELAXED);
+    }
+}
+
+/* A chunk was filled: the writer (started now if need be) looks for work. */
+static void sm_enc_wake(void)
+{
+    pthread_mutex_lock(&sm_w_lock);
+    if (!sm_enc_wanted && sm_writer_usable_locked()) {
+        sm_enc_wanted = 1;
+        pthread_cond_signal(&sm_w_work);
+    }
+    pthread_mutex_unlock(&sm_w_lock);
+}
+
+/* Replays used bytes of chunk c into the encoder (sm_enc_lock held, the
+ * location encoding).  The chunk counts as taken either way. */
+static void sm_enc_chunk(sm_location_t *loc, sm_chunk_t *c, uint32_t used)
+{
+    sm_buffer_t *b = &loc->buffer;
+    sm_replay_t rp = {.fn = sm_encoder->record, .arg = b->enc};
+    memcpy(rp.flush, b->enc_flush, sizeof rp.flush);
+    rp.have_flush = (int)b->enc_have_flush;
+    int rc = sm_replay_bytes(&rp, c->data, c->data + used);
+    memcpy(b->enc_flush, rp.flush, sizeof rp.flush);
+    b->enc_have_flush = (uint32_t)rp.have_flush;
+    b->enc_chunks = c->slot_seq + 1;
+    if (rc != 0)
+        b->enc_status = SM_ENC_OFF;
+}
+
+/* sm_enc_lock held: whether loc is (now) encoding; asks the encoder at its
+ * first chunk.  A location whose first chunk is on disk already is not. */
+#define SM_ENC_MAX 64
+static sm_location_t *sm_enc_opened[SM_ENC_MAX]; /* sm_enc_lock */
+static uint32_t sm_enc_n_opened;
+
+static int sm_enc_start(sm_location_t *loc)
+{
+    sm_buffer_t *b = &loc->buffer;
+    if (b->enc_status == SM_ENC_NONE) {
+        b->enc = b->n_spilled || b->enc_chunks || sm_enc_n_opened == SM_ENC_MAX
+                     ? NULL : sm_encoder->open(loc);
+        b->enc_status = b->enc ? SM_ENC_ON : SM_ENC_OFF;
+        if (b->enc)
+            sm_enc_opened[sm_enc_n_opened++] = loc;
+    }
+    return b->enc_status == SM_ENC_ON;
+}
+
+/* The writer, before it writes chunks c[0..n) to disk: encode those not
+ * encoded yet, in order.  A chunk that is not its location's next one (an
+ * earlier chunk was skipped) stops that location's encoding. */
+static void sm_enc_before_write(sm_chunk_t **c, uint32_t n)
+{
+    pthread_mutex_lock(&sm_enc_lock);
+    for (uint32_t i = 0; i < n; i++) {
+        sm_location_t *loc = c[i]->owner;
+        sm_buffer_t *b = &loc->buffer;
+        /* A thread waits for the disk: encoding first would make it wait
+         * longer.  This chunk and the rest of its location are left to the
+         * end of the run (the encoded part stays a prefix). */
+        pthread_mutex_lock(&sm_w_lock);
+        int waiting = sm_room_waiters != 0;
+        pthread_mutex_unlock(&sm_w_lock);
+        if (waiting && !b->enc_frozen && b->enc_status == SM_ENC_ON &&
+            c[i]->slot_seq >= b->enc_chunks)
+            b->enc_frozen = 1;
+        if (waiting && b->enc_status == SM_ENC_NONE)
+            b->enc_status = SM_ENC_OFF;
+        if (b->enc_status == SM_ENC_OFF || b->enc_frozen ||
+            (b->enc_status == SM_ENC_ON && c[i]->slot_seq < b->enc_chunks))
+            continue;
+        if (b->enc_status == SM_ENC_NONE && c[i] != b->flying_first) {
+            b->enc_status = SM_ENC_OFF; /* its first chunks are not here */
+            continue;
+        }
+        if (!sm_enc_start(loc))
+            continue;
+        /* Every chunk before it in flight must be encoded already. */
+        pthread_mutex_lock(&sm_w_lock);
+        int next = 1;
+        for (sm_chunk_t *x = b->flying_first; x && x != c[i]; x = x->next)
+            next &= x->slot_seq < b->enc_chunks;
+        pthread_mutex_unlock(&sm_w_lock);
+        if (!next) {
+            b->enc_status = SM_ENC_OFF;
+            continue;
+        }
+        sm_enc_chunk(loc, c[i], c[i]->used);
+    }
+    pthread_mutex_unlock(&sm_enc_lock);
+}
+
+/* The next full chunk of loc to encode (writer lock held): in flight, or in
+ * memory with a successor (so no longer written to); NULL when none. */
+static sm_chunk_t *sm_enc_next_locked(sm_location_t *loc, uint32_t *used)
+{
+    sm_buffer_t *b = &loc->buffer;
+    for (sm_chunk_t *c = b->flying_first; c; c = c->next)
+        if (b->enc_status == SM_ENC_NONE || c->slot_seq >= b->enc_chunks) {
+            *used = c->used;
+            return c;
+        }
+    for (sm_chunk_t *c = __atomic_load_n(&b->first, __ATOMIC_ACQUIRE); c;) {
+        sm_chunk_t *next = __atomic_load_n(&c->next, __ATOMIC_ACQUIRE);
+        if (!next)
+            return NULL; /* the one being filled */
+        if (b->enc_status == SM_ENC_NONE || c->slot_seq >= b->enc_chunks) {
+            *used = c->used;
+            return c;
+        }
+        c = next;
+    }
+    return NULL;
+}
+
+/* The writer, with no chunks to write: encode the full chunks of every
+ * location, oldest first, until told to stop. */
+static void sm_enc_ahead(void)
+{
+    /* Once the encoder has all the locations it takes, only those are
+     * looked at (thousands of threads must not cost a scan per chunk). */
+    pthread_mutex_lock(&sm_enc_lock);
+    uint32_t max = sm_encoder->max_locations < SM_ENC_MAX ? sm_encoder->max_locations : SM_ENC_MAX;
+    int all_opened = sm_enc_n_opened >= max;
+    pthread_mutex_unlock(&sm_enc_lock);
+    uint32_t n = all_opened ? sm_enc_n_opened : sm_location_count();
+    for (uint32_t i = 0; i < n; i++) {
+        sm_location_t *loc = all_opened ? sm_enc_opened[i] : sm_location_get(i);
+        if (!loc || loc->buffer.enc_status == SM_ENC_OFF)
+            continue;
+        for (;;) {
+            pthread_mutex_lock(&sm_enc_lock);
+            pthread_mutex_lock(&sm_w_lock);
+            int stop = sm_w_stop || sm_q_head != NULL; /* disk first */
+            uint32_t used = 0;
+            sm_chunk_t *c = stop || loc->buffer.enc_frozen ? NULL : sm_enc_next_locked(loc, &used);
+            if (c && loc->buffer.enc_status == SM_ENC_NONE && loc->buffer.n_spilled)
+                c = NULL, loc->buffer.enc_status = SM_ENC_OFF;
+            pthread_mutex_unlock(&sm_w_lock);
+            if (c && sm_enc_start(loc))
+                sm_enc_chunk(loc, c, used);
+            else
+                c = NULL;
+            pthread_mutex_unlock(&sm_enc_lock);
+            if (stop) {
+                pthread_mutex_lock(&sm_w_lock);
+                sm_enc_wanted = 1; /* come back after the disk */
+                pthread_mutex_unlock(&sm_w_lock);
+                return;
+            }
+            if (!c)
+                break;
+        }
+    }
+}
+
+void *sm_buffer_encoded(sm_location_t *loc)
+{
+    sm_buffers_quiesce();
+    return loc->buffer.enc_status == SM_ENC_ON ? loc->buffer.enc : NULL;
+}
+
+int sm_buffer_for_each_rest(sm_location_t *loc, sm_record_fn fn, void *arg)
+{
+    sm_buffer_t *b = &loc->buffer;
+    sm_buffers_quiesce();
+    if (b->enc_status != SM_ENC_ON)
+        return -2;
+    sm_replay_t rp = {.fn = fn, .arg = arg};
+    memcpy(rp.flush, b->enc_flush, sizeof rp.flush);
+    rp.have_flush = (int)b->enc_have_flush;
+    int rc = 0;
+    /* Frames the writer spilled were encoded first; those the thread
+     * spilled itself (sm_buffer_save at MPI_Finalize) may not be. */
+    uint32_t first = 0;
+    while (first < b->n_spilled && b->spilled[first].seq < b->enc_chunks)
+        first++;
+    for (uint32_t i = first; i < b->n_spilled; i++)
+        if (b->spilled[i].seq < b->enc_chunks)
+            return -2; /* not a prefix */
+    if (first < b->n_spilled) {
+        uint64_t lost = 0, lost_frames = 0;
+        pthread_mutex_lock(&sm_file_lock);
+        int fd = sm_spill_fd_checked();
+        pthread_mutex_unlock(&sm_file_lock);
+        rc = fd < 0 ? -1
+                    : sm_replay_extents(&rp, fd, loc->id, b->spilled + first, b->n_spilled - first,
+                                        &lost, &lost_frames);
+        if (rc != 0 || lost_frames)
+            return rc > 0 ? rc : -1; /* the end-of-run path says what was lost */
+    }
+    for (sm_chunk_t *c = b->flying_first; c && rc == 0; c = c->next)
+        if (c->slot_seq >= b->enc_chunks)
+            rc = sm_replay_bytes(&rp, c->data, c->data + c->used);
+    for (sm_chunk_t *c = b->first; c && rc == 0; c = c->next)
+        if (c->slot_seq >= b->enc_chunks)
+            rc = sm_replay_bytes(&rp, c->data, c->data + sm_chunk_used(loc, c));
+    return sm_replay_end(&rp, rc);
 }
 
 int sm_buffer_for_each(sm_location_t *loc, sm_record_fn fn, void *arg)

@@ -52,7 +52,19 @@ typedef struct sm_buffer {
     uint64_t spill_waits;     /* times the thread waited for the disk (BufferFlush) */
     uint64_t dropped_records; /* lost because a spill could not be written */
     uint32_t n_chunks;        /* chunks it ever had (crash-safe slots' order) */
+    /* Background encoding (sm_buffers_set_encoder), on the writer thread:
+     * the encoder's state, whether it runs (SM_ENC_*), how many of its chunks
+     * (in order: spilled, in flight, in memory) it has taken, and a
+     * BufferFlush held back across a chunk's end (see sm_replay_t). */
+    void *enc;
+    uint32_t enc_status;
+    uint32_t enc_chunks;
+    uint32_t enc_have_flush;
+    uint32_t enc_frozen; /* its thread spilled it: the encoder takes no more */
+    uint64_t enc_flush[3];
 } sm_buffer_t;
+
+enum { SM_ENC_NONE, SM_ENC_ON, SM_ENC_OFF };
 
 /* Budget and chunk size from the configuration. */
 void sm_buffers_configure(uint64_t budget_bytes, uint64_t chunk_bytes) SM_HIDDEN;
@@ -77,11 +89,15 @@ void sm_buffers_set_spill_dir(const char *dir) SM_HIDDEN;
  * precedence over sm_buffers_set_spill_dir.  The provider runs on the writer
  * thread: it must not wait for anything that waits for the writer. */
 void sm_buffers_set_spill_provider(const char *(*provider)(void)) SM_HIDDEN;
+/* The spill folder (made now, as at the first spill) into out: 0, or -1. */
+int sm_buffers_spill_dir(char *out, size_t len) SM_HIDDEN;
 /* Bytes of chunks currently allocated in the process (in flight included). */
 uint64_t sm_buffers_in_use(void) SM_HIDDEN;
 /* The most that sm_buffers_in_use ever was. */
 uint64_t sm_buffers_peak(void) SM_HIDDEN;
 uint64_t sm_buffers_chunk_size(void) SM_HIDDEN;
+/* The memory budget (SYSMEASURE_BUFFER_SIZE). */
+uint64_t sm_buffers_budget(void) SM_HIDDEN;
 /* Return the recycled chunks to the system (end of the run). */
 void sm_buffers_release(void) SM_HIDDEN;
 /* Stop the writer thread after the write it is doing (chunks still queued
@@ -135,6 +151,35 @@ void sm_buffer_thread_ended(struct sm_location *loc) SM_HIDDEN;
  * delivered).  Stops the writer thread first (sm_buffers_quiesce). */
 typedef int (*sm_record_fn)(const sm_record_t *rec, void *arg);
 int sm_buffer_for_each(struct sm_location *loc, sm_record_fn fn, void *arg) SM_HIDDEN;
+
+/* Background encoding (issue 13, fast exit): the OTF2 writer encodes each
+ * location's chunks while the run goes on, on the writer thread, as they
+ * fill (before they spill), so that the end of the run is left with only
+ * the chunks still being filled.  open(loc) is asked once per location,
+ * before its first chunk: its state, or NULL to leave the location to the
+ * end of the run; record gets each record (arg: the state) and stops the
+ * location's encoding with a non-zero value (the location then falls back
+ * to the end of the run: its records are all still here).  A location
+ * whose first chunk went to disk before it was asked is never encoded; the
+ * encoder takes no more of one that its own thread spills (sm_buffer_spill,
+ * sm_buffer_save) or whose chunks go to disk while a thread waits for the
+ * disk: what it took stays a prefix, the rest is read at the end
+ * (sm_buffer_for_each_rest).  NULL turns it off.  Set before the first
+ * event. */
+typedef struct sm_buffer_encoder {
+    void *(*open)(struct sm_location *loc);
+    sm_record_fn record;
+    uint32_t max_locations; /* open gives at most this many states */
+} sm_buffer_encoder_t;
+void sm_buffers_set_encoder(const sm_buffer_encoder_t *enc) SM_HIDDEN;
+/* Count `delta` bytes of the encoder's memory against the budget. */
+void sm_buffers_account(int64_t delta) SM_HIDDEN;
+/* After sm_buffers_quiesce: the encoder's state of loc when every chunk it
+ * took was encoded (NULL when it never ran or stopped). */
+void *sm_buffer_encoded(struct sm_location *loc) SM_HIDDEN;
+/* The records of loc the encoder has not taken yet, in order (as
+ * sm_buffer_for_each); -2 when the encoded part cannot be told apart. */
+int sm_buffer_for_each_rest(struct sm_location *loc, sm_record_fn fn, void *arg) SM_HIDDEN;
 
 /* Hand all of loc's chunks to the disk now (written by the caller when the
  * writer thread is stopped) and keep one chunk, empty but for a BufferFlush

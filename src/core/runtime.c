@@ -452,6 +452,8 @@ int sm_runtime_init(void)
 
     sm_definitions_init();
     sm_locations_init();
+    if (sm_cfg.trace && sm_cfg.otf2_background != SM_OTF2_BACKGROUND_NO)
+        sm_otf2_background(sm_cfg.otf2_background == SM_OTF2_BACKGROUND_CHECK ? 2 : 1);
 #ifdef SM_HAVE_PAPI
     sm_counters_init(&sm_cfg); /* before the first thread is bound */
 #endif

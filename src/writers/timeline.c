@@ -192,6 +192,19 @@ void sm_timeline_span(sm_timeline_t *t, uint64_t start, uint64_t end, int kind)
         t->last = end;
 }
 
+void sm_timeline_rescale(sm_timeline_t *t, uint64_t origin_ns, double ns_per_unit)
+{
+    if (!t || !t->started)
+        return;
+    t->origin = origin_ns;
+    double w = (double)t->width * ns_per_unit;
+    t->width = w < 1 ? 1 : (uint64_t)(w + 0.5);
+    for (uint32_t i = 0; i < SM_TL_FINE; i++)
+        for (int k = 0; k < SM_TL_COUNT; k++)
+            t->bins[i][k] = (uint64_t)((double)t->bins[i][k] * ns_per_unit + 0.5);
+    t->cur_width = 0;
+}
+
 void sm_timeline_end(sm_timeline_t *t)
 {
     if (!t || !t->on || !t->used)

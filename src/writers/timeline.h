@@ -79,6 +79,10 @@ void sm_timeline_enter(sm_timeline_t *t, uint64_t ns, int kind) SM_HIDDEN;
 void sm_timeline_leave(sm_timeline_t *t, uint64_t ns) SM_HIDDEN;
 /* Work of this kind from start to end (a GPU activity). */
 void sm_timeline_span(sm_timeline_t *t, uint64_t start, uint64_t end, int kind) SM_HIDDEN;
+/* The location was binned in another unit (clock ticks, while the run went
+ * on): its bins to ns, with `origin_ns` the bins' start and `ns_per_unit`
+ * the rate (the bins' edges are then exact to within a ns per bin). */
+void sm_timeline_rescale(sm_timeline_t *t, uint64_t origin_ns, double ns_per_unit) SM_HIDDEN;
 /* Ends the location, appending it to t->out when it holds any time. */
 void sm_timeline_end(sm_timeline_t *t) SM_HIDDEN;
 /* A sample of the job's named metric `id` at ns. */

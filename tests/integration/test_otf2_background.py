@@ -1,0 +1,152 @@
+"""The OTF2 event files encoded during the run (issue 13, fast exit) read
+back as the archive written wholly at the end: SYSMEASURE_OTF2_BACKGROUND=check
+writes both from the same records (the second into <output>/otf2-at-end), and
+every definition and event must match, timestamps within 1 ns (the rounding of
+the two clock offsets that map a location's ticks onto the job's ns).  Runs:
+threads with the default budget, threads spilling to disk (threads that wait
+for the disk leave the rest to the end: the encoded part, then the rest read
+back), and 2-rank MPI jobs with messages, collectives and split
+communicators, spilling and not.  (Threads left wholly to the end, such as
+those with sampled call stacks, are covered by the tests of those features.)"""
+import os
+import re
+
+import otf2
+from smtest import (Trace, check, check_trace_consistent, finish, load_json, measure, mpi_measure,
+                    program)
+
+
+def text(x, depth=0):
+    """A definition or value as comparable text: its own repr, or its fields
+    (definitions it refers to by their repr: id and name)."""
+    r = repr(x)
+    if " object at 0x" not in r or depth > 1:
+        return r
+    fields = []
+    for k in sorted(dir(x)):
+        v = getattr(x, k, None) if not k.startswith("_") else None
+        if v is not None and not callable(v):
+            fields.append("%s=%s" % (k, text(v, depth + 1)))
+    return "%s(%s)" % (type(x).__name__, ", ".join(fields))
+
+
+def norm(v):
+    """A field of an event as comparable text (definitions by id and name)."""
+    if isinstance(v, dict):
+        return sorted((norm(k), norm(x)) for k, x in v.items())
+    if isinstance(v, (list, tuple)):
+        return [norm(x) for x in v]
+    return text(v)
+
+
+def read(path):
+    defs, events = {}, {}
+    with otf2.reader.open(path) as t:
+        d = t.definitions
+        for what in ("strings", "regions", "comms", "groups", "locations", "location_groups",
+                     "attributes", "metrics", "paradigms", "calling_contexts",
+                     "location_properties", "system_tree_nodes"):
+            defs[what] = [text(x) for x in getattr(d, what)]
+        defs["clock"] = text(d.clock_properties)
+        defs["events per location"] = [(repr(l), l.number_of_events) for l in d.locations]
+        for loc, e in t.events:
+            # (stop_time: a time too, compared within 1 ns below)
+            fields = {k: norm(v) for k, v in vars(e).items() if k not in ("time", "stop_time")}
+            if hasattr(e, "stop_time"):
+                fields["stop_time"] = e.stop_time
+            events.setdefault(repr(loc), []).append((type(e).__name__, e.time, fields))
+    return defs, events
+
+
+def compare(out, name, min_run_share=0.0, stderr=""):
+    """The archive in out equals the one in out/otf2-at-end."""
+    a_path = os.path.join(out, "traces.otf2")
+    b_path = os.path.join(out, "otf2-at-end", "traces.otf2")
+    if not check(os.path.exists(a_path) and os.path.exists(b_path), "%s: both archives" % name):
+        return
+    a_defs, a_ev = read(a_path)
+    b_defs, b_ev = read(b_path)
+    for what in sorted(b_defs):
+        check(a_defs.get(what) == b_defs[what], "%s: definitions %s the same: %s / %s"
+              % (name, what, str(a_defs.get(what))[:300], str(b_defs[what])[:300]))
+    check(sorted(a_ev) == sorted(b_ev), "%s: same locations" % name)
+    worst, n, bad = 0, 0, None
+    for loc in b_ev:
+        ea, eb = a_ev.get(loc, []), b_ev[loc]
+        if not check(len(ea) == len(eb), "%s: %s has %d events, %d at the end"
+                     % (name, loc, len(ea), len(eb))):
+            continue
+        for x, y in zip(ea, eb):
+            n += 1
+            worst = max(worst, abs(x[1] - y[1]))
+            fx, fy = dict(x[2]), dict(y[2])
+            if "stop_time" in fx and "stop_time" in fy:
+                worst = max(worst, abs(fx.pop("stop_time") - fy.pop("stop_time")))
+            if (x[0], fx) != (y[0], fy) and bad is None:
+                bad = (loc, x, y)
+    check(bad is None, "%s: events the same (first difference: %s)" % (name, bad))
+    check(worst <= 1, "%s: timestamps within 1 ns (largest difference %d ns)" % (name, worst))
+    print("%s: %d events compared, largest time difference %d ns" % (name, n, worst))
+    # The verbose line of each location taken from the run's encoding.
+    taken = [(int(a), int(b)) for a, b in
+             re.findall(r"(\d+) records encoded during the run, (\d+) at its end", stderr)]
+    if min_run_share > 0:
+        run = sum(a for a, _ in taken)
+        total = sum(a + b for a, b in taken)
+        check(taken and run >= min_run_share * total,
+              "%s: most records encoded during the run: %s" % (name, taken))
+    return taken
+
+
+env = {"SYSMEASURE_OTF2_BACKGROUND": "check", "SYSMEASURE_VERBOSE": "1"}
+
+# Two threads, default budget: nothing spills; 600K records per thread, so
+# most chunks are full and encoded while the threads still run.
+out, p = measure([program("many-regions"), "2", "100000"], "bg-threads", env=env)
+taken = compare(out, "threads", 0.0, p.stderr)
+check(taken, "threads encoded during the run: %s" % taken)
+check_trace_consistent(Trace(out))
+check(not os.path.exists(os.path.join(out, ".spill")), "staging folder removed")
+
+# Spilling: a small budget, small chunks; everything that goes to disk is
+# encoded first.
+# (Under a budget below 16M nothing is encoded during the run: the staged
+# writers' memory counts against it.  16M: one thread is.)
+spill_env = dict(env, SYSMEASURE_BUFFER_SIZE="256K", SYSMEASURE_BUFFER_CHUNK_SIZE="4K")
+out, p = measure([program("many-regions"), "3", "20000"], "bg-spill", env=spill_env)
+taken = compare(out, "spill", 0.0, p.stderr)
+# (Threads that wait for the disk leave their chunks to the end: how much
+# was encoded during the run depends on the machine's load.)
+print("spill: taken from the run's encoding: %s" % taken)
+meta = load_json(out, "metadata.json")
+check(meta["buffers"]["spills"] > 0, "it spilled")
+check(not os.path.exists(os.path.join(out, ".spill")), "spill and staging folders removed")
+
+# Off: the archive is the same as before (written at the end).
+out, p = measure([program("many-regions"), "2", "20000"], "bg-off",
+                 env={"SYSMEASURE_OTF2_BACKGROUND": "no", "SYSMEASURE_VERBOSE": "1"})
+check("encoded during the run" not in p.stderr, "off: nothing encoded during the run")
+visits = check_trace_consistent(Trace(out))
+check(visits.get("iteration") == 40000, "off: iterations %s" % visits.get("iteration"))
+
+# 2 ranks: point-to-point, collectives, split communicators, spilling (a
+# 64K budget of 4K chunks: most chunks are full long before the end).
+for mode in ("ring", "collectives", "comms", "nonblocking"):
+    out, p = mpi_measure(2, [program("mpi-patterns"), mode], "bg-mpi-" + mode,
+                         env=dict(spill_env, SYSMEASURE_BUFFER_SIZE="64K"))
+    compare(out, "mpi " + mode, 0.0, p.stderr)
+# A long stream of messages, nonblocking pairs and collectives on 2 ranks,
+# spilling, then with the default budget.
+for name, extra in (("spilling", {"SYSMEASURE_BUFFER_SIZE": "16M"}), ("default budget", {})):
+    out, p = mpi_measure(2, [program("mpi-stream"), "60000" if extra else "20000"], "bg-mpi-stream",
+                         env=dict(spill_env if extra else env, **extra))
+    taken = compare(out, "mpi stream, " + name, 0.0, p.stderr)
+    # With a budget this small the ranks wait for the disk from the start,
+    # and a waiting thread's chunks are not encoded first (they are read
+    # back at the end): only the default budget must have been encoded.
+    check(taken and len(taken) == 2 or extra,
+          "mpi stream, %s: both ranks encoded during the run: %s" % (name, taken))
+    print("mpi stream, %s: taken from the run's encoding: %s" % (name, taken))
+    visits = check_trace_consistent(Trace(out))
+    check(visits.get("round") == (120000 if extra else 40000), "mpi stream: rounds %s" % visits.get("round"))
+finish()
