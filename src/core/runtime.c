@@ -4,6 +4,7 @@
 #include "job.h"
 #include "journal.h"
 
+#include <sched.h>
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -44,6 +45,7 @@ volatile int sm_runtime_active;
 
 /* Recursive: a signal handler that ends the process may interrupt a thread
  * holding it (creating the output folder) and take it again. */
+static int sm_otf2_background_wanted(void);
 static pthread_mutex_t sm_runtime_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 static int sm_runtime_initialized, sm_runtime_finalized, sm_runtime_discard;
 static sm_config_t sm_cfg;
@@ -452,7 +454,7 @@ int sm_runtime_init(void)
 
     sm_definitions_init();
     sm_locations_init();
-    if (sm_cfg.trace && sm_cfg.otf2_background != SM_OTF2_BACKGROUND_NO)
+    if (sm_cfg.trace && sm_otf2_background_wanted())
         sm_otf2_background(sm_cfg.otf2_background == SM_OTF2_BACKGROUND_CHECK ? 2 : 1);
 #ifdef SM_HAVE_PAPI
     sm_counters_init(&sm_cfg); /* before the first thread is bound */
@@ -663,6 +665,36 @@ static int sm_runtime_write_profile(const sm_procs_t *procs, const sm_job_t *job
     }
     free(all);
     return failures + !blob;
+}
+
+/* A positive integer from the environment, or fallback. */
+static long sm_env_count(const char *name, long fallback)
+{
+    const char *v = getenv(name);
+    char *end;
+    long n = v ? strtol(v, &end, 10) : 0;
+    return v && end != v && n > 0 ? n : fallback;
+}
+
+/* Whether to encode OTF2 during the run (SYSMEASURE_OTF2_BACKGROUND).
+ * auto: only where the writer thread has a CPU of its own, so the
+ * encoding's processor time is not taken from the program: the CPUs this
+ * process may run on outnumber the job's processes on this node times
+ * their OpenMP threads (ranks bound to one core each, or as many ranks as
+ * cores, leave none). */
+static int sm_otf2_background_wanted(void)
+{
+    if (sm_cfg.otf2_background != SM_OTF2_BACKGROUND_AUTO)
+        return sm_cfg.otf2_background != SM_OTF2_BACKGROUND_NO;
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        return 0;
+    long local = sm_env_count("OMPI_COMM_WORLD_LOCAL_SIZE", sm_env_count("MPI_LOCALNRANKS", 1));
+    long threads = sm_env_count("OMP_NUM_THREADS", 1);
+    long spare = (long)CPU_COUNT(&set) - local * threads;
+    sm_info(2, "OTF2 during the run: %s (%d CPUs, %ld processes on the node x %ld threads)",
+            spare > 0 ? "yes" : "no", CPU_COUNT(&set), local, threads);
+    return spare > 0;
 }
 
 /* report.html, last: it reads the files just written.  0 or 1. */

@@ -129,6 +129,21 @@ check("encoded during the run" not in p.stderr, "off: nothing encoded during the
 visits = check_trace_consistent(Trace(out))
 check(visits.get("iteration") == 40000, "off: iterations %s" % visits.get("iteration"))
 
+# auto (the default): on only where the writer thread has a CPU of its own
+# (CPUs of the affinity mask > processes on the node x OMP_NUM_THREADS).
+cpus = len(os.sched_getaffinity(0))
+for threads, procs in ((1, None), (cpus, None), (1, cpus)):
+    env_auto = {"SYSMEASURE_VERBOSE": "2", "OMP_NUM_THREADS": str(threads)}
+    if procs:
+        env_auto["OMPI_COMM_WORLD_LOCAL_SIZE"] = str(procs)
+    out, p = measure([program("many-regions"), "1", "1000"], "bg-auto-%d-%s" % (threads, procs),
+                     env=env_auto)
+    want = "yes" if cpus > threads * (procs or 1) else "no"
+    check("OTF2 during the run: %s (%d CPUs, %d processes on the node x %d threads)"
+          % (want, cpus, procs or 1, threads) in p.stderr,
+          "auto with %d CPUs, %d threads, %s processes: %s" % (cpus, threads, procs, want))
+    check(check_trace_consistent(Trace(out)).get("iteration") == 1000, "auto: iterations")
+
 # 2 ranks: point-to-point, collectives, split communicators, spilling (a
 # 64K budget of 4K chunks: most chunks are full long before the end).
 for mode in ("ring", "collectives", "comms", "nonblocking"):
