@@ -26,6 +26,7 @@ typedef struct sm_sampler_slot {
 struct sm_sample_sink {
     sm_sampler_slot_t *slot;
     uint64_t time; /* ticks */
+    int last;      /* the read at the end of the run */
 };
 
 static sm_sampler_slot_t sm_samplers[SM_SAMPLERS_MAX];
@@ -33,7 +34,8 @@ static uint32_t sm_samplers_n;
 static pthread_mutex_t sm_samplers_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t sm_samplers_cond;
 static pthread_t sm_samplers_thread;
-static int sm_samplers_started, sm_samplers_stopping, sm_samplers_joined;
+static int sm_samplers_started, sm_samplers_stopping, sm_samplers_joined, sm_samplers_done;
+static pthread_cond_t sm_samplers_done_cond = PTHREAD_COND_INITIALIZER;
 static uint64_t sm_samplers_default_ns = 100000000u;
 static clockid_t sm_samplers_cpu_clock;
 static int sm_samplers_have_cpu_clock;
@@ -53,7 +55,7 @@ void sm_samplers_set_default_period(uint64_t period_ns)
         sm_samplers_default_ns = period_ns;
 }
 
-void sm_sample_put(sm_sample_sink_t *sink, sm_metric_id_t id, uint64_t value)
+void sm_sample_put_at(sm_sample_sink_t *sink, sm_metric_id_t id, uint64_t value, uint64_t time)
 {
     sm_metric_def_t m;
     if (sm_metric_get(id, &m) != 0)
@@ -61,13 +63,23 @@ void sm_sample_put(sm_sample_sink_t *sink, sm_metric_id_t id, uint64_t value)
     sm_metric_sample(id, value);
     if (sink->slot->loc) {
         uint64_t w[2] = {value, m.unit};
-        sm_event_record(sink->slot->loc, SM_REC_METRIC_NAMED, m.name, 0, sink->time, w, 2);
+        sm_event_record(sink->slot->loc, SM_REC_METRIC_NAMED, m.name, 0, time, w, 2);
     }
 }
 
-static void sm_sampler_read(sm_sampler_slot_t *slot)
+void sm_sample_put(sm_sample_sink_t *sink, sm_metric_id_t id, uint64_t value)
 {
-    sm_sample_sink_t sink = {slot, sm_clock_now()};
+    sm_sample_put_at(sink, id, value, sink->time);
+}
+
+int sm_sample_last(const sm_sample_sink_t *sink)
+{
+    return sink->last;
+}
+
+static void sm_sampler_read(sm_sampler_slot_t *slot, int last)
+{
+    sm_sample_sink_t sink = {slot, sm_clock_now(), last};
     slot->s.read(slot->s.ctx, &sink);
 }
 
@@ -100,7 +112,7 @@ static void *sm_samplers_main(void *arg)
                 continue;
             if (slot->next_ns <= now) {
                 pthread_mutex_unlock(&sm_samplers_lock);
-                sm_sampler_read(slot);
+                sm_sampler_read(slot, 0);
                 pthread_mutex_lock(&sm_samplers_lock);
                 slot->next_ns += sm_sampler_period(slot);
                 if (slot->next_ns <= now) /* fell behind: skip, never catch up in a burst */
@@ -122,13 +134,23 @@ static void *sm_samplers_main(void *arg)
     /* A last value of each, at the end of the run, and the samplers' end. */
     for (uint32_t i = 0; i < sm_samplers_n; i++)
         if (sm_samplers[i].state == 1) {
-            sm_sampler_read(&sm_samplers[i]);
+            sm_sampler_read(&sm_samplers[i], 1);
             if (sm_samplers[i].s.stop)
                 sm_samplers[i].s.stop(sm_samplers[i].s.ctx);
         }
     struct timespec cpu;
     if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
         sm_samplers_cpu_at_stop = (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec;
+    /* Done; the thread does not return.  A sampler's library may have
+     * left per-thread state on it (CUPTI, for GPU PM sampling), and at the
+     * end of the process, after that library's own teardown, a thread exit
+     * that releases it crashed (H100).  So the thread sleeps until the
+     * process ends: stop waits for `done`, not for the thread's end. */
+    pthread_mutex_lock(&sm_samplers_lock);
+    sm_samplers_done = 1;
+    pthread_cond_broadcast(&sm_samplers_done_cond);
+    for (;;)
+        pthread_cond_wait(&sm_samplers_done_cond, &sm_samplers_lock);
     return NULL;
 }
 
@@ -137,7 +159,9 @@ static void sm_samplers_after_fork_child(void)
     /* The thread is not in the child; the child is not measured either. */
     sm_samplers_started = 0;
     sm_samplers_n = 0;
+    sm_samplers_done = 0;
     pthread_mutex_init(&sm_samplers_lock, NULL);
+    pthread_cond_init(&sm_samplers_done_cond, NULL);
 }
 
 /* Under the lock.  An internal thread: not measured, no signals. */
@@ -196,7 +220,10 @@ void sm_samplers_stop(void)
         pthread_cond_signal(&sm_samplers_cond);
     pthread_mutex_unlock(&sm_samplers_lock);
     if (join) {
-        pthread_join(sm_samplers_thread, NULL);
+        pthread_mutex_lock(&sm_samplers_lock);
+        while (!sm_samplers_done)
+            pthread_cond_wait(&sm_samplers_done_cond, &sm_samplers_lock);
+        pthread_mutex_unlock(&sm_samplers_lock);
         /* What the thread cost, for the summary (it must stay small). */
         char note[200];
         double s = (double)(sm_samplers_now_ns() - sm_samplers_started_ns) * 1e-9;
