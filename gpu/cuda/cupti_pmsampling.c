@@ -20,6 +20,17 @@
 #include "../../src/core/compiler.h"
 #include "../../src/util/log.h"
 
+/* Sampling is off in this build: on the H100 the set-up, the sampling and
+ * the decodes worked, and a short run ended cleanly, but longer runs
+ * crashed or hung at their end (the sampler thread's last CUPTI calls
+ * against the context being destroyed at exit, probably; manual 8d.3).
+ * Until that is fixed and checked, --gpu-sampling costs one line and the
+ * run is traced as usual.  1: sample (tests/gpu/test_pmsampling.py with
+ * SM_GPU_SAMPLING_COLLECT=1). */
+#ifndef SM_CUPM_SAMPLE
+#define SM_CUPM_SAMPLE 0
+#endif
+
 #define SM_CUPM_DEVICES 16
 /* The GPU writes raw samples here between decodes: ~5-10 KB a sample, so
  * 64 MiB hold several decode periods of ~1000 samples. */
@@ -102,6 +113,14 @@ int sm_cupm_init(const sm_adapter_api_t *api)
         const char *line = "GPU sampling off: the GPU counts per-kernel metrics (--gpu-metrics) "
                            "or samples the device (--gpu-sampling), not both at once (CUPTI: "
                            "hardware busy); the per-kernel metrics are collected";
+        sm_warning("%s", line);
+        api->note(line);
+        return 0;
+    }
+    if (!SM_CUPM_SAMPLE) {
+        const char *line = "GPU sampling: this build checks the list but does not sample yet "
+                           "(SM_CUPM_SAMPLE; manual section 8d.3 says why); the run is traced "
+                           "as usual";
         sm_warning("%s", line);
         api->note(line);
         return 0;

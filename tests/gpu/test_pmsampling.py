@@ -184,8 +184,27 @@ def test_with_range_profiler():
     check(sampled(out).get("GPU 0 " + BUSY) is None, "both asked for: no device samples")
 
 
+def test_sampling_disabled():
+    """This build checks the list but does not sample (cupti_pmsampling.c,
+    SM_CUPM_SAMPLE): one line saying so, the program and its trace unharmed."""
+    out, p = measure("disabled", ["spin", "10", "20"],
+                     ["--gpu-sampling", BUSY, "--gpu-sampling-interval", "100us"])
+    lines = [l for l in p.stderr.splitlines() if "warning" in l]
+    check(len(lines) == 1 and "does not sample yet" in lines[0],
+          "sampling disabled: one line, got %r" % p.stderr)
+    check("spin_launches" in p.stdout, "sampling disabled: the program ran")
+    check(sampled(out).get("GPU 0 " + BUSY) is None, "sampling disabled: no device samples")
+    series, kernels, _, _ = read_archive(out)
+    check(len(kernels) == 20, "sampling disabled: 20 kernels in the trace: %d" % len(kernels))
+
+
 def main():
-    for t in (test_rate_and_values, test_bad_name, test_with_range_profiler):
+    # Sampling is off in this build (SM_CUPM_SAMPLE 0 in cupti_pmsampling.c);
+    # a build with it on is checked with SM_GPU_SAMPLING_COLLECT=1.
+    collect = os.environ.get("SM_GPU_SAMPLING_COLLECT", "0") == "1"
+    tests = (test_rate_and_values, test_bad_name, test_with_range_profiler) if collect \
+        else (test_sampling_disabled,)
+    for t in tests:
         try:
             t()
         except Exception as e:  # one part's failure must not hide the others
