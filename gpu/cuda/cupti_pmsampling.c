@@ -56,7 +56,12 @@ typedef struct sm_cupm_dev {
     sm_gpu_sample_tracker_t tracker;
     uint64_t decodes, full, overflows;
     uint64_t first_end, last_end; /* GPU ns of the samples kept */
-    int want_final, final_done;
+    int final_done;
+    /* The device's context is ending (set by its destroying thread): the
+     * sampler thread makes no more CUPTI calls for it.  busy: the sampler
+     * thread is inside CUPTI calls for it now. */
+    int gone, busy;
+    uint64_t gone_ns; /* CLOCK_MONOTONIC when sampling was stopped there */
 } sm_cupm_dev_t;
 
 static const sm_adapter_api_t *sm_cupm_api;
@@ -184,6 +189,13 @@ static int sm_cupm_start(void *ctx)
     sm_cupm_dev_t *d = ctx;
     char line[1024];
     CUcontext popped;
+    pthread_mutex_lock(&sm_cupm_lock);
+    int gone = d->gone;
+    pthread_mutex_unlock(&sm_cupm_lock);
+    if (gone) { /* the context ended before sampling began */
+        sm_cupm_failed(d, "");
+        return -1;
+    }
     sm_cu_own_calls(1); /* our CUDA calls here are not the program's */
     int pushed = d->ctx && cuCtxPushCurrent(d->ctx) == CUDA_SUCCESS;
     int rc = sm_cupm_begin(d, line, sizeof line);
@@ -494,28 +506,51 @@ static void sm_cupm_finish(sm_cupm_dev_t *d, int stopped)
     }
 }
 
+static uint64_t sm_cupm_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static void sm_cupm_read(void *ctx, sm_sample_sink_t *sink)
 {
     sm_cupm_dev_t *d = ctx;
     pthread_mutex_lock(&sm_cupm_lock);
-    int running = d->state == 2;
-    int last = d->want_final || sm_cupm_api->sample_last(sink);
-    pthread_mutex_unlock(&sm_cupm_lock);
-    if (!running)
+    if (d->state != 2) {
+        pthread_mutex_unlock(&sm_cupm_lock);
         return;
+    }
+    if (d->gone) {
+        /* Stopped at its context's end; what the GPU buffered since the
+         * last decode cannot be decoded without the context: counted. */
+        d->state = 3;
+        d->final_done = 1;
+        pthread_cond_broadcast(&sm_cupm_cond);
+        pthread_mutex_unlock(&sm_cupm_lock);
+        if (d->last_end && d->gone_ns > d->last_end && sm_cupm_interval)
+            d->tracker.lost += (d->gone_ns - d->last_end) / sm_cupm_interval;
+        sm_cupm_finish(d, 1);
+        return;
+    }
+    int last = sm_cupm_api->sample_last(sink);
+    d->busy = 1;
+    pthread_mutex_unlock(&sm_cupm_lock);
     if (d->decodes < 2 || last)
         sm_info(2, "GPU %u: PM decode %" PRIu64 "%s", d->index, d->decodes, last ? " (last)" : "");
     if (last) /* the samples up to now: stop, then the rest of the buffer */
         sm_cupm_stop(d);
     int bad = sm_cupm_decode(d, sink);
-    if (last || bad) {
+    if (last || bad)
         sm_cupm_finish(d, last);
-        pthread_mutex_lock(&sm_cupm_lock);
+    pthread_mutex_lock(&sm_cupm_lock);
+    d->busy = 0;
+    if (last || bad) {
         d->state = 3;
         d->final_done = 1;
-        pthread_cond_broadcast(&sm_cupm_cond);
-        pthread_mutex_unlock(&sm_cupm_lock);
     }
+    pthread_cond_broadcast(&sm_cupm_cond);
+    pthread_mutex_unlock(&sm_cupm_lock);
 }
 
 /* ---------------------------------------------------------------- from CUDA's callbacks */
@@ -586,14 +621,24 @@ void sm_cupm_context_end(uint32_t device)
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += 1;
     pthread_mutex_lock(&sm_cupm_lock);
+    int stop = 0;
     if (d->state == 1 || d->state == 2) {
-        /* Its next read (within a decode period) is the last one. */
-        d->want_final = 1;
-        while (!d->final_done &&
-               pthread_cond_timedwait(&sm_cupm_cond, &sm_cupm_lock, &until) == 0) {
+        /* No request to the sampler thread (its CUPTI calls could wait for
+         * this thread, which holds the context): a decode already under
+         * way may end (at most 1 s), then sampling stops here and the
+         * sampler thread leaves the device alone. */
+        while (d->busy && pthread_cond_timedwait(&sm_cupm_cond, &sm_cupm_lock, &until) == 0) {
         }
-        if (!d->final_done)
-            sm_info(1, "GPU %u: the context ends before PM sampling's last decode", device);
+        stop = d->state == 2 && !d->busy;
+        if (d->busy)
+            sm_info(1, "GPU %u: the context ends during a PM sampling decode", device);
+        d->gone = 1;
+        d->gone_ns = sm_cupm_now_ns();
     }
     pthread_mutex_unlock(&sm_cupm_lock);
+    if (stop) {
+        sm_cu_own_calls(1);
+        sm_cupm_stop(d);
+        sm_cu_own_calls(-1);
+    }
 }

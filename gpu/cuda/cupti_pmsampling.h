@@ -38,8 +38,10 @@ void sm_cupm_api_exit(void);
 /* cupti_backend.c: the calling thread's CUDA calls are ours, not the
  * program's, while the count is above 0 (+1 / -1). */
 void sm_cu_own_calls(int delta);
-/* A context of `device` is being destroyed: the sampler thread takes the
- * last samples first (the calling thread waits for it, at most 1 s). */
+/* A context of `device` is being destroyed: a decode under way may end (the
+ * calling thread waits, at most 1 s), then sampling stops here and the
+ * sampler thread makes no more CUPTI calls for the device (the samples
+ * since its last decode are counted as lost). */
 void sm_cupm_context_end(uint32_t device);
 
 #endif
