@@ -20,15 +20,13 @@
 #include "../../src/core/compiler.h"
 #include "../../src/util/log.h"
 
-/* Sampling is off in this build: on the H100 the set-up, the sampling and
- * the decodes worked, and a short run ended cleanly, but longer runs
- * crashed or hung at their end (the sampler thread's last CUPTI calls
- * against the context being destroyed at exit, probably; manual 8d.3).
- * Until that is fixed and checked, --gpu-sampling costs one line and the
- * run is traced as usual.  1: sample (tests/gpu/test_pmsampling.py with
- * SM_GPU_SAMPLING_COLLECT=1). */
+/* 1: sample.  0: --gpu-sampling is checked, then one line says this build
+ * does not sample and the run is traced as usual (tests/gpu/
+ * test_pmsampling.py with SM_GPU_SAMPLING_COLLECT=0 checks that).  It was
+ * 0 while runs crashed at their end: the last decode came after CUPTI's
+ * teardown at exit; sm_cupm_at_exit below now takes it before (manual 8d.3). */
 #ifndef SM_CUPM_SAMPLE
-#define SM_CUPM_SAMPLE 0
+#define SM_CUPM_SAMPLE 1
 #endif
 
 #define SM_CUPM_DEVICES 16
@@ -91,7 +89,7 @@ static void sm_cupm_say(const char *line)
 
 int sm_cupm_init(const sm_adapter_api_t *api)
 {
-    if (!SM_ADAPTER_API_HAS(api, sample_last))
+    if (!SM_ADAPTER_API_HAS(api, sampler_finish_now))
         return 0;
     char list[4096] = "", interval[64] = "1ms", err[512];
     api->config_value("gpu_sampling", list, sizeof list);
@@ -553,6 +551,32 @@ static void sm_cupm_read(void *ctx, sm_sample_sink_t *sink)
     pthread_mutex_unlock(&sm_cupm_lock);
 }
 
+/* ---------------------------------------------------------------- at exit */
+
+/* exit() runs the atexit handlers in reverse order, then the libraries'
+ * destructors (libsysmeasure's end among them, which used to take the last
+ * PM decode on the sampler thread).  By then the CUDA runtime's handler and
+ * CUPTI's and libnvperf's teardown had run: the H100 crashed (heap
+ * corruption, 1 run in 2) in that last decode, and earlier in
+ * cuptiPmSamplingDisable.  This handler is registered after the device's
+ * first context exists, so after the CUDA runtime's own (and after
+ * cuptiProfilerInitialize): it runs before their teardown and ends each
+ * device's sampler here, on the exiting thread, while CUPTI still works.
+ * The sampler thread leaves those samplers alone afterwards (core). */
+static void sm_cupm_at_exit(void)
+{
+    sm_cu_own_calls(1);
+    for (uint32_t device = 0; device < SM_CUPM_DEVICES; device++) {
+        sm_cupm_dev_t *d = &sm_cupm_devs[device];
+        pthread_mutex_lock(&sm_cupm_lock);
+        int registered = d->state == 1 || d->state == 2;
+        pthread_mutex_unlock(&sm_cupm_lock);
+        if (registered)
+            sm_cupm_api->sampler_finish_now(d);
+    }
+    sm_cu_own_calls(-1);
+}
+
 /* ---------------------------------------------------------------- from CUDA's callbacks */
 
 /* Devices whose first context was created and whose sampler waits to be
@@ -608,6 +632,14 @@ void sm_cupm_api_exit(void)
             d->final_done = 1;
             pthread_mutex_unlock(&sm_cupm_lock);
             sm_warning("GPU %u sampling off: the sampler thread did not take it", device);
+            continue;
+        }
+        static int at_exit_registered;
+        if (!at_exit_registered && atexit(sm_cupm_at_exit) == 0)
+            at_exit_registered = 1;
+        if (!at_exit_registered) { /* its last decode would come after CUPTI's end */
+            sm_warning("GPU %u sampling off: no exit handler could be registered", device);
+            sm_cupm_api->sampler_finish_now(d);
         }
     }
 }

@@ -403,6 +403,7 @@ static const sm_adapter_api_t sm_adapter_api_v1 = {
     .gpu_counters = sm_gpu_counters,
     .sample_put_at = sm_api_sample_put_at,
     .sample_last = sm_sample_last,
+    .sampler_finish_now = sm_sampler_finish_now,
 };
 
 SM_EXPORT const sm_adapter_api_t *sysmeasure_adapter_api(unsigned version);

@@ -235,6 +235,12 @@ typedef struct sm_adapter_api {
     void (*sample_put_at)(sm_sample_sink_t *sink, uint32_t metric, uint64_t value, uint64_t time);
     /* Non-zero in the sampler's last read (the end of the run). */
     int (*sample_last)(const sm_sample_sink_t *sink);
+
+    /* ---- added for samplers whose library ends before the run (check
+     * with SM_ADAPTER_API_HAS(api, sampler_finish_now)) ---- */
+    /* The last read and stop of the sampler registered with ctx, now, on
+     * the calling thread (sampler.h: sm_sampler_finish_now).  0 or -1. */
+    int (*sampler_finish_now)(const void *ctx);
 } sm_adapter_api_t;
 
 /* Whether a table the core handed out has the entry `field`. */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "events.h"
@@ -18,7 +19,11 @@
 
 typedef struct sm_sampler_slot {
     sm_sampler_t s;
-    int state;         /* 0 registered, 1 running, -1 dropped */
+    int state;         /* 0 registered, 1 running, -1 dropped, 2 ended early
+                        * (sm_sampler_finish_now) or at the end of the run */
+    int busy;          /* a thread is in its start, read or stop now */
+    pid_t busy_tid;    /* which one, when finish_now's caller */
+    int abandoned;     /* that caller died inside it (fatal signal) */
     uint64_t next_ns;  /* CLOCK_MONOTONIC */
     sm_location_t *loc;
 } sm_sampler_slot_t;
@@ -41,6 +46,8 @@ static clockid_t sm_samplers_cpu_clock;
 static int sm_samplers_have_cpu_clock;
 static uint64_t sm_samplers_cpu_at_stop;
 static uint64_t sm_samplers_started_ns;
+/* Signalled when a slot's busy drops (sm_sampler_finish_now waits on it). */
+static pthread_cond_t sm_samplers_idle_cond = PTHREAD_COND_INITIALIZER;
 
 static uint64_t sm_samplers_now_ns(void)
 {
@@ -88,6 +95,48 @@ static uint64_t sm_sampler_period(const sm_sampler_slot_t *slot)
     return slot->s.period_ns ? slot->s.period_ns : sm_samplers_default_ns;
 }
 
+/* Under the lock: the last read and the stop of a running sampler, on
+ * the calling thread, with the lock released meanwhile and other threads
+ * kept off the slot (busy); the slot is ended afterwards. */
+static void sm_sampler_end(sm_sampler_slot_t *slot)
+{
+    while (slot->busy && !slot->abandoned)
+        pthread_cond_wait(&sm_samplers_idle_cond, &sm_samplers_lock);
+    if (slot->abandoned)
+        return;
+    if (slot->state == 0) /* never started: nothing to read or stop */
+        slot->state = 2;
+    if (slot->state != 1)
+        return;
+    slot->busy = 1;
+    slot->busy_tid = gettid();
+    pthread_mutex_unlock(&sm_samplers_lock);
+    sm_sampler_read(slot, 1);
+    if (slot->s.stop)
+        slot->s.stop(slot->s.ctx);
+    pthread_mutex_lock(&sm_samplers_lock);
+    slot->busy = 0;
+    slot->busy_tid = 0;
+    slot->state = 2;
+    pthread_cond_broadcast(&sm_samplers_idle_cond);
+}
+
+int sm_sampler_finish_now(const void *ctx)
+{
+    if (!ctx)
+        return -1;
+    pthread_mutex_lock(&sm_samplers_lock);
+    int rc = -1;
+    for (uint32_t i = 0; i < sm_samplers_n; i++)
+        if (sm_samplers[i].s.ctx == ctx) {
+            sm_sampler_end(&sm_samplers[i]);
+            rc = 0;
+            break;
+        }
+    pthread_mutex_unlock(&sm_samplers_lock);
+    return rc;
+}
+
 /* Sleeps until the earliest sampler is due or stop is asked; samples the
  * due ones with the lock released (a read may take a while). */
 static void *sm_samplers_main(void *arg)
@@ -99,21 +148,30 @@ static void *sm_samplers_main(void *arg)
         for (uint32_t i = 0; i < sm_samplers_n && !sm_samplers_stopping; i++) {
             sm_sampler_slot_t *slot = &sm_samplers[i];
             if (slot->state == 0) {
+                slot->busy = 1;
                 pthread_mutex_unlock(&sm_samplers_lock);
                 char name[80];
                 snprintf(name, sizeof name, "%s metrics", slot->s.name ? slot->s.name : "sampler");
                 slot->loc = sm_location_create(SM_LOCATION_METRIC, name);
                 int ok = slot->loc && (!slot->s.start || slot->s.start(slot->s.ctx) == 0);
                 pthread_mutex_lock(&sm_samplers_lock);
-                slot->state = ok ? 1 : -1;
+                slot->busy = 0;
+                if (slot->state == 0) /* else ended meanwhile (finish_now) */
+                    slot->state = ok ? 1 : -1;
                 slot->next_ns = now;
+                pthread_cond_broadcast(&sm_samplers_idle_cond);
             }
             if (slot->state != 1)
                 continue;
             if (slot->next_ns <= now) {
+                slot->busy = 1;
                 pthread_mutex_unlock(&sm_samplers_lock);
                 sm_sampler_read(slot, 0);
                 pthread_mutex_lock(&sm_samplers_lock);
+                slot->busy = 0;
+                pthread_cond_broadcast(&sm_samplers_idle_cond);
+                if (slot->state != 1)
+                    continue;
                 slot->next_ns += sm_sampler_period(slot);
                 if (slot->next_ns <= now) /* fell behind: skip, never catch up in a burst */
                     slot->next_ns = now + sm_sampler_period(slot);
@@ -130,14 +188,11 @@ static void *sm_samplers_main(void *arg)
             pthread_cond_timedwait(&sm_samplers_cond, &sm_samplers_lock, &ts);
         }
     }
-    pthread_mutex_unlock(&sm_samplers_lock);
-    /* A last value of each, at the end of the run, and the samplers' end. */
+    /* A last value of each, at the end of the run, and the samplers' end
+     * (those ended early by sm_sampler_finish_now are skipped). */
     for (uint32_t i = 0; i < sm_samplers_n; i++)
-        if (sm_samplers[i].state == 1) {
-            sm_sampler_read(&sm_samplers[i], 1);
-            if (sm_samplers[i].s.stop)
-                sm_samplers[i].s.stop(sm_samplers[i].s.ctx);
-        }
+        sm_sampler_end(&sm_samplers[i]);
+    pthread_mutex_unlock(&sm_samplers_lock);
     struct timespec cpu;
     if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
         sm_samplers_cpu_at_stop = (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec;
@@ -162,6 +217,7 @@ static void sm_samplers_after_fork_child(void)
     sm_samplers_done = 0;
     pthread_mutex_init(&sm_samplers_lock, NULL);
     pthread_cond_init(&sm_samplers_done_cond, NULL);
+    pthread_cond_init(&sm_samplers_idle_cond, NULL);
 }
 
 /* Under the lock.  An internal thread: not measured, no signals. */
@@ -214,6 +270,13 @@ void sm_samplers_stop(void)
 {
     pthread_mutex_lock(&sm_samplers_lock);
     int join = sm_samplers_started && !sm_samplers_joined;
+    /* A fatal signal on a thread inside sm_sampler_finish_now's read (this
+     * very thread, in its handler): that sampler is left as it is, or the
+     * sampler thread's last round would wait for it forever. */
+    pid_t self = gettid();
+    for (uint32_t i = 0; i < sm_samplers_n; i++)
+        if (sm_samplers[i].busy && sm_samplers[i].busy_tid == self)
+            sm_samplers[i].abandoned = 1;
     sm_samplers_stopping = 1;
     sm_samplers_joined = 1;
     if (join)

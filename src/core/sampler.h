@@ -56,6 +56,15 @@ int sm_sample_last(const sm_sample_sink_t *sink) SM_HIDDEN;
  * (message printed). */
 int sm_sampler_register(const sm_sampler_t *s) SM_HIDDEN;
 
+/* Ends the sampler registered with ctx now, on the calling thread: waits
+ * (no spin) for a read of it under way on the sampler thread, then makes
+ * its last read (sm_sample_last non-zero) and its stop here; the sampler
+ * thread leaves it alone from then on.  For a source whose library is torn
+ * down at exit before the runtime's own end (the CUDA runtime and CUPTI:
+ * the GPU backend calls this from an atexit handler of its own).  0, or -1
+ * when no sampler has that ctx.  Ending an ended sampler does nothing. */
+int sm_sampler_finish_now(const void *ctx) SM_HIDDEN;
+
 /* The interval for samplers with period_ns 0 (from the configuration). */
 void sm_samplers_set_default_period(uint64_t period_ns) SM_HIDDEN;
 
