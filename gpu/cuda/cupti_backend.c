@@ -32,6 +32,7 @@
 #include "../../src/core/compiler.h"
 #include "../../src/util/log.h"
 #include "cupti_counters.h"
+#include "cupti_pmsampling.h"
 #include "nvml_sampler.h"
 
 SM_EXPORT const sm_adapter_api_t *sysmeasure_adapter_api(unsigned version);
@@ -52,6 +53,11 @@ static __thread int sm_cu_in_tool;
 /* Runtime API calls open on this thread: driver calls inside them are the
  * runtime's own. */
 static __thread int sm_cu_runtime_depth;
+
+void sm_cu_own_calls(int delta)
+{
+    sm_cu_in_tool += delta;
+}
 
 static void sm_cu_warn_cupti(const char *what, CUptiResult rc)
 {
@@ -610,6 +616,7 @@ static void CUPTIAPI sm_cu_callback(void *userdata, CUpti_CallbackDomain domain,
                 sm_cu_in_tool--;
             }
             sm_cu_runtime_depth -= !driver && sm_cu_runtime_depth > 0;
+            sm_cupm_api_exit(); /* a device sampler waiting for its context's creation to end */
             int64_t err = 0;
             if (cb->functionReturnValue)
                 err = driver ? (int64_t) * (const CUresult *)cb->functionReturnValue
@@ -643,6 +650,7 @@ static void CUPTIAPI sm_cu_callback(void *userdata, CUpti_CallbackDomain domain,
                     break;
                 }
             pthread_mutex_unlock(&sm_cu_lock);
+            sm_cupm_context(dev, rd->context); /* device sampling, set up on the sampler thread */
         }
         return;
     }
@@ -651,6 +659,12 @@ static void CUPTIAPI sm_cu_callback(void *userdata, CUpti_CallbackDomain domain,
         if (sm_cu_counting) {
             sm_cu_in_tool++;
             sm_cuc_context_end(rd->context);
+            sm_cu_in_tool--;
+        }
+        uint32_t dev = 0;
+        if (cuptiGetDeviceId(rd->context, &dev) == CUPTI_SUCCESS) {
+            sm_cu_in_tool++;
+            sm_cupm_context_end(dev);
             sm_cu_in_tool--;
         }
         pthread_mutex_lock(&sm_cu_lock);
@@ -757,6 +771,11 @@ int InitializeInjection(void)
     }
     if (api->runtime_init() != 0)
         return 1; /* this process is not measured */
+    /* This library's own copy of the message code: the run's verbosity. */
+    char verbose[16] = "0";
+    if (SM_ADAPTER_API_HAS(api, config_value) &&
+        api->config_value("verbose", verbose, sizeof verbose) == 0)
+        sm_log_set_verbosity(atoi(verbose));
     if (SM_ADAPTER_API_HAS(api, attribute_define))
         sm_cu_nvtx_attr = api->attribute_define("nvtx range id", SM_ATTR_INT64);
     sm_cu_api = api;
@@ -809,6 +828,7 @@ int InitializeInjection(void)
     api->gpu_on_flush(sm_cu_flush);
     /* After gpu_on_flush: the counters' output hook runs after the flush. */
     sm_cu_counting = sm_cuc_init(api);
+    sm_cupm_init(api);
     char power[8] = "yes";
     if (SM_ADAPTER_API_HAS(api, sample_put) &&
         (api->config_value("gpu_power", power, sizeof power) != 0 || strcmp(power, "no") != 0))

@@ -334,6 +334,12 @@ static void sm_api_async_range(sm_region_id_t region, uint64_t start, uint64_t e
         sm_async_range(region, start, end, (const sm_attr_value_t *)attrs, n);
 }
 
+static void sm_api_sample_put_at(sm_sample_sink_t *sink, uint32_t metric, uint64_t value,
+                                 uint64_t time)
+{
+    sm_sample_put_at(sink, (sm_metric_id_t)metric, value, time);
+}
+
 static void sm_api_sample_put(sm_sample_sink_t *sink, uint32_t metric, uint64_t value)
 {
     sm_sample_put(sink, (sm_metric_id_t)metric, value);
@@ -395,6 +401,9 @@ static const sm_adapter_api_t sm_adapter_api_v1 = {
     .sample_put = sm_api_sample_put,
     .gpu_counter_define = sm_gpu_counter_define,
     .gpu_counters = sm_gpu_counters,
+    .sample_put_at = sm_api_sample_put_at,
+    .sample_last = sm_sample_last,
+    .sampler_finish_now = sm_sampler_finish_now,
 };
 
 SM_EXPORT const sm_adapter_api_t *sysmeasure_adapter_api(unsigned version);

@@ -227,6 +227,20 @@ typedef struct sm_adapter_api {
     /* Values of finished kernels, n of them `stride` bytes apart, any
      * thread; returns how many were taken. */
     size_t (*gpu_counters)(const sm_gpu_counter_value_t *v, size_t n, size_t stride);
+
+    /* ---- added for device-level GPU sampling (check with
+     * SM_ADAPTER_API_HAS(api, sample_last)) ---- */
+    /* A value that the device measured over a span ending at `time` (core
+     * ticks, from gpu_ticks), on the sampler's metric location. */
+    void (*sample_put_at)(sm_sample_sink_t *sink, uint32_t metric, uint64_t value, uint64_t time);
+    /* Non-zero in the sampler's last read (the end of the run). */
+    int (*sample_last)(const sm_sample_sink_t *sink);
+
+    /* ---- added for samplers whose library ends before the run (check
+     * with SM_ADAPTER_API_HAS(api, sampler_finish_now)) ---- */
+    /* The last read and stop of the sampler registered with ctx, now, on
+     * the calling thread (sampler.h: sm_sampler_finish_now).  0 or -1. */
+    int (*sampler_finish_now)(const void *ctx);
 } sm_adapter_api_t;
 
 /* Whether a table the core handed out has the entry `field`. */

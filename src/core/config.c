@@ -17,6 +17,7 @@
 #include "../util/utf8.h"
 #include "../util/mpi_groups.h"
 #include "../util/gpu_metrics.h"
+#include "../util/gpu_sampling.h"
 
 
 /* The config key is the field name: config_vars.def keeps each field equal to
@@ -325,6 +326,19 @@ static int sm_config_apply(sm_config_t *cfg, const sm_config_var_t *var, const c
         if (sm_var_index(var) == SM_CONFIG_MPI_GROUPS &&
             sm_mpi_groups_parse(value, &groups, why, whylen) != 0)
             return -1;
+        if (sm_var_index(var) == SM_CONFIG_GPU_SAMPLING) {
+            static sm_gpu_spec_t spec; /* big: not on the stack */
+            sm_gpu_spec_init(&spec);
+            int bad = sm_gpu_sampling_list(value, &spec, why, whylen);
+            sm_gpu_spec_free(&spec);
+            if (bad)
+                return -1;
+        }
+        if (sm_var_index(var) == SM_CONFIG_GPU_SAMPLING_INTERVAL) {
+            uint64_t ns;
+            if (sm_gpu_sampling_interval(value, &ns, why, whylen) != 0)
+                return -1;
+        }
         if (sm_var_index(var) == SM_CONFIG_GPU_METRICS) {
             static sm_gpu_spec_t spec; /* big: not on the stack */
             sm_gpu_spec_init(&spec);

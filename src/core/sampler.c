@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "events.h"
@@ -18,7 +19,11 @@
 
 typedef struct sm_sampler_slot {
     sm_sampler_t s;
-    int state;         /* 0 registered, 1 running, -1 dropped */
+    int state;         /* 0 registered, 1 running, -1 dropped, 2 ended early
+                        * (sm_sampler_finish_now) or at the end of the run */
+    int busy;          /* a thread is in its start, read or stop now */
+    pid_t busy_tid;    /* which one, when finish_now's caller */
+    int abandoned;     /* that caller died inside it (fatal signal) */
     uint64_t next_ns;  /* CLOCK_MONOTONIC */
     sm_location_t *loc;
 } sm_sampler_slot_t;
@@ -26,6 +31,7 @@ typedef struct sm_sampler_slot {
 struct sm_sample_sink {
     sm_sampler_slot_t *slot;
     uint64_t time; /* ticks */
+    int last;      /* the read at the end of the run */
 };
 
 static sm_sampler_slot_t sm_samplers[SM_SAMPLERS_MAX];
@@ -33,12 +39,15 @@ static uint32_t sm_samplers_n;
 static pthread_mutex_t sm_samplers_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t sm_samplers_cond;
 static pthread_t sm_samplers_thread;
-static int sm_samplers_started, sm_samplers_stopping, sm_samplers_joined;
+static int sm_samplers_started, sm_samplers_stopping, sm_samplers_joined, sm_samplers_done;
+static pthread_cond_t sm_samplers_done_cond = PTHREAD_COND_INITIALIZER;
 static uint64_t sm_samplers_default_ns = 100000000u;
 static clockid_t sm_samplers_cpu_clock;
 static int sm_samplers_have_cpu_clock;
 static uint64_t sm_samplers_cpu_at_stop;
 static uint64_t sm_samplers_started_ns;
+/* Signalled when a slot's busy drops (sm_sampler_finish_now waits on it). */
+static pthread_cond_t sm_samplers_idle_cond = PTHREAD_COND_INITIALIZER;
 
 static uint64_t sm_samplers_now_ns(void)
 {
@@ -53,7 +62,7 @@ void sm_samplers_set_default_period(uint64_t period_ns)
         sm_samplers_default_ns = period_ns;
 }
 
-void sm_sample_put(sm_sample_sink_t *sink, sm_metric_id_t id, uint64_t value)
+void sm_sample_put_at(sm_sample_sink_t *sink, sm_metric_id_t id, uint64_t value, uint64_t time)
 {
     sm_metric_def_t m;
     if (sm_metric_get(id, &m) != 0)
@@ -61,19 +70,71 @@ void sm_sample_put(sm_sample_sink_t *sink, sm_metric_id_t id, uint64_t value)
     sm_metric_sample(id, value);
     if (sink->slot->loc) {
         uint64_t w[2] = {value, m.unit};
-        sm_event_record(sink->slot->loc, SM_REC_METRIC_NAMED, m.name, 0, sink->time, w, 2);
+        sm_event_record(sink->slot->loc, SM_REC_METRIC_NAMED, m.name, 0, time, w, 2);
     }
 }
 
-static void sm_sampler_read(sm_sampler_slot_t *slot)
+void sm_sample_put(sm_sample_sink_t *sink, sm_metric_id_t id, uint64_t value)
 {
-    sm_sample_sink_t sink = {slot, sm_clock_now()};
+    sm_sample_put_at(sink, id, value, sink->time);
+}
+
+int sm_sample_last(const sm_sample_sink_t *sink)
+{
+    return sink->last;
+}
+
+static void sm_sampler_read(sm_sampler_slot_t *slot, int last)
+{
+    sm_sample_sink_t sink = {slot, sm_clock_now(), last};
     slot->s.read(slot->s.ctx, &sink);
 }
 
 static uint64_t sm_sampler_period(const sm_sampler_slot_t *slot)
 {
     return slot->s.period_ns ? slot->s.period_ns : sm_samplers_default_ns;
+}
+
+/* Under the lock: the last read and the stop of a running sampler, on
+ * the calling thread, with the lock released meanwhile and other threads
+ * kept off the slot (busy); the slot is ended afterwards. */
+static void sm_sampler_end(sm_sampler_slot_t *slot)
+{
+    while (slot->busy && !slot->abandoned)
+        pthread_cond_wait(&sm_samplers_idle_cond, &sm_samplers_lock);
+    if (slot->abandoned)
+        return;
+    if (slot->state == 0) /* never started: nothing to read or stop */
+        slot->state = 2;
+    if (slot->state != 1)
+        return;
+    slot->busy = 1;
+    slot->busy_tid = gettid();
+    pthread_mutex_unlock(&sm_samplers_lock);
+    sm_sampler_read(slot, 1);
+    if (slot->s.stop)
+        slot->s.stop(slot->s.ctx);
+    pthread_mutex_lock(&sm_samplers_lock);
+    slot->busy = 0;
+    slot->busy_tid = 0;
+    slot->state = 2;
+    pthread_cond_broadcast(&sm_samplers_idle_cond);
+}
+
+int sm_sampler_finish_now(const void *ctx)
+{
+    if (!ctx)
+        return -1;
+    pthread_mutex_lock(&sm_samplers_lock);
+    int rc = -1;
+    for (uint32_t i = 0; i < sm_samplers_n; i++)
+        if (sm_samplers[i].s.ctx == ctx) {
+            sm_sampler_end(&sm_samplers[i]);
+            rc = 0;
+            break;
+        }
+    pthread_mutex_unlock(&sm_samplers_lock);
+    return rc;
 }
 
 /* Sleeps until the earliest sampler is due or stop is asked; samples the
@@ -87,21 +148,30 @@ static void *sm_samplers_main(void *arg)
         for (uint32_t i = 0; i < sm_samplers_n && !sm_samplers_stopping; i++) {
             sm_sampler_slot_t *slot = &sm_samplers[i];
             if (slot->state == 0) {
+                slot->busy = 1;
                 pthread_mutex_unlock(&sm_samplers_lock);
                 char name[80];
                 snprintf(name, sizeof name, "%s metrics", slot->s.name ? slot->s.name : "sampler");
                 slot->loc = sm_location_create(SM_LOCATION_METRIC, name);
                 int ok = slot->loc && (!slot->s.start || slot->s.start(slot->s.ctx) == 0);
                 pthread_mutex_lock(&sm_samplers_lock);
-                slot->state = ok ? 1 : -1;
+                slot->busy = 0;
+                if (slot->state == 0) /* else ended meanwhile (finish_now) */
+                    slot->state = ok ? 1 : -1;
                 slot->next_ns = now;
+                pthread_cond_broadcast(&sm_samplers_idle_cond);
             }
             if (slot->state != 1)
                 continue;
             if (slot->next_ns <= now) {
+                slot->busy = 1;
                 pthread_mutex_unlock(&sm_samplers_lock);
-                sm_sampler_read(slot);
+                sm_sampler_read(slot, 0);
                 pthread_mutex_lock(&sm_samplers_lock);
+                slot->busy = 0;
+                pthread_cond_broadcast(&sm_samplers_idle_cond);
+                if (slot->state != 1)
+                    continue;
                 slot->next_ns += sm_sampler_period(slot);
                 if (slot->next_ns <= now) /* fell behind: skip, never catch up in a burst */
                     slot->next_ns = now + sm_sampler_period(slot);
@@ -118,17 +188,24 @@ static void *sm_samplers_main(void *arg)
             pthread_cond_timedwait(&sm_samplers_cond, &sm_samplers_lock, &ts);
         }
     }
-    pthread_mutex_unlock(&sm_samplers_lock);
-    /* A last value of each, at the end of the run, and the samplers' end. */
+    /* A last value of each, at the end of the run, and the samplers' end
+     * (those ended early by sm_sampler_finish_now are skipped). */
     for (uint32_t i = 0; i < sm_samplers_n; i++)
-        if (sm_samplers[i].state == 1) {
-            sm_sampler_read(&sm_samplers[i]);
-            if (sm_samplers[i].s.stop)
-                sm_samplers[i].s.stop(sm_samplers[i].s.ctx);
-        }
+        sm_sampler_end(&sm_samplers[i]);
+    pthread_mutex_unlock(&sm_samplers_lock);
     struct timespec cpu;
     if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
         sm_samplers_cpu_at_stop = (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec;
+    /* Done; the thread does not return.  A sampler's library may have
+     * left per-thread state on it (CUPTI, for GPU PM sampling), and at the
+     * end of the process, after that library's own teardown, a thread exit
+     * that releases it crashed (H100).  So the thread sleeps until the
+     * process ends: stop waits for `done`, not for the thread's end. */
+    pthread_mutex_lock(&sm_samplers_lock);
+    sm_samplers_done = 1;
+    pthread_cond_broadcast(&sm_samplers_done_cond);
+    for (;;)
+        pthread_cond_wait(&sm_samplers_done_cond, &sm_samplers_lock);
     return NULL;
 }
 
@@ -137,7 +214,10 @@ static void sm_samplers_after_fork_child(void)
     /* The thread is not in the child; the child is not measured either. */
     sm_samplers_started = 0;
     sm_samplers_n = 0;
+    sm_samplers_done = 0;
     pthread_mutex_init(&sm_samplers_lock, NULL);
+    pthread_cond_init(&sm_samplers_done_cond, NULL);
+    pthread_cond_init(&sm_samplers_idle_cond, NULL);
 }
 
 /* Under the lock.  An internal thread: not measured, no signals. */
@@ -190,13 +270,23 @@ void sm_samplers_stop(void)
 {
     pthread_mutex_lock(&sm_samplers_lock);
     int join = sm_samplers_started && !sm_samplers_joined;
+    /* A fatal signal on a thread inside sm_sampler_finish_now's read (this
+     * very thread, in its handler): that sampler is left as it is, or the
+     * sampler thread's last round would wait for it forever. */
+    pid_t self = gettid();
+    for (uint32_t i = 0; i < sm_samplers_n; i++)
+        if (sm_samplers[i].busy && sm_samplers[i].busy_tid == self)
+            sm_samplers[i].abandoned = 1;
     sm_samplers_stopping = 1;
     sm_samplers_joined = 1;
     if (join)
         pthread_cond_signal(&sm_samplers_cond);
     pthread_mutex_unlock(&sm_samplers_lock);
     if (join) {
-        pthread_join(sm_samplers_thread, NULL);
+        pthread_mutex_lock(&sm_samplers_lock);
+        while (!sm_samplers_done)
+            pthread_cond_wait(&sm_samplers_done_cond, &sm_samplers_lock);
+        pthread_mutex_unlock(&sm_samplers_lock);
         /* What the thread cost, for the summary (it must stay small). */
         char note[200];
         double s = (double)(sm_samplers_now_ns() - sm_samplers_started_ns) * 1e-9;

@@ -3,14 +3,17 @@
 //                               (fixed grid, fixed work per thread: the same
 //                               instruction count every time), then 3 of a
 //                               second kernel; default 8
-//   counters_app spin MS N      N launches of a kernel spinning MS ms each
-//                               (power, energy and PM samples over time)
+//   counters_app spin MS N [IDLE_MS]
+//                               N launches of a kernel spinning MS ms each
+//                               (power, energy and PM samples over time),
+//                               with IDLE_MS of an idle GPU before and after
 //   counters_app bench N        N launches of a tiny kernel (bench/)
 // It prints what it did as one JSON line on stdout.
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cuda_check.h"
 
@@ -67,11 +70,17 @@ int main(int argc, char **argv)
         int n = argc > 3 ? atoi(argv[3]) : 20;
         int rate_khz = 0;
         CHECK(cudaDeviceGetAttribute(&rate_khz, cudaDevAttrClockRate, 0));
+        int idle_ms = argc > 4 ? atoi(argv[4]) : 0;
         long long cycles = (long long)rate_khz * ms;
+        CHECK(cudaFree(0));
+        if (idle_ms > 0)
+            usleep((useconds_t)idle_ms * 1000u);
         for (int i = 0; i < n; i++)
             spin_kernel<<<132, 128>>>(cycles);
         CHECK(cudaDeviceSynchronize());
-        printf("{\"spin_launches\": %d, \"spin_ms\": %d}\n", n, ms);
+        if (idle_ms > 0)
+            usleep((useconds_t)idle_ms * 1000u);
+        printf("{\"spin_launches\": %d, \"spin_ms\": %d, \"idle_ms\": %d}\n", n, ms, idle_ms);
         return 0;
     }
     int launches = argc > 1 ? atoi(argv[1]) : 8;

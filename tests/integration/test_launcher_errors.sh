@@ -73,6 +73,11 @@ expect_error 2 "SYSMEASURE_FOO" "unknown variable" -- env SYSMEASURE_FOO=1 "$SM"
 expect_error 2 "SYSMEASURE_BUFFER_SIZE" "'12Q'" -- env SYSMEASURE_BUFFER_SIZE=12Q "$SM" ./marker
 expect_error 2 "--buffer-size" "'12Q'" -- "$SM" --buffer-size=12Q ./marker
 expect_error 2 "--buffer-size" "'12Q'" -- "$SM" --buffer-size 12Q ./marker
+expect_error 2 "--gpu-sampling-interval" "'5xs'" "50us to 1s" -- "$SM" --gpu-sampling-interval 5xs ./marker
+expect_error 2 "--gpu-sampling-interval" "'1us'" "50us to 1s" -- "$SM" --gpu-sampling-interval=1us ./marker
+expect_error 2 "SYSMEASURE_GPU_SAMPLING_INTERVAL" "'2s'" -- env SYSMEASURE_GPU_SAMPLING_INTERVAL=2s "$SM" ./marker
+expect_error 2 "--gpu-sampling" "not groups" -- "$SM" --gpu-sampling "a__b.sum;c__d.avg" ./marker
+expect_error 2 "--gpu-sampling" -- "$SM" --gpu-sampling "a__b.sum,b@d" ./marker
 expect_error 2 "--trace" "'maybe'" -- "$SM" --trace=maybe ./marker
 expect_error 2 "--clock" "'sundial'" -- "$SM" --clock sundial ./marker
 expect_error 2 "--verbose" "'-1'" -- "$SM" --verbose=-1 ./marker

@@ -43,6 +43,7 @@ int main(void)
         return 1;
     CHECK(SM_ADAPTER_API_HAS(api, transfer));
     CHECK(SM_ADAPTER_API_HAS(api, metadata));
+    CHECK(SM_ADAPTER_API_HAS(api, sampler_finish_now));
     CHECK(api->metric_define("early", "bytes") == SM_INVALID_ID); /* core not up */
 
     CHECK_EQ_U(api->runtime_init_forced(), 0);

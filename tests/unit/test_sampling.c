@@ -34,6 +34,31 @@ static void counter_read(void *ctx, sm_sample_sink_t *sink)
     sm_sample_put(sink, counter_metric, (uint64_t)reads * 10u);
 }
 
+/* A sampler ended early by sm_sampler_finish_now (a GPU library torn down
+ * at exit before the runtime ends): its last read and its stop run on the
+ * caller, once, and the sampler thread reads it no more. */
+typedef struct early_sampler {
+    volatile int reads, last_reads, stops;
+    pthread_t last_thread;
+} early_sampler_t;
+
+static void early_read(void *ctx, sm_sample_sink_t *sink)
+{
+    early_sampler_t *e = ctx;
+    e->reads++;
+    if (sm_sample_last(sink)) {
+        e->last_reads++;
+        e->last_thread = pthread_self();
+    }
+    struct timespec ts = {0, 2000000}; /* a read that takes a while */
+    nanosleep(&ts, NULL);
+}
+
+static void early_stop(void *ctx)
+{
+    ((early_sampler_t *)ctx)->stops++;
+}
+
 static void counter_stop(void *ctx)
 {
     (void)ctx;
@@ -93,7 +118,21 @@ int main(void)
     sm_sampler_t s = {.name = "test", .start = counter_start, .read = counter_read,
                       .stop = counter_stop};
     CHECK(sm_sampler_register(&s) == 0);
-    struct timespec ts = {0, 200000000};
+    static early_sampler_t early;
+    sm_sampler_t es = {.name = "early", .period_ns = 5000000u, .ctx = &early, .read = early_read,
+                       .stop = early_stop};
+    CHECK(sm_sampler_register(&es) == 0);
+    struct timespec ts = {0, 100000000};
+    nanosleep(&ts, NULL);
+    CHECK(sm_sampler_finish_now(&early) == 0);
+    CHECK_EQ_U(early.last_reads, 1);
+    CHECK_EQ_U(early.stops, 1);
+    CHECK(pthread_equal(early.last_thread, pthread_self()));
+    CHECK(early.reads >= 3);
+    int early_reads = early.reads;
+    CHECK(sm_sampler_finish_now(&early) == 0); /* ended: nothing more */
+    CHECK(sm_sampler_finish_now(&ts) == -1);   /* no such sampler */
+    CHECK(sm_sampler_finish_now(NULL) == -1);
     nanosleep(&ts, NULL);
     uint64_t cpu = sm_samplers_cpu_ns();
     sm_samplers_stop();
@@ -110,6 +149,10 @@ int main(void)
     CHECK_EQ_U(m.sum, (uint64_t)reads * (reads + 1) / 2 * 10u);
     /* Sleeping, not spinning: far below 50 ms of CPU in 200 ms. */
     CHECK(cpu < 50000000u);
+    /* The early one: no read after its end, none at stop either. */
+    CHECK_EQ_U(early.reads, (uint64_t)early_reads);
+    CHECK_EQ_U(early.last_reads, 1);
+    CHECK_EQ_U(early.stops, 1);
     /* Its values went to a metric location of its own, none to a thread. */
     uint32_t metric_locs = 0, threads = 0;
     for (uint32_t i = 0; i < sm_location_count(); i++) {
@@ -117,7 +160,7 @@ int main(void)
         metric_locs += loc->type == SM_LOCATION_METRIC;
         threads += loc->type == SM_LOCATION_CPU_THREAD;
     }
-    CHECK_EQ_U(metric_locs, 1);
+    CHECK_EQ_U(metric_locs, 2);
     CHECK_EQ_U(threads, 0);
     CHECK(sm_sampler_register(&s) != 0); /* stopped: no new sampler */
     return unit_failures;
