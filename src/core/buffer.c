@@ -22,6 +22,7 @@
 #include "pages.h"
 #include "../util/fs.h"
 #include "../util/log.h"
+#include "../util/grow.h"
 
 /* ---------------------------------------------------------------- file format */
 
@@ -1724,13 +1725,8 @@ static pthread_mutex_t sm_index_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int sm_index_add(uint64_t *cap, uint32_t location, sm_spill_extent_t e)
 {
-    if (sm_index.n == *cap) {
-        *cap = *cap ? 2 * *cap : 256;
-        sm_spill_index_entry_t *grown = realloc(sm_index.entries, *cap * sizeof *grown);
-        if (!grown)
-            return -1;
-        sm_index.entries = grown;
-    }
+    if (sm_index.n == *cap && SM_GROW(sm_index.entries, *cap, 256) != 0)
+        return -1;
     sm_index.entries[sm_index.n++] = (sm_spill_index_entry_t){location, e};
     return 0;
 }
@@ -1867,13 +1863,8 @@ static int sm_index_build(int fd, const char *path, const struct stat *st)
             r->unreadable_bytes = size - off;
             break;
         }
-        if (sm_index.n == cap) {
-            cap = cap ? 2 * cap : 256;
-            sm_spill_index_entry_t *grown = realloc(sm_index.entries, cap * sizeof *grown);
-            if (!grown)
-                return -1;
-            sm_index.entries = grown;
-        }
+        if (sm_index.n == cap && SM_GROW(sm_index.entries, cap, 256) != 0)
+            return -1;
         sm_index.entries[sm_index.n++] =
             (sm_spill_index_entry_t){f.location, {off, f.bytes, f.records, 0, 0}};
         off += sizeof f + f.bytes;

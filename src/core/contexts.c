@@ -2,6 +2,7 @@
  * index, under a mutex (defined at finalize only, from one thread). */
 #include "contexts.h"
 #include "journal.h"
+#include "../util/grow.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -51,14 +52,8 @@ sm_context_id_t sm_context_define(sm_region_id_t region, sm_context_id_t parent,
             goto out;
         }
     }
-    if (sm_ctx_n == sm_ctx_cap) {
-        uint32_t cap = sm_ctx_cap ? sm_ctx_cap * 2 : 256;
-        sm_context_def_t *grown = realloc(sm_ctx, cap * sizeof *grown);
-        if (!grown)
-            goto out;
-        sm_ctx = grown;
-        sm_ctx_cap = cap;
-    }
+    if (sm_ctx_n == sm_ctx_cap && SM_GROW(sm_ctx, sm_ctx_cap, 256) != 0)
+        goto out;
     id = sm_ctx_n++;
     sm_ctx[id] = (sm_context_def_t){region, parent, module};
     sm_ctx_index[i] = id + 1;

@@ -13,6 +13,7 @@
 #include "events.h"
 #include "location.h"
 #include "runtime.h"
+#include "../util/grow.h"
 
 #define SM_GPU_MAX_DEVICES 64
 #define SM_GPU_MAX_STREAMS 4096
@@ -497,15 +498,9 @@ static int sm_gpu_collect(const sm_record_t *rec, void *arg)
         s->data = d;
         s->cap = cap;
     }
-    if (s->n == s->ncap) {
-        size_t ncap = s->ncap ? s->ncap * 2 : 4096;
-        size_t *o = realloc(s->offsets, ncap * sizeof *o);
-        if (!o) {
-            s->oom = 1;
-            return 1;
-        }
-        s->offsets = o;
-        s->ncap = ncap;
+    if (s->n == s->ncap && SM_GROW(s->offsets, s->ncap, 4096) != 0) {
+        s->oom = 1;
+        return 1;
     }
     memcpy(s->data + s->len, rec, size);
     s->offsets[s->n++] = s->len;

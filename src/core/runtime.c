@@ -38,6 +38,7 @@
 #include "../writers/summary_common.h"
 #include "../writers/perfetto.h"
 #include "../writers/writers.h"
+#include "../util/grow.h"
 
 extern char **environ;
 
@@ -1057,14 +1058,8 @@ void sm_runtime_metadata_set(const char *key, const char *value)
         i++;
     if (i == sm_meta_n) {
         char *k = strdup(key);
-        if (sm_meta_n == sm_meta_cap) {
-            uint32_t cap = sm_meta_cap ? 2 * sm_meta_cap : 32;
-            sm_meta_pair_t *grown = realloc(sm_meta, cap * sizeof *grown);
-            if (grown) {
-                sm_meta = grown;
-                sm_meta_cap = cap;
-            }
-        }
+        if (sm_meta_n == sm_meta_cap)
+            (void)SM_GROW(sm_meta, sm_meta_cap, 32); /* checked below */
         if (!k || sm_meta_n == sm_meta_cap) {
             pthread_mutex_unlock(&sm_meta_lock);
             free(k);

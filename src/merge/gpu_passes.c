@@ -15,6 +15,7 @@
 #include "../util/log.h"
 #include "../writers/gpu_counter_table.h"
 #include "../writers/summary_common.h"
+#include "../util/grow.h"
 
 /* counter_collection.csv's columns (gpu_counters.c writes them). */
 enum {
@@ -153,17 +154,11 @@ static int sm_gp_read_file(const char *path, uint32_t pass, sm_gp_pass_t *p)
             rc = -1;
             goto done;
         }
-        if (p->n == p->cap) {
-            size_t grown_cap = p->cap ? 2 * p->cap : 1024;
-            sm_gp_row_t *grown = realloc(p->rows, grown_cap * sizeof *grown);
-            if (!grown) {
-                free(copy);
-                sm_error("merging the GPU passes: out of memory");
-                rc = -1;
-                goto done;
-            }
-            p->rows = grown;
-            p->cap = grown_cap;
+        if (p->n == p->cap && SM_GROW(p->rows, p->cap, 1024) != 0) {
+            free(copy);
+            sm_error("merging the GPU passes: out of memory");
+            rc = -1;
+            goto done;
         }
         sm_gp_row_t *r = &p->rows[p->n];
         r->line = copy;

@@ -27,6 +27,7 @@
 #include "../util/log.h"
 #include "../writers/perfetto.h"
 #include "../writers/writers.h"
+#include "../util/grow.h"
 
 enum { SM_MERGE_OK = 0, SM_MERGE_FAILED = 1, SM_MERGE_USAGE = 2 };
 
@@ -207,14 +208,9 @@ static sm_process_file_t **sm_merge_load(const char *folder, const char *want, u
         jobs[j].files++;
         if (f->end_realtime_ns > jobs[j].end_ns)
             jobs[j].end_ns = f->end_realtime_ns;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            sm_process_file_t **more = realloc(files, sizeof *files * cap);
-            if (!more) {
-                sm_error("out of memory");
-                exit(SM_MERGE_FAILED);
-            }
-            files = more;
+        if (n == cap && SM_GROW(files, cap, 16) != 0) {
+            sm_error("out of memory");
+            exit(SM_MERGE_FAILED);
         }
         files[n++] = f;
     }

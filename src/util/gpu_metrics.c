@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "json_read.h"
+#include "grow.h"
 
 /* Compiled filters, kept apart from the spec (which is copied around). */
 typedef struct sm_gpu_spec_re {
@@ -613,15 +614,10 @@ static sm_jv_t *sm_yaml_parse(char *text, char *err, size_t errlen)
         while (n && isspace((unsigned char)t[n - 1]))
             t[--n] = '\0';
         if (n && strcmp(t, "---") != 0) {
-            if (yp.n == cap) {
-                cap = cap ? cap * 2 : 32;
-                sm_yl_t *grown = realloc(yp.lines, cap * sizeof *grown);
-                if (!grown) {
-                    free(yp.lines);
-                    sm_gpu_fail(err, errlen, "out of memory");
-                    return NULL;
-                }
-                yp.lines = grown;
+            if (yp.n == cap && SM_GROW(yp.lines, cap, 32) != 0) {
+                free(yp.lines);
+                sm_gpu_fail(err, errlen, "out of memory");
+                return NULL;
             }
             yp.lines[yp.n++] = (sm_yl_t){t, indent, number};
         }

@@ -38,6 +38,7 @@
 #include "../util/log.h"
 #include "timeline.h"
 #include "writers.h"
+#include "../util/grow.h"
 
 #define SM_OTF2_ARCHIVE_NAME "traces"
 /* Chunks of at least OTF2's 4 MiB file buffer: OTF2 then writes full chunks
@@ -693,14 +694,8 @@ static int sm_otf2_collect_sample(const sm_record_t *rec, void *arg)
     sm_otf2_writer_t *w = arg;
     if (rec->kind != SM_REC_CALLING_CONTEXT_SAMPLE)
         return 0;
-    if (w->n_samples == w->samples_cap) {
-        uint64_t cap = w->samples_cap ? 2 * w->samples_cap : 4096;
-        struct sm_otf2_sample *grown = realloc(w->samples, sizeof *grown * cap);
-        if (!grown)
-            return 1;
-        w->samples = grown;
-        w->samples_cap = cap;
-    }
+    if (w->n_samples == w->samples_cap && SM_GROW(w->samples, w->samples_cap, 4096) != 0)
+        return 1;
     w->samples[w->n_samples++] = (struct sm_otf2_sample){rec->time, rec->ref, rec->aux};
     return 0;
 }

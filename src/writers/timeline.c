@@ -16,6 +16,7 @@
 #include "../core/location.h"
 #include "../merge/unify.h"
 #include "../util/json.h"
+#include "../util/grow.h"
 
 #define SM_TL_FIRST_WIDTH 1000u /* ns */
 #define SM_TL_THREAD_LANES 64   /* a lane per thread (per stream) up to this many */
@@ -321,14 +322,8 @@ static sm_tl_lane_t *sm_tl_lane(sm_tl_job_t *j, uint32_t rank, uint32_t group, b
         for (uint32_t i = j->n; i-- > 0 && j->lanes[i].rank >= first;)
             if (j->lanes[i].gpu == gpu && !j->lanes[i].one)
                 return &j->lanes[i];
-    if (j->n == j->cap) {
-        uint32_t cap = j->cap ? 2 * j->cap : 16;
-        sm_tl_lane_t *g = realloc(j->lanes, sizeof *g * cap);
-        if (!g)
-            return NULL;
-        j->lanes = g;
-        j->cap = cap;
-    }
+    if (j->n == j->cap && SM_GROW(j->lanes, j->cap, 16) != 0)
+        return NULL;
     sm_tl_lane_t *l = &j->lanes[j->n++];
     memset(l, 0, sizeof *l);
     l->rank = first;
@@ -377,14 +372,8 @@ static void sm_tl_series_add(sm_tl_job_t *j, uint32_t id, uint64_t origin, uint6
         if (j->series[i].id == id)
             m = &j->series[i];
     if (!m) {
-        if (j->n_series == j->series_cap) {
-            uint32_t cap = j->series_cap ? 2 * j->series_cap : 8;
-            sm_tl_series_t *g = realloc(j->series, sizeof *g * cap);
-            if (!g)
-                return;
-            j->series = g;
-            j->series_cap = cap;
-        }
+        if (j->n_series == j->series_cap && SM_GROW(j->series, j->series_cap, 8) != 0)
+            return;
         m = &j->series[j->n_series++];
         memset(m, 0, sizeof *m);
         m->id = id;
