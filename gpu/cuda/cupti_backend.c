@@ -47,6 +47,11 @@ static const sm_adapter_api_t *sm_cu_api;
 static CUpti_SubscriberHandle sm_cu_subscriber;
 static int sm_cu_on; /* tracing is set up */
 static int sm_cu_counting; /* per-kernel counters asked for (cupti_counters.c) */
+/* Captures under way (stream capture into a CUDA graph, any thread):
+ * launches then only record graph nodes, and a profiler call during a
+ * capture invalidates it (the program's EndCapture fails), so counting
+ * makes none until the capture ends. */
+static int sm_cu_capturing;
 
 /* Our own CUDA/CUPTI calls (device names) are not the program's. */
 static __thread int sm_cu_in_tool;
@@ -580,8 +585,22 @@ static void CUPTIAPI sm_cu_callback(void *userdata, CUpti_CallbackDomain domain,
             return;
         sm_region_id_t r = sm_cu_api_region(driver, cbid, cb->functionName);
         /* Kernel launches carry the kernel's name (symbolName). */
-        int launch = sm_cu_counting && cb->symbolName && cb->functionName &&
+        int capturing = sm_cu_counting && __atomic_load_n(&sm_cu_capturing, __ATOMIC_ACQUIRE);
+        int launch = sm_cu_counting && !capturing && cb->symbolName && cb->functionName &&
                      strstr(cb->functionName, "aunch") && !strstr(cb->functionName, "Graph");
+        /* A graph's kernels do not match the range profiler's ranges one
+         * to one: the batch ends before a graph launch, so they run outside
+         * it, not counted. */
+        int graph_launch = sm_cu_counting && !capturing && cb->functionName &&
+                           strstr(cb->functionName, "GraphLaunch");
+        if (sm_cu_counting && cb->callbackSite == CUPTI_API_EXIT && cb->functionName) {
+            if (strstr(cb->functionName, "BeginCapture") && cb->functionReturnValue &&
+                *(const int *)cb->functionReturnValue == 0)
+                __atomic_add_fetch(&sm_cu_capturing, 1, __ATOMIC_ACQ_REL);
+            else if (strstr(cb->functionName, "EndCapture") &&
+                     __atomic_load_n(&sm_cu_capturing, __ATOMIC_ACQUIRE) > 0)
+                __atomic_sub_fetch(&sm_cu_capturing, 1, __ATOMIC_ACQ_REL);
+        }
         if (cb->callbackSite == CUPTI_API_ENTER) {
             sm_cu_runtime_depth += !driver;
             sm_cu_api->gpu_api_enter(r, cb->correlationId);
@@ -589,8 +608,8 @@ static void CUPTIAPI sm_cu_callback(void *userdata, CUpti_CallbackDomain domain,
              * the batch is decoded at its entry (the launches before it
              * have returned; at the end of the run the context may be gone
              * before the final flush). */
-            if (sm_cu_counting && cb->functionName &&
-                (strstr(cb->functionName, "Synchronize") ||
+            if (sm_cu_counting && !capturing && cb->functionName &&
+                (graph_launch || strstr(cb->functionName, "Synchronize") ||
                  (strstr(cb->functionName, "emcpy") && !strstr(cb->functionName, "Async")))) {
                 CUcontext cur = cb->context;
                 if (!cur)

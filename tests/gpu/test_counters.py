@@ -25,6 +25,7 @@ PASSES = os.path.join(BUILD, "sysmeasure-passes")
 PROGRAMS = os.environ.get("SM_GPU_PROGRAMS", os.path.join(BUILD, "tests", "gpu"))
 APP = os.path.join(PROGRAMS, "counters_app")
 MT_APP = os.path.join(PROGRAMS, "mt_counters")
+GPU_APP = os.path.join(PROGRAMS, "gpu_app")
 KEEP = os.environ.get("SM_GPU_KEEP")
 WORK = tempfile.mkdtemp(prefix="sm-gpu-counters-")
 failures = []
@@ -339,13 +340,28 @@ def test_collection_disabled():
     check(kernels, "the GPU summary still has fma_kernel: %s" % kernels)
 
 
+def test_graphs():
+    """gpu_app captures 3 kernels into a CUDA graph (global capture mode) and
+    launches it twice: counting must not invalidate the capture (a profiler
+    call during it did: the program's EndCapture failed), the graph's kernels
+    run outside the profiler's batches (not counted), the others are."""
+    out, p = measure("graphs", [], ["--gpu-metrics", INST], app=GPU_APP)
+    kernels = expectation(p).get("kernels", {})
+    rows = rows_of(out)
+    for name in ("scale_kernel", "add_kernel"):
+        v = values(rows, name, INST)
+        check(len(v) == kernels.get(name) and all(x > 0 for x in v.values()),
+              "graphs: every %s launch counted (%d expected): %s" % (name, kernels.get(name, -1), v))
+    check(not values(rows, "graph_kernel", INST), "graphs: the graph's kernels are not counted")
+
+
 def main():
     single = None
     # Collection is on in this build (SM_CUC_COLLECT 1 in cupti_counters.c);
     # a build with it off is checked with SM_GPU_COUNTERS_COLLECT=0.
     collect = os.environ.get("SM_GPU_COUNTERS_COLLECT", "1") != "0"
     tests = (test_kernel_mode, test_eight_metrics, test_rotate, test_application,
-             test_threads) if collect \
+             test_threads, test_graphs) if collect \
         else (test_collection_disabled,)
     for t in tests + (test_nvml, test_bad_metric):
         try:
