@@ -16,21 +16,10 @@
 #include <stdlib.h>
 
 #include "cuda_check.h"
+#include "fma_kernel.cuh"
 
 #define BLOCK 256
 #define BASE_GRID 256
-
-__global__ void fma_kernel(float *x, int n)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) {
-        float v = x[i];
-#pragma unroll 1
-        for (int k = 0; k < 64; k++)
-            v = v * 1.0001f + 0.5f;
-        x[i] = v;
-    }
-}
 
 static pthread_barrier_t start;
 static int launches = 24, sync_every = 5;
