@@ -17,7 +17,7 @@ trap 'rm -rf "$work"' EXIT
 one_run() {
     dir=$build
     [ "$1" = before ] && dir=$before
-    "$dir/bench/bench-region" "$pairs" | awk '
+    "$dir/bench/bench-region" "$pairs" 1 | awk '
         /^1 thread:/ { on = 1; next }
         on && /^$/ { on = 0 }
         on && match($0, / +[0-9.]+ ns/) {
