@@ -164,14 +164,17 @@ static SM_ALWAYS_INLINE void sm_event_leave_top(sm_location_t *loc, uint64_t t)
 
 /* The common case of an enter and of a leave, inline and with no call in
  * it, so that the compiler saves no registers for it: on the Xeon host
- * every instruction between a pair's two clock reads adds to the pair (the
- * TSC read overlaps little with the work around it there).  Each returns
+ * most work between a pair's two clock reads adds to the pair (there, ALU
+ * work that waits for a TSC read's result overlaps it hardly at all,
+ * independent work about half; loads and stores mostly do).  Each returns
  * false, having recorded nothing, where the general path must do it
  * (sm_event_enter, sm_event_leave_top): the thread's first visit of the
  * call path, a full stack or chunk, counters, the clock not the TSC.
  *
  * The enter reads the clock after its checks and the profile lookup, right
- * before it stores: the region's time leaves out the tool's own work. */
+ * before it stores; callers of the leave read it after their own checks:
+ * the region's time leaves out the tool's own work, and the loads before
+ * the read do not wait for it. */
 static SM_ALWAYS_INLINE bool sm_event_enter_fast(sm_location_t *loc, sm_region_id_t region)
 {
     sm_frame_t *f = loc->sp + 1;
