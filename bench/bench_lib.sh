@@ -45,7 +45,7 @@ bench_load() {
 # bench_pin: a command prefix that keeps a one-thread benchmark on one CPU
 # (SM_BENCH_CPU, default the third; nothing without taskset or with fewer
 # than 4 CPUs): on a shared host the scheduler moving it costs more than
-# the differences measured.
+# the differences measured.  Only for programs that run one thread.
 bench_pin() {
     _bench_cpu=${SM_BENCH_CPU:-2}
     [ "$(getconf _NPROCESSORS_ONLN)" -ge 4 ] || [ -n "${SM_BENCH_CPU:-}" ] || return 0

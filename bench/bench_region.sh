@@ -27,7 +27,13 @@ one_run() {
             print label "\t" v "\t" run
         }' >>"$work/$1"
 }
+# Pinned only where every build's bench-region takes the one-thread
+# argument: an older one runs its all-cores section too, which on one CPU
+# takes many times as long (and both kinds must run alike).
 pin=$(bench_pin)
+for dir in "$build" ${before:+"$before"}; do
+    "$dir/bench/bench-region" 1 1 | grep -q 'threads (all cores' && pin=
+done
 kinds=now
 [ -n "$before" ] && kinds="now before"
 # shellcheck disable=SC2086
