@@ -42,6 +42,17 @@ bench_load() {
     echo "load $(cut -d' ' -f1-3 /proc/loadavg) on $(getconf _NPROCESSORS_ONLN) CPUs"
 }
 
+# bench_pin: a command prefix that keeps a one-thread benchmark on one CPU
+# (SM_BENCH_CPU, default the third; nothing without taskset or with fewer
+# than 4 CPUs): on a shared host the scheduler moving it costs more than
+# the differences measured.  Only for programs that run one thread.
+bench_pin() {
+    _bench_cpu=${SM_BENCH_CPU:-2}
+    [ "$(getconf _NPROCESSORS_ONLN)" -ge 4 ] || [ -n "${SM_BENCH_CPU:-}" ] || return 0
+    taskset -c "$_bench_cpu" true 2>/dev/null && echo "taskset -c $_bench_cpu"
+    return 0
+}
+
 # bench_now_ns: the wall clock in ns.
 bench_now_ns() {
     date +%s%N

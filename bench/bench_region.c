@@ -8,7 +8,9 @@
  * back to the system first, so that line includes first-touch page faults.  One thread, then all cores at once.  Output
  * is discarded: this measures the recording, not the writing.
  *
- *   bench-region [pairs-per-repetition]          (make bench)
+ *   bench-region [pairs-per-repetition] [1]      (make bench)
+ * A second argument 1: the one-thread section only (bench_region.sh reads
+ * no more; it halves the run).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -179,6 +181,7 @@ int main(int argc, char **argv)
 {
     if (argc > 1)
         pairs = atol(argv[1]);
+    int passes = argc > 2 && atoi(argv[2]) == 1 ? 1 : 2;
     char dir[] = "/tmp/sysmeasure-bench-XXXXXX";
     if (!mkdtemp(dir)) {
         perror("mkdtemp");
@@ -208,7 +211,7 @@ int main(int argc, char **argv)
     printf("\nnot measured (no launcher), 1 thread:\n");
     printf("  %-44s %8.2f ns\n", "user API pair, by name", inactive_name);
     printf("  %-44s %8.2f ns\n", "user API pair, by handle", inactive_handle);
-    for (int pass = 0; pass < 2; pass++) {
+    for (int pass = 0; pass < passes; pass++) {
         int threads = pass == 0 ? 1 : cores;
         printf("\n%d thread%s:\n", threads, threads == 1 ? "" : "s (all cores, per thread)");
         printf("  %-44s %8.2f ns\n", "baseline: empty loop iteration",

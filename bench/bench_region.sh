@@ -17,20 +17,28 @@ trap 'rm -rf "$work"' EXIT
 one_run() {
     dir=$build
     [ "$1" = before ] && dir=$before
-    "$dir/bench/bench-region" "$pairs" | awk '
+    # shellcheck disable=SC2086
+    $pin "$dir/bench/bench-region" "$pairs" 1 | awk -v run="$1.$2" '
         /^1 thread:/ { on = 1; next }
         on && /^$/ { on = 0 }
         on && match($0, / +[0-9.]+ ns/) {
             label = substr($0, 3, RSTART - 3)
             v = substr($0, RSTART, RLENGTH); sub(/ ns/, "", v); gsub(/ /, "", v)
-            print label "\t" v
+            print label "\t" v "\t" run
         }' >>"$work/$1"
 }
+# Pinned only where every build's bench-region takes the one-thread
+# argument: an older one runs its all-cores section too, which on one CPU
+# takes many times as long (and both kinds must run alike).
+pin=$(bench_pin)
+for dir in "$build" ${before:+"$before"}; do
+    "$dir/bench/bench-region" 1 1 | grep -q 'threads (all cores' && pin=
+done
 kinds=now
 [ -n "$before" ] && kinds="now before"
 # shellcheck disable=SC2086
 bench_rounds "$rounds" one_run $kinds
-echo "bench-region: 1 thread, ns per pair, medians of $rounds runs of 7 x $pairs; $(bench_load)"
+echo "bench-region: 1 thread, ns per pair, medians of $rounds runs of 7 x $pairs; $(bench_load)${pin:+; $pin}"
 printf '%-46s %9s' "" now
 [ -n "$before" ] && printf ' %9s' before
 echo
@@ -40,11 +48,17 @@ cut -f1 "$work/now" | awk '!seen[$0]++' | while IFS= read -r label; do
         printf ' %9s' "$(awk -F'\t' -v l="$label" '$1 == l {print $2}' "$work/before" | bench_mid)"
     echo
 done
-tsc=$(awk -F'\t' '$1 == "baseline: two TSC reads" {print $2}' "$work/now" | bench_mid)
-tp=$(awk -F'\t' '$1 == "trace+profile, by handle" {print $2}' "$work/now" | bench_mid)
-echo "trace+profile by handle / two TSC reads: $(echo "$tp $tsc" | awk '{printf "%.2f", $1 / $2}')x (goal <= 1.3x)"
+# The goal's ratio: the median of each run's own ratio (a run's two lines
+# share its moment's machine load), and the ratio of the medians.
+ratio() {
+    awk -F'\t' '$1 == "baseline: two TSC reads" {t[$3] = $2}
+        $1 == "trace+profile, by handle" {p[$3] = $2}
+        END {for (r in p) if (t[r] > 0) print p[r] / t[r]}' "$work/$1" | bench_mid
+}
+median_of() {
+    awk -F'\t' -v l="$2" '$1 == l {print $2}' "$work/$1" | bench_mid
+}
+echo "trace+profile by handle / two TSC reads: $(ratio now | awk '{printf "%.2f", $1}')x per run (median), $(echo "$(median_of now "trace+profile, by handle") $(median_of now "baseline: two TSC reads")" | awk '{printf "%.2f", $1 / $2}')x of the medians (goal <= 1.3x)"
 if [ -n "$before" ]; then
-    tsc=$(awk -F'\t' '$1 == "baseline: two TSC reads" {print $2}' "$work/before" | bench_mid)
-    tp=$(awk -F'\t' '$1 == "trace+profile, by handle" {print $2}' "$work/before" | bench_mid)
-    echo "before: $(echo "$tp $tsc" | awk '{printf "%.2f", $1 / $2}')x"
+    echo "before: $(ratio before | awk '{printf "%.2f", $1}')x per run (median), $(echo "$(median_of before "trace+profile, by handle") $(median_of before "baseline: two TSC reads")" | awk '{printf "%.2f", $1 / $2}')x of the medians"
 fi

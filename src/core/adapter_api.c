@@ -56,7 +56,9 @@ static SM_NOINLINE void sm_api_pass_leave(void)
     loc->stamp_frame = NULL; /* an end time taken inside it is not the parent's */
 }
 
-static void sm_api_enter(sm_region_id_t region)
+/* The general enter and leave (sm_api_enter and sm_api_leave take the
+ * common case inline, see sm_event_enter_fast). */
+static SM_NOINLINE void sm_api_enter_slow(sm_region_id_t region)
 {
     if (SM_UNLIKELY(sm_region_filtered(region))) {
         if (region != SM_INVALID_ID && sm_runtime_active)
@@ -96,7 +98,7 @@ static inline uint64_t sm_api_end_time(sm_location_t *loc)
     return loc->stamp;
 }
 
-static void sm_api_leave(sm_region_id_t region)
+static SM_NOINLINE void sm_api_leave_slow(sm_region_id_t region)
 {
     if (SM_UNLIKELY(!sm_runtime_active))
         return;
@@ -111,6 +113,28 @@ static void sm_api_leave(sm_region_id_t region)
         loc->stamp_frame = NULL;
         sm_event_leave_top(loc, t);
     }
+}
+
+static void sm_api_enter(sm_region_id_t region)
+{
+    sm_location_t *loc = sm_tls_location;
+    if (SM_LIKELY(sm_runtime_active && loc && sm_measuring(loc) && sm_event_enter_fast(loc, region)))
+        return;
+    sm_api_enter_slow(region);
+}
+
+static void sm_api_leave(sm_region_id_t region)
+{
+    sm_location_t *loc = sm_tls_location;
+    if (SM_LIKELY(sm_runtime_active && loc && loc->sp->region == region && loc->sp != loc->stack &&
+                  !loc->closed)) {
+        uint64_t t = sm_api_stamped(loc) ? loc->stamp : sm_clock_tsc_or_zero();
+        if (SM_LIKELY(t) && sm_event_leave_top_fast(loc, t)) {
+            loc->stamp_frame = NULL;
+            return;
+        }
+    }
+    sm_api_leave_slow(region);
 }
 
 /* ---------------------------------------------------------------- messages */

@@ -32,6 +32,18 @@ static inline uint64_t sm_clock_now(void)
     return sm_clock_monotonic_ns();
 }
 
+/* The clock read of the inline fast paths (events.h): the TSC, or 0 where
+ * the clock is CLOCK_MONOTONIC, whose read is a call: a path with a call in
+ * it saves registers on every pass, so those leave it to the general one. */
+static SM_ALWAYS_INLINE uint64_t sm_clock_tsc_or_zero(void)
+{
+#ifdef SM_CLOCK_HAVE_TSC
+    if (SM_LIKELY(sm_clock_use_tsc))
+        return __rdtsc();
+#endif
+    return 0;
+}
+
 /* Whether this CPU's TSC is invariant (constant_tsc and nonstop_tsc). */
 bool sm_clock_tsc_invariant(void) SM_HIDDEN;
 

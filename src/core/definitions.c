@@ -59,9 +59,13 @@ static uint32_t sm_def_append(sm_def_table_t *t)
     return id;
 }
 
+uint32_t sm_regions_defined;
+
 static void sm_def_publish(sm_def_table_t *t, uint32_t id)
 {
     __atomic_store_n(&t->count, id + 1, __ATOMIC_RELEASE);
+    if (t == &sm_regions)
+        __atomic_store_n(&sm_regions_defined, id + 1, __ATOMIC_RELEASE);
 }
 
 typedef int (*sm_def_equal_fn)(const sm_def_table_t *t, uint32_t id, const void *key);
@@ -278,10 +282,6 @@ const char *sm_region_name(sm_region_id_t id)
     return r ? sm_string_get(r->name) : "(unknown region)";
 }
 
-uint32_t sm_region_count(void)
-{
-    return __atomic_load_n(&sm_regions.count, __ATOMIC_ACQUIRE);
-}
 
 /* ---------------------------------------------------------------- attributes */
 

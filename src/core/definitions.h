@@ -90,7 +90,14 @@ sm_region_id_t sm_region_define_mangled(const char *name, const char *mangled, c
 /* Also for an id with SM_REGION_FILTERED. */
 const sm_region_def_t *sm_region_get(sm_region_id_t id) SM_HIDDEN;
 const char *sm_region_name(sm_region_id_t id) SM_HIDDEN;
-uint32_t sm_region_count(void) SM_HIDDEN;
+/* The number of regions defined, published with release once a region's
+ * entry is complete (definitions.c); inline, for the user API's check of
+ * a handle on every enter. */
+extern uint32_t sm_regions_defined SM_HIDDEN;
+static inline uint32_t sm_region_count(void)
+{
+    return __atomic_load_n(&sm_regions_defined, __ATOMIC_ACQUIRE);
+}
 
 /* Same (name, type) gives the same id. */
 sm_attribute_id_t sm_attribute_define(const char *name, sm_attr_type_t type) SM_HIDDEN;

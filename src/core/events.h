@@ -25,16 +25,28 @@ static inline bool sm_measuring(const sm_location_t *loc)
     return sm_measurement_on && loc->thread_enabled;
 }
 
-static inline void sm_trace_record(sm_location_t *loc, sm_record_kind_t kind, uint32_t ref,
-                                   uint64_t t)
+/* A 16-byte record at r, loc's reserved room, published. */
+static SM_ALWAYS_INLINE void sm_trace_put(sm_location_t *loc, sm_record_t *r,
+                                          sm_record_kind_t kind, uint32_t ref, uint64_t t)
 {
-    sm_record_t *r = (sm_record_t *)SM_BUFFER_RESERVE(loc, sizeof(sm_record_t));
     r->time = t;
     r->kind = (uint8_t)kind;
     r->words = 0;
     r->aux = 0;
     r->ref = ref;
     SM_BUFFER_COMMIT(loc, r + 1);
+}
+
+static inline void sm_trace_record(sm_location_t *loc, sm_record_kind_t kind, uint32_t ref,
+                                   uint64_t t)
+{
+    sm_trace_put(loc, (sm_record_t *)SM_BUFFER_RESERVE(loc, sizeof(sm_record_t)), kind, ref, t);
+}
+
+/* Room for a 16-byte record in loc's current chunk. */
+static SM_ALWAYS_INLINE bool sm_trace_room(const sm_location_t *loc)
+{
+    return (size_t)(loc->end - loc->pos) >= sizeof(sm_record_t);
 }
 
 /* An event beside enter/leave, counted (traced or not): sysmeasure-score
@@ -108,15 +120,10 @@ static inline void sm_event_enter_at(sm_location_t *loc, sm_region_id_t region, 
         sm_trace_record(loc, SM_REC_ENTER, region, t);
 }
 
-/* The call-path half of a leave: pop the top frame into the profile.
- * Returns the region left. */
-static SM_ALWAYS_INLINE sm_region_id_t sm_event_pop_frame(sm_location_t *loc, uint64_t t)
+/* Pop frame f (the top) into the profile at t: its times, no counters. */
+static SM_ALWAYS_INLINE sm_region_id_t sm_event_pop_frame_times(sm_location_t *loc, sm_frame_t *f,
+                                                                uint64_t t)
 {
-    sm_frame_t *f = loc->sp;
-#ifdef SM_HAVE_PAPI
-    if (SM_UNLIKELY(loc->counters != NULL))
-        sm_counters_leave(loc, f, t);
-#endif
     uint64_t incl = t - f->start;
     loc->sp = f - 1;
     (f - 1)->child += incl;
@@ -131,6 +138,18 @@ static SM_ALWAYS_INLINE sm_region_id_t sm_event_pop_frame(sm_location_t *loc, ui
     return f->region;
 }
 
+/* The call-path half of a leave: pop the top frame into the profile.
+ * Returns the region left. */
+static SM_ALWAYS_INLINE sm_region_id_t sm_event_pop_frame(sm_location_t *loc, uint64_t t)
+{
+    sm_frame_t *f = loc->sp;
+#ifdef SM_HAVE_PAPI
+    if (SM_UNLIKELY(loc->counters != NULL))
+        sm_counters_leave(loc, f, t);
+#endif
+    return sm_event_pop_frame_times(loc, f, t);
+}
+
 /* Leave the region on top of the stack. */
 static SM_ALWAYS_INLINE void sm_event_leave_top(sm_location_t *loc, uint64_t t)
 {
@@ -141,6 +160,59 @@ static SM_ALWAYS_INLINE void sm_event_leave_top(sm_location_t *loc, uint64_t t)
     sm_region_id_t region = sm_event_pop_frame(loc, t);
     if (loc->tracing)
         sm_trace_record(loc, SM_REC_LEAVE, region, t);
+}
+
+/* The common case of an enter and of a leave, inline and with no call in
+ * it, so that the compiler saves no registers for it: on the Xeon host
+ * most work between a pair's two clock reads adds to the pair (there, ALU
+ * work that waits for a TSC read's result overlaps it hardly at all,
+ * independent work about half; loads and stores mostly do).  Each returns
+ * false, having recorded nothing, where the general path must do it
+ * (sm_event_enter, sm_event_leave_top): the thread's first visit of the
+ * call path, a full stack or chunk, counters, the clock not the TSC.
+ *
+ * The enter reads the clock after its checks and the profile lookup, right
+ * before it stores; callers of the leave read it after their own checks:
+ * the region's time leaves out the tool's own work, and the loads before
+ * the read do not wait for it. */
+static SM_ALWAYS_INLINE bool sm_event_enter_fast(sm_location_t *loc, sm_region_id_t region)
+{
+    sm_frame_t *f = loc->sp + 1;
+    sm_profile_node_t *n = NULL;
+    if (loc->profiling) {
+        n = loc->sp->node->last_hit;
+        if (SM_UNLIKELY(!n || n->region != region))
+            return false;
+    }
+    if (SM_UNLIKELY(f > loc->stack_limit || loc->closed || sm_region_filtered(region) ||
+                    loc->counters != NULL || (loc->tracing && !sm_trace_room(loc))))
+        return false;
+    uint64_t t = sm_clock_tsc_or_zero();
+    if (SM_UNLIKELY(!t))
+        return false;
+    f->start = t;
+    f->child = 0;
+    f->region = region;
+    if (loc->profiling)
+        f->node = n;
+    loc->sp = f;
+    if (loc->tracing)
+        sm_trace_put(loc, (sm_record_t *)loc->pos, SM_REC_ENTER, region, t);
+    return true;
+}
+
+/* The leave of the frame on top, which the caller found to be the region's
+ * (and the stack not at its root, the location open), at t (not 0). */
+static SM_ALWAYS_INLINE bool sm_event_leave_top_fast(sm_location_t *loc, uint64_t t)
+{
+    sm_frame_t *f = loc->sp;
+    if (SM_UNLIKELY(f->region == SM_DEEP_REGION || loc->counters != NULL ||
+                    (loc->tracing && !sm_trace_room(loc))))
+        return false;
+    sm_region_id_t region = sm_event_pop_frame_times(loc, f, t);
+    if (loc->tracing)
+        sm_trace_put(loc, (sm_record_t *)loc->pos, SM_REC_LEAVE, region, t);
+    return true;
 }
 
 /* A leave that does not match the top: close the regions above `region` if it

@@ -252,7 +252,9 @@ SM_API sysmeasure_region_t sysmeasure_region_define(const char *name, const char
     return r == SM_INVALID_ID ? 0 : r + 1;
 }
 
-SM_API int sysmeasure_region_enter(sysmeasure_region_t region)
+/* The general enter and leave of a handle (the fast paths below hand
+ * everything but the common case to them). */
+static SM_NOINLINE int sm_user_enter_slow(sysmeasure_region_t region)
 {
     if (SM_UNLIKELY(!sm_runtime_active))
         return SYSMEASURE_ERROR_NOT_ACTIVE;
@@ -262,15 +264,13 @@ SM_API int sysmeasure_region_enter(sysmeasure_region_t region)
     return SYSMEASURE_SUCCESS;
 }
 
-SM_API int sysmeasure_region_leave(sysmeasure_region_t region)
+static SM_NOINLINE int sm_user_leave_slow(sysmeasure_region_t region, uint64_t t)
 {
-    if (SM_UNLIKELY(!sm_runtime_active))
-        return SYSMEASURE_ERROR_NOT_ACTIVE;
-    uint64_t t = sm_clock_now();
+    if (!t)
+        t = sm_clock_now();
     sm_location_t *loc = sm_location_current();
-    /* The region on top, entered (so defined): leave it, inline. */
-    if (SM_LIKELY(region != 0 && loc->sp != loc->stack && loc->sp->region == region - 1 &&
-                  !loc->closed)) {
+    /* The region on top, entered (so defined): leave it. */
+    if (region != 0 && loc->sp != loc->stack && loc->sp->region == region - 1 && !loc->closed) {
         sm_event_leave_top(loc, t);
         return SYSMEASURE_SUCCESS;
     }
@@ -279,6 +279,34 @@ SM_API int sysmeasure_region_leave(sysmeasure_region_t region)
     uint64_t unmatched = loc->unmatched_leaves;
     sm_event_leave(loc, region - 1, t);
     return loc->unmatched_leaves == unmatched ? SYSMEASURE_SUCCESS : SYSMEASURE_ERROR_NO_REGION;
+}
+
+/* A handle is its region id + 1 (0: none), so region - 1 < count is a
+ * defined region. */
+SM_API int sysmeasure_region_enter(sysmeasure_region_t region)
+{
+    sm_location_t *loc = sm_tls_location;
+    if (SM_LIKELY(sm_runtime_active && loc && region - 1 < sm_region_count() &&
+                  sm_event_enter_fast(loc, region - 1)))
+        return SYSMEASURE_SUCCESS;
+    return sm_user_enter_slow(region);
+}
+
+SM_API int sysmeasure_region_leave(sysmeasure_region_t region)
+{
+    if (SM_UNLIKELY(!sm_runtime_active))
+        return SYSMEASURE_ERROR_NOT_ACTIVE;
+    /* The clock after the loads of the checks: on the Xeon host work that
+     * waits for the TSC read overlaps it little, work before it does. */
+    uint64_t t = 0;
+    sm_location_t *loc = sm_tls_location;
+    if (SM_LIKELY(loc && region != 0 && loc->sp != loc->stack &&
+                  loc->sp->region == region - 1 && !loc->closed)) {
+        t = sm_clock_tsc_or_zero();
+        if (SM_LIKELY(t && sm_event_leave_top_fast(loc, t)))
+            return SYSMEASURE_SUCCESS;
+    }
+    return sm_user_leave_slow(region, t);
 }
 
 SM_API int sysmeasure_is_active(void)
