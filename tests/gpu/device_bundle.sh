@@ -2,12 +2,14 @@
 # Prepares a folder to carry to a GPU host that has CUDA, Open MPI and
 # python3 but none of OTF2, PAPI, libdw, libunwind or LLVM libomp (the H100
 # host: Ubuntu 24.04), so that `make check-gpu` and `make bench-cuda` run
-# there without building anything:
+# there without building anything (and so do `make bench-region`,
+# bench-mpi, bench-omp, bench-spill and bench-exit, for their figures there):
 #   tests/gpu/device_bundle.sh DEST        (run inside a sysmeasure checkout)
 # It copies the checkout's files (tracked and untracked, not ignored) to the
 # fixed path /tmp/smdev-NAME (NAME: DEST's last part without ".device-"),
-# builds there, and packs that tree into DEST/tree.tar.gz: every absolute
-# path the build wrote stays true once the host unpacks it to the same path.
+# builds there (the benchmarks of bench/ too), and packs that tree into
+# DEST/tree.tar.gz: every absolute path the build wrote stays true once the
+# host unpacks it to the same path.
 # The Debian packages of the libraries the build needs that are neither the C
 # runtime, nor Open MPI's, nor CUDA's are downloaded and packed as
 # DEST/debroot.tar.gz (dpkg -x), with the OTF2 Python reader (pure ctypes:
@@ -50,6 +52,12 @@ echo "== building in $tree"
     make -s -j"$jobs" tests/gpu/gpu_app tests/gpu/other_tool.so tests/gpu/counters_app tests/gpu/mt_counters bench/bench-region \
         $(grep -q '^am__append_[0-9]* = tests/gpu/gpu_app_mpi' "$tree/Makefile" && echo tests/gpu/gpu_app_mpi) >/dev/null) ||
     { echo "device_bundle: the build in $tree failed (rerun make there)" >&2; exit 1; }
+# The benchmarks of bench/ (make bench-region, bench-mpi, bench-omp,
+# bench-spill, bench-exit run on the host without a compiler of ours; those
+# this configuration cannot build are left out).
+(cd "$tree" && make -s -k -j"$jobs" bench/bench-spill bench/bench-mpi bench/bench-pingpong \
+    bench/bench-exit-mpi bench/bench-omp bench/bench-omp-tool.so >/dev/null 2>&1) ||
+    echo "device_bundle: warning: some benchmarks were not built in $tree" >&2
 # The dependency files name system headers (/usr/include/papi.h, otf2/...)
 # that the host lacks: make would rebuild every object that includes one.
 # Only the tree's own files stay prerequisites.
