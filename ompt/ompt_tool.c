@@ -606,8 +606,8 @@ typedef struct sm_ompt_thread {
     uint32_t depth; /* scopes open; those beyond SM_MAX_SCOPES are only counted */
     uint32_t held;  /* locks held; those beyond SM_MAX_HELD are only counted */
     uint32_t generation; /* explicit tasks created so far (names them) */
-    /* The encountering thread's closing barrier, reported ended but left
-     * open: it ends with the implicit task, at that one clock read (see
+    /* The closing barrier of the thread's parallel region, reported ended
+     * but left open: it ends with the implicit task (see
      * sm_cb_sync_region).  NULL when none. */
     struct sm_ompt_scope *closing;
     /* The construct and team of the last parallel region this thread
@@ -780,8 +780,8 @@ static inline void sm_scope_pop(sm_ompt_thread_t *th, sm_location_t *loc, sm_omp
 }
 
 /* Something else happens on the thread between its closing barrier's end
- * and its implicit task's (not seen with LLVM's runtime): the barrier ends
- * now, before it. */
+ * and its implicit task's (not seen with LLVM's runtime, which ends the
+ * task next): the barrier ends now, before it. */
 static SM_NOINLINE void sm_scope_settle(sm_ompt_thread_t *th, sm_location_t *loc, uint64_t t)
 {
     sm_ompt_scope_t *s = th->closing;
@@ -1283,13 +1283,13 @@ static void sm_cb_sync_region(ompt_sync_region_t type, ompt_scope_endpoint_t end
         uint64_t t;
         if (kind == SM_SITE_BARRIER_IMPLICIT) {
             sm_ompt_scope_t *implicit = sm_scope_find(th, SM_SCOPE_IMPLICIT, 0, false);
-            /* The encountering thread's closing barrier, right inside its
-             * implicit task: left open, it ends with the task (which the
-             * runtime ends next), at the time that the team's other threads
-             * take for their barrier's end too (sm_ompt_end_time).  One clock
-             * read less after the join. */
-            if (implicit && (implicit->flags & SM_IMPLICIT_PRIMARY) &&
-                th->depth == (uint32_t)(implicit - th->scope) + 2 &&
+            /* A parallel region's closing barrier, right inside the
+             * thread's implicit task: left open, it ends with the task
+             * (which the runtime ends next), at the task's end, the time
+             * that every thread of the team takes for both (the encountering
+             * thread's, see sm_ompt_end_time): one clock read (encountering
+             * thread) or instance read (the others) less, and one pop. */
+            if (implicit && th->depth == (uint32_t)(implicit - th->scope) + 2 &&
                 implicit[1].kind == SM_SCOPE_SYNC && implicit[1].site == implicit->site->barrier) {
                 th->closing = &implicit[1];
                 return;
