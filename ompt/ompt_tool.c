@@ -748,21 +748,27 @@ static inline void sm_scope_push_task(sm_ompt_thread_t *th, sm_location_t *loc,
     }
 }
 
-/* Leave region where it is open on loc (closing what is above it). */
-static inline void sm_ompt_leave(sm_location_t *loc, sm_region_id_t region, uint64_t t)
+/* sm_ompt_leave when region is not on top (or the location is closed). */
+static SM_NOINLINE void sm_ompt_leave_below(sm_location_t *loc, sm_region_id_t region, uint64_t t)
 {
     if (loc->closed)
         return;
-    if (SM_LIKELY(loc->sp != loc->stack && loc->sp->region == region)) {
-        sm_event_leave_top(loc, t);
-        return;
-    }
     for (sm_frame_t *f = loc->sp; f > loc->stack; f--)
         if (f->region == region) {
             while (loc->sp >= f)
                 sm_event_leave_top(loc, t);
             return;
         }
+}
+
+/* Leave region where it is open on loc (closing what is above it); inline
+ * where it is on top: the fork/join path pops two regions on each thread. */
+static SM_ALWAYS_INLINE void sm_ompt_leave(sm_location_t *loc, sm_region_id_t region, uint64_t t)
+{
+    if (SM_LIKELY(!loc->closed && loc->sp != loc->stack && loc->sp->region == region))
+        sm_event_leave_top(loc, t);
+    else
+        sm_ompt_leave_below(loc, region, t);
 }
 
 /* End scope s and the scopes opened after it. */
