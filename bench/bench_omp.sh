@@ -6,17 +6,20 @@
 # profile, and with the profile only (--trace=no), in turn, ROUNDS times;
 # the medians of each are compared.  Also the size of the profile files and
 # of the trace that sysmeasure wrote.
-# Usage: bench/bench_omp.sh BUILDDIR [ITERS] [ROUNDS] [FIB]
+# Usage: bench/bench_omp.sh BUILDDIR [ITERS] [ROUNDS] [FIB] [REPS]
 #   ITERS regions and barriers per repetition (default 20000); fib(FIB)
-#   (default 20).
+#   (default 20); REPS repetitions per run, the fastest counts (default 5;
+#   on a machine shared with other work, more and shorter ones find its
+#   quiet moments: 2000 regions x 60 repetitions).
 # Environment: SM_BENCH_TRACE=yes or no measures only that mode;
 # OMP_PROC_BIND (default true); BEFORE=DIR (another build of sysmeasure)
 # adds that build's launcher in the same modes to the same rounds.
 set -eu
-build=${1:?usage: bench_omp.sh BUILDDIR [ITERS] [ROUNDS] [FIB]}
+build=${1:?usage: bench_omp.sh BUILDDIR [ITERS] [ROUNDS] [FIB] [REPS]}
 iters=${2:-20000}
 rounds=${3:-7}
 fib=${4:-20}
+reps=${5:-5}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 modes=${SM_BENCH_TRACE:-yes no}
@@ -28,14 +31,14 @@ export OMP_NUM_THREADS=2 OMP_PROC_BIND=${OMP_PROC_BIND:-true} # pinned: steadier
 # one_run KIND ROUND: plain, the no-op tool, or under the launcher (trace: yes/no)
 one_run() {
     case $1 in
-    plain) "$build/bench/bench-omp" "$iters" 5 "$fib" >>"$work/plain" ;;
+    plain) "$build/bench/bench-omp" "$iters" "$reps" "$fib" >>"$work/plain" ;;
     tool) OMP_TOOL_LIBRARIES="$build/bench/bench-omp-tool.so" \
-              "$build/bench/bench-omp" "$iters" 5 "$fib" >>"$work/tool" ;;
+              "$build/bench/bench-omp" "$iters" "$reps" "$fib" >>"$work/tool" ;;
     *)
         t=$1 sm="$build/sysmeasure"
         case $t in b*) t=${t#b} sm="$before/sysmeasure" ;; esac
         "$sm" --trace="$t" --output "$work/out$2" -- \
-            "$build/bench/bench-omp" "$iters" 5 "$fib" >>"$work/trace-$1" 2>"$work/err" ||
+            "$build/bench/bench-omp" "$iters" "$reps" "$fib" >>"$work/trace-$1" 2>"$work/err" ||
             { echo "a run ($1) failed ($?): $(tail -3 "$work/err")" >&2; }
         cat "$work/out$2"/profile.* | wc -c >>"$work/profile_bytes-$1"
         { du -sk "$work/out$2/traces" 2>/dev/null || echo 0; } | cut -f1 >>"$work/trace_kb-$1"
@@ -45,7 +48,7 @@ one_run() {
 }
 # shellcheck disable=SC2086
 bench_rounds "$rounds" one_run plain tool $modes
-echo "bench-omp: $(bench_median threads "$work/plain") threads, $iters per kernel, fib($fib), $rounds rounds (medians; ns, fib in ms); $(bench_load)"
+echo "bench-omp: $(bench_median threads "$work/plain") threads, $iters per kernel x $reps, fib($fib), $rounds rounds (medians; ns, fib in ms); $(bench_load)"
 printf '%-12s %10s %10s' kernel plain "no-op tool"
 for t in $modes; do
     case $t in

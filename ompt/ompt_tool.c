@@ -606,6 +606,10 @@ typedef struct sm_ompt_thread {
     uint32_t depth; /* scopes open; those beyond SM_MAX_SCOPES are only counted */
     uint32_t held;  /* locks held; those beyond SM_MAX_HELD are only counted */
     uint32_t generation; /* explicit tasks created so far (names them) */
+    /* The closing barrier of the thread's parallel region, reported ended
+     * but left open: it ends with the implicit task (see
+     * sm_cb_sync_region).  NULL when none. */
+    struct sm_ompt_scope *closing;
     /* The construct and team of the last parallel region this thread
      * forked: a loop of parallel regions finds them without hashing. */
     const sm_ompt_site_t *last_parallel;
@@ -671,9 +675,13 @@ static const sm_ompt_site_t *sm_scope_parent(sm_ompt_thread_t *th)
     return NULL;
 }
 
+static void sm_scope_settle(sm_ompt_thread_t *th, sm_location_t *loc, uint64_t t);
+
 static inline void sm_scope_push(sm_ompt_thread_t *th, sm_location_t *loc, uint32_t kind,
                                  const sm_ompt_site_t *site, uint64_t aux, uint64_t t)
 {
+    if (SM_UNLIKELY(th->closing != NULL))
+        sm_scope_settle(th, loc, t);
     if (SM_UNLIKELY(th->depth >= SM_MAX_SCOPES)) {
         th->depth++;
         return;
@@ -702,6 +710,8 @@ static inline void sm_scope_push(sm_ompt_thread_t *th, sm_location_t *loc, uint3
 static inline void sm_scope_push_task(sm_ompt_thread_t *th, sm_location_t *loc,
                                       const sm_ompt_site_t *site, uint64_t aux, uint64_t t)
 {
+    if (SM_UNLIKELY(th->closing != NULL))
+        sm_scope_settle(th, loc, t);
     const sm_ompt_scope_t *outer = NULL;
     uint32_t d = th->depth < SM_MAX_SCOPES ? th->depth : SM_MAX_SCOPES;
     while (d--)
@@ -738,21 +748,27 @@ static inline void sm_scope_push_task(sm_ompt_thread_t *th, sm_location_t *loc,
     }
 }
 
-/* Leave region where it is open on loc (closing what is above it). */
-static inline void sm_ompt_leave(sm_location_t *loc, sm_region_id_t region, uint64_t t)
+/* sm_ompt_leave when region is not on top (or the location is closed). */
+static SM_NOINLINE void sm_ompt_leave_below(sm_location_t *loc, sm_region_id_t region, uint64_t t)
 {
     if (loc->closed)
         return;
-    if (SM_LIKELY(loc->sp != loc->stack && loc->sp->region == region)) {
-        sm_event_leave_top(loc, t);
-        return;
-    }
     for (sm_frame_t *f = loc->sp; f > loc->stack; f--)
         if (f->region == region) {
             while (loc->sp >= f)
                 sm_event_leave_top(loc, t);
             return;
         }
+}
+
+/* Leave region where it is open on loc (closing what is above it); inline
+ * where it is on top: the fork/join path pops two regions on each thread. */
+static SM_ALWAYS_INLINE void sm_ompt_leave(sm_location_t *loc, sm_region_id_t region, uint64_t t)
+{
+    if (SM_LIKELY(!loc->closed && loc->sp != loc->stack && loc->sp->region == region))
+        sm_event_leave_top(loc, t);
+    else
+        sm_ompt_leave_below(loc, region, t);
 }
 
 /* End scope s and the scopes opened after it. */
@@ -765,6 +781,22 @@ static inline void sm_scope_pop(sm_ompt_thread_t *th, sm_location_t *loc, sm_omp
             th->last = t;
         }
     th->depth = (uint32_t)(s - th->scope);
+    if (SM_UNLIKELY(th->closing != NULL) && th->closing >= s)
+        th->closing = NULL;
+}
+
+/* Something else happens on the thread between its closing barrier's end
+ * and its implicit task's (not seen with LLVM's runtime, which ends the
+ * task next): the barrier ends now, before it. */
+static SM_NOINLINE void sm_scope_settle(sm_ompt_thread_t *th, sm_location_t *loc, uint64_t t)
+{
+    sm_ompt_scope_t *s = th->closing;
+    th->closing = NULL;
+    if (s < &th->scope[th->depth] && s->kind == SM_SCOPE_SYNC) {
+        if (t < th->last)
+            t = th->last;
+        sm_scope_pop(th, loc, s, t);
+    }
 }
 
 /* Ends the innermost scope of a kind; returns false when none is open. */
@@ -775,6 +807,8 @@ static inline bool sm_scope_end(sm_ompt_thread_t *th, sm_location_t *loc, uint32
         th->depth--;
         return true;
     }
+    if (SM_UNLIKELY(th->closing != NULL))
+        sm_scope_settle(th, loc, t);
     sm_ompt_scope_t *s = sm_scope_find(th, kind, aux, match_aux);
     if (!s)
         return false;
@@ -1050,10 +1084,12 @@ static void sm_implicit_close(sm_ompt_thread_t *th, sm_location_t *loc, sm_ompt_
 static void sm_implicit_begin(sm_ompt_thread_t *th, sm_location_t *loc, ompt_data_t *parallel,
                               ompt_data_t *task, unsigned int actual, unsigned int index)
 {
+    /* The clock first: its latency overlaps the load of the region's data,
+     * which the encountering thread has just written. */
+    uint64_t t = sm_clock_now();
     uint64_t value = parallel ? parallel->value : 0, seq = sm_parallel_seq(value);
     const sm_ompt_site_t *site = sm_parallel_site(value);
     task->value = sm_implicit_value(seq);
-    uint64_t t = sm_clock_now();
     if (SM_UNLIKELY(th->depth >= SM_MAX_SCOPES)) {
         th->depth++;
         return;
@@ -1251,9 +1287,21 @@ static void sm_cb_sync_region(ompt_sync_region_t type, ompt_scope_endpoint_t end
         sm_scope_push(th, loc, SM_SCOPE_SYNC, site, 0, t);
     } else {
         uint64_t t;
-        if (kind == SM_SITE_BARRIER_IMPLICIT)
-            t = sm_ompt_end_time(th, loc, sm_scope_find(th, SM_SCOPE_IMPLICIT, 0, false));
-        else
+        if (kind == SM_SITE_BARRIER_IMPLICIT) {
+            sm_ompt_scope_t *implicit = sm_scope_find(th, SM_SCOPE_IMPLICIT, 0, false);
+            /* A parallel region's closing barrier, right inside the
+             * thread's implicit task: left open, it ends with the task
+             * (which the runtime ends next), at the task's end, the time
+             * that every thread of the team takes for both (the encountering
+             * thread's, see sm_ompt_end_time): one clock read (encountering
+             * thread) or instance read (the others) less, and one pop. */
+            if (implicit && th->depth == (uint32_t)(implicit - th->scope) + 2 &&
+                implicit[1].kind == SM_SCOPE_SYNC && implicit[1].site == implicit->site->barrier) {
+                th->closing = &implicit[1];
+                return;
+            }
+            t = sm_ompt_end_time(th, loc, implicit);
+        } else
             t = sm_clock_now();
         sm_scope_end(th, loc, SM_SCOPE_SYNC, 0, false, t);
     }
