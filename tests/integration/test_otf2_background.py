@@ -129,8 +129,9 @@ check("encoded during the run" not in p.stderr, "off: nothing encoded during the
 visits = check_trace_consistent(Trace(out))
 check(visits.get("iteration") == 40000, "off: iterations %s" % visits.get("iteration"))
 
-# auto (the default): on only where the writer thread has a CPU of its own
-# (CPUs of the affinity mask > processes on the node x OMP_NUM_THREADS).
+# auto (the default): on only where the writer thread has a CPU of its own:
+# CPUs of the affinity mask > processes on the node x OMP_NUM_THREADS, or
+# else the node's CPUs (cpuset cgroup, online) outside the mask.
 cpus = len(os.sched_getaffinity(0))
 for threads, procs in ((1, None), (cpus, None), (1, cpus)):
     env_auto = {"SYSMEASURE_VERBOSE": "2", "OMP_NUM_THREADS": str(threads)}
@@ -139,10 +140,35 @@ for threads, procs in ((1, None), (cpus, None), (1, cpus)):
     out, p = measure([program("many-regions"), "1", "1000"], "bg-auto-%d-%s" % (threads, procs),
                      env=env_auto)
     want = "yes" if cpus > threads * (procs or 1) else "no"
-    check("OTF2 during the run: %s (%d CPUs, %d processes on the node x %d threads)"
+    check("OTF2 during the run: %s (%d CPUs, %d processes on the node x %d threads;"
           % (want, cpus, procs or 1, threads) in p.stderr,
           "auto with %d CPUs, %d threads, %s processes: %s" % (cpus, threads, procs, want))
     check(check_trace_consistent(Trace(out)).get("iteration") == 1000, "auto: iterations")
+
+# A process bound to one CPU of a node with more (ranks bound one per core):
+# the writer thread runs on the node's other CPUs when the node has a spare
+# one (processes x threads < the node's CPUs), never on the process's own.
+if cpus >= 2:
+    own = min(os.sched_getaffinity(0))
+    for procs in (1, cpus - 1, cpus):
+        env_auto = {"SYSMEASURE_VERBOSE": "2", "OMP_NUM_THREADS": "1",
+                    "OMPI_COMM_WORLD_LOCAL_SIZE": str(procs)}
+        mask = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, {own})  # (inherited by the launcher and the program)
+        try:
+            out, p = measure([program("many-regions"), "1", "3000"], "bg-bound-%d" % procs,
+                             env=env_auto)
+        finally:
+            os.sched_setaffinity(0, mask)
+        line = [x for x in p.stderr.splitlines() if "OTF2 during the run" in x]
+        want = "yes" if procs < cpus else "no"
+        check(len(line) == 1 and ("OTF2 during the run: %s (1 CPUs, %d processes" % (want, procs))
+              in line[0], "bound to CPU %d, %d processes: %s (%s)" % (own, procs, want, line))
+        if want == "yes":
+            check(("writer thread on the node's other CPUs " in line[0]) and
+                  str(own) not in line[0].split("other CPUs ")[-1].split(","),
+                  "bound: the writer thread off CPU %d (%s)" % (own, line))
+        check(check_trace_consistent(Trace(out)).get("iteration") == 3000, "bound: iterations")
 
 # 2 ranks: point-to-point, collectives, split communicators, spilling (a
 # 64K budget of 4K chunks: most chunks are full long before the end).
