@@ -170,11 +170,6 @@ uint64_t sm_clock_monotonic_at_init_ns(void)
 /* Offsets to rank 0's clock, measured at MPI_Init (0) and MPI_Finalize (1). */
 static sm_clock_params_t sm_job_clock;
 
-/* sm_job_clock's drift, divided once: the writer converts every event's
- * time (a division per event was 5% of the end of an MPI job). */
-static double sm_job_slope;
-static int sm_job_sloped;
-
 void sm_clock_set_offset(int which, uint64_t local_ns, int64_t offset_ns)
 {
     if (which < 0 || which > 1)
@@ -182,12 +177,6 @@ void sm_clock_set_offset(int which, uint64_t local_ns, int64_t offset_ns)
     sm_job_clock.have_offset[which] = 1;
     sm_job_clock.offset_local_ns[which] = local_ns;
     sm_job_clock.offset_ns[which] = offset_ns;
-    const sm_clock_params_t *p = &sm_job_clock;
-    sm_job_sloped = p->have_offset[0] && p->have_offset[1] &&
-                    p->offset_local_ns[1] > p->offset_local_ns[0];
-    if (sm_job_sloped)
-        sm_job_slope = (double)(p->offset_ns[1] - p->offset_ns[0]) /
-                       (double)(p->offset_local_ns[1] - p->offset_local_ns[0]);
 }
 
 void sm_clock_export(sm_clock_params_t *p)
@@ -221,10 +210,27 @@ uint64_t sm_clock_params_to_job_ns(const sm_clock_params_t *p, uint64_t ticks)
 
 int64_t sm_clock_offset_at(uint64_t ns)
 {
-    if (sm_job_sloped) /* (as sm_clock_params_offset computes it) */
-        return sm_job_clock.offset_ns[0] +
-               (int64_t)(sm_job_slope * (double)(int64_t)(ns - sm_job_clock.offset_local_ns[0]));
     return sm_clock_params_offset(&sm_job_clock, ns);
+}
+
+void sm_clock_job_get(sm_clock_job_t *c)
+{
+    /* (The arithmetic of sm_clock_to_ns and sm_clock_params_offset.) */
+    const sm_clock_params_t *p = &sm_job_clock;
+    int a = p->have_offset[0], b = p->have_offset[1];
+    memset(c, 0, sizeof *c);
+    c->tick0 = sm_cal.tick0;
+    c->mono0 = (int64_t)sm_cal.mono0;
+    c->ns_per_tick = sm_cal.ns_per_tick;
+    c->sloped = a && b && p->offset_local_ns[1] > p->offset_local_ns[0];
+    if (c->sloped) {
+        c->slope = (double)(p->offset_ns[1] - p->offset_ns[0]) /
+                   (double)(p->offset_local_ns[1] - p->offset_local_ns[0]);
+        c->offset = p->offset_ns[0];
+        c->local0 = p->offset_local_ns[0];
+    } else if (a || b) {
+        c->offset = p->offset_ns[b ? 1 : 0];
+    }
 }
 
 uint64_t sm_clock_to_job_ns(uint64_t ticks)
