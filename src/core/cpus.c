@@ -55,6 +55,33 @@ void sm_cpus_format(const cpu_set_t *set, char *out, size_t len)
     }
 }
 
+long sm_cpus_slurm_tasks(const char *per_node, long node_id)
+{
+    const char *p = per_node;
+    long node = 0;
+    while (p && *p && node_id >= 0) {
+        char *end;
+        long n = strtol(p, &end, 10), times = 1;
+        if (end == p || n < 0)
+            return 0;
+        p = end;
+        if (strncmp(p, "(x", 2) == 0) {
+            times = strtol(p + 2, &end, 10);
+            if (end == p + 2 || *end != ')' || times < 1)
+                return 0;
+            p = end + 1;
+        }
+        if (node_id < node + times)
+            return n;
+        node += times;
+        if (*p == ',')
+            p++;
+        else if (*p)
+            return 0;
+    }
+    return 0;
+}
+
 static int sm_cpus_read(const char *path, cpu_set_t *set)
 {
     FILE *f = fopen(path, "re");

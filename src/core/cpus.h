@@ -1,17 +1,10 @@
 /* The CPUs a process may use, and where sysmeasure's writer thread may run
  * without taking processor time from the program (SYSMEASURE_OTF2_BACKGROUND
- * = auto, manual section 9). */
+ * = auto, manual section 9).  cpu_set_t: the includer defines _GNU_SOURCE
+ * first. */
 #ifndef SM_CPUS_H
 #define SM_CPUS_H
 
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-/* Where the writer thread runs: set once at the start (the rule above),
- * applied by the writer thread to itself when it starts. */
-void sm_cpus_set_writer(const cpu_set_t *set) SM_HIDDEN;
-void sm_cpus_bind_writer(void) SM_HIDDEN;
-
-#endif
 #include <sched.h>
 #include <stddef.h>
 
@@ -27,11 +20,14 @@ void sm_cpus_format(const cpu_set_t *set, char *out, size_t len) SM_HIDDEN;
  * only (the node's when no cpuset is found); what told it into source. */
 int sm_cpus_node(cpu_set_t *set, const char **source) SM_HIDDEN;
 
-/* The rule, apart from the machine so that it can be tested.  own: the
- * process's affinity mask; node: sm_cpus_node; need: processes on the node
- * times their threads.  Returns 1 (the writer thread may run inside own,
- * there are spare CPUs in it), 2 (on the node's CPUs outside own: writer
- * gets them) or 0 (no spare CPU). */
+/* Slurm's tasks on node node_id from a list such as "2(x3),1" (as in
+ * SLURM_STEP_TASKS_PER_NODE); 0 when it is not there. */
+long sm_cpus_slurm_tasks(const char *per_node, long node_id) SM_HIDDEN;
+
+/* The rule, apart from the machine.  own: the process's affinity mask;
+ * node: sm_cpus_node; need: processes on the node times their threads.
+ * Returns 1 (spare CPUs in own: the writer thread runs there, *writer =
+ * own), 2 (spare CPUs on the node outside own: *writer = those) or 0. */
 int sm_cpus_writer_place(const cpu_set_t *own, const cpu_set_t *node, long need,
                          cpu_set_t *writer) SM_HIDDEN;
 

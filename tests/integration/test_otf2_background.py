@@ -147,27 +147,35 @@ for threads, procs in ((1, None), (cpus, None), (1, cpus)):
 
 # A process bound to one CPU of a node with more (ranks bound one per core):
 # the writer thread runs on the node's other CPUs when the node has a spare
-# one (processes x threads < the node's CPUs), never on the process's own.
+# one (processes x threads < the node's CPUs), never on the process's own;
+# not when the launcher did not say how many processes it started there.
 if cpus >= 2:
     own = min(os.sched_getaffinity(0))
-    for procs in (1, cpus - 1, cpus):
-        env_auto = {"SYSMEASURE_VERBOSE": "2", "OMP_NUM_THREADS": "1",
-                    "OMPI_COMM_WORLD_LOCAL_SIZE": str(procs)}
+    cases = [({"OMPI_COMM_WORLD_LOCAL_SIZE": str(n)}, n, n < cpus) for n in (1, cpus - 1, cpus)]
+    cases += [({"SLURM_STEP_TASKS_PER_NODE": "%d(x2),1" % n, "SLURM_NODEID": "1"}, n, n < cpus)
+              for n in (1, cpus)]
+    cases.append(({}, 1, False))
+    for k, (launcher_env, procs, want) in enumerate(cases):
+        env_auto = dict(launcher_env, SYSMEASURE_VERBOSE="2", OMP_NUM_THREADS="1")
         mask = os.sched_getaffinity(0)
         os.sched_setaffinity(0, {own})  # (inherited by the launcher and the program)
         try:
-            out, p = measure([program("many-regions"), "1", "3000"], "bg-bound-%d" % procs,
+            out, p = measure([program("many-regions"), "1", "3000"], "bg-bound-%d" % k,
                              env=env_auto)
         finally:
             os.sched_setaffinity(0, mask)
         line = [x for x in p.stderr.splitlines() if "OTF2 during the run" in x]
-        want = "yes" if procs < cpus else "no"
-        check(len(line) == 1 and ("OTF2 during the run: %s (1 CPUs, %d processes" % (want, procs))
-              in line[0], "bound to CPU %d, %d processes: %s (%s)" % (own, procs, want, line))
-        if want == "yes":
-            check(("writer thread on the node's other CPUs " in line[0]) and
+        text_want = "OTF2 during the run: %s (1 CPUs, %d processes" % ("yes" if want else "no",
+                                                                        procs)
+        check(len(line) == 1 and text_want in line[0],
+              "bound to CPU %d, %s: %s (%s)" % (own, launcher_env, text_want, line))
+        if want:
+            check(line and "writer thread on the node's other CPUs " in line[0] and
                   str(own) not in line[0].split("other CPUs ")[-1].split(","),
                   "bound: the writer thread off CPU %d (%s)" % (own, line))
+        if not launcher_env:
+            check(line and "the processes on the node are unknown" in line[0],
+                  "bound, no launcher: %s" % line)
         check(check_trace_consistent(Trace(out)).get("iteration") == 3000, "bound: iterations")
 
 # 2 ranks: point-to-point, collectives, split communicators, spilling (a
