@@ -449,6 +449,9 @@ void sm_mpi_hook_finalizing(void)
      * take it along. */
     __atomic_store_n(&sm_mpi_on, 0, __ATOMIC_RELEASE);
     api->save_before_finalize();
+    /* The ranks' saves end at different times: the first to finish waits
+     * here without polling (sm_mpi_procs), not in the clock exchange. */
+    (void)sm_mpi_procs.barrier(sm_mpi_procs.ctx);
     sm_mpi_clock_sync(1);
     api->finalize();
     __atomic_store_n(&sm_mpi_pass, 1, __ATOMIC_RELEASE);

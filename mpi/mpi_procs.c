@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <otf2/otf2.h>
 
@@ -37,6 +38,36 @@ static inline MPI_Comm sm_comm_of(void *ctx)
         if (sm_comm_of(ctx) == MPI_COMM_NULL)                                                     \
             return -1;                                                                            \
     } while (0)
+
+/* ---------------------------------------------------------------- waiting */
+
+/* Waits for r without holding the CPU: at the end of the run ranks wait for
+ * one another's writing (a rank's save or encoding, rank 0's summaries),
+ * and a blocking collective polls all the while (Open MPI), on the core
+ * that another rank's writing, the launcher or other jobs could use (ranks
+ * are often bound one per core or oversubscribed).  Tests with sleeps of 10
+ * microseconds at first, growing to 250: a step ends at most about 0.25 ms
+ * late per stage of the collective's tree (a sleeping rank forwards late). */
+static int sm_mpi_wait_idle(MPI_Request *r)
+{
+    long ns = 10000;
+    for (;;) {
+        int done = 0;
+        if (PMPI_Test(r, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            return -1;
+        if (done)
+            return 0;
+        struct timespec ts = {0, ns};
+        nanosleep(&ts, NULL);
+        ns = ns < 125000 ? 2 * ns : 250000;
+    }
+}
+
+/* The result of starting a request (rc) and then waiting for it. */
+static int sm_mpi_idle(int rc, MPI_Request *r)
+{
+    return rc == MPI_SUCCESS && sm_mpi_wait_idle(r) == 0 ? MPI_SUCCESS : MPI_ERR_OTHER;
+}
 
 /* ---------------------------------------------------------------- pieces */
 
@@ -83,13 +114,14 @@ static int sm_procs_send(void *ctx, uint32_t dest, const void *buf, uint64_t len
 
 static int sm_procs_recv(void *ctx, uint32_t src, void **buf, uint64_t *len)
 {
+    MPI_Request req;
     SM_PROCS_LIVE(ctx);
     MPI_Comm comm = sm_comm_of(ctx);
     uint64_t n = 0;
     *buf = NULL;
     *len = 0;
-    if (PMPI_Recv(&n, 1, MPI_UINT64_T, (int)src, SM_PROCS_TAG_LEN, comm, MPI_STATUS_IGNORE) !=
-        MPI_SUCCESS)
+    if (sm_mpi_idle(PMPI_Irecv(&n, 1, MPI_UINT64_T, (int)src, SM_PROCS_TAG_LEN, comm,
+                               &req), &req) != MPI_SUCCESS)
         return -1;
     char *b = n <= SIZE_MAX - 1 ? malloc(n ? (size_t)n : 1) : NULL;
     if (!b) {
@@ -107,11 +139,12 @@ static int sm_procs_recv(void *ctx, uint32_t src, void **buf, uint64_t *len)
 
 static int sm_procs_bcast(void *ctx, uint32_t root, void **buf, uint64_t *len)
 {
+    MPI_Request req;
     SM_PROCS_LIVE(ctx);
     sm_mpi_procs_ctx_t *c = ctx;
     int is_root = (uint32_t)c->rank == root;
     uint64_t n = is_root ? *len : 0;
-    if (PMPI_Bcast(&n, 1, MPI_UINT64_T, (int)root, c->comm) != MPI_SUCCESS)
+    if (sm_mpi_idle(PMPI_Ibcast(&n, 1, MPI_UINT64_T, (int)root, c->comm, &req), &req) != MPI_SUCCESS)
         return -1;
     char *b = is_root ? *buf : (n <= SIZE_MAX - 1 ? malloc(n ? (size_t)n : 1) : NULL);
     /* Everyone takes part in every piece or nobody does. */
@@ -140,13 +173,15 @@ static int sm_procs_bcast(void *ctx, uint32_t root, void **buf, uint64_t *len)
 
 static int sm_procs_barrier(void *ctx)
 {
+    MPI_Request req;
     SM_PROCS_LIVE(ctx);
-    return PMPI_Barrier(sm_comm_of(ctx)) == MPI_SUCCESS ? 0 : -1;
+    return sm_mpi_idle(PMPI_Ibarrier(sm_comm_of(ctx), &req), &req) == MPI_SUCCESS ? 0 : -1;
 }
 
 static int sm_procs_gather(void *ctx, uint32_t root, const void *sendbuf, uint64_t len,
                            void *recvbuf)
 {
+    MPI_Request req;
     SM_PROCS_LIVE(ctx);
     sm_mpi_procs_ctx_t *c = ctx;
     int is_root = (uint32_t)c->rank == root;
@@ -154,8 +189,8 @@ static int sm_procs_gather(void *ctx, uint32_t root, const void *sendbuf, uint64
         const void *sb = sendbuf;
         if (is_root && (const char *)sendbuf == (char *)recvbuf + (size_t)root * len)
             sb = MPI_IN_PLACE;
-        return PMPI_Gather(sb, (int)len, MPI_BYTE, recvbuf, (int)len, MPI_BYTE, (int)root,
-                           c->comm) == MPI_SUCCESS
+        return sm_mpi_idle(PMPI_Igather(sb, (int)len, MPI_BYTE, recvbuf, (int)len, MPI_BYTE,
+                                        (int)root, c->comm, &req), &req) == MPI_SUCCESS
                    ? 0
                    : -1;
     }
@@ -177,11 +212,12 @@ static int sm_procs_gather(void *ctx, uint32_t root, const void *sendbuf, uint64
 
 static int sm_procs_allreduce(void *ctx, uint64_t *values, uint32_t n, MPI_Op op)
 {
+    MPI_Request req;
     SM_PROCS_LIVE(ctx);
     for (uint32_t off = 0; off < n;) {
         int m = n - off > (uint32_t)INT_MAX ? INT_MAX : (int)(n - off);
-        if (PMPI_Allreduce(MPI_IN_PLACE, values + off, m, MPI_UINT64_T, op, sm_comm_of(ctx)) !=
-            MPI_SUCCESS)
+        if (sm_mpi_idle(PMPI_Iallreduce(MPI_IN_PLACE, values + off, m, MPI_UINT64_T, op,
+                                        sm_comm_of(ctx), &req), &req) != MPI_SUCCESS)
             return -1;
         off += (uint32_t)m;
     }
@@ -310,28 +346,32 @@ static OTF2_CallbackCode sm_otf2_free_local_comm(void *ud, OTF2_CollectiveContex
 
 static OTF2_CallbackCode sm_otf2_barrier(void *ud, OTF2_CollectiveContext *c)
 {
+    MPI_Request req;
     (void)ud;
-    return sm_otf2_rc(PMPI_Barrier(c->comm));
+    return sm_otf2_rc(sm_mpi_idle(PMPI_Ibarrier(c->comm, &req), &req));
 }
 
 static OTF2_CallbackCode sm_otf2_bcast(void *ud, OTF2_CollectiveContext *c, void *data,
                                        uint32_t n, OTF2_Type type, uint32_t root)
 {
+    MPI_Request req;
     (void)ud;
     MPI_Datatype t = sm_otf2_mpi_type(type);
     if (t == MPI_DATATYPE_NULL || n > INT_MAX)
         return OTF2_CALLBACK_ERROR;
-    return sm_otf2_rc(PMPI_Bcast(data, (int)n, t, (int)root, c->comm));
+    return sm_otf2_rc(sm_mpi_idle(PMPI_Ibcast(data, (int)n, t, (int)root, c->comm, &req), &req));
 }
 
 static OTF2_CallbackCode sm_otf2_gather(void *ud, OTF2_CollectiveContext *c, const void *in,
                                         void *out, uint32_t n, OTF2_Type type, uint32_t root)
 {
+    MPI_Request req;
     (void)ud;
     MPI_Datatype t = sm_otf2_mpi_type(type);
     if (t == MPI_DATATYPE_NULL || n > INT_MAX)
         return OTF2_CALLBACK_ERROR;
-    return sm_otf2_rc(PMPI_Gather(in, (int)n, t, out, (int)n, t, (int)root, c->comm));
+    return sm_otf2_rc(
+        sm_mpi_idle(PMPI_Igather(in, (int)n, t, out, (int)n, t, (int)root, c->comm, &req), &req));
 }
 
 /* counts and displacements as ints (root only); 0, or -1 when they do not
@@ -358,6 +398,7 @@ static OTF2_CallbackCode sm_otf2_gatherv(void *ud, OTF2_CollectiveContext *c, co
                                          uint32_t in_n, void *out, const uint32_t *out_n,
                                          OTF2_Type type, uint32_t root)
 {
+    MPI_Request req;
     (void)ud;
     MPI_Datatype t = sm_otf2_mpi_type(type);
     int *counts = NULL, *displs = NULL, bad = t == MPI_DATATYPE_NULL || in_n > INT_MAX;
@@ -365,7 +406,8 @@ static OTF2_CallbackCode sm_otf2_gatherv(void *ud, OTF2_CollectiveContext *c, co
         bad = sm_otf2_counts(c, out_n, &counts, &displs) != 0;
     OTF2_CallbackCode rc = OTF2_CALLBACK_ERROR;
     if (!bad)
-        rc = sm_otf2_rc(PMPI_Gatherv(in, (int)in_n, t, out, counts, displs, t, (int)root, c->comm));
+        rc = sm_otf2_rc(sm_mpi_idle(PMPI_Igatherv(in, (int)in_n, t, out, counts, displs, t,
+                                                  (int)root, c->comm, &req), &req));
     free(counts);
     free(displs);
     return rc;

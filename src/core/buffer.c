@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "cpus.h"
 #include "job.h"
 #include "journal.h"
 #include "location.h"
@@ -790,6 +791,7 @@ static void sm_ready_refill_locked(void)
 static void *sm_writer_main(void *arg)
 {
     (void)arg;
+    sm_cpus_bind_writer();
     sm_chunk_t *batch[SM_W_BATCH];
     uint64_t offsets[SM_W_BATCH];
     pthread_mutex_lock(&sm_w_lock);

@@ -213,6 +213,26 @@ int64_t sm_clock_offset_at(uint64_t ns)
     return sm_clock_params_offset(&sm_job_clock, ns);
 }
 
+void sm_clock_job_get(sm_clock_job_t *c)
+{
+    /* (The arithmetic of sm_clock_to_ns and sm_clock_params_offset.) */
+    const sm_clock_params_t *p = &sm_job_clock;
+    int a = p->have_offset[0], b = p->have_offset[1];
+    memset(c, 0, sizeof *c);
+    c->tick0 = sm_cal.tick0;
+    c->mono0 = (int64_t)sm_cal.mono0;
+    c->ns_per_tick = sm_cal.ns_per_tick;
+    c->sloped = a && b && p->offset_local_ns[1] > p->offset_local_ns[0];
+    if (c->sloped) {
+        c->slope = (double)(p->offset_ns[1] - p->offset_ns[0]) /
+                   (double)(p->offset_local_ns[1] - p->offset_local_ns[0]);
+        c->offset = p->offset_ns[0];
+        c->local0 = p->offset_local_ns[0];
+    } else if (a || b) {
+        c->offset = p->offset_ns[b ? 1 : 0];
+    }
+}
+
 uint64_t sm_clock_to_job_ns(uint64_t ticks)
 {
     uint64_t ns = sm_clock_to_ns(ticks);

@@ -21,6 +21,7 @@
 
 #include "buffer.h"
 #include "clock.h"
+#include "cpus.h"
 #include "definitions.h"
 #include "ending.h"
 #include "events.h"
@@ -677,25 +678,71 @@ static long sm_env_count(const char *name, long fallback)
     return v && end != v && n > 0 ? n : fallback;
 }
 
+/* The job's processes on this node, from the launcher's environment (Open
+ * MPI, MPICH and Intel MPI, MVAPICH, Slurm's srun); *known 0 and 1 without. */
+static long sm_local_processes(int *known)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
+                                       "MV2_COMM_WORLD_LOCAL_SIZE"};
+    *known = 1;
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+        long n = sm_env_count(vars[i], 0);
+        if (n > 0)
+            return n;
+    }
+    const char *per_node = getenv("SLURM_STEP_TASKS_PER_NODE"), *id = getenv("SLURM_NODEID");
+    long n = per_node && id ? sm_cpus_slurm_tasks(per_node, strtol(id, NULL, 10)) : 0;
+    if (n > 0)
+        return n;
+    *known = 0;
+    return 1;
+}
+
 /* Whether to encode OTF2 during the run (SYSMEASURE_OTF2_BACKGROUND).
  * auto: only where the writer thread has a CPU of its own, so the
- * encoding's processor time is not taken from the program: the CPUs this
- * process may run on outnumber the job's processes on this node times
- * their OpenMP threads (ranks bound to one core each, or as many ranks as
- * cores, leave none). */
+ * encoding's processor time is not taken from the program.  The program
+ * needs the job's processes on this node times their OpenMP threads
+ * (OMP_NUM_THREADS; unset: 1, or every CPU of the process's mask where an
+ * OpenMP runtime is loaded, its default).  Spare CPUs in the process's own
+ * mask: the writer runs there.  Else, spare CPUs of the node (those the
+ * cpuset cgroup allows, online): the writer runs on the node's CPUs outside
+ * the process's mask, so ranks bound one per core keep their core. */
 static int sm_otf2_background_wanted(void)
 {
     if (sm_cfg.otf2_background != SM_OTF2_BACKGROUND_AUTO)
         return sm_cfg.otf2_background != SM_OTF2_BACKGROUND_NO;
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) != 0)
+    cpu_set_t own, node, writer;
+    if (sched_getaffinity(0, sizeof own, &own) != 0)
         return 0;
-    long local = sm_env_count("OMPI_COMM_WORLD_LOCAL_SIZE", sm_env_count("MPI_LOCALNRANKS", 1));
-    long threads = sm_env_count("OMP_NUM_THREADS", 1);
-    long spare = (long)CPU_COUNT(&set) - local * threads;
-    sm_info(2, "OTF2 during the run: %s (%d CPUs, %ld processes on the node x %ld threads)",
-            spare > 0 ? "yes" : "no", CPU_COUNT(&set), local, threads);
-    return spare > 0;
+    const char *source = "";
+    if (sm_cpus_node(&node, &source) != 0)
+        node = own;
+    int known;
+    long local = sm_local_processes(&known);
+    int openmp = dlsym(RTLD_DEFAULT, "omp_get_max_threads") != NULL;
+    long threads = sm_env_count("OMP_NUM_THREADS", openmp ? CPU_COUNT(&own) : 1);
+    int place = sm_cpus_writer_place(&own, &node, local * threads, &writer);
+    /* Bound to fewer CPUs than the node has, by a launcher that did not say
+     * how many processes it started here: the node's other CPUs may be
+     * theirs. */
+    int unknown = place == 2 && !known;
+    if (unknown)
+        place = 0;
+    char node_list[256], writer_list[256];
+    sm_cpus_format(&node, node_list, sizeof node_list);
+    sm_cpus_format(&writer, writer_list, sizeof writer_list);
+    sm_info(2, "OTF2 during the run: %s (%d CPUs, %ld processes on the node x %ld threads%s; "
+            "node: %d CPUs %s, %s)%s%s", place ? "yes" : "no", CPU_COUNT(&own), local, threads,
+            getenv("OMP_NUM_THREADS") ? "" : openmp ? " (OpenMP's default)" : " (no OpenMP)",
+            CPU_COUNT(&node), node_list, source,
+            place == 2 ? "; writer thread on the node's other CPUs " : "",
+            place == 2 ? writer_list
+                       : unknown ? "; not on the node's other CPUs: the processes on the node "
+                                   "are unknown"
+                                 : "");
+    if (place == 2)
+        sm_cpus_set_writer(&writer);
+    return place != 0;
 }
 
 /* report.html, last: it reads the files just written.  0 or 1. */

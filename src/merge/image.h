@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 #include "../core/buffer.h"
+#include "../core/clock.h"
 #include "../core/compiler.h"
 #include "../core/gpu.h"
 #include "unify.h"
@@ -34,6 +35,9 @@ typedef struct sm_image {
     int (*for_each)(void *ctx, uint32_t i, sm_record_fn fn, void *arg);
     /* Ticks of this process to ns on the job's timeline (rank 0's clock). */
     uint64_t (*to_ns)(void *ctx, uint64_t ticks);
+    /* The live process: to_ns as data, for the writer's inline conversion. */
+    int has_clock;
+    sm_clock_job_t clock;
 } sm_image_t;
 
 /* This process, as it is at finalize. */

@@ -351,7 +351,8 @@ static void sm_otf2_report_failure(const sm_otf2_writer_t *w)
  * location (readers require it). */
 static uint64_t sm_otf2_time(sm_otf2_writer_t *w, uint64_t ticks)
 {
-    uint64_t ns = w->img->to_ns(w->img->ctx, ticks);
+    uint64_t ns = w->img->has_clock ? sm_clock_job_ns(&w->img->clock, ticks)
+                                    : w->img->to_ns(w->img->ctx, ticks);
     if (w->loc_has_time && ns < w->last_ns) {
         ns = w->last_ns;
         w->clamps++;

@@ -134,9 +134,9 @@ static void sm_tl_add(sm_timeline_t *t, uint64_t a, uint64_t b, int kind)
     }
 }
 
-/* Time since the last event of a thread goes to its innermost region.  The
- * common case, both ends in the bin of the last interval, is inline. */
-static inline void sm_tl_until(sm_timeline_t *t, uint64_t ns)
+/* sm_timeline_until's other cases: the location's first event, or an
+ * interval beyond the bin of the last one. */
+void sm_timeline_until_slow(sm_timeline_t *t, uint64_t ns)
 {
     if (!t->started) {
         sm_tl_cover(t, ns); /* the location's first event: its bins start here */
@@ -148,32 +148,8 @@ static inline void sm_tl_until(sm_timeline_t *t, uint64_t ns)
                         : SM_TL_OUTSIDE;
     uint64_t a = t->last;
     t->last = ns;
-    if (t->cur_width == t->width && a >= t->cur_lo && ns - t->cur_lo <= t->width) {
-        t->bins[t->cur][kind] += ns - a;
-        t->used |= 1u << kind;
-        return;
-    }
     sm_tl_cover(t, ns);
     sm_tl_add(t, a, ns, kind);
-}
-
-void sm_timeline_enter(sm_timeline_t *t, uint64_t ns, int kind)
-{
-    if (!t || !t->on)
-        return;
-    sm_tl_until(t, ns);
-    if (t->depth < SM_TL_DEPTH)
-        t->stack[t->depth] = (uint8_t)kind;
-    t->depth++;
-}
-
-void sm_timeline_leave(sm_timeline_t *t, uint64_t ns)
-{
-    if (!t || !t->on)
-        return;
-    sm_tl_until(t, ns);
-    if (t->depth)
-        t->depth--;
 }
 
 void sm_timeline_span(sm_timeline_t *t, uint64_t start, uint64_t end, int kind)

@@ -75,8 +75,44 @@ void sm_timeline_free(sm_timeline_t *t) SM_HIDDEN;
 /* Starts a location (type: sm_location_type_t); metric locations are not lanes. */
 void sm_timeline_begin(sm_timeline_t *t, uint32_t id, uint32_t type, const char *name) SM_HIDDEN;
 /* A region of this kind entered / the innermost left at ns (times rise). */
-void sm_timeline_enter(sm_timeline_t *t, uint64_t ns, int kind) SM_HIDDEN;
-void sm_timeline_leave(sm_timeline_t *t, uint64_t ns) SM_HIDDEN;
+/* (Inline below: the writer calls them for every event.) */
+void sm_timeline_until_slow(sm_timeline_t *t, uint64_t ns) SM_HIDDEN;
+
+/* Time since the last event of a thread goes to its innermost region.  The
+ * common case, both ends in the bin of the last interval, is here. */
+static inline void sm_timeline_until(sm_timeline_t *t, uint64_t ns)
+{
+    uint64_t a = t->last;
+    if (t->started && ns > a && t->cur_width == t->width && a >= t->cur_lo &&
+        ns - t->cur_lo <= t->width) {
+        int kind = t->depth ? t->stack[(t->depth > SM_TL_DEPTH ? SM_TL_DEPTH : t->depth) - 1]
+                            : SM_TL_OUTSIDE;
+        t->last = ns;
+        t->bins[t->cur][kind] += ns - a;
+        t->used |= 1u << kind;
+    } else if (!t->started || ns > a) {
+        sm_timeline_until_slow(t, ns);
+    }
+}
+
+static inline void sm_timeline_enter(sm_timeline_t *t, uint64_t ns, int kind)
+{
+    if (!t || !t->on)
+        return;
+    sm_timeline_until(t, ns);
+    if (t->depth < SM_TL_DEPTH)
+        t->stack[t->depth] = (uint8_t)kind;
+    t->depth++;
+}
+
+static inline void sm_timeline_leave(sm_timeline_t *t, uint64_t ns)
+{
+    if (!t || !t->on)
+        return;
+    sm_timeline_until(t, ns);
+    if (t->depth)
+        t->depth--;
+}
 /* Work of this kind from start to end (a GPU activity). */
 void sm_timeline_span(sm_timeline_t *t, uint64_t start, uint64_t end, int kind) SM_HIDDEN;
 /* The location was binned in another unit (clock ticks, while the run went

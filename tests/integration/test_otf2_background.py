@@ -129,8 +129,9 @@ check("encoded during the run" not in p.stderr, "off: nothing encoded during the
 visits = check_trace_consistent(Trace(out))
 check(visits.get("iteration") == 40000, "off: iterations %s" % visits.get("iteration"))
 
-# auto (the default): on only where the writer thread has a CPU of its own
-# (CPUs of the affinity mask > processes on the node x OMP_NUM_THREADS).
+# auto (the default): on only where the writer thread has a CPU of its own:
+# CPUs of the affinity mask > processes on the node x OMP_NUM_THREADS, or
+# else the node's CPUs (cpuset cgroup, online) outside the mask.
 cpus = len(os.sched_getaffinity(0))
 for threads, procs in ((1, None), (cpus, None), (1, cpus)):
     env_auto = {"SYSMEASURE_VERBOSE": "2", "OMP_NUM_THREADS": str(threads)}
@@ -139,10 +140,43 @@ for threads, procs in ((1, None), (cpus, None), (1, cpus)):
     out, p = measure([program("many-regions"), "1", "1000"], "bg-auto-%d-%s" % (threads, procs),
                      env=env_auto)
     want = "yes" if cpus > threads * (procs or 1) else "no"
-    check("OTF2 during the run: %s (%d CPUs, %d processes on the node x %d threads)"
+    check("OTF2 during the run: %s (%d CPUs, %d processes on the node x %d threads;"
           % (want, cpus, procs or 1, threads) in p.stderr,
           "auto with %d CPUs, %d threads, %s processes: %s" % (cpus, threads, procs, want))
     check(check_trace_consistent(Trace(out)).get("iteration") == 1000, "auto: iterations")
+
+# A process bound to one CPU of a node with more (ranks bound one per core):
+# the writer thread runs on the node's other CPUs when the node has a spare
+# one (processes x threads < the node's CPUs), never on the process's own;
+# not when the launcher did not say how many processes it started there.
+if cpus >= 2:
+    own = min(os.sched_getaffinity(0))
+    cases = [({"OMPI_COMM_WORLD_LOCAL_SIZE": str(n)}, n, n < cpus) for n in (1, cpus - 1, cpus)]
+    cases += [({"SLURM_STEP_TASKS_PER_NODE": "%d(x2),1" % n, "SLURM_NODEID": "1"}, n, n < cpus)
+              for n in (1, cpus)]
+    cases.append(({}, 1, False))
+    for k, (launcher_env, procs, want) in enumerate(cases):
+        env_auto = dict(launcher_env, SYSMEASURE_VERBOSE="2", OMP_NUM_THREADS="1")
+        mask = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, {own})  # (inherited by the launcher and the program)
+        try:
+            out, p = measure([program("many-regions"), "1", "3000"], "bg-bound-%d" % k,
+                             env=env_auto)
+        finally:
+            os.sched_setaffinity(0, mask)
+        line = [x for x in p.stderr.splitlines() if "OTF2 during the run" in x]
+        text_want = "OTF2 during the run: %s (1 CPUs, %d processes" % ("yes" if want else "no",
+                                                                        procs)
+        check(len(line) == 1 and text_want in line[0],
+              "bound to CPU %d, %s: %s (%s)" % (own, launcher_env, text_want, line))
+        if want:
+            check(line and "writer thread on the node's other CPUs " in line[0] and
+                  str(own) not in line[0].split("other CPUs ")[-1].split(","),
+                  "bound: the writer thread off CPU %d (%s)" % (own, line))
+        if not launcher_env:
+            check(line and "the processes on the node are unknown" in line[0],
+                  "bound, no launcher: %s" % line)
+        check(check_trace_consistent(Trace(out)).get("iteration") == 3000, "bound: iterations")
 
 # 2 ranks: point-to-point, collectives, split communicators, spilling (a
 # 64K budget of 4K chunks: most chunks are full long before the end).
