@@ -1548,6 +1548,12 @@ static void sm_enc_before_write(sm_chunk_t **c, uint32_t n)
         pthread_mutex_lock(&sm_w_lock);
         int waiting = sm_room_waiters != 0;
         pthread_mutex_unlock(&sm_w_lock);
+        /* The same for a thread that ended while memory is over the budget
+         * (new threads' first chunks are granted beyond it): encoding it
+         * first would keep its chunks, and make new threads take fresh
+         * memory, until the writer caught up. */
+        waiting |= __atomic_load_n(&b->enc_ended, __ATOMIC_ACQUIRE) &&
+                   __atomic_load_n(&sm_in_use, __ATOMIC_RELAXED) > sm_budget;
         if (waiting && !b->enc_frozen && b->enc_status == SM_ENC_ON &&
             c[i]->slot_seq >= b->enc_chunks)
             b->enc_frozen = 1;

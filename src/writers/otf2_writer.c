@@ -1879,7 +1879,7 @@ typedef struct sm_otf2_bg_chunks {
 /* Chunks of closed staging writers, kept for the next (each thread that
  * ends opens one: a fresh 4 MiB, populated, cost more than its encoding).
  * Counted against the budget until they go back to the system. */
-#define SM_OTF2_BG_POOL (2 * SM_OTF2_BG_MAX)
+#define SM_OTF2_BG_POOL SM_OTF2_BG_MAX
 static void *sm_otf2_bg_pool[SM_OTF2_BG_POOL];
 static uint64_t sm_otf2_bg_pool_size[SM_OTF2_BG_POOL];
 static uint32_t sm_otf2_bg_pool_n;
@@ -1902,7 +1902,7 @@ static void *sm_otf2_bg_get(uint64_t size)
 
 static void sm_otf2_bg_put(void *c, uint64_t size)
 {
-    if (sm_otf2_bg_pool_n < SM_OTF2_BG_POOL) {
+    if (sm_otf2_bg_pool_n < SM_OTF2_BG_POOL && sm_otf2_bg_pool_n < sm_bg.max) {
         sm_otf2_bg_pool[sm_otf2_bg_pool_n] = c;
         sm_otf2_bg_pool_size[sm_otf2_bg_pool_n++] = size;
         return;
