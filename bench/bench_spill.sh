@@ -36,20 +36,19 @@ before=${BEFORE:-}
 now_ns() { date +%s%N; }
 # run NAME ARGS...: runs the command, appends "key value" lines to
 # $work/NAME, with exit_ms (last event to process end), rss_kb and trace_mb.
-# With keep=DIR set, the output folder $work/out is a link to DIR, which is
-# left in place (removed with $work or $shm at the end).
+# With keep=DIR set, the command writes its output to DIR (not $work/out),
+# which is left in place (removed with $work or $shm at the end).
 run() {
     name=$1
     shift
     rm -rf "$work/out"
-    [ -n "${keep:-}" ] && ln -s "$keep" "$work/out"
     /usr/bin/time -f "rss_kb %M" -o "$work/time" "$@" >"$work/stdout" 2>/dev/null
     end=$(now_ns)
     cat "$work/stdout" "$work/time" >>"$work/$name"
     last=$(awk '$1 == "last_event_ns" {print $2}' "$work/stdout")
     [ -n "$last" ] && echo "exit_ms $(( (end - last) / 1000000 ))" >>"$work/$name"
-    if [ -d "$work/out/traces" ]; then
-        echo "trace_mb $(du -smL "$work/out/traces" | cut -f1)" >>"$work/$name"
+    if [ -d "${keep:-$work/out}/traces" ]; then
+        echo "trace_mb $(du -sm "${keep:-$work/out}/traces" | cut -f1)" >>"$work/$name"
     fi
     rm -rf "$work/out"
 }
@@ -75,17 +74,17 @@ one_round() { # (all) ROUND
     if [ -z "${SM_BENCH_SKIP_THREADS:-}" ]; then
         if [ -n "$shm" ]; then
             keep=$(keep_dir "$shm" "$round" threads_trace)
-            run threads_trace "$sm" -o "$work/out" "$b" threads 4000 200 2000
+            run threads_trace "$sm" -o "$keep" "$b" threads 4000 200 2000
             if [ -n "$before" ]; then
                 keep=$(keep_dir "$shm" "$round" threads_trace_before)
-                run threads_trace_before "$before/sysmeasure" -o "$work/out" "$b" threads 4000 200 2000
+                run threads_trace_before "$before/sysmeasure" -o "$keep" "$b" threads 4000 200 2000
             fi
         fi
         keep=$(keep_dir "$work" "$round" threads_trace_disk)
-        run threads_trace_disk "$sm" -o "$work/out" "$b" threads 4000 200 2000
+        run threads_trace_disk "$sm" -o "$keep" "$b" threads 4000 200 2000
         if [ -n "$before" ]; then
             keep=$(keep_dir "$work" "$round" threads_trace_disk_before)
-            run threads_trace_disk_before "$before/sysmeasure" -o "$work/out" "$b" threads 4000 200 2000
+            run threads_trace_disk_before "$before/sysmeasure" -o "$keep" "$b" threads 4000 200 2000
         fi
         keep=
         run threads_profile "$sm" -o "$work/out" --no-trace "$b" threads 4000 200 2000
