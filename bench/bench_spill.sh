@@ -8,17 +8,25 @@
 #  3. the time from the last event to the end of the process against the
 #     size of the trace (about 50, 100, 200 MB), against profile only;
 #  4. 4,000 short threads (200 alive at once): run and exit time, resident
-#     memory, against profile only.
+#     memory, against profile only; the trace written to tmpfs (/dev/shm,
+#     when present) and to the disk of $TMPDIR.  Their 8,000 trace files are
+#     not deleted right after each run: on an ext4 without a journal,
+#     creating files within about 30 s of deleting many others is several
+#     times slower (the kernel's scan of recently deleted inodes), which the
+#     exit time would otherwise measure (1.4 s became 6.8 s).  Each run
+#     writes into a folder of its own, all removed when the rounds end.
 # Usage: bench/bench_spill.sh BUILDDIR [ROUNDS]
 # Environment: MPIRUN; SM_BENCH_SKIP_THREADS=1 leaves out 4 (minutes per run
 # before the OTF2 writer pooled its chunks); BEFORE=DIR (another build of
-# sysmeasure) adds that build's launcher to 1 and 2 in the same rounds.
+# sysmeasure) adds that build's launcher to 1, 2 and 4 in the same rounds.
 set -eu
 build=${1:?usage: bench_spill.sh BUILDDIR [ROUNDS]}
 rounds=${2:-3}
 mpirun=${MPIRUN:-mpirun}
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+shm=
+[ -d /dev/shm ] && [ -w /dev/shm ] && shm=$(mktemp -d /dev/shm/bench-spill.XXXXXX)
+trap 'rm -rf "$work" ${shm:+"$shm"}' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 sm="$build/sysmeasure"
 b="$build/bench/bench-spill"
@@ -28,6 +36,8 @@ before=${BEFORE:-}
 now_ns() { date +%s%N; }
 # run NAME ARGS...: runs the command, appends "key value" lines to
 # $work/NAME, with exit_ms (last event to process end), rss_kb and trace_mb.
+# With keep=DIR set, the command writes its output to DIR (not $work/out),
+# which is left in place (removed with $work or $shm at the end).
 run() {
     name=$1
     shift
@@ -37,14 +47,20 @@ run() {
     cat "$work/stdout" "$work/time" >>"$work/$name"
     last=$(awk '$1 == "last_event_ns" {print $2}' "$work/stdout")
     [ -n "$last" ] && echo "exit_ms $(( (end - last) / 1000000 ))" >>"$work/$name"
-    if [ -d "$work/out/traces" ]; then
-        echo "trace_mb $(du -sm "$work/out/traces" | cut -f1)" >>"$work/$name"
+    if [ -d "${keep:-$work/out}/traces" ]; then
+        echo "trace_mb $(du -sm "${keep:-$work/out}/traces" | cut -f1)" >>"$work/$name"
     fi
     rm -rf "$work/out"
+}
+# keep_dir BASE ROUND NAME: a new folder for a kept output.
+keep_dir() {
+    mkdir -p "$1/kept"
+    echo "$1/kept/$3.$2"
 }
 get() { bench_median "$2" "$work/$1"; }
 
 one_round() { # (all) ROUND
+    round=$2
     run pair_spill "$sm" -o "$work/out" --no-profile --buffer-size 16M "$b" pairs 1000000 5
     run pair_nospill "$sm" -o "$work/out" --no-profile --buffer-size 2G "$b" pairs 1000000 5
     if [ -n "$before" ]; then
@@ -56,7 +72,21 @@ one_round() { # (all) ROUND
         run "exit_profile_$n" "$sm" -o "$work/out" --no-trace "$b" pairs "$n" 1
     done
     if [ -z "${SM_BENCH_SKIP_THREADS:-}" ]; then
-        run threads_trace "$sm" -o "$work/out" "$b" threads 4000 200 2000
+        if [ -n "$shm" ]; then
+            keep=$(keep_dir "$shm" "$round" threads_trace)
+            run threads_trace "$sm" -o "$keep" "$b" threads 4000 200 2000
+            if [ -n "$before" ]; then
+                keep=$(keep_dir "$shm" "$round" threads_trace_before)
+                run threads_trace_before "$before/sysmeasure" -o "$keep" "$b" threads 4000 200 2000
+            fi
+        fi
+        keep=$(keep_dir "$work" "$round" threads_trace_disk)
+        run threads_trace_disk "$sm" -o "$keep" "$b" threads 4000 200 2000
+        if [ -n "$before" ]; then
+            keep=$(keep_dir "$work" "$round" threads_trace_disk_before)
+            run threads_trace_disk_before "$before/sysmeasure" -o "$keep" "$b" threads 4000 200 2000
+        fi
+        keep=
         run threads_profile "$sm" -o "$work/out" --no-trace "$b" threads 4000 200 2000
     fi
     if [ -x "$build/bench/bench-pingpong" ]; then
@@ -96,9 +126,10 @@ for n in 2300000 4600000 9200000; do
     printf '   %-12s %10s %10s %14s\n' "$n" "$(get exit_trace_$n trace_mb)" \
         "$(get exit_trace_$n exit_ms)" "$(get exit_profile_$n exit_ms)"
 done
-echo "4. 4000 threads, 200 alive, 2000 pairs each (default 64M budget)"
-printf '   %-14s %10s %10s %10s %10s\n' "" run_s exit_ms rss_kb trace_MB
-for k in threads_trace threads_profile; do
-    printf '   %-14s %10s %10s %10s %10s\n' "$k" "$(get $k threads_s)" "$(get $k exit_ms)" \
+echo "4. 4000 threads, 200 alive, 2000 pairs each (default 64M budget); trace on tmpfs ($shm) and on disk ($work)"
+printf '   %-26s %10s %10s %10s %10s\n' "" run_s exit_ms rss_kb trace_MB
+for k in threads_trace threads_trace_before threads_trace_disk threads_trace_disk_before threads_profile; do
+    [ -f "$work/$k" ] || continue
+    printf '   %-26s %10s %10s %10s %10s\n' "$k" "$(get $k threads_s)" "$(get $k exit_ms)" \
         "$(get $k rss_kb)" "$(get $k trace_mb)"
 done

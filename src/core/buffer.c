@@ -686,6 +686,8 @@ static const sm_buffer_encoder_t *sm_encoder;
 static int sm_enc_wanted; /* writer lock */
 static uint32_t sm_room_waiters; /* threads waiting for the disk (writer lock) */
 static pthread_mutex_t sm_enc_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Locations whose thread ended, oldest first, for the encoder (writer lock). */
+static sm_location_t *sm_enc_ended_head, *sm_enc_ended_tail;
 static void sm_enc_wake(void);
 static void sm_enc_ahead(void);
 static void sm_enc_before_write(sm_chunk_t **c, uint32_t n);
@@ -881,6 +883,7 @@ void sm_buffers_after_fork_child(void)
     sm_w_work = cv;
     sm_w_room = cv;
     sm_q_head = sm_q_tail = NULL;
+    sm_enc_ended_head = sm_enc_ended_tail = NULL;
     sm_w_started = sm_w_stop = sm_w_claimed = sm_w_joined = 0;
     sm_w_sync = 1;
     sm_n_ready = 0; /* the parent's slots: never written from here */
@@ -1206,15 +1209,36 @@ uint8_t *sm_buffer_next_chunk(sm_location_t *loc, size_t bytes)
 void sm_buffer_thread_ended(sm_location_t *loc)
 {
     sm_buffer_t *b = &loc->buffer;
-    if (!b->current || sm_discard ||
-        __atomic_load_n(&sm_in_use, __ATOMIC_RELAXED) <= sm_mark)
+    if (!b->current || sm_discard)
+        return;
+    int tight = __atomic_load_n(&sm_in_use, __ATOMIC_RELAXED) > sm_mark;
+    /* No more records: the encoder takes its last chunk too, and then
+     * closes it (sm_enc_finish_locked), so that it is not left to the end
+     * of the run. */
+    int encode = sm_encoder && sm_encoder->close &&
+                 __atomic_load_n(&b->enc_status, __ATOMIC_RELAXED) != SM_ENC_OFF &&
+                 !__atomic_load_n(&b->enc_frozen, __ATOMIC_RELAXED);
+    if (!tight && !encode)
         return;
     b->current->used = (uint32_t)(loc->pos - b->current->data);
     pthread_mutex_lock(&sm_w_lock);
     if (sm_writer_usable_locked()) {
-        loc->pos = loc->end = NULL;
-        loc->live_end = NULL;
-        sm_hand_over_locked(loc);
+        if (encode) {
+            __atomic_store_n(&b->enc_ended, 1, __ATOMIC_RELEASE);
+            b->enc_next_ended = NULL;
+            if (sm_enc_ended_tail)
+                sm_enc_ended_tail->buffer.enc_next_ended = loc;
+            else
+                sm_enc_ended_head = loc;
+            sm_enc_ended_tail = loc;
+            sm_enc_wanted = 1;
+            pthread_cond_signal(&sm_w_work);
+        }
+        if (tight) {
+            loc->pos = loc->end = NULL;
+            loc->live_end = NULL;
+            sm_hand_over_locked(loc);
+        }
     }
     pthread_mutex_unlock(&sm_w_lock);
 }
@@ -1496,6 +1520,8 @@ static void sm_enc_chunk(sm_location_t *loc, sm_chunk_t *c, uint32_t used)
 static sm_location_t *sm_enc_opened[SM_ENC_MAX]; /* sm_enc_lock */
 static uint32_t sm_enc_n_opened;
 
+static void sm_enc_finish_locked(sm_location_t *loc);
+
 static int sm_enc_start(sm_location_t *loc)
 {
     sm_buffer_t *b = &loc->buffer;
@@ -1524,6 +1550,12 @@ static void sm_enc_before_write(sm_chunk_t **c, uint32_t n)
         pthread_mutex_lock(&sm_w_lock);
         int waiting = sm_room_waiters != 0;
         pthread_mutex_unlock(&sm_w_lock);
+        /* The same for a thread that ended while memory is over the budget
+         * (new threads' first chunks are granted beyond it): encoding it
+         * first would keep its chunks, and make new threads take fresh
+         * memory, until the writer caught up. */
+        waiting |= __atomic_load_n(&b->enc_ended, __ATOMIC_ACQUIRE) &&
+                   __atomic_load_n(&sm_in_use, __ATOMIC_RELAXED) > sm_budget;
         if (waiting && !b->enc_frozen && b->enc_status == SM_ENC_ON &&
             c[i]->slot_seq >= b->enc_chunks)
             b->enc_frozen = 1;
@@ -1549,6 +1581,7 @@ static void sm_enc_before_write(sm_chunk_t **c, uint32_t n)
             continue;
         }
         sm_enc_chunk(loc, c[i], c[i]->used);
+        sm_enc_finish_locked(loc); /* its last chunk: the slot goes on */
     }
     pthread_mutex_unlock(&sm_enc_lock);
 }
@@ -1565,7 +1598,7 @@ static sm_chunk_t *sm_enc_next_locked(sm_location_t *loc, uint32_t *used)
         }
     for (sm_chunk_t *c = __atomic_load_n(&b->first, __ATOMIC_ACQUIRE); c;) {
         sm_chunk_t *next = __atomic_load_n(&c->next, __ATOMIC_ACQUIRE);
-        if (!next)
+        if (!next && !__atomic_load_n(&b->enc_ended, __ATOMIC_ACQUIRE))
             return NULL; /* the one being filled */
         if (b->enc_status == SM_ENC_NONE || c->slot_seq >= b->enc_chunks) {
             *used = c->used;
@@ -1576,10 +1609,85 @@ static sm_chunk_t *sm_enc_next_locked(sm_location_t *loc, uint32_t *used)
     return NULL;
 }
 
+/* sm_enc_lock held: an ended location whose records are all encoded is
+ * closed in the encoder, and its slot goes to the next one. */
+static void sm_enc_finish_locked(sm_location_t *loc)
+{
+    sm_buffer_t *b = &loc->buffer;
+    if (!__atomic_load_n(&b->enc_ended, __ATOMIC_ACQUIRE) || b->enc_closed || !b->enc)
+        return;
+    int complete = b->enc_status == SM_ENC_ON && !b->enc_frozen;
+    if (complete) {
+        uint32_t used;
+        pthread_mutex_lock(&sm_w_lock);
+        sm_chunk_t *c = sm_enc_next_locked(loc, &used);
+        pthread_mutex_unlock(&sm_w_lock);
+        if (c)
+            return; /* more to encode first */
+        if (b->enc_have_flush) /* held back across chunks: none follows now */
+            complete = sm_encoder->record((const sm_record_t *)b->enc_flush, b->enc) == 0;
+        b->enc_have_flush = 0;
+    }
+    /* Complete, or dropped (left to the end of the run, from its first
+     * record); either way its slot goes to the next location. */
+    if (sm_encoder->close(loc, b->enc, complete) != 0 || !complete)
+        b->enc_status = SM_ENC_OFF;
+    b->enc_closed = 1;
+    for (uint32_t i = 0; i < sm_enc_n_opened; i++)
+        if (sm_enc_opened[i] == loc) {
+            sm_enc_opened[i] = sm_enc_opened[--sm_enc_n_opened];
+            break;
+        }
+}
+
+/* The writer: the locations whose thread ended, in the order they ended,
+ * each encoded to its end and closed.  0, or -1 when told to stop (the
+ * disk first, or the end of the run). */
+static int sm_enc_ended_all(void)
+{
+    for (;;) {
+        pthread_mutex_lock(&sm_enc_lock);
+        pthread_mutex_lock(&sm_w_lock);
+        sm_location_t *loc = sm_enc_ended_head;
+        int stop = sm_w_stop || sm_q_head != NULL;
+        uint32_t used = 0;
+        sm_chunk_t *c = NULL;
+        if (loc && !stop) {
+            sm_buffer_t *b = &loc->buffer;
+            if (b->enc_status != SM_ENC_OFF && !b->enc_frozen)
+                c = sm_enc_next_locked(loc, &used);
+            if (c && b->enc_status == SM_ENC_NONE && b->n_spilled)
+                c = NULL, b->enc_status = SM_ENC_OFF; /* its first chunks are on disk */
+            if (!c) { /* done with it */
+                sm_enc_ended_head = b->enc_next_ended;
+                if (!sm_enc_ended_head)
+                    sm_enc_ended_tail = NULL;
+                b->enc_next_ended = NULL;
+            }
+        }
+        pthread_mutex_unlock(&sm_w_lock);
+        if (c && sm_enc_start(loc))
+            sm_enc_chunk(loc, c, used);
+        else if (loc && !stop && !c)
+            sm_enc_finish_locked(loc);
+        pthread_mutex_unlock(&sm_enc_lock);
+        if (stop)
+            return -1;
+        if (!loc)
+            return 0;
+    }
+}
+
 /* The writer, with no chunks to write: encode the full chunks of every
  * location, oldest first, until told to stop. */
 static void sm_enc_ahead(void)
 {
+    if (sm_enc_ended_all() != 0) {
+        pthread_mutex_lock(&sm_w_lock);
+        sm_enc_wanted = 1; /* come back after the disk */
+        pthread_mutex_unlock(&sm_w_lock);
+        return;
+    }
     /* Once the encoder has all the locations it takes, only those are
      * looked at (thousands of threads must not cost a scan per chunk). */
     pthread_mutex_lock(&sm_enc_lock);
@@ -1589,8 +1697,9 @@ static void sm_enc_ahead(void)
     uint32_t n = all_opened ? sm_enc_n_opened : sm_location_count();
     for (uint32_t i = 0; i < n; i++) {
         sm_location_t *loc = all_opened ? sm_enc_opened[i] : sm_location_get(i);
-        if (!loc || loc->buffer.enc_status == SM_ENC_OFF)
-            continue;
+        if (!loc || loc->buffer.enc_status == SM_ENC_OFF || loc->buffer.enc_closed ||
+            __atomic_load_n(&loc->buffer.enc_ended, __ATOMIC_ACQUIRE))
+            continue; /* ended ones: sm_enc_ended_all */
         for (;;) {
             pthread_mutex_lock(&sm_enc_lock);
             pthread_mutex_lock(&sm_w_lock);

@@ -61,6 +61,9 @@ typedef struct sm_buffer {
     uint32_t enc_chunks;
     uint32_t enc_have_flush;
     uint32_t enc_frozen; /* its thread spilled it: the encoder takes no more */
+    uint32_t enc_ended;  /* its thread ended: its last chunk is complete too */
+    uint32_t enc_closed; /* every record encoded, the encoder's state closed */
+    struct sm_location *enc_next_ended; /* queue of ended locations (writer lock) */
     uint64_t enc_flush[3];
 } sm_buffer_t;
 
@@ -169,7 +172,15 @@ int sm_buffer_for_each(struct sm_location *loc, sm_record_fn fn, void *arg) SM_H
 typedef struct sm_buffer_encoder {
     void *(*open)(struct sm_location *loc);
     sm_record_fn record;
-    uint32_t max_locations; /* open gives at most this many states */
+    /* The thread of loc ended.  complete: every record of loc was given to
+     * record, and the state is to be finished (0), or, when that fails
+     * (non-zero) or !complete, dropped: loc is then left to the end of the
+     * run.  Either way its slot is free and open may give it to another.
+     * Ended threads are taken in the order they end, all their chunks (the
+     * last one too), so thousands of short threads pass through the few
+     * states open gives at a time. */
+    int (*close)(struct sm_location *loc, void *state, int complete);
+    uint32_t max_locations; /* open gives at most this many states at a time */
 } sm_buffer_encoder_t;
 void sm_buffers_set_encoder(const sm_buffer_encoder_t *enc) SM_HIDDEN;
 /* Count `delta` bytes of the encoder's memory against the budget. */

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <sys/stat.h>
 #include <inttypes.h>
@@ -46,7 +47,13 @@
  * from again when a write fails (a crash on a full disk). */
 #define SM_OTF2_EVT_CHUNK (4u * 1024u * 1024u)
 #define SM_OTF2_DEF_CHUNK (4u * 1024u * 1024u)
-_Static_assert(SM_OTF2_EVT_CHUNK == SM_OTF2_DEF_CHUNK, "one size of chunk memory (sm_otf2_pool)");
+/* Definition chunks of a job whose definitions are small (sm_otf2_def_chunk):
+ * OTF2 clears the rest of a writer's chunk when it closes it, so every
+ * location's local definition file cost a 4 MiB memset (a quarter to a half
+ * of a second for 4,000 threads); its files then stay below OTF2's file
+ * buffer, which is written only at their close, where a failure is safe. */
+#define SM_OTF2_DEF_CHUNK_SMALL (256u * 1024u)
+
 
 /* Kokkos and HIP became OTF2 paradigms in OTF2 2.3. */
 #if OTF2_VERSION_MAJOR > 2 || (OTF2_VERSION_MAJOR == 2 && OTF2_VERSION_MINOR >= 3)
@@ -1809,8 +1816,14 @@ static void sm_otf2_remove_previous(const char *dir)
  * the two offsets), its event file is moved into the job's archive and
  * only what was not encoded yet is encoded then.
  *
- * Left to the end of the run, as before: locations beyond the first
- * SM_OTF2_BG_MAX threads, GPU streams and metric locations, and a location
+ * A thread that ends is encoded to its last record on the writer thread,
+ * its event file closed (complete, its memory back) and its slot given to
+ * the next (sm_otf2_bg_close): thousands of short threads go through the
+ * few slots in the order they end; at the end their files are only moved.
+ *
+ * Left to the end of the run, as before: live threads beyond the slots
+ * (SM_OTF2_BG_MAX at most; one is kept for ended threads), GPU streams and
+ * metric locations, and a location
  * from its first record that needs the whole job or location to be encoded
  * (call-stack samples, merged in by time; counters and metrics; event
  * attributes), or whose first chunk spilled before the encoder saw it, or
@@ -1825,7 +1838,12 @@ typedef struct sm_otf2_bg_loc {
     sm_location_t *loc;
     OTF2_EvtWriter *evt;
     bool stopped;     /* left to the end of the run */
+    bool closed;      /* its thread ended: encoded to the end, file closed */
     bool moved;       /* its event file is in the job's archive */
+    bool def_file;    /* an empty local definition file made for it */
+    uint64_t n_events;       /* when closed */
+    uint8_t *lane;           /* when closed: its timeline record (ticks) */
+    size_t lane_len;
     bool has_time, thread_events;
     uint64_t last, min, max; /* ticks */
     uint64_t clamps;
@@ -1845,8 +1863,9 @@ static struct {
     OTF2_Archive *archive;
     char dir[4096];
     sm_otf2_error_t err;
-    sm_otf2_bg_loc_t *locs[SM_OTF2_BG_MAX];
-    uint32_t n;
+    sm_otf2_bg_loc_t **by_id; /* every location staged, by its id */
+    uint32_t n_by_id;
+    uint32_t n_open;          /* slots in use: event writers open */
     uint8_t *kind;            /* local region -> timeline kind + 1 (0: not known yet) */
     uint32_t n_kind;
 } sm_bg;
@@ -1859,6 +1878,52 @@ typedef struct sm_otf2_bg_chunks {
     void *chunk;  /* given to OTF2 */
     void *spare;  /* given back by OTF2, filled again next */
 } sm_otf2_bg_chunks_t;
+
+/* Chunks of closed staging writers, kept for the next (each thread that
+ * ends opens one: a fresh 4 MiB, populated, cost more than its encoding).
+ * Counted against the budget until they go back to the system. */
+#define SM_OTF2_BG_POOL SM_OTF2_BG_MAX
+static void *sm_otf2_bg_pool[SM_OTF2_BG_POOL];
+static uint64_t sm_otf2_bg_pool_size[SM_OTF2_BG_POOL];
+static uint32_t sm_otf2_bg_pool_n;
+
+static void *sm_otf2_bg_get(uint64_t size)
+{
+    for (uint32_t i = sm_otf2_bg_pool_n; i-- > 0;)
+        if (sm_otf2_bg_pool_size[i] == size) {
+            void *c = sm_otf2_bg_pool[i];
+            sm_otf2_bg_pool_n--;
+            sm_otf2_bg_pool[i] = sm_otf2_bg_pool[sm_otf2_bg_pool_n];
+            sm_otf2_bg_pool_size[i] = sm_otf2_bg_pool_size[sm_otf2_bg_pool_n];
+            return c;
+        }
+    void *c = sm_pages_get((size_t)size);
+    if (c)
+        sm_buffers_account((int64_t)size);
+    return c;
+}
+
+static void sm_otf2_bg_put(void *c, uint64_t size)
+{
+    if (sm_otf2_bg_pool_n < SM_OTF2_BG_POOL && sm_otf2_bg_pool_n < sm_bg.max) {
+        sm_otf2_bg_pool[sm_otf2_bg_pool_n] = c;
+        sm_otf2_bg_pool_size[sm_otf2_bg_pool_n++] = size;
+        return;
+    }
+    sm_pages_put(c, (size_t)size);
+    sm_buffers_account(-(int64_t)size);
+}
+
+/* At the end: the pool's chunks back to the system. */
+static void sm_otf2_bg_pool_release(void)
+{
+    while (sm_otf2_bg_pool_n) {
+        sm_otf2_bg_pool_n--;
+        sm_pages_put(sm_otf2_bg_pool[sm_otf2_bg_pool_n],
+                     (size_t)sm_otf2_bg_pool_size[sm_otf2_bg_pool_n]);
+        sm_buffers_account(-(int64_t)sm_otf2_bg_pool_size[sm_otf2_bg_pool_n]);
+    }
+}
 
 static void *sm_otf2_bg_allocate(void *user, OTF2_FileType type, OTF2_LocationRef location,
                                  void **per_buffer, uint64_t size)
@@ -1881,14 +1946,12 @@ static void *sm_otf2_bg_allocate(void *user, OTF2_FileType type, OTF2_LocationRe
         return b->chunk;
     }
     if (b->spare) {
-        sm_pages_put(b->spare, (size_t)b->size);
-        sm_buffers_account(-(int64_t)b->size);
+        sm_otf2_bg_put(b->spare, b->size);
         b->spare = NULL;
     }
-    b->chunk = sm_pages_get((size_t)size);
+    b->chunk = sm_otf2_bg_get(size);
     if (!b->chunk)
         return NULL;
-    sm_buffers_account((int64_t)size);
     b->size = size;
     return b->chunk;
 }
@@ -1908,10 +1971,8 @@ static void sm_otf2_bg_free_all(void *user, OTF2_FileType type, OTF2_LocationRef
     }
     void *gone[2] = {b->chunk, final ? b->spare : NULL};
     for (int i = 0; i < 2; i++)
-        if (gone[i]) {
-            sm_pages_put(gone[i], (size_t)b->size);
-            sm_buffers_account(-(int64_t)b->size);
-        }
+        if (gone[i])
+            sm_otf2_bg_put(gone[i], b->size);
     b->chunk = NULL;
     if (final) {
         free(b);
@@ -1964,11 +2025,26 @@ static void *sm_otf2_bg_open(sm_location_t *loc)
     /* Each staged writer holds a 4 MiB OTF2 chunk, counted against the
      * budget: together at most a quarter of it (none under a budget below
      * 16M, which they would spend from the start; sm_otf2_background). */
-    if (!sm_bg.mode || sm_bg.broken || sm_bg.n >= sm_bg.max ||
+    /* A live thread may hold its slot for the whole run: one slot is kept
+     * for threads that ended, which pass through it one after the other. */
+    uint32_t slots = sm_bg.max > 1 && !__atomic_load_n(&loc->closed, __ATOMIC_ACQUIRE)
+                         ? sm_bg.max - 1 : sm_bg.max;
+    if (!sm_bg.mode || sm_bg.broken || sm_bg.n_open >= slots ||
         loc->type != SM_LOCATION_CPU_THREAD)
         return NULL;
     if (!sm_bg.archive && !sm_otf2_bg_archive())
         return NULL;
+    if (loc->id >= sm_bg.n_by_id) {
+        uint32_t n = loc->id + 1024;
+        sm_otf2_bg_loc_t **grown = realloc(sm_bg.by_id, sizeof *grown * n);
+        if (!grown)
+            return NULL;
+        memset(grown + sm_bg.n_by_id, 0, sizeof *grown * (n - sm_bg.n_by_id));
+        sm_bg.by_id = grown;
+        sm_bg.n_by_id = n;
+    }
+    if (sm_bg.by_id[loc->id])
+        return NULL; /* asked once per location */
     sm_otf2_bg_loc_t *st = calloc(1, sizeof *st);
     if (!st)
         return NULL;
@@ -1983,8 +2059,48 @@ static void *sm_otf2_bg_open(sm_location_t *loc)
     }
     st->loc = loc;
     sm_timeline_begin(st->timeline, loc->id, loc->type, "");
-    sm_bg.locs[sm_bg.n++] = st;
+    sm_bg.by_id[loc->id] = st;
+    sm_bg.n_open++;
     return st;
+}
+
+/* buffer.h's close, on the writer thread: the thread ended and st has all
+ * its records (complete), or it is dropped.  Its slot is free either way. */
+static int sm_otf2_bg_close(sm_location_t *loc, void *arg, int complete)
+{
+    sm_otf2_bg_loc_t *st = arg;
+    sm_bg.n_open--;
+    if (complete && !st->stopped && !sm_bg.broken && st->evt &&
+        sm_otf2_bg_ok(OTF2_EvtWriter_GetNumberOfEvents(st->evt, &st->n_events)) &&
+        sm_otf2_bg_ok(OTF2_Archive_CloseEvtWriter(sm_bg.archive, st->evt))) {
+        st->evt = NULL;
+        st->closed = true;
+        /* Its lane in a few KiB, not the whole binning state. */
+        sm_timeline_end(st->timeline);
+        if (st->timeline->out.len && !st->timeline->out.oom) {
+            st->lane = st->timeline->out.p;
+            st->lane_len = st->timeline->out.len;
+            st->timeline->out.p = NULL;
+        }
+        sm_timeline_free(st->timeline);
+        st->timeline = NULL;
+        /* Its local definition file, empty, made now: at the end OTF2 only
+         * truncates it (moved into the archive), where creating thousands
+         * of files cost up to 0.25 ms each on an ext4 without a journal. */
+        char path[4400];
+        snprintf(path, sizeof path, "%s/%s/%" PRIu32 ".def", sm_bg.dir, SM_OTF2_ARCHIVE_NAME,
+                 loc->id);
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+        st->def_file = fd >= 0;
+        if (fd >= 0)
+            close(fd);
+        return 0;
+    }
+    st->stopped = true; /* written at the end, its staged file dropped */
+    if (!sm_bg.broken && st->evt &&
+        sm_otf2_bg_ok(OTF2_Archive_CloseEvtWriter(sm_bg.archive, st->evt)))
+        st->evt = NULL;
+    return 1;
 }
 
 /* Ticks, never going back on the location. */
@@ -2053,7 +2169,7 @@ static int sm_otf2_bg_record(const sm_record_t *rec, void *arg)
     uint32_t peer = (uint32_t)pt, tag = (uint32_t)(pt >> 32);
     uint32_t thread = (uint32_t)(pt >> 32), generation = (uint32_t)pt;
     OTF2_Paradigm model = sm_otf2_paradigm((uint8_t)rec->aux);
-    if (st->stopped || sm_bg.broken)
+    if (st->stopped || sm_bg.broken || !st->evt)
         return 1;
     st->records[sm_bg.take]++;
 
@@ -2218,7 +2334,8 @@ stop:
     return 1;
 }
 
-static sm_buffer_encoder_t sm_otf2_bg_encoder = {sm_otf2_bg_open, sm_otf2_bg_record, 0};
+static sm_buffer_encoder_t sm_otf2_bg_encoder = {sm_otf2_bg_open, sm_otf2_bg_record,
+                                                 sm_otf2_bg_close, 0};
 
 void sm_otf2_background(int mode)
 {
@@ -2235,13 +2352,11 @@ void sm_otf2_background(int mode)
  * it can be taken (NULL: written as before). */
 static sm_otf2_bg_loc_t *sm_otf2_bg_of(const sm_otf2_writer_t *w, uint32_t id)
 {
-    if (!sm_bg.take || sm_bg.broken || !sm_bg.archive)
-        return NULL;
-    for (uint32_t k = 0; k < sm_bg.n; k++)
-        if (sm_bg.locs[k]->loc->id == id)
-            return sm_bg.locs[k]->stopped || !sm_bg.locs[k]->evt ? NULL : sm_bg.locs[k];
     (void)w;
-    return NULL;
+    if (!sm_bg.take || sm_bg.broken || !sm_bg.archive || id >= sm_bg.n_by_id)
+        return NULL;
+    sm_otf2_bg_loc_t *st = sm_bg.by_id[id];
+    return !st || st->stopped || (!st->evt && !st->closed) ? NULL : st;
 }
 
 /* Location w->loc, staged: the rest of its records encoded, its file moved
@@ -2266,11 +2381,13 @@ static bool sm_otf2_bg_take(sm_otf2_writer_t *w, uint64_t *n_events)
     for (uint32_t i = 0; i < st->comm_words * 64u; i++)
         if ((st->comms[i / 64] >> (i % 64) & 1) && (i >= m->n_comms || m->comms[i] == SM_INVALID_ID))
             return false;
-    uint64_t n = 0;
-    if (!sm_otf2_bg_ok(OTF2_EvtWriter_GetNumberOfEvents(st->evt, &n)) ||
-        !sm_otf2_bg_ok(OTF2_Archive_CloseEvtWriter(sm_bg.archive, st->evt)))
-        return false;
-    st->evt = NULL;
+    uint64_t n = st->n_events;
+    if (!st->closed) {
+        if (!sm_otf2_bg_ok(OTF2_EvtWriter_GetNumberOfEvents(st->evt, &n)) ||
+            !sm_otf2_bg_ok(OTF2_Archive_CloseEvtWriter(sm_bg.archive, st->evt)))
+            return false;
+        st->evt = NULL;
+    }
     char from[4400], to[4400];
     snprintf(from, sizeof from, "%s/%s/%" PRIu32 ".evt", sm_bg.dir, SM_OTF2_ARCHIVE_NAME,
              w->loc.id);
@@ -2282,6 +2399,14 @@ static bool sm_otf2_bg_take(sm_otf2_writer_t *w, uint64_t *n_events)
     if (rename(from, to) != 0)
         return false;
     st->moved = true;
+    if (st->def_file) { /* best effort: else OTF2 creates it */
+        snprintf(from, sizeof from, "%s/%s/%" PRIu32 ".def", sm_bg.dir, SM_OTF2_ARCHIVE_NAME,
+                 w->loc.id);
+        snprintf(to, sizeof to, "%s/%s/%" PRIu64 ".def", w->run->output_dir, SM_OTF2_ARCHIVE_NAME,
+                 sm_otf2_location_ref(w->img->rank, w->loc.id));
+        if (rename(from, to) != 0)
+            unlink(from);
+    }
     sm_info(1, "OTF2: location %" PRIu32 ": %" PRIu64 " records encoded during the run, %" PRIu64
             " at its end", w->loc.id, st->records[0], st->records[1]);
     *n_events = n;
@@ -2298,11 +2423,20 @@ static bool sm_otf2_bg_take(sm_otf2_writer_t *w, uint64_t *n_events)
         double rate = st->max > st->min ? (double)(hi - lo) / (double)(st->max - st->min)
                                         : sm_clock_ns_per_tick();
         sm_timeline_t *tl = st->timeline;
-        snprintf(tl->name, sizeof tl->name, "%s", w->loc.name);
-        sm_timeline_rescale(tl, w->img->to_ns(w->img->ctx, tl->origin), rate);
-        sm_timeline_end(tl);
-        if (w->timeline && tl->out.len && !tl->out.oom)
-            sm_put_bytes(&w->timeline->out, tl->out.p, tl->out.len);
+        if (st->closed) { /* its record, in ticks */
+            if (w->timeline && st->lane) {
+                uint64_t origin = sm_timeline_record_origin(st->lane, st->lane_len);
+                sm_timeline_rescale_record(st->lane, st->lane_len, w->loc.name,
+                                           w->img->to_ns(w->img->ctx, origin), rate);
+                sm_put_bytes(&w->timeline->out, st->lane, st->lane_len);
+            }
+        } else {
+            snprintf(tl->name, sizeof tl->name, "%s", w->loc.name);
+            sm_timeline_rescale(tl, w->img->to_ns(w->img->ctx, tl->origin), rate);
+            sm_timeline_end(tl);
+            if (w->timeline && tl->out.len && !tl->out.oom)
+                sm_put_bytes(&w->timeline->out, tl->out.p, tl->out.len);
+        }
     }
     return true;
 }
@@ -2312,11 +2446,8 @@ static bool sm_otf2_bg_take(sm_otf2_writer_t *w, uint64_t *n_events)
 static bool sm_otf2_bg_local_defs(sm_otf2_writer_t *w, OTF2_DefWriter *d, const sm_image_t *img,
                                   uint32_t id)
 {
-    sm_otf2_bg_loc_t *st = NULL;
-    for (uint32_t k = 0; sm_bg.take && k < sm_bg.n; k++)
-        if (sm_bg.locs[k]->loc->id == id && sm_bg.locs[k]->moved)
-            st = sm_bg.locs[k];
-    if (!st)
+    sm_otf2_bg_loc_t *st = sm_bg.take && id < sm_bg.n_by_id ? sm_bg.by_id[id] : NULL;
+    if (!st || !st->moved)
         return true;
     const sm_id_maps_t *m = img->maps;
     bool ok = true;
@@ -2361,10 +2492,10 @@ static void sm_otf2_bg_finish(void)
     if (!sm_bg.archive)
         return;
     if (!sm_bg.broken) {
-        for (uint32_t k = 0; k < sm_bg.n; k++)
-            if (sm_bg.locs[k]->evt &&
-                sm_otf2_bg_ok(OTF2_Archive_CloseEvtWriter(sm_bg.archive, sm_bg.locs[k]->evt)))
-                sm_bg.locs[k]->evt = NULL;
+        for (uint32_t k = 0; k < sm_bg.n_by_id; k++)
+            if (sm_bg.by_id[k] && sm_bg.by_id[k]->evt &&
+                sm_otf2_bg_ok(OTF2_Archive_CloseEvtWriter(sm_bg.archive, sm_bg.by_id[k]->evt)))
+                sm_bg.by_id[k]->evt = NULL;
     }
     if (!sm_bg.broken) {
         OTF2_Archive_CloseEvtFiles(sm_bg.archive);
@@ -2372,15 +2503,28 @@ static void sm_otf2_bg_finish(void)
         sm_bg.archive = NULL;
     }
     nftw(sm_bg.dir, sm_otf2_remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    for (uint32_t k = 0; k < sm_bg.n; k++) {
-        if (sm_bg.locs[k]->evt) /* left open (broken): its memory stays */
+    sm_otf2_bg_pool_release();
+    bool kept = false;
+    for (uint32_t k = 0; k < sm_bg.n_by_id; k++) {
+        sm_otf2_bg_loc_t *st = sm_bg.by_id[k];
+        if (!st)
             continue;
-        sm_timeline_free(sm_bg.locs[k]->timeline);
-        free(sm_bg.locs[k]->comms);
-        free(sm_bg.locs[k]);
-        sm_bg.locs[k] = NULL;
+        if (st->evt) { /* left open (broken): its memory stays */
+            kept = true;
+            continue;
+        }
+        sm_timeline_free(st->timeline);
+        free(st->lane);
+        free(st->comms);
+        free(st);
+        sm_bg.by_id[k] = NULL;
     }
-    sm_bg.n = 0;
+    if (!kept) {
+        free(sm_bg.by_id);
+        sm_bg.by_id = NULL;
+        sm_bg.n_by_id = 0;
+    }
+    sm_bg.n_open = 0;
     sm_bg.mode = 0;
 }
 
@@ -2499,6 +2643,32 @@ static void sm_otf2_timeline(sm_otf2_writer_t *w, const sm_otf2_proc_info_t *inf
     free(lens);
 }
 
+/* The definition chunk size: small when one process writes the archive and
+ * a generous estimate of its largest definition file (the global one: every
+ * string, region, location and group; a location's mapping tables) stays
+ * far below OTF2's 4 MiB file buffer, and its largest record (a group of all
+ * locations, 10 bytes a member) fits a small chunk; else SM_OTF2_DEF_CHUNK.
+ * (All processes of an MPI job must agree before they know the locations.) */
+static uint64_t sm_otf2_def_chunk(const sm_otf2_writer_t *w, const sm_image_t *imgs,
+                                  uint32_t n_imgs)
+{
+    if (w->job->procs->size > 1)
+        return SM_OTF2_DEF_CHUNK;
+    const sm_defset_t *d = w->job->defs;
+    uint64_t locs = w->n_ranks, est = 0;
+    for (uint32_t k = 0; k < n_imgs; k++)
+        locs += imgs[k].n_locations;
+    for (uint32_t i = 0, n = sm_defset_string_count(d); i < n && est < SM_OTF2_DEF_CHUNK; i++) {
+        const char *str = sm_defset_string_get(d, i);
+        est += (str ? strlen(str) : 0) + 16;
+    }
+    est += 64ull * (sm_defset_region_count(d) + sm_defset_metric_count(d) +
+                    sm_defset_attribute_count(d) + locs) +
+           16ull * locs * (sm_defset_comm_count(d) + 8);
+    return est < SM_OTF2_DEF_CHUNK / 4 && locs * 10 < SM_OTF2_DEF_CHUNK_SMALL / 2
+               ? SM_OTF2_DEF_CHUNK_SMALL : SM_OTF2_DEF_CHUNK;
+}
+
 static bool sm_otf2_write_archive(sm_otf2_writer_t *w, const sm_image_t *imgs, uint32_t n_imgs,
                                   bool *others_failed)
 {
@@ -2514,8 +2684,8 @@ static bool sm_otf2_write_archive(sm_otf2_writer_t *w, const sm_image_t *imgs, u
     if (procs->size > 1)
         procs->barrier(procs->ctx);
     w->archive = OTF2_Archive_Open(run->output_dir, SM_OTF2_ARCHIVE_NAME, OTF2_FILEMODE_WRITE,
-                                   SM_OTF2_EVT_CHUNK, SM_OTF2_DEF_CHUNK, OTF2_SUBSTRATE_POSIX,
-                                   OTF2_COMPRESSION_NONE);
+                                   SM_OTF2_EVT_CHUNK, sm_otf2_def_chunk(w, imgs, n_imgs),
+                                   OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
     ok = sm_otf2_got(w, w->archive, "cannot create the archive") &&
          sm_otf2_ok(w, OTF2_Archive_SetFlushCallbacks(w->archive, &flush, NULL)) &&
          sm_otf2_ok(w, OTF2_Archive_SetMemoryCallbacks(w->archive, &memory, NULL));

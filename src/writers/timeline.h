@@ -119,6 +119,14 @@ void sm_timeline_span(sm_timeline_t *t, uint64_t start, uint64_t end, int kind) 
  * on): its bins to ns, with `origin_ns` the bins' start and `ns_per_unit`
  * the rate (the bins' edges are then exact to within a ns per bin). */
 void sm_timeline_rescale(sm_timeline_t *t, uint64_t origin_ns, double ns_per_unit) SM_HIDDEN;
+/* The same for one location's finished record (the bytes sm_timeline_end
+ * appended, in other units): named name, at origin_ns, widths and bins
+ * times ns_per_unit.  Keeps a closed location in a few KiB instead of its
+ * whole sm_timeline_t. */
+void sm_timeline_rescale_record(uint8_t *rec, size_t len, const char *name, uint64_t origin_ns,
+                                double ns_per_unit) SM_HIDDEN;
+/* The origin of such a record (its unit). */
+uint64_t sm_timeline_record_origin(const uint8_t *rec, size_t len) SM_HIDDEN;
 /* Ends the location, appending it to t->out when it holds any time. */
 void sm_timeline_end(sm_timeline_t *t) SM_HIDDEN;
 /* A sample of the job's named metric `id` at ns. */

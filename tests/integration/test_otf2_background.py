@@ -122,6 +122,23 @@ meta = load_json(out, "metadata.json")
 check(meta["buffers"]["spills"] > 0, "it spilled")
 check(not os.path.exists(os.path.join(out, ".spill")), "spill and staging folders removed")
 
+# Many short threads (issue 13): each that ends is encoded to its end and
+# its event file closed during the run, so far more threads than the few
+# slots (4 under the default budget) are taken from the run's encoding, all
+# of their records (0 at the end); the archive is the same.
+WAVES, PER_WAVE, PAIRS = 10, 40, 3000
+out, p = measure([program("spill-stress"), "threads", str(WAVES), str(PER_WAVE), str(PAIRS)],
+                 "bg-short-threads", env=env)
+taken = compare(out, "short threads", 0.0, p.stderr)
+whole = [t for t in taken if t[1] == 0]
+print("short threads: %d taken from the run's encoding, %d of them whole" % (len(taken), len(whole)))
+check(len(whole) > 8, "short threads: more than the slots encoded whole during the run: %d"
+      % len(whole))
+visits = check_trace_consistent(Trace(out))
+check(visits.get("worker") == WAVES * PER_WAVE * PAIRS, "short threads: worker visits %s"
+      % visits.get("worker"))
+check(not os.path.exists(os.path.join(out, ".spill")), "short threads: staging folder removed")
+
 # Off: the archive is the same as before (written at the end).
 out, p = measure([program("many-regions"), "2", "20000"], "bg-off",
                  env={"SYSMEASURE_OTF2_BACKGROUND": "no", "SYSMEASURE_VERBOSE": "1"})
