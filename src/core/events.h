@@ -63,6 +63,18 @@ uint64_t sm_record_count_bytes(const uint64_t *count, const uint64_t *words) SM_
 /* A record kind's name ("thread_fork"), as metadata.json gives the counts. */
 const char *sm_record_kind_name(sm_record_kind_t kind) SM_HIDDEN;
 
+/* Frame f, the one above the top, opened for region at t and made the top. */
+static SM_ALWAYS_INLINE void sm_frame_open(sm_location_t *loc, sm_frame_t *f, sm_region_id_t region,
+                                           uint64_t t, sm_profile_node_t *node)
+{
+    f->start = t;
+    f->child = 0;
+    f->region = region;
+    if (loc->profiling)
+        f->node = node;
+    loc->sp = f;
+}
+
 /* Push a frame whose profile node is `node` (unused when not profiling). */
 static inline bool sm_event_push_frame_at(sm_location_t *loc, sm_region_id_t region, uint64_t t,
                                           sm_profile_node_t *node)
@@ -70,12 +82,7 @@ static inline bool sm_event_push_frame_at(sm_location_t *loc, sm_region_id_t reg
     sm_frame_t *f = loc->sp + 1;
     if (SM_UNLIKELY(f > loc->stack_limit) && !(f = sm_location_grow_stack(loc)))
         return false; /* beyond the depth limit: counted only */
-    f->start = t;
-    f->child = 0;
-    f->region = region;
-    if (loc->profiling)
-        f->node = node;
-    loc->sp = f;
+    sm_frame_open(loc, f, region, t, node);
 #ifdef SM_HAVE_PAPI
     if (SM_UNLIKELY(loc->counters != NULL))
         sm_counters_enter(loc, f, t);
@@ -190,12 +197,7 @@ static SM_ALWAYS_INLINE bool sm_event_enter_fast(sm_location_t *loc, sm_region_i
     uint64_t t = sm_clock_tsc_or_zero();
     if (SM_UNLIKELY(!t))
         return false;
-    f->start = t;
-    f->child = 0;
-    f->region = region;
-    if (loc->profiling)
-        f->node = n;
-    loc->sp = f;
+    sm_frame_open(loc, f, region, t, n);
     if (loc->tracing)
         sm_trace_put(loc, (sm_record_t *)loc->pos, SM_REC_ENTER, region, t);
     return true;
