@@ -132,7 +132,9 @@ out, p = measure([program("spill-stress"), "threads", str(WAVES), str(PER_WAVE),
 taken = compare(out, "short threads", 0.0, p.stderr)
 whole = [t for t in taken if t[1] == 0]
 print("short threads: %d taken from the run's encoding, %d of them whole" % (len(taken), len(whole)))
-check(len(whole) > 8, "short threads: more than the slots encoded whole during the run: %d"
+# (4 slots under the default budget: more than that shows slots reused;
+# how many more depends on the spare processor time, 97 to 291 seen.)
+check(len(whole) > 4, "short threads: more than the slots encoded whole during the run: %d"
       % len(whole))
 visits = check_trace_consistent(Trace(out))
 check(visits.get("worker") == WAVES * PER_WAVE * PAIRS, "short threads: worker visits %s"
