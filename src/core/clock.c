@@ -187,41 +187,13 @@ void sm_clock_export(sm_clock_params_t *p)
     p->ns_per_tick = sm_cal.ns_per_tick;
 }
 
-static int64_t sm_clock_params_offset(const sm_clock_params_t *p, uint64_t ns)
+void sm_clock_job_of(const sm_clock_params_t *p, sm_clock_job_t *c)
 {
-    int a = p->have_offset[0], b = p->have_offset[1];
-    if (!a && !b)
-        return 0;
-    if (!a || !b || p->offset_local_ns[1] <= p->offset_local_ns[0])
-        return p->offset_ns[b ? 1 : 0];
-    /* Linear between the two points (a constant drift), extended beyond. */
-    double slope = (double)(p->offset_ns[1] - p->offset_ns[0]) /
-                   (double)(p->offset_local_ns[1] - p->offset_local_ns[0]);
-    double dt = (double)(int64_t)(ns - p->offset_local_ns[0]);
-    return p->offset_ns[0] + (int64_t)(slope * dt);
-}
-
-uint64_t sm_clock_params_to_job_ns(const sm_clock_params_t *p, uint64_t ticks)
-{
-    double delta = ((double)(int64_t)(ticks - p->tick0)) * p->ns_per_tick;
-    uint64_t ns = (uint64_t)((int64_t)p->mono0 + (int64_t)(delta < 0 ? delta - 0.5 : delta + 0.5));
-    return ns + (uint64_t)sm_clock_params_offset(p, ns);
-}
-
-int64_t sm_clock_offset_at(uint64_t ns)
-{
-    return sm_clock_params_offset(&sm_job_clock, ns);
-}
-
-void sm_clock_job_get(sm_clock_job_t *c)
-{
-    /* (The arithmetic of sm_clock_to_ns and sm_clock_params_offset.) */
-    const sm_clock_params_t *p = &sm_job_clock;
     int a = p->have_offset[0], b = p->have_offset[1];
     memset(c, 0, sizeof *c);
-    c->tick0 = sm_cal.tick0;
-    c->mono0 = (int64_t)sm_cal.mono0;
-    c->ns_per_tick = sm_cal.ns_per_tick;
+    c->tick0 = p->tick0;
+    c->mono0 = (int64_t)p->mono0;
+    c->ns_per_tick = p->ns_per_tick;
     c->sloped = a && b && p->offset_local_ns[1] > p->offset_local_ns[0];
     if (c->sloped) {
         c->slope = (double)(p->offset_ns[1] - p->offset_ns[0]) /
@@ -233,8 +205,16 @@ void sm_clock_job_get(sm_clock_job_t *c)
     }
 }
 
+void sm_clock_job_get(sm_clock_job_t *c)
+{
+    sm_clock_params_t p;
+    sm_clock_export(&p);
+    sm_clock_job_of(&p, c);
+}
+
 uint64_t sm_clock_to_job_ns(uint64_t ticks)
 {
-    uint64_t ns = sm_clock_to_ns(ticks);
-    return ns + (uint64_t)sm_clock_offset_at(ns);
+    sm_clock_job_t c;
+    sm_clock_job_get(&c);
+    return sm_clock_job_ns(&c, ticks);
 }

@@ -81,13 +81,12 @@ typedef struct sm_clock_params {
     int64_t offset_ns[2];
 } sm_clock_params_t;
 void sm_clock_export(sm_clock_params_t *p) SM_HIDDEN;
-uint64_t sm_clock_params_to_job_ns(const sm_clock_params_t *p, uint64_t ticks) SM_HIDDEN;
-int64_t sm_clock_offset_at(uint64_t local_ns) SM_HIDDEN;
 uint64_t sm_clock_to_job_ns(uint64_t ticks) SM_HIDDEN;
 
-/* sm_clock_to_job_ns as data, taken once after the offsets are known, for
- * the writer's conversion of every event inline (through the function it
- * was a sixth of the end of the run's encoding).  Same results. */
+/* A process's ticks to ns on the job's timeline, as data: the calibration
+ * and the offsets with the drift divided once (the one definition of that
+ * arithmetic; the writer converts every event inline with it: through a
+ * function per event it was a sixth of the end of the run's encoding). */
 typedef struct sm_clock_job {
     uint64_t tick0;
     int64_t mono0;
@@ -97,15 +96,24 @@ typedef struct sm_clock_job {
     int64_t offset;
     uint64_t local0;
 } sm_clock_job_t;
+/* From a process's parameters (sm_clock_export's, or a process file's). */
+void sm_clock_job_of(const sm_clock_params_t *p, sm_clock_job_t *c) SM_HIDDEN;
+/* This process's, once the offsets are known. */
 void sm_clock_job_get(sm_clock_job_t *c) SM_HIDDEN;
+
+/* The offset at local ns: linear between the two points (a constant
+ * drift), extended beyond; the one known, or 0. */
+static inline int64_t sm_clock_job_offset(const sm_clock_job_t *c, uint64_t ns)
+{
+    return c->sloped ? c->offset + (int64_t)(c->slope * (double)(int64_t)(ns - c->local0))
+                     : c->offset;
+}
 
 static inline uint64_t sm_clock_job_ns(const sm_clock_job_t *c, uint64_t ticks)
 {
     double delta = ((double)(int64_t)(ticks - c->tick0)) * c->ns_per_tick;
     uint64_t ns = (uint64_t)(c->mono0 + (int64_t)(delta < 0 ? delta - 0.5 : delta + 0.5));
-    int64_t off = c->sloped ? c->offset + (int64_t)(c->slope * (double)(int64_t)(ns - c->local0))
-                            : c->offset;
-    return ns + (uint64_t)off;
+    return ns + (uint64_t)sm_clock_job_offset(c, ns);
 }
 
 #endif

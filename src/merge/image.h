@@ -33,10 +33,8 @@ typedef struct sm_image {
     int (*location)(void *ctx, uint32_t i, sm_image_location_t *out);
     /* Location i's records in order; as sm_buffer_for_each. */
     int (*for_each)(void *ctx, uint32_t i, sm_record_fn fn, void *arg);
-    /* Ticks of this process to ns on the job's timeline (rank 0's clock). */
-    uint64_t (*to_ns)(void *ctx, uint64_t ticks);
-    /* The live process: to_ns as data, for the writer's inline conversion. */
-    int has_clock;
+    /* Ticks of this process to ns on the job's timeline (rank 0's clock):
+     * sm_clock_job_ns(&img->clock, ticks). */
     sm_clock_job_t clock;
 } sm_image_t;
 

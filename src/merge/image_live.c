@@ -69,12 +69,6 @@ static int sm_live_for_each(void *ctx, uint32_t i, sm_record_fn fn, void *arg)
     return sm_live_records(ctx, i, fn, arg);
 }
 
-static uint64_t sm_live_to_ns(void *ctx, uint64_t ticks)
-{
-    (void)ctx;
-    return sm_clock_to_job_ns(ticks);
-}
-
 void sm_image_live(sm_image_t *img, uint32_t rank, const sm_id_maps_t *maps,
                    uint64_t start_ticks, uint64_t end_ticks)
 {
@@ -86,7 +80,5 @@ void sm_image_live(sm_image_t *img, uint32_t rank, const sm_id_maps_t *maps,
     img->end_ticks = end_ticks;
     img->location = sm_live_location;
     img->for_each = sm_live_for_each;
-    img->to_ns = sm_live_to_ns;
-    img->has_clock = 1;
     sm_clock_job_get(&img->clock);
 }

@@ -578,12 +578,6 @@ static int sm_pf_for_each(void *ctx, uint32_t i, sm_record_fn fn, void *arg)
     return sm_pf_records(ctx, i, fn, arg);
 }
 
-static uint64_t sm_pf_to_ns(void *ctx, uint64_t ticks)
-{
-    const sm_process_file_t *f = ctx;
-    return sm_clock_params_to_job_ns(&f->clock, ticks);
-}
-
 void sm_process_file_image(sm_process_file_t *f, sm_image_t *img)
 {
     memset(img, 0, sizeof *img);
@@ -595,5 +589,5 @@ void sm_process_file_image(sm_process_file_t *f, sm_image_t *img)
     img->ctx = f;
     img->location = sm_pf_location;
     img->for_each = sm_pf_for_each;
-    img->to_ns = sm_pf_to_ns;
+    sm_clock_job_of(&f->clock, &img->clock);
 }
