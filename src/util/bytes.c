@@ -49,8 +49,7 @@ void sm_put_u64(sm_wbuf_t *w, uint64_t v)
 {
     uint8_t *p = sm_wbuf_room(w, 8);
     if (p)
-        for (int i = 0; i < 8; i++)
-            p[i] = (uint8_t)(v >> (8 * i));
+        sm_le64_store(p, v);
 }
 
 void *sm_wbuf_finish(sm_wbuf_t *w, uint64_t *len)
@@ -96,8 +95,5 @@ uint32_t sm_get_u32(sm_rbuf_t *r)
 uint64_t sm_get_u64(sm_rbuf_t *r)
 {
     const uint8_t *p = sm_get_bytes(r, 8);
-    uint64_t v = 0;
-    for (int i = 0; p && i < 8; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
+    return p ? sm_le64_load(p) : 0;
 }

@@ -36,6 +36,22 @@ void sm_get_copy(sm_rbuf_t *r, void *dst, uint64_t n) SM_HIDDEN;
 uint32_t sm_get_u32(sm_rbuf_t *r) SM_HIDDEN;
 uint64_t sm_get_u64(sm_rbuf_t *r) SM_HIDDEN;
 
+/* A little-endian 64-bit integer in place (the encoding of sm_put_u64 and
+ * sm_get_u64), for a record rewritten where it lies. */
+static inline uint64_t sm_le64_load(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+static inline void sm_le64_store(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
 static inline uint64_t sm_remaining(const sm_rbuf_t *r)
 {
     return r->bad ? 0 : (uint64_t)(r->end - r->p);

@@ -144,8 +144,7 @@ void sm_timeline_until_slow(sm_timeline_t *t, uint64_t ns)
     }
     if (ns <= t->last)
         return;
-    int kind = t->depth ? t->stack[(t->depth > SM_TL_DEPTH ? SM_TL_DEPTH : t->depth) - 1]
-                        : SM_TL_OUTSIDE;
+    int kind = sm_timeline_top_kind(t);
     uint64_t a = t->last;
     t->last = ns;
     sm_tl_cover(t, ns);
@@ -182,42 +181,28 @@ void sm_timeline_rescale(sm_timeline_t *t, uint64_t origin_ns, double ns_per_uni
     t->cur_width = 0;
 }
 
-static uint64_t sm_tl_get_u64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-
-static void sm_tl_set_u64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
 /* A location's record (sm_timeline_end): kind, id, type, name, origin,
  * width, used, then SM_TL_FINE floats per kind used. */
-enum { SM_TL_AT_NAME = 12, SM_TL_AT_ORIGIN = SM_TL_AT_NAME + 64, SM_TL_AT_WIDTH = SM_TL_AT_ORIGIN + 8,
+#define SM_TL_NAME_BYTES sizeof(((sm_timeline_t *)0)->name)
+enum { SM_TL_AT_NAME = 12, SM_TL_AT_ORIGIN = SM_TL_AT_NAME + SM_TL_NAME_BYTES,
+       SM_TL_AT_WIDTH = SM_TL_AT_ORIGIN + 8,
        SM_TL_AT_BINS = SM_TL_AT_WIDTH + 8 + 4 };
 
 uint64_t sm_timeline_record_origin(const uint8_t *rec, size_t len)
 {
-    return len >= SM_TL_AT_BINS ? sm_tl_get_u64(rec + SM_TL_AT_ORIGIN) : 0;
+    return len >= SM_TL_AT_BINS ? sm_le64_load(rec + SM_TL_AT_ORIGIN) : 0;
 }
 
 void sm_timeline_rescale_record(uint8_t *rec, size_t len, const char *name, uint64_t origin_ns,
                                 double ns_per_unit)
 {
-    const size_t name_at = SM_TL_AT_NAME, origin_at = SM_TL_AT_ORIGIN, width_at = SM_TL_AT_WIDTH,
-                 bins_at = SM_TL_AT_BINS;
-    if (len < bins_at)
+    if (len < SM_TL_AT_BINS)
         return;
-    snprintf((char *)rec + name_at, 64, "%s", name);
-    sm_tl_set_u64(rec + origin_at, origin_ns);
-    double w = (double)sm_tl_get_u64(rec + width_at) * ns_per_unit;
-    sm_tl_set_u64(rec + width_at, w < 1 ? 1 : (uint64_t)(w + 0.5));
-    for (size_t at = bins_at; at + sizeof(float) <= len; at += sizeof(float)) {
+    snprintf((char *)rec + SM_TL_AT_NAME, SM_TL_NAME_BYTES, "%s", name);
+    sm_le64_store(rec + SM_TL_AT_ORIGIN, origin_ns);
+    double w = (double)sm_le64_load(rec + SM_TL_AT_WIDTH) * ns_per_unit;
+    sm_le64_store(rec + SM_TL_AT_WIDTH, w < 1 ? 1 : (uint64_t)(w + 0.5));
+    for (size_t at = SM_TL_AT_BINS; at + sizeof(float) <= len; at += sizeof(float)) {
         float v;
         memcpy(&v, rec + at, sizeof v);
         v = (float)((double)v * ns_per_unit);

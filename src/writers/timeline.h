@@ -78,6 +78,13 @@ void sm_timeline_begin(sm_timeline_t *t, uint32_t id, uint32_t type, const char 
 /* (Inline below: the writer calls them for every event.) */
 void sm_timeline_until_slow(sm_timeline_t *t, uint64_t ns) SM_HIDDEN;
 
+/* The kind of the thread's innermost region (SM_TL_OUTSIDE: none). */
+static inline int sm_timeline_top_kind(const sm_timeline_t *t)
+{
+    return t->depth ? t->stack[(t->depth > SM_TL_DEPTH ? SM_TL_DEPTH : t->depth) - 1]
+                    : SM_TL_OUTSIDE;
+}
+
 /* Time since the last event of a thread goes to its innermost region.  The
  * common case, both ends in the bin of the last interval, is here. */
 static inline void sm_timeline_until(sm_timeline_t *t, uint64_t ns)
@@ -85,12 +92,11 @@ static inline void sm_timeline_until(sm_timeline_t *t, uint64_t ns)
     uint64_t a = t->last;
     if (t->started && ns > a && t->cur_width == t->width && a >= t->cur_lo &&
         ns - t->cur_lo <= t->width) {
-        int kind = t->depth ? t->stack[(t->depth > SM_TL_DEPTH ? SM_TL_DEPTH : t->depth) - 1]
-                            : SM_TL_OUTSIDE;
+        int kind = sm_timeline_top_kind(t);
         t->last = ns;
         t->bins[t->cur][kind] += ns - a;
         t->used |= 1u << kind;
-    } else if (!t->started || ns > a) {
+    } else {
         sm_timeline_until_slow(t, ns);
     }
 }
