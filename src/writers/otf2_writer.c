@@ -358,8 +358,7 @@ static void sm_otf2_report_failure(const sm_otf2_writer_t *w)
  * location (readers require it). */
 static uint64_t sm_otf2_time(sm_otf2_writer_t *w, uint64_t ticks)
 {
-    uint64_t ns = w->img->has_clock ? sm_clock_job_ns(&w->img->clock, ticks)
-                                    : w->img->to_ns(w->img->ctx, ticks);
+    uint64_t ns = sm_clock_job_ns(&w->img->clock, ticks);
     if (w->loc_has_time && ns < w->last_ns) {
         ns = w->last_ns;
         w->clamps++;
@@ -752,7 +751,7 @@ static int sm_otf2_record(const sm_record_t *rec, void *arg)
         t = sm_otf2_time(w, rec->time);
         if (rec->words >= 1)
             memcpy(&stop_ticks, sm_record_payload(rec), sizeof stop_ticks);
-        stop = w->img->to_ns(w->img->ctx, stop_ticks);
+        stop = sm_clock_job_ns(&w->img->clock, stop_ticks);
         if (stop < t)
             stop = t;
         if (stop > w->max_ns)
@@ -900,12 +899,12 @@ static void *sm_otf2_proc_blob(sm_otf2_writer_t *w, const uint64_t *n_events, ui
         .metric_events = w->metric_events,
         .min_ns = w->min_ns,
         .max_ns = w->max_ns,
-        .run_start_ns = img->to_ns(img->ctx, img->start_ticks),
-        .run_end_ns = img->to_ns(img->ctx, img->end_ticks),
+        .run_start_ns = sm_clock_job_ns(&img->clock, img->start_ticks),
+        .run_end_ns = sm_clock_job_ns(&img->clock, img->end_ticks),
     };
     if (!w->any_time) {
-        h.min_ns = img->to_ns(img->ctx, img->start_ticks);
-        h.max_ns = img->to_ns(img->ctx, img->end_ticks);
+        h.min_ns = sm_clock_job_ns(&img->clock, img->start_ticks);
+        h.max_ns = sm_clock_job_ns(&img->clock, img->end_ticks);
     }
     sm_put_bytes(&b, &h, sizeof h);
     for (uint32_t i = 0; i < img->n_locations; i++) {
@@ -2034,14 +2033,11 @@ static void *sm_otf2_bg_open(sm_location_t *loc)
         return NULL;
     if (!sm_bg.archive && !sm_otf2_bg_archive())
         return NULL;
-    if (loc->id >= sm_bg.n_by_id) {
-        uint32_t n = loc->id + 1024;
-        sm_otf2_bg_loc_t **grown = realloc(sm_bg.by_id, sizeof *grown * n);
-        if (!grown)
+    while (loc->id >= sm_bg.n_by_id) {
+        uint32_t had = sm_bg.n_by_id;
+        if (SM_GROW(sm_bg.by_id, sm_bg.n_by_id, 1024) != 0)
             return NULL;
-        memset(grown + sm_bg.n_by_id, 0, sizeof *grown * (n - sm_bg.n_by_id));
-        sm_bg.by_id = grown;
-        sm_bg.n_by_id = n;
+        memset(sm_bg.by_id + had, 0, sizeof *sm_bg.by_id * (sm_bg.n_by_id - had));
     }
     if (sm_bg.by_id[loc->id])
         return NULL; /* asked once per location */
@@ -2064,16 +2060,29 @@ static void *sm_otf2_bg_open(sm_location_t *loc)
     return st;
 }
 
+/* st's event writer closed (its file complete), its count of events kept. */
+static bool sm_otf2_bg_close_evt(sm_otf2_bg_loc_t *st)
+{
+    if (!sm_otf2_bg_ok(OTF2_EvtWriter_GetNumberOfEvents(st->evt, &st->n_events)) ||
+        !sm_otf2_bg_ok(OTF2_Archive_CloseEvtWriter(sm_bg.archive, st->evt)))
+        return false;
+    st->evt = NULL;
+    return true;
+}
+
+/* The staged file of location id ("evt" or "def"). */
+static void sm_otf2_bg_staged(char *path, size_t size, uint32_t id, const char *ext)
+{
+    snprintf(path, size, "%s/%s/%" PRIu32 ".%s", sm_bg.dir, SM_OTF2_ARCHIVE_NAME, id, ext);
+}
+
 /* buffer.h's close, on the writer thread: the thread ended and st has all
  * its records (complete), or it is dropped.  Its slot is free either way. */
 static int sm_otf2_bg_close(sm_location_t *loc, void *arg, int complete)
 {
     sm_otf2_bg_loc_t *st = arg;
     sm_bg.n_open--;
-    if (complete && !st->stopped && !sm_bg.broken && st->evt &&
-        sm_otf2_bg_ok(OTF2_EvtWriter_GetNumberOfEvents(st->evt, &st->n_events)) &&
-        sm_otf2_bg_ok(OTF2_Archive_CloseEvtWriter(sm_bg.archive, st->evt))) {
-        st->evt = NULL;
+    if (complete && !st->stopped && !sm_bg.broken && st->evt && sm_otf2_bg_close_evt(st)) {
         st->closed = true;
         /* Its lane in a few KiB, not the whole binning state. */
         sm_timeline_end(st->timeline);
@@ -2088,8 +2097,7 @@ static int sm_otf2_bg_close(sm_location_t *loc, void *arg, int complete)
          * truncates it (moved into the archive), where creating thousands
          * of files cost up to 0.25 ms each on an ext4 without a journal. */
         char path[4400];
-        snprintf(path, sizeof path, "%s/%s/%" PRIu32 ".def", sm_bg.dir, SM_OTF2_ARCHIVE_NAME,
-                 loc->id);
+        sm_otf2_bg_staged(path, sizeof path, loc->id, "def");
         int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
         st->def_file = fd >= 0;
         if (fd >= 0)
@@ -2359,6 +2367,16 @@ static sm_otf2_bg_loc_t *sm_otf2_bg_of(const sm_otf2_writer_t *w, uint32_t id)
     return !st || st->stopped || (!st->evt && !st->closed) ? NULL : st;
 }
 
+/* w->loc's staged file ("evt" or "def") moved into the job's archive. */
+static bool sm_otf2_bg_move(const sm_otf2_writer_t *w, const char *ext)
+{
+    char from[4400], to[4400];
+    sm_otf2_bg_staged(from, sizeof from, w->loc.id, ext);
+    snprintf(to, sizeof to, "%s/%s/%" PRIu64 ".%s", w->run->output_dir, SM_OTF2_ARCHIVE_NAME,
+             sm_otf2_location_ref(w->img->rank, w->loc.id), ext);
+    return rename(from, to) == 0;
+}
+
 /* Location w->loc, staged: the rest of its records encoded, its file moved
  * into the job's archive.  False: written as before (its staged file is
  * dropped). */
@@ -2381,31 +2399,17 @@ static bool sm_otf2_bg_take(sm_otf2_writer_t *w, uint64_t *n_events)
     for (uint32_t i = 0; i < st->comm_words * 64u; i++)
         if ((st->comms[i / 64] >> (i % 64) & 1) && (i >= m->n_comms || m->comms[i] == SM_INVALID_ID))
             return false;
-    uint64_t n = st->n_events;
-    if (!st->closed) {
-        if (!sm_otf2_bg_ok(OTF2_EvtWriter_GetNumberOfEvents(st->evt, &n)) ||
-            !sm_otf2_bg_ok(OTF2_Archive_CloseEvtWriter(sm_bg.archive, st->evt)))
-            return false;
-        st->evt = NULL;
-    }
-    char from[4400], to[4400];
-    snprintf(from, sizeof from, "%s/%s/%" PRIu32 ".evt", sm_bg.dir, SM_OTF2_ARCHIVE_NAME,
-             w->loc.id);
-    snprintf(to, sizeof to, "%s/%s", w->run->output_dir, SM_OTF2_ARCHIVE_NAME);
-    if (mkdir(to, 0777) != 0 && errno != EEXIST)
+    if (!st->closed && !sm_otf2_bg_close_evt(st))
         return false;
-    snprintf(to, sizeof to, "%s/%s/%" PRIu64 ".evt", w->run->output_dir, SM_OTF2_ARCHIVE_NAME,
-             sm_otf2_location_ref(w->img->rank, w->loc.id));
-    if (rename(from, to) != 0)
+    uint64_t n = st->n_events;
+    char dir[4400];
+    snprintf(dir, sizeof dir, "%s/%s", w->run->output_dir, SM_OTF2_ARCHIVE_NAME);
+    if ((mkdir(dir, 0777) != 0 && errno != EEXIST) || !sm_otf2_bg_move(w, "evt"))
         return false;
     st->moved = true;
-    if (st->def_file) { /* best effort: else OTF2 creates it */
-        snprintf(from, sizeof from, "%s/%s/%" PRIu32 ".def", sm_bg.dir, SM_OTF2_ARCHIVE_NAME,
-                 w->loc.id);
-        snprintf(to, sizeof to, "%s/%s/%" PRIu64 ".def", w->run->output_dir, SM_OTF2_ARCHIVE_NAME,
-                 sm_otf2_location_ref(w->img->rank, w->loc.id));
-        if (rename(from, to) != 0)
-            unlink(from);
+    if (st->def_file && !sm_otf2_bg_move(w, "def")) { /* best effort: else OTF2 creates it */
+        sm_otf2_bg_staged(dir, sizeof dir, w->loc.id, "def");
+        unlink(dir);
     }
     sm_info(1, "OTF2: location %" PRIu32 ": %" PRIu64 " records encoded during the run, %" PRIu64
             " at its end", w->loc.id, st->records[0], st->records[1]);
@@ -2413,7 +2417,8 @@ static bool sm_otf2_bg_take(sm_otf2_writer_t *w, uint64_t *n_events)
     w->clamps += st->clamps;
     w->thread_events |= st->thread_events;
     if (st->has_time) {
-        uint64_t lo = w->img->to_ns(w->img->ctx, st->min), hi = w->img->to_ns(w->img->ctx, st->max);
+        uint64_t lo = sm_clock_job_ns(&w->img->clock, st->min);
+        uint64_t hi = sm_clock_job_ns(&w->img->clock, st->max);
         if (!w->any_time || lo < w->min_ns)
             w->min_ns = lo;
         if (!w->any_time || hi > w->max_ns)
@@ -2427,12 +2432,12 @@ static bool sm_otf2_bg_take(sm_otf2_writer_t *w, uint64_t *n_events)
             if (w->timeline && st->lane) {
                 uint64_t origin = sm_timeline_record_origin(st->lane, st->lane_len);
                 sm_timeline_rescale_record(st->lane, st->lane_len, w->loc.name,
-                                           w->img->to_ns(w->img->ctx, origin), rate);
+                                           sm_clock_job_ns(&w->img->clock, origin), rate);
                 sm_put_bytes(&w->timeline->out, st->lane, st->lane_len);
             }
         } else {
             snprintf(tl->name, sizeof tl->name, "%s", w->loc.name);
-            sm_timeline_rescale(tl, w->img->to_ns(w->img->ctx, tl->origin), rate);
+            sm_timeline_rescale(tl, sm_clock_job_ns(&w->img->clock, tl->origin), rate);
             sm_timeline_end(tl);
             if (w->timeline && tl->out.len && !tl->out.oom)
                 sm_put_bytes(&w->timeline->out, tl->out.p, tl->out.len);
@@ -2477,7 +2482,7 @@ static bool sm_otf2_bg_local_defs(sm_otf2_writer_t *w, OTF2_DefWriter *d, const 
     if (ok && st->has_time) {
         uint64_t pts[2] = {st->min, st->max};
         for (int k = 0; ok && k < (st->max > st->min ? 2 : 1); k++) {
-            uint64_t ns = img->to_ns(img->ctx, pts[k]);
+            uint64_t ns = sm_clock_job_ns(&img->clock, pts[k]);
             ok = sm_otf2_ok(w, OTF2_DefWriter_WriteClockOffset(d, pts[k],
                                                                (int64_t)(ns - pts[k]), 0.0));
         }
