@@ -282,7 +282,6 @@ const char *sm_region_name(sm_region_id_t id)
     return r ? sm_string_get(r->name) : "(unknown region)";
 }
 
-
 /* ---------------------------------------------------------------- attributes */
 
 static uint64_t sm_attribute_hash_of(const sm_attribute_def_t *a)

@@ -731,15 +731,14 @@ static int sm_otf2_background_wanted(void)
     char node_list[256], writer_list[256];
     sm_cpus_format(&node, node_list, sizeof node_list);
     sm_cpus_format(&writer, writer_list, sizeof writer_list);
+    const char *where = place == 2 ? "; writer thread on the node's other CPUs "
+                        : unknown  ? "; not on the node's other CPUs: the processes on the node "
+                                     "are unknown"
+                                   : "";
     sm_info(2, "OTF2 during the run: %s (%d CPUs, %ld processes on the node x %ld threads%s; "
             "node: %d CPUs %s, %s)%s%s", place ? "yes" : "no", CPU_COUNT(&own), local, threads,
             getenv("OMP_NUM_THREADS") ? "" : openmp ? " (OpenMP's default)" : " (no OpenMP)",
-            CPU_COUNT(&node), node_list, source,
-            place == 2 ? "; writer thread on the node's other CPUs " : "",
-            place == 2 ? writer_list
-                       : unknown ? "; not on the node's other CPUs: the processes on the node "
-                                   "are unknown"
-                                 : "");
+            CPU_COUNT(&node), node_list, source, where, place == 2 ? writer_list : "");
     if (place == 2)
         sm_cpus_set_writer(&writer);
     return place != 0;
