@@ -58,7 +58,11 @@ ratio() {
 median_of() {
     awk -F'\t' -v l="$2" '$1 == l {print $2}' "$work/$1" | bench_mid
 }
-echo "trace+profile by handle / two TSC reads: $(ratio now | awk '{printf "%.2f", $1}')x per run (median), $(echo "$(median_of now "trace+profile, by handle") $(median_of now "baseline: two TSC reads")" | awk '{printf "%.2f", $1 / $2}')x of the medians (goal <= 1.3x)"
+# goal_ratios KIND: both ratios of that build's runs.
+goal_ratios() {
+    echo "$(ratio "$1" | awk '{printf "%.2f", $1}')x per run (median), $(echo "$(median_of "$1" "trace+profile, by handle") $(median_of "$1" "baseline: two TSC reads")" | awk '{printf "%.2f", $1 / $2}')x of the medians"
+}
+echo "trace+profile by handle / two TSC reads: $(goal_ratios now) (goal <= 1.3x)"
 if [ -n "$before" ]; then
-    echo "before: $(ratio before | awk '{printf "%.2f", $1}')x per run (median), $(echo "$(median_of before "trace+profile, by handle") $(median_of before "baseline: two TSC reads")" | awk '{printf "%.2f", $1 / $2}')x of the medians"
+    echo "before: $(goal_ratios before)"
 fi

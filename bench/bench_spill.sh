@@ -57,6 +57,12 @@ keep_dir() {
     mkdir -p "$1/kept"
     echo "$1/kept/$3.$2"
 }
+# threads_traced BASE ROUND NAME LAUNCHER: part 4 traced, its output kept
+# under BASE.
+threads_traced() {
+    keep=$(keep_dir "$1" "$2" "$3")
+    run "$3" "$4" -o "$keep" "$b" threads 4000 200 2000
+}
 get() { bench_median "$2" "$work/$1"; }
 
 one_round() { # (all) ROUND
@@ -73,19 +79,11 @@ one_round() { # (all) ROUND
     done
     if [ -z "${SM_BENCH_SKIP_THREADS:-}" ]; then
         if [ -n "$shm" ]; then
-            keep=$(keep_dir "$shm" "$round" threads_trace)
-            run threads_trace "$sm" -o "$keep" "$b" threads 4000 200 2000
-            if [ -n "$before" ]; then
-                keep=$(keep_dir "$shm" "$round" threads_trace_before)
-                run threads_trace_before "$before/sysmeasure" -o "$keep" "$b" threads 4000 200 2000
-            fi
+            threads_traced "$shm" "$round" threads_trace "$sm"
+            [ -z "$before" ] || threads_traced "$shm" "$round" threads_trace_before "$before/sysmeasure"
         fi
-        keep=$(keep_dir "$work" "$round" threads_trace_disk)
-        run threads_trace_disk "$sm" -o "$keep" "$b" threads 4000 200 2000
-        if [ -n "$before" ]; then
-            keep=$(keep_dir "$work" "$round" threads_trace_disk_before)
-            run threads_trace_disk_before "$before/sysmeasure" -o "$keep" "$b" threads 4000 200 2000
-        fi
+        threads_traced "$work" "$round" threads_trace_disk "$sm"
+        [ -z "$before" ] || threads_traced "$work" "$round" threads_trace_disk_before "$before/sysmeasure"
         keep=
         run threads_profile "$sm" -o "$work/out" --no-trace "$b" threads 4000 200 2000
     fi
