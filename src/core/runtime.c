@@ -769,12 +769,26 @@ static int sm_runtime_write_perfetto(const char *dir)
     return rc != 0;
 }
 
+/* -v -v: how long each step of the end took (the step's name, ms since the
+ * previous step), so that a slow end of run says where its time went. */
+static uint64_t sm_end_step_ns;
+static void sm_end_step(const char *done)
+{
+    if (sm_log_verbosity() < 2)
+        return;
+    uint64_t now = sm_clock_monotonic_ns();
+    if (done)
+        sm_info(2, "end of run: %s took %.1f ms", done, (double)(now - sm_end_step_ns) / 1e6);
+    sm_end_step_ns = now;
+}
+
 /* Everything the job writes, collectively over procs.  Returns this
  * process's failures. */
 static int sm_runtime_write_job(const sm_procs_t *procs)
 {
     int failures = 0;
     sm_id_maps_t maps = {0};
+    sm_end_step(NULL);
     sm_defset_t *defs = sm_unify(procs, &maps);
     uint64_t unusable = defs == NULL;
     if (procs->allreduce_max_u64(procs->ctx, &unusable, 1) != 0 || unusable) {
@@ -808,6 +822,7 @@ static int sm_runtime_write_job(const sm_procs_t *procs)
     if (sm_tree_gather(procs, mine ? mine : "", mine ? mine_len : 0, &metrics, &metrics_len) != 0)
         failures++;
     free(mine);
+    sm_end_step("unifying the definitions and gathering the totals");
 
     sm_job_t job = {
         .procs = procs,
@@ -821,12 +836,14 @@ static int sm_runtime_write_job(const sm_procs_t *procs)
     };
     if (sm_cfg.trace && sm_otf2_write(&sm_run, &job) != 0)
         failures++;
+    sm_end_step(sm_cfg.trace ? "the OTF2 archive" : NULL);
     /* The Perfetto trace reads the whole archive on rank 0: every rank's
      * event files must be closed first. */
     if (sm_cfg.trace && sm_cfg.perfetto && procs->size > 1 && procs->barrier(procs->ctx) != 0)
         failures++;
     if (sm_cfg.profile)
         failures += sm_runtime_write_profile(procs, &job);
+    sm_end_step(sm_cfg.profile ? "the profile" : NULL);
     if (procs->rank == 0) {
         if (messages)
             failures += sm_comm_matrix_write(&sm_run, &job) != 0;
@@ -836,6 +853,7 @@ static int sm_runtime_write_job(const sm_procs_t *procs)
             failures += sm_runtime_write_report(sm_run.output_dir);
         if (sm_cfg.trace && sm_cfg.perfetto)
             failures += sm_runtime_write_perfetto(sm_run.output_dir);
+        sm_end_step("the job's other files");
     }
     free(messages);
     free(bytes);
