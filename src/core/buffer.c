@@ -1407,60 +1407,202 @@ static int sm_frame_intact(const sm_spill_frame_t *f)
            f->head_check == sm_sum64(f, offsetof(sm_spill_frame_t, head_check));
 }
 
+/* One run of adjacent frames, read at once and checked: the frames
+ * e[i..i+k) of the extents, their bytes in buf, whether each is intact. */
+typedef struct sm_run {
+    uint32_t i, k;
+    int unreadable;  /* the read failed: all k frames are lost */
+    uint8_t *buf;
+    size_t cap;
+    uint8_t *good;   /* per frame: 1 intact (or a live chunk's records) */
+    uint32_t good_cap;
+} sm_run_t;
+
+/* Runs of 1 MiB: large enough that the read calls cost nothing, small
+ * enough that the buffer stays in cache while its frames are checked and
+ * replayed (8 MiB runs left every pass missing). */
+#define SM_RUN_MAX (1u << 20)
+
+/* Reads and checks the run of frames that starts at extent i. -1: out of
+ * memory (the run's frames are then lost too, r->unreadable). */
+static int sm_run_load(sm_run_t *r, int fd, uint32_t loc_id, const sm_spill_extent_t *e,
+                       uint32_t n, uint32_t i)
+{
+    uint32_t k = 1;
+    size_t len = sizeof(sm_spill_frame_t) + e[i].bytes;
+    while (i + k < n && e[i + k].offset == e[i].offset + len &&
+           len + sizeof(sm_spill_frame_t) + e[i + k].bytes <= SM_RUN_MAX) {
+        len += sizeof(sm_spill_frame_t) + e[i + k].bytes;
+        k++;
+    }
+    r->i = i;
+    r->k = k;
+    r->unreadable = 1;
+    if (len > r->cap) {
+        free(r->buf);
+        r->cap = 0;
+        if (!(r->buf = malloc(len)))
+            return -1;
+        r->cap = len;
+    }
+    if (k > r->good_cap) {
+        free(r->good);
+        r->good_cap = 0;
+        if (!(r->good = malloc(k)))
+            return -1;
+        r->good_cap = k;
+    }
+    if (sm_pread_all(fd, r->buf, len, e[i].offset) != 0)
+        return 0;
+    r->unreadable = 0;
+    const uint8_t *p = r->buf;
+    for (uint32_t j = 0; j < k; j++) {
+        const sm_spill_frame_t *f = (const sm_spill_frame_t *)p;
+        r->good[j] = e[i + j].live || /* complete records of a killed process's chunk */
+                     (sm_frame_intact(f) && f->location == loc_id && f->bytes == e[i + j].bytes &&
+                      f->data_check == sm_sum64(p + sizeof *f, f->bytes));
+        p += sizeof *f + e[i + j].bytes;
+    }
+    return 0;
+}
+
+/* Replays a loaded run's intact frames; counts the others in *lost. */
+static int sm_run_replay(sm_replay_t *rp, const sm_run_t *r, const sm_spill_extent_t *e,
+                         uint64_t *lost, uint64_t *lost_frames)
+{
+    int rc = 0;
+    const uint8_t *p = r->buf;
+    for (uint32_t j = 0; j < r->k && rc == 0; j++) {
+        const sm_spill_extent_t *x = &e[r->i + j];
+        if (r->unreadable || !r->good[j]) {
+            *lost += x->records;
+            ++*lost_frames;
+        } else {
+            rc = sm_replay_bytes(rp, p + sizeof(sm_spill_frame_t), p + sizeof(sm_spill_frame_t) +
+                                                                       x->bytes);
+        }
+        if (!r->unreadable)
+            p += sizeof(sm_spill_frame_t) + x->bytes;
+    }
+    return rc;
+}
+
+/* Reading ahead: a thread of sysmeasure's own reads and checks the next
+ * runs while the caller replays (encodes) the current one, so that the end
+ * of the run encodes at the speed of the encoder alone where a second CPU
+ * is free (the reads and checksums were a quarter of a spilled trace's
+ * end).  A ring of SM_AHEAD runs; the caller and the reader wait on a
+ * condition variable, never spin. */
+#define SM_AHEAD 3
+typedef struct sm_ahead {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int fd;
+    uint32_t loc_id, n;
+    const sm_spill_extent_t *e;
+    sm_run_t run[SM_AHEAD];
+    uint32_t loaded, replayed; /* runs, counted from the first */
+    uint32_t next_i;           /* the extent the reader loads next */
+    int stop, failed;
+} sm_ahead_t;
+
+static void *sm_ahead_main(void *arg)
+{
+    sm_ahead_t *a = arg;
+    sm_cpus_bind_writer(); /* where the writer thread may run, if anywhere */
+    pthread_mutex_lock(&a->lock);
+    while (!a->stop && a->next_i < a->n) {
+        if (a->loaded - a->replayed == SM_AHEAD) {
+            pthread_cond_wait(&a->cond, &a->lock);
+            continue;
+        }
+        sm_run_t *r = &a->run[a->loaded % SM_AHEAD];
+        uint32_t i = a->next_i;
+        pthread_mutex_unlock(&a->lock);
+        int rc = sm_run_load(r, a->fd, a->loc_id, a->e, a->n, i);
+        pthread_mutex_lock(&a->lock);
+        if (rc != 0)
+            a->failed = 1;
+        a->next_i = i + r->k;
+        a->loaded++;
+        pthread_cond_broadcast(&a->cond);
+        if (rc != 0)
+            break;
+    }
+    pthread_mutex_unlock(&a->lock);
+    return NULL;
+}
+
 /* Replays extents e[0..n) of location loc_id from fd, reading runs of
- * adjacent frames at once.  *lost counts the records of damaged frames.
- * Returns 0, fn's value, or -1 (cannot read). */
+ * adjacent frames at once (ahead, on a thread of its own, when there are
+ * several).  *lost counts the records of damaged frames.  Returns 0, fn's
+ * value, or -1 (cannot read). */
 static int sm_replay_extents(sm_replay_t *rp, int fd, uint32_t loc_id,
                              const sm_spill_extent_t *e, uint32_t n, uint64_t *lost,
                              uint64_t *lost_frames)
 {
-    /* Runs of 1 MiB: large enough that the read calls cost nothing, small
-     * enough that the buffer stays in cache while its frames are checked
-     * and replayed (8 MiB runs left every pass missing). */
-    const size_t max_run = 1u << 20;
-    size_t cap = 0;
-    uint8_t *buf = NULL;
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < n && total <= 2ull * SM_RUN_MAX; i++)
+        total += sizeof(sm_spill_frame_t) + e[i].bytes;
+    sm_ahead_t *a = total > 2ull * SM_RUN_MAX ? calloc(1, sizeof *a) : NULL;
+    pthread_t reader;
     int rc = 0;
-    for (uint32_t i = 0; i < n && rc == 0;) {
-        uint32_t k = 1;
-        size_t len = sizeof(sm_spill_frame_t) + e[i].bytes;
-        while (i + k < n && e[i + k].offset == e[i].offset + len &&
-               len + sizeof(sm_spill_frame_t) + e[i + k].bytes <= max_run) {
-            len += sizeof(sm_spill_frame_t) + e[i + k].bytes;
-            k++;
-        }
-        if (len > cap) {
-            free(buf);
-            cap = len;
-            buf = malloc(cap);
-            if (!buf)
-                return -1;
-        }
-        if (sm_pread_all(fd, buf, len, e[i].offset) != 0) {
-            for (uint32_t j = 0; j < k; j++)
-                *lost += e[i + j].records;
-            *lost_frames += k;
-            i += k;
-            continue;
-        }
-        const uint8_t *p = buf;
-        for (uint32_t j = 0; j < k && rc == 0; j++) {
-            const sm_spill_frame_t *f = (const sm_spill_frame_t *)p;
-            const uint8_t *data = p + sizeof *f;
-            if (e[i + j].live) { /* complete records of a killed process's chunk */
-                rc = sm_replay_bytes(rp, data, data + e[i + j].bytes);
-            } else if (!sm_frame_intact(f) || f->location != loc_id || f->bytes != e[i + j].bytes ||
-                f->data_check != sm_sum64(data, f->bytes)) {
-                *lost += e[i + j].records;
-                ++*lost_frames;
-            } else {
-                rc = sm_replay_bytes(rp, data, data + f->bytes);
+    if (a) {
+        pthread_mutex_init(&a->lock, NULL);
+        pthread_cond_init(&a->cond, NULL);
+        a->fd = fd;
+        a->loc_id = loc_id;
+        a->e = e;
+        a->n = n;
+        if (sm_internal_thread_create(&reader, 256u << 10, sm_ahead_main, a) == 0) {
+            uint32_t done = 0;
+            pthread_mutex_lock(&a->lock);
+            while (rc == 0 && done < n) {
+                if (a->loaded == a->replayed) {
+                    if (a->failed)
+                        break;
+                    pthread_cond_wait(&a->cond, &a->lock);
+                    continue;
+                }
+                sm_run_t *r = &a->run[a->replayed % SM_AHEAD];
+                pthread_mutex_unlock(&a->lock);
+                rc = sm_run_replay(rp, r, e, lost, lost_frames);
+                done = r->i + r->k;
+                pthread_mutex_lock(&a->lock);
+                a->replayed++;
+                pthread_cond_broadcast(&a->cond);
             }
-            p += sizeof *f + e[i + j].bytes;
+            int failed = a->failed && done < n;
+            a->stop = 1;
+            pthread_cond_broadcast(&a->cond);
+            pthread_mutex_unlock(&a->lock);
+            pthread_join(reader, NULL);
+            if (failed && rc == 0)
+                rc = -1;
+            for (int j = 0; j < SM_AHEAD; j++) {
+                free(a->run[j].buf);
+                free(a->run[j].good);
+            }
+            pthread_cond_destroy(&a->cond);
+            pthread_mutex_destroy(&a->lock);
+            free(a);
+            return rc;
         }
-        i += k;
+        pthread_cond_destroy(&a->cond);
+        pthread_mutex_destroy(&a->lock);
+        free(a);
     }
-    free(buf);
+    /* One run at a time, on this thread. */
+    sm_run_t r = {0};
+    for (uint32_t i = 0; i < n && rc == 0; i = r.i + r.k) {
+        if (sm_run_load(&r, fd, loc_id, e, n, i) != 0) {
+            rc = -1;
+            break;
+        }
+        rc = sm_run_replay(rp, &r, e, lost, lost_frames);
+    }
+    free(r.buf);
+    free(r.good);
     return rc;
 }
 
