@@ -356,7 +356,7 @@ static void sm_otf2_report_failure(const sm_otf2_writer_t *w)
 
 /* Ticks to ns on the job's timeline (rank 0's clock), never going back on a
  * location (readers require it). */
-static uint64_t sm_otf2_time(sm_otf2_writer_t *w, uint64_t ticks)
+static inline __attribute__((always_inline)) uint64_t sm_otf2_time(sm_otf2_writer_t *w, uint64_t ticks)
 {
     uint64_t ns = sm_clock_job_ns(&w->img->clock, ticks);
     if (w->loc_has_time && ns < w->last_ns) {
