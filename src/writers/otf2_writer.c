@@ -356,7 +356,7 @@ static void sm_otf2_report_failure(const sm_otf2_writer_t *w)
 
 /* Ticks to ns on the job's timeline (rank 0's clock), never going back on a
  * location (readers require it). */
-static inline __attribute__((always_inline)) uint64_t sm_otf2_time(sm_otf2_writer_t *w, uint64_t ticks)
+static SM_ALWAYS_INLINE uint64_t sm_otf2_time(sm_otf2_writer_t *w, uint64_t ticks)
 {
     uint64_t ns = sm_clock_job_ns(&w->img->clock, ticks);
     if (w->loc_has_time && ns < w->last_ns) {
@@ -2112,7 +2112,7 @@ static int sm_otf2_bg_close(sm_location_t *loc, void *arg, int complete)
 }
 
 /* Ticks, never going back on the location. */
-static uint64_t sm_otf2_bg_time(sm_otf2_bg_loc_t *st, uint64_t t)
+static SM_ALWAYS_INLINE uint64_t sm_otf2_bg_time(sm_otf2_bg_loc_t *st, uint64_t t)
 {
     if (st->has_time && t < st->last) {
         t = st->last;
