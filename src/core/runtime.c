@@ -635,6 +635,19 @@ static void sm_runtime_note_mpi_share(const sm_job_t *job, const sm_profile_summ
     free(tot);
 }
 
+/* -v -v: how long each step of the end took (the step's name, ms since the
+ * previous step), so that a slow end of run says where its time went. */
+static uint64_t sm_end_step_ns;
+static void sm_end_step(const char *done)
+{
+    if (sm_log_verbosity() < 2)
+        return;
+    uint64_t now = sm_clock_monotonic_ns();
+    if (done)
+        sm_info(2, "end of run: %s took %.1f ms", done, (double)(now - sm_end_step_ns) / 1e6);
+    sm_end_step_ns = now;
+}
+
 /* The profile of every process, gathered at rank 0 and written there. */
 static int sm_runtime_write_profile(const sm_procs_t *procs, const sm_job_t *job)
 {
@@ -769,26 +782,14 @@ static int sm_runtime_write_perfetto(const char *dir)
     return rc != 0;
 }
 
-/* -v -v: how long each step of the end took (the step's name, ms since the
- * previous step), so that a slow end of run says where its time went. */
-static uint64_t sm_end_step_ns;
-static void sm_end_step(const char *done)
-{
-    if (sm_log_verbosity() < 2)
-        return;
-    uint64_t now = sm_clock_monotonic_ns();
-    if (done)
-        sm_info(2, "end of run: %s took %.1f ms", done, (double)(now - sm_end_step_ns) / 1e6);
-    sm_end_step_ns = now;
-}
-
 /* Everything the job writes, collectively over procs.  Returns this
  * process's failures. */
 static int sm_runtime_write_job(const sm_procs_t *procs)
 {
     int failures = 0;
     sm_id_maps_t maps = {0};
-    sm_end_step(NULL);
+    /* (After the save at MPI_Finalize: the wait for the other ranks.) */
+    sm_end_step(sm_end_step_ns ? "the barrier and the clock exchange" : NULL);
     sm_defset_t *defs = sm_unify(procs, &maps);
     uint64_t unusable = defs == NULL;
     if (procs->allreduce_max_u64(procs->ctx, &unusable, 1) != 0 || unusable) {
@@ -968,7 +969,9 @@ int sm_runtime_save_before_finalize(void)
     }
     /* Should the job be torn down while this rank waits for the others,
      * its data is on disk already, for sysmeasure-merge. */
+    sm_end_step(NULL);
     int rc = sm_runtime_write_rank_file("ended inside MPI_Finalize (the job was torn down)");
+    sm_end_step("saving this rank's data");
     sm_runtime_rank_file_saved = rc == 0;
     sm_ending_saved();
     return rc;
