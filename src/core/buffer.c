@@ -1415,13 +1415,26 @@ typedef struct sm_run {
     uint8_t *buf;
     size_t cap;
     uint8_t *good;   /* per frame: 1 intact (or a live chunk's records) */
-    uint32_t good_cap;
+    size_t good_cap;
 } sm_run_t;
 
 /* Runs of 1 MiB: large enough that the read calls cost nothing, small
  * enough that the buffer stays in cache while its frames are checked and
  * replayed (8 MiB runs left every pass missing). */
 #define SM_RUN_MAX (1u << 20)
+
+/* *p holds at least need bytes (its contents are not kept).  0, or -1. */
+static int sm_run_room(uint8_t **p, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return 0;
+    free(*p);
+    *cap = 0;
+    if (!(*p = malloc(need)))
+        return -1;
+    *cap = need;
+    return 0;
+}
 
 /* Reads and checks the run of frames that starts at extent i. -1: out of
  * memory (the run's frames are then lost too, r->unreadable). */
@@ -1438,20 +1451,8 @@ static int sm_run_load(sm_run_t *r, int fd, uint32_t loc_id, const sm_spill_exte
     r->i = i;
     r->k = k;
     r->unreadable = 1;
-    if (len > r->cap) {
-        free(r->buf);
-        r->cap = 0;
-        if (!(r->buf = malloc(len)))
-            return -1;
-        r->cap = len;
-    }
-    if (k > r->good_cap) {
-        free(r->good);
-        r->good_cap = 0;
-        if (!(r->good = malloc(k)))
-            return -1;
-        r->good_cap = k;
-    }
+    if (sm_run_room(&r->buf, &r->cap, len) != 0 || sm_run_room(&r->good, &r->good_cap, k) != 0)
+        return -1;
     if (sm_pread_all(fd, r->buf, len, e[i].offset) != 0)
         return 0;
     r->unreadable = 0;
