@@ -1522,22 +1522,75 @@ static void *sm_ahead_main(void *arg)
         pthread_mutex_unlock(&a->lock);
         int rc = sm_run_load(r, a->fd, a->loc_id, a->e, a->n, i);
         pthread_mutex_lock(&a->lock);
-        if (rc != 0)
+        pthread_cond_broadcast(&a->cond);
+        if (rc != 0) { /* out of memory: the caller ends there, as on one thread */
             a->failed = 1;
+            break;
+        }
         a->next_i = i + r->k;
         a->loaded++;
-        pthread_cond_broadcast(&a->cond);
-        if (rc != 0)
-            break;
     }
     pthread_mutex_unlock(&a->lock);
     return NULL;
 }
 
+/* sm_replay_extents with the reader thread ahead.  *started: whether the
+ * thread started (if not, nothing was replayed).  Returns 0, fn's value, or
+ * -1 (out of memory: the runs before it were replayed). */
+static int sm_replay_ahead(sm_replay_t *rp, int fd, uint32_t loc_id, const sm_spill_extent_t *e,
+                           uint32_t n, uint64_t *lost, uint64_t *lost_frames, bool *started)
+{
+    sm_ahead_t *a = calloc(1, sizeof *a);
+    pthread_t reader;
+    int rc = 0;
+    *started = false;
+    if (!a)
+        return 0;
+    pthread_mutex_init(&a->lock, NULL);
+    pthread_cond_init(&a->cond, NULL);
+    a->fd = fd;
+    a->loc_id = loc_id;
+    a->e = e;
+    a->n = n;
+    if (sm_internal_thread_create(&reader, 256u << 10, sm_ahead_main, a) == 0) {
+        *started = true;
+        uint32_t done = 0;
+        pthread_mutex_lock(&a->lock);
+        while (rc == 0 && done < n) {
+            if (a->loaded == a->replayed) {
+                if (a->failed)
+                    rc = -1;
+                else
+                    pthread_cond_wait(&a->cond, &a->lock);
+                continue;
+            }
+            sm_run_t *r = &a->run[a->replayed % SM_AHEAD];
+            pthread_mutex_unlock(&a->lock);
+            rc = sm_run_replay(rp, r, e, lost, lost_frames);
+            done = r->i + r->k;
+            pthread_mutex_lock(&a->lock);
+            a->replayed++;
+            pthread_cond_broadcast(&a->cond);
+        }
+        a->stop = 1;
+        pthread_cond_broadcast(&a->cond);
+        pthread_mutex_unlock(&a->lock);
+        pthread_join(reader, NULL);
+        for (int j = 0; j < SM_AHEAD; j++) {
+            free(a->run[j].buf);
+            free(a->run[j].good);
+        }
+    }
+    pthread_cond_destroy(&a->cond);
+    pthread_mutex_destroy(&a->lock);
+    free(a);
+    return rc;
+}
+
 /* Replays extents e[0..n) of location loc_id from fd, reading runs of
- * adjacent frames at once (ahead, on a thread of its own, when there are
- * several).  *lost counts the records of damaged frames.  Returns 0, fn's
- * value, or -1 (cannot read). */
+ * adjacent frames at once (ahead, on a thread of its own, when they hold
+ * more than two runs).  *lost counts the records of damaged frames.
+ * Returns 0, fn's value, or -1 (cannot read). */
 static int sm_replay_extents(sm_replay_t *rp, int fd, uint32_t loc_id,
                              const sm_spill_extent_t *e, uint32_t n, uint64_t *lost,
                              uint64_t *lost_frames)
@@ -1545,55 +1598,14 @@ static int sm_replay_extents(sm_replay_t *rp, int fd, uint32_t loc_id,
     uint64_t total = 0;
     for (uint32_t i = 0; i < n && total <= 2ull * SM_RUN_MAX; i++)
         total += sizeof(sm_spill_frame_t) + e[i].bytes;
-    sm_ahead_t *a = total > 2ull * SM_RUN_MAX ? calloc(1, sizeof *a) : NULL;
-    pthread_t reader;
-    int rc = 0;
-    if (a) {
-        pthread_mutex_init(&a->lock, NULL);
-        pthread_cond_init(&a->cond, NULL);
-        a->fd = fd;
-        a->loc_id = loc_id;
-        a->e = e;
-        a->n = n;
-        if (sm_internal_thread_create(&reader, 256u << 10, sm_ahead_main, a) == 0) {
-            uint32_t done = 0;
-            pthread_mutex_lock(&a->lock);
-            while (rc == 0 && done < n) {
-                if (a->loaded == a->replayed) {
-                    if (a->failed)
-                        break;
-                    pthread_cond_wait(&a->cond, &a->lock);
-                    continue;
-                }
-                sm_run_t *r = &a->run[a->replayed % SM_AHEAD];
-                pthread_mutex_unlock(&a->lock);
-                rc = sm_run_replay(rp, r, e, lost, lost_frames);
-                done = r->i + r->k;
-                pthread_mutex_lock(&a->lock);
-                a->replayed++;
-                pthread_cond_broadcast(&a->cond);
-            }
-            int failed = a->failed && done < n;
-            a->stop = 1;
-            pthread_cond_broadcast(&a->cond);
-            pthread_mutex_unlock(&a->lock);
-            pthread_join(reader, NULL);
-            if (failed && rc == 0)
-                rc = -1;
-            for (int j = 0; j < SM_AHEAD; j++) {
-                free(a->run[j].buf);
-                free(a->run[j].good);
-            }
-            pthread_cond_destroy(&a->cond);
-            pthread_mutex_destroy(&a->lock);
-            free(a);
+    if (total > 2ull * SM_RUN_MAX) {
+        bool started;
+        int rc = sm_replay_ahead(rp, fd, loc_id, e, n, lost, lost_frames, &started);
+        if (started)
             return rc;
-        }
-        pthread_cond_destroy(&a->cond);
-        pthread_mutex_destroy(&a->lock);
-        free(a);
     }
     /* One run at a time, on this thread. */
+    int rc = 0;
     sm_run_t r = {0};
     for (uint32_t i = 0; i < n && rc == 0; i = r.i + r.k) {
         if (sm_run_load(&r, fd, loc_id, e, n, i) != 0) {
