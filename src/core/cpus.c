@@ -177,3 +177,38 @@ void sm_cpus_bind_writer(void)
     if (sm_writer_cpus_set)
         (void)pthread_setaffinity_np(pthread_self(), sizeof sm_writer_cpus, &sm_writer_cpus);
 }
+
+int sm_cpus_end_share(const cpu_set_t *own, const cpu_set_t *node, long local, int known,
+                      cpu_set_t *set)
+{
+    *set = *own;
+    if (known)
+        CPU_OR(set, own, node);
+    long n = CPU_COUNT(set) / (known && local > 1 ? local : 1);
+    return n < 1 ? 1 : n > SM_CPUS_END_MAX ? SM_CPUS_END_MAX : (int)n;
+}
+
+static cpu_set_t sm_end_cpus;
+static int sm_end_threads; /* 0: not set */
+
+void sm_cpus_set_end(const cpu_set_t *set, int threads)
+{
+    sm_end_cpus = *set;
+    sm_end_threads = threads;
+}
+
+int sm_cpus_end_threads(void)
+{
+    if (sm_end_threads > 0)
+        return sm_end_threads;
+    cpu_set_t own;
+    if (sched_getaffinity(0, sizeof own, &own) != 0)
+        return 1;
+    return sm_cpus_end_share(&own, &own, 1, 0, &own);
+}
+
+void sm_cpus_bind_end(void)
+{
+    if (sm_end_threads > 0)
+        (void)pthread_setaffinity_np(pthread_self(), sizeof sm_end_cpus, &sm_end_cpus);
+}

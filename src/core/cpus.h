@@ -36,4 +36,20 @@ int sm_cpus_writer_place(const cpu_set_t *own, const cpu_set_t *node, long need,
 void sm_cpus_set_writer(const cpu_set_t *set) SM_HIDDEN;
 void sm_cpus_bind_writer(void) SM_HIDDEN;
 
+/* The end of the run: how many threads may encode the trace, and where.
+ * By then the program's threads are done, so a process may use its share
+ * of the CPUs: those of its mask and, where the launcher said how many
+ * processes run on the node (known), the node's, divided among them.
+ * Returns that count (1 or more, at most SM_CPUS_END_MAX), the CPUs in
+ * *set. */
+#define SM_CPUS_END_MAX 16
+int sm_cpus_end_share(const cpu_set_t *own, const cpu_set_t *node, long local, int known,
+                      cpu_set_t *set) SM_HIDDEN;
+/* Set once at the start; threads 0 leaves the default: the CPUs of the
+ * process's mask (sysmeasure-merge). */
+void sm_cpus_set_end(const cpu_set_t *set, int threads) SM_HIDDEN;
+int sm_cpus_end_threads(void) SM_HIDDEN;
+/* The calling thread (an encoder of the end) onto those CPUs. */
+void sm_cpus_bind_end(void) SM_HIDDEN;
+
 #endif

@@ -719,19 +719,25 @@ static long sm_local_processes(int *known)
  * OpenMP runtime is loaded, its default).  Spare CPUs in the process's own
  * mask: the writer runs there.  Else, spare CPUs of the node (those the
  * cpuset cgroup allows, online): the writer runs on the node's CPUs outside
- * the process's mask, so ranks bound one per core keep their core. */
+ * the process's mask, so ranks bound one per core keep their core.  The
+ * same facts give the end of the run its encoders (sm_cpus_end_share). */
 static int sm_otf2_background_wanted(void)
 {
-    if (sm_cfg.otf2_background != SM_OTF2_BACKGROUND_AUTO)
-        return sm_cfg.otf2_background != SM_OTF2_BACKGROUND_NO;
-    cpu_set_t own, node, writer;
+    cpu_set_t own, node, writer, end;
     if (sched_getaffinity(0, sizeof own, &own) != 0)
-        return 0;
+        return sm_cfg.otf2_background == SM_OTF2_BACKGROUND_YES ||
+               sm_cfg.otf2_background == SM_OTF2_BACKGROUND_CHECK;
     const char *source = "";
     if (sm_cpus_node(&node, &source) != 0)
         node = own;
     int known;
     long local = sm_local_processes(&known);
+    /* The end of the run's encoders: this process's share of the CPUs. */
+    int share = sm_cpus_end_share(&own, &node, local, known, &end);
+    long want = sm_cfg.otf2_end_threads;
+    sm_cpus_set_end(&end, want > 0 ? (int)(want > 64 ? 64 : want) : share);
+    if (sm_cfg.otf2_background != SM_OTF2_BACKGROUND_AUTO)
+        return sm_cfg.otf2_background != SM_OTF2_BACKGROUND_NO;
     int openmp = dlsym(RTLD_DEFAULT, "omp_get_max_threads") != NULL;
     long threads = sm_env_count("OMP_NUM_THREADS", openmp ? CPU_COUNT(&own) : 1);
     int place = sm_cpus_writer_place(&own, &node, local * threads, &writer);

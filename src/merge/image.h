@@ -33,6 +33,8 @@ typedef struct sm_image {
     int (*location)(void *ctx, uint32_t i, sm_image_location_t *out);
     /* Location i's records in order; as sm_buffer_for_each. */
     int (*for_each)(void *ctx, uint32_t i, sm_record_fn fn, void *arg);
+    /* for_each may run for different CPU threads' locations at once. */
+    int parallel;
     /* Ticks of this process to ns on the job's timeline (rank 0's clock):
      * sm_clock_job_ns(&img->clock, ticks). */
     sm_clock_job_t clock;

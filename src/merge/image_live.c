@@ -80,5 +80,6 @@ void sm_image_live(sm_image_t *img, uint32_t rank, const sm_id_maps_t *maps,
     img->end_ticks = end_ticks;
     img->location = sm_live_location;
     img->for_each = sm_live_for_each;
+    img->parallel = 1;
     sm_clock_job_get(&img->clock);
 }

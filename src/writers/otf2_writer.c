@@ -32,6 +32,7 @@
 #include "../core/location.h"
 #include "../core/metrics.h"
 #include "../core/buffer.h"
+#include "../core/cpus.h"
 #include "../core/pages.h"
 #include "../merge/image.h"
 #include "../util/bytes.h"
@@ -79,6 +80,8 @@ typedef struct sm_otf2_error {
 } sm_otf2_error_t;
 
 static sm_otf2_error_t sm_otf2_reported;
+/* The encoders of the end of the run may fail at once. */
+static pthread_mutex_t sm_otf2_reported_lock = PTHREAD_MUTEX_INITIALIZER;
 
 typedef struct sm_otf2_writer {
     const sm_run_info_t *run;
@@ -152,6 +155,11 @@ typedef struct sm_otf2_writer {
     sm_timeline_t *timeline;
     uint8_t *region_kind;
     uint32_t n_region_kinds;
+    /* Where the location being written keeps its metric samples for the
+     * timeline when several threads encode (sm_otf2_encode_parallel); NULL:
+     * straight into the timeline. */
+    struct sm_otf2_slot *slot;
+    uint32_t spill_failure_index; /* the location of first_spill_failure */
 } sm_otf2_writer_t;
 
 /* A location's global OTF2 id: the rank in the high half leaves each rank its
@@ -193,9 +201,13 @@ static OTF2_ErrorCode sm_otf2_error_callback(void *user, const char *file, uint6
         sm_error("OTF2: %s", msg);
     } else if (code == OTF2_WARNING || code == OTF2_DEPRECATED) {
         sm_info(2, "OTF2: %s", msg);
-    } else if (e && e->code == OTF2_SUCCESS) {
-        e->code = code;
-        memcpy(e->message, msg, sizeof msg);
+    } else if (e) {
+        pthread_mutex_lock(&sm_otf2_reported_lock);
+        if (e->code == OTF2_SUCCESS) {
+            memcpy(e->message, msg, sizeof msg);
+            __atomic_store_n(&e->code, code, __ATOMIC_RELEASE);
+        }
+        pthread_mutex_unlock(&sm_otf2_reported_lock);
     }
     return code;
 }
@@ -236,6 +248,7 @@ typedef struct sm_otf2_buffer_chunks {
 static void *sm_otf2_pool[SM_OTF2_POOL];
 static uint64_t sm_otf2_pool_size[SM_OTF2_POOL];
 static uint32_t sm_otf2_pool_n;
+static pthread_mutex_t sm_otf2_pool_lock = PTHREAD_MUTEX_INITIALIZER; /* several encoders */
 
 static void *sm_otf2_allocate(void *user, OTF2_FileType type, OTF2_LocationRef location,
                               void **per_buffer, uint64_t size)
@@ -253,6 +266,7 @@ static void *sm_otf2_allocate(void *user, OTF2_FileType type, OTF2_LocationRef l
     if (b->n == SM_OTF2_CHUNKS_PER_BUFFER)
         return NULL;
     void *c = NULL;
+    pthread_mutex_lock(&sm_otf2_pool_lock);
     for (uint32_t i = sm_otf2_pool_n; i-- > 0;)
         if (sm_otf2_pool_size[i] == size) {
             c = sm_otf2_pool[i];
@@ -261,6 +275,7 @@ static void *sm_otf2_allocate(void *user, OTF2_FileType type, OTF2_LocationRef l
             sm_otf2_pool_n--;
             break;
         }
+    pthread_mutex_unlock(&sm_otf2_pool_lock);
     if (!c && !(c = sm_pages_get((size_t)size))) /* populated (pages.h) */
         return NULL;
     b->size = size;
@@ -278,12 +293,16 @@ static void sm_otf2_free_all(void *user, OTF2_FileType type, OTF2_LocationRef lo
     if (!b)
         return;
     for (uint32_t i = 0; i < b->n; i++) {
+        void *spare = b->chunk[i];
+        pthread_mutex_lock(&sm_otf2_pool_lock);
         if (sm_otf2_pool_n < SM_OTF2_POOL) {
             sm_otf2_pool_size[sm_otf2_pool_n] = b->size;
-            sm_otf2_pool[sm_otf2_pool_n++] = b->chunk[i];
-        } else {
-            sm_pages_put(b->chunk[i], (size_t)b->size);
+            sm_otf2_pool[sm_otf2_pool_n++] = spare;
+            spare = NULL;
         }
+        pthread_mutex_unlock(&sm_otf2_pool_lock);
+        if (spare)
+            sm_pages_put(spare, (size_t)b->size);
     }
     b->n = 0;
     if (final) {
@@ -305,13 +324,49 @@ static void sm_otf2_pool_release(void)
     }
 }
 
+/* OTF2's locks (its archive's lists of writers, taken when a writer is
+ * opened or closed): the end of the run may encode with several threads. */
+static OTF2_CallbackCode sm_otf2_lock_create(void *user, OTF2_Lock *lock)
+{
+    (void)user;
+    pthread_mutex_t *m = malloc(sizeof *m);
+    if (!m || pthread_mutex_init(m, NULL) != 0) {
+        free(m);
+        return OTF2_CALLBACK_ERROR;
+    }
+    *lock = (OTF2_Lock)(void *)m;
+    return OTF2_CALLBACK_SUCCESS;
+}
+
+static OTF2_CallbackCode sm_otf2_lock_destroy(void *user, OTF2_Lock lock)
+{
+    (void)user;
+    pthread_mutex_destroy((pthread_mutex_t *)(void *)lock);
+    free(lock);
+    return OTF2_CALLBACK_SUCCESS;
+}
+
+static OTF2_CallbackCode sm_otf2_lock(void *user, OTF2_Lock lock)
+{
+    (void)user;
+    return pthread_mutex_lock((pthread_mutex_t *)(void *)lock) == 0 ? OTF2_CALLBACK_SUCCESS
+                                                                    : OTF2_CALLBACK_ERROR;
+}
+
+static OTF2_CallbackCode sm_otf2_unlock(void *user, OTF2_Lock lock)
+{
+    (void)user;
+    return pthread_mutex_unlock((pthread_mutex_t *)(void *)lock) == 0 ? OTF2_CALLBACK_SUCCESS
+                                                                      : OTF2_CALLBACK_ERROR;
+}
+
 /* Notes the first failure; true when rc is success.  An error OTF2 reported
  * through the callback counts even when the call returned success: OTF2 3.0
  * swallows a failed flush of an event buffer (a full disk) and goes on. */
 static bool sm_otf2_ok(sm_otf2_writer_t *w, OTF2_ErrorCode rc)
 {
     if (rc == OTF2_SUCCESS)
-        rc = sm_otf2_reported.code;
+        rc = __atomic_load_n(&sm_otf2_reported.code, __ATOMIC_ACQUIRE);
     if (rc == OTF2_SUCCESS)
         return true;
     if (w->failed_code == OTF2_SUCCESS && !w->failed_reason)
@@ -466,6 +521,32 @@ static uint32_t sm_otf2_root(uint64_t root)
     return root == SM_NO_ROOT ? OTF2_UNDEFINED_UINT32 : (uint32_t)root;
 }
 
+/* What an encoder keeps of one location for the thread that ends the run:
+ * its timeline lane, and its metric samples, which go into the process's
+ * timeline in location order (the first sample of a metric places its
+ * bins), so that it is the same as with one encoder. */
+typedef struct sm_otf2_slot {
+    sm_wbuf_t lane;
+    struct sm_otf2_tl_sample {
+        uint64_t ns, value;
+        uint32_t id;
+    } *metrics;
+    uint64_t n_metrics, metrics_cap;
+    bool oom;
+} sm_otf2_slot_t;
+
+static void sm_otf2_tl_metric(sm_otf2_writer_t *w, uint64_t ns, uint32_t id, uint64_t value)
+{
+    sm_otf2_slot_t *s = w->slot;
+    if (!s || !w->timeline) {
+        sm_timeline_metric(w->timeline, ns, id, value);
+    } else if (s->n_metrics < s->metrics_cap || SM_GROW(s->metrics, s->metrics_cap, 64) == 0) {
+        s->metrics[s->n_metrics++] = (struct sm_otf2_tl_sample){ns, value, id};
+    } else {
+        s->oom = true;
+    }
+}
+
 /* PAPI counter values: one Metric event of the class of all the job's
  * counters when this process counts exactly those, else one per value. */
 static OTF2_ErrorCode sm_otf2_counters_record(sm_otf2_writer_t *w, const sm_record_t *rec,
@@ -563,7 +644,7 @@ static OTF2_ErrorCode sm_otf2_message_record(sm_otf2_writer_t *w, const sm_recor
         OTF2_MetricValue v;
         v.unsigned_int = pt;
         w->metric_events = true;
-        sm_timeline_metric(w->timeline, t, w->named_metric[name], pt);
+        sm_otf2_tl_metric(w, t, w->named_metric[name], pt);
         return OTF2_EvtWriter_Metric(e, NULL, t, SM_XFER_KIND_COUNT + w->named_metric[name], 1,
                                      &type, &v);
     }
@@ -815,16 +896,21 @@ static int sm_otf2_record(const sm_record_t *rec, void *arg)
 
 static bool sm_otf2_bg_take(sm_otf2_writer_t *w, uint64_t *n_events);
 
-/* Location i of the current image: its events; its event count in *n_events. */
-static bool sm_otf2_write_location_events(sm_otf2_writer_t *w, uint32_t i, uint64_t *n_events)
+/* Location i of the current image into w->loc. */
+static bool sm_otf2_read_location(sm_otf2_writer_t *w, uint32_t i)
 {
     const sm_image_t *img = w->img;
     free(w->loc.creation_path);
     w->loc.creation_path = NULL;
     if (img->location(img->ctx, i, &w->loc) != 0)
         return sm_otf2_got(w, NULL, "a location of the process cannot be read");
-    if (sm_otf2_bg_take(w, n_events))
-        return true; /* encoded during the run */
+    return true;
+}
+
+/* Location i (w->loc) encoded: its events; its event count in *n_events. */
+static bool sm_otf2_encode_location(sm_otf2_writer_t *w, uint32_t i, uint64_t *n_events)
+{
+    const sm_image_t *img = w->img;
     w->evt = OTF2_Archive_GetEvtWriter(w->archive, sm_otf2_location_ref(img->rank, w->loc.id));
     w->writer_open = w->evt != NULL;
     if (!sm_otf2_got(w, w->evt, "cannot create an event writer"))
@@ -847,6 +933,7 @@ static bool sm_otf2_write_location_events(sm_otf2_writer_t *w, uint32_t i, uint6
         return false; /* OTF2 failure, already noted */
     if (rc < 0 && w->spill_failures++ == 0) {
         /* The rest of the archive is still worth having: go on, report later. */
+        w->spill_failure_index = i;
         snprintf(w->first_spill_failure, sizeof w->first_spill_failure,
                  "location %" PRIu32 " (%s) of rank %" PRIu32, w->loc.id, w->loc.name, img->rank);
     }
@@ -858,6 +945,227 @@ static bool sm_otf2_write_location_events(sm_otf2_writer_t *w, uint32_t i, uint6
     w->evt = NULL;
     w->writer_open = false;
     return true;
+}
+
+/* Location i of the current image: its events; its event count in *n_events. */
+static bool sm_otf2_write_location_events(sm_otf2_writer_t *w, uint32_t i, uint64_t *n_events)
+{
+    if (!sm_otf2_read_location(w, i))
+        return false;
+    if (sm_otf2_bg_take(w, n_events))
+        return true; /* encoded during the run */
+    return sm_otf2_encode_location(w, i, n_events);
+}
+
+/* ---------------------------------------------------------------- several encoders */
+
+/* SYSMEASURE_OTF2_BACKGROUND=check writes its second archive with one
+ * encoder: the tests compare the two. */
+static bool sm_otf2_one_encoder;
+
+/* The end of the run with more than one CPU to use (sm_cpus_end_threads):
+ * the program's threads are encoded by that many threads at once, each with
+ * an event writer of its own (OTF2's archive is locked where writers open
+ * and close).  The thread that ends the run first takes, in location order,
+ * what it writes alone: locations staged during the run (only moved),
+ * GPU streams (sorted on reading) and metric sources; then it is one of the
+ * encoders.  Each keeps its own counts and timeline, added to the
+ * writer's at the end in location order, so that the archive and
+ * timeline.json are those of one encoder. */
+typedef struct sm_otf2_encoders {
+    sm_otf2_writer_t *w;   /* the thread that ends the run */
+    const uint32_t *todo;  /* the locations left to encode */
+    uint32_t n_todo;
+    uint32_t next;         /* atomic: the next of todo to take */
+    int stop;              /* atomic: an encoder failed */
+    uint64_t *n_events;
+    sm_otf2_slot_t *slots; /* per location */
+} sm_otf2_encoders_t;
+
+typedef struct sm_otf2_encoder {
+    sm_otf2_encoders_t *all;
+    sm_otf2_writer_t w;
+    pthread_t thread;
+} sm_otf2_encoder_t;
+
+/* Moves what the location added to the timeline since `from` into its slot. */
+static void sm_otf2_keep_lane(sm_otf2_writer_t *w, size_t from, sm_otf2_slot_t *s)
+{
+    sm_timeline_t *tl = w->timeline;
+    if (!tl)
+        return;
+    if (tl->out.oom) {
+        s->oom = true;
+    } else if (tl->out.len > from) {
+        sm_put_bytes(&s->lane, tl->out.p + from, tl->out.len - from);
+        s->oom |= s->lane.oom;
+    }
+    tl->out.len = from;
+}
+
+static void sm_otf2_encode_some(sm_otf2_writer_t *w, sm_otf2_encoders_t *a)
+{
+    while (!__atomic_load_n(&a->stop, __ATOMIC_RELAXED)) {
+        uint32_t k = __atomic_fetch_add(&a->next, 1, __ATOMIC_RELAXED);
+        if (k >= a->n_todo)
+            break;
+        uint32_t i = a->todo[k];
+        size_t from = w->timeline ? w->timeline->out.len : 0;
+        w->slot = &a->slots[i];
+        bool ok = sm_otf2_read_location(w, i) && sm_otf2_encode_location(w, i, &a->n_events[i]);
+        sm_otf2_keep_lane(w, from, w->slot);
+        w->slot = NULL;
+        if (!ok) {
+            __atomic_store_n(&a->stop, 1, __ATOMIC_RELAXED);
+            break;
+        }
+    }
+}
+
+static void *sm_otf2_encoder_main(void *arg)
+{
+    sm_otf2_encoder_t *e = arg;
+    sm_cpus_bind_end();
+    sm_otf2_encode_some(&e->w, e->all);
+    return NULL;
+}
+
+/* An encoder's writer: the shared parts of w, its own per-location state. */
+static bool sm_otf2_encoder_init(sm_otf2_encoder_t *e, sm_otf2_encoders_t *a)
+{
+    const sm_otf2_writer_t *w = a->w;
+    sm_otf2_writer_t *x = &e->w;
+    memset(x, 0, sizeof *x);
+    x->run = w->run;
+    x->job = w->job;
+    x->n_ranks = w->n_ranks;
+    x->n_comms = w->n_comms;
+    x->mpi_comms = w->mpi_comms;
+    x->team_comms = w->team_comms;
+    x->archive = w->archive;
+    x->img = w->img;
+    x->named_metric = w->named_metric;
+    x->n_named_strings = w->n_named_strings;
+    x->counters = w->counters;
+    x->n_counters = w->n_counters;
+    x->failed_code = OTF2_SUCCESS;
+    memcpy(x->gpu_attr, w->gpu_attr, sizeof x->gpu_attr);
+    x->n_contexts = w->n_contexts;
+    x->region_kind = w->region_kind;
+    x->n_region_kinds = w->n_region_kinds;
+    e->all = a;
+    x->attrs = OTF2_AttributeList_New();
+    if (!x->attrs)
+        return false;
+    if (w->timeline && !(x->timeline = sm_timeline_new())) {
+        OTF2_AttributeList_Delete(x->attrs);
+        return false;
+    }
+    return true;
+}
+
+/* An encoder's counts and failures into w's; its memory freed. */
+static void sm_otf2_encoder_done(sm_otf2_writer_t *w, sm_otf2_writer_t *x)
+{
+    w->unknown_comm += x->unknown_comm;
+    w->clamps += x->clamps;
+    w->skipped_attrs += x->skipped_attrs;
+    w->gpu_overlaps += x->gpu_overlaps;
+    w->thread_events |= x->thread_events;
+    w->metric_events |= x->metric_events;
+    if (x->any_time) {
+        if (!w->any_time || x->min_ns < w->min_ns)
+            w->min_ns = x->min_ns;
+        if (!w->any_time || x->max_ns > w->max_ns)
+            w->max_ns = x->max_ns;
+        w->any_time = true;
+    }
+    if (w->failed_code == OTF2_SUCCESS && !w->failed_reason) {
+        w->failed_code = x->failed_code;
+        w->failed_reason = x->failed_reason;
+    }
+    w->writer_open |= x->writer_open; /* (then the archive is left open) */
+    if (x->spill_failures &&
+        (!w->spill_failures || x->spill_failure_index < w->spill_failure_index)) {
+        w->spill_failure_index = x->spill_failure_index;
+        memcpy(w->first_spill_failure, x->first_spill_failure, sizeof w->first_spill_failure);
+    }
+    w->spill_failures += x->spill_failures;
+    OTF2_AttributeList_Delete(x->attrs);
+    free(x->loc.creation_path);
+    free(x->samples);
+    sm_timeline_free(x->timeline);
+}
+
+static bool sm_otf2_encode_parallel(sm_otf2_writer_t *w, uint64_t *n_events, int threads)
+{
+    const sm_image_t *img = w->img;
+    uint32_t n = img->n_locations;
+    uint32_t *todo = malloc(sizeof *todo * n);
+    sm_otf2_slot_t *slots = calloc(n, sizeof *slots);
+    sm_otf2_encoder_t *enc = calloc((size_t)threads, sizeof *enc);
+    sm_otf2_encoders_t a = {.w = w, .todo = todo, .n_events = n_events, .slots = slots};
+    bool ok = sm_otf2_got(w, todo && slots && enc ? todo : NULL, strerror(ENOMEM));
+
+    /* First, in location order, what this thread writes alone. */
+    for (uint32_t i = 0; ok && i < n; i++) {
+        if (!(ok = sm_otf2_read_location(w, i)))
+            break;
+        size_t from = w->timeline ? w->timeline->out.len : 0;
+        w->slot = &slots[i];
+        bool alone = w->loc.type != SM_LOCATION_CPU_THREAD;
+        if (!sm_otf2_bg_take(w, &n_events[i])) { /* (else: staged, moved) */
+            if (alone)
+                ok = sm_otf2_encode_location(w, i, &n_events[i]);
+            else
+                todo[a.n_todo++] = i;
+        }
+        sm_otf2_keep_lane(w, from, &slots[i]);
+        w->slot = NULL;
+    }
+
+    /* Then the threads' locations, by this thread and threads-1 others. */
+    int started = 0;
+    for (int k = 1; ok && k < threads && (uint32_t)k < a.n_todo; k++) {
+        if (!sm_otf2_encoder_init(&enc[started], &a))
+            break;
+        if (sm_internal_thread_create(&enc[started].thread, 0, sm_otf2_encoder_main,
+                                      &enc[started]) != 0) {
+            sm_otf2_encoder_done(w, &enc[started].w);
+            break;
+        }
+        started++;
+    }
+    if (ok) {
+        sm_info(2, "OTF2: %" PRIu32 " of %" PRIu32 " locations encoded at the end by %d thread%s",
+                a.n_todo, n, started + 1, started ? "s" : "");
+        sm_otf2_encode_some(w, &a);
+    }
+    for (int k = 0; k < started; k++) {
+        pthread_join(enc[k].thread, NULL);
+        sm_otf2_encoder_done(w, &enc[k].w);
+    }
+    ok = ok && !__atomic_load_n(&a.stop, __ATOMIC_RELAXED) &&
+         a.next >= a.n_todo && w->failed_code == OTF2_SUCCESS && !w->failed_reason;
+
+    /* The lanes and metric samples, in location order. */
+    for (uint32_t i = 0; slots && i < n; i++) {
+        sm_otf2_slot_t *s = &slots[i];
+        if (w->timeline) {
+            if (s->oom)
+                w->timeline->out.oom = true; /* no timeline rather than a wrong one */
+            sm_put_bytes(&w->timeline->out, s->lane.p, s->lane.len);
+            for (uint64_t j = 0; j < s->n_metrics; j++)
+                sm_timeline_metric(w->timeline, s->metrics[j].ns, s->metrics[j].id,
+                                   s->metrics[j].value);
+        }
+        free(s->lane.p);
+        free(s->metrics);
+    }
+    free(slots);
+    free(todo);
+    free(enc);
+    return ok;
 }
 
 /* ---------------------------------------------------------------- what rank 0 learns */
@@ -2555,7 +2863,11 @@ static bool sm_otf2_write_image_events(sm_otf2_writer_t *w, const sm_image_t *im
     w->min_ns = w->max_ns = 0;
     uint64_t *n_events = calloc(img->n_locations ? img->n_locations : 1, sizeof *n_events);
     bool ok = sm_otf2_got(w, n_events, strerror(ENOMEM));
-    for (uint32_t i = 0; ok && i < img->n_locations; i++)
+    int threads = img->parallel && !sm_otf2_one_encoder ? sm_cpus_end_threads() : 1;
+    bool parallel = threads > 1 && img->n_locations > 1;
+    if (ok && parallel)
+        ok = sm_otf2_encode_parallel(w, n_events, threads);
+    for (uint32_t i = 0; ok && !parallel && i < img->n_locations; i++)
         ok = sm_otf2_write_location_events(w, i, &n_events[i]);
     uint64_t len = 0;
     void *blob = ok ? sm_otf2_proc_blob(w, n_events, &len) : NULL;
@@ -2679,6 +2991,8 @@ static bool sm_otf2_write_archive(sm_otf2_writer_t *w, const sm_image_t *imgs, u
 {
     static const OTF2_FlushCallbacks flush = {sm_otf2_pre_flush, NULL};
     static const OTF2_MemoryCallbacks memory = {sm_otf2_allocate, sm_otf2_free_all};
+    static const OTF2_LockingCallbacks locking = {NULL, sm_otf2_lock_create, sm_otf2_lock_destroy,
+                                                  sm_otf2_lock, sm_otf2_unlock};
     const sm_run_info_t *run = w->run;
     const sm_procs_t *procs = w->job->procs;
     char description[512];
@@ -2692,6 +3006,7 @@ static bool sm_otf2_write_archive(sm_otf2_writer_t *w, const sm_image_t *imgs, u
                                    SM_OTF2_EVT_CHUNK, sm_otf2_def_chunk(w, imgs, n_imgs),
                                    OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
     ok = sm_otf2_got(w, w->archive, "cannot create the archive") &&
+         sm_otf2_ok(w, OTF2_Archive_SetLockingCallbacks(w->archive, &locking, NULL)) &&
          sm_otf2_ok(w, OTF2_Archive_SetFlushCallbacks(w->archive, &flush, NULL)) &&
          sm_otf2_ok(w, OTF2_Archive_SetMemoryCallbacks(w->archive, &memory, NULL));
     if (ok && procs->otf2_collectives(procs->ctx, w->archive) != 0) {
@@ -2905,8 +3220,10 @@ int sm_otf2_write(const sm_run_info_t *run, const sm_job_t *job)
         sm_run_info_t again = *run;
         snprintf(dir, sizeof dir, "%s/otf2-at-end", run->output_dir);
         again.output_dir = dir;
+        sm_otf2_one_encoder = true;
         if (sm_mkdir_p(dir) != 0 || sm_otf2_write_images(&again, job, &self, 1) != 0)
             rc = -1;
+        sm_otf2_one_encoder = false;
     }
     sm_otf2_bg_finish();
     return rc;

@@ -197,6 +197,35 @@ if cpus >= 2:
                   "bound, no launcher: %s" % line)
         check(check_trace_consistent(Trace(out)).get("iteration") == 3000, "bound: iterations")
 
+# Several encoders at the end (SYSMEASURE_OTF2_END_THREADS, issue 13).
+# Under a budget below 16M nothing is encoded during the run, so every
+# thread is encoded at the end, here by 3 threads at once; check writes
+# otf2-at-end with one encoder.  Both archives must match event for event,
+# and so must their timeline.json (the lanes kept in location order).
+def same_timeline(out, name):
+    a, b = (os.path.join(d, "timeline.json") for d in (out, os.path.join(out, "otf2-at-end")))
+    check(os.path.exists(a) and os.path.exists(b) and open(a).read() == open(b).read(),
+          "%s: timeline.json the same with 3 encoders and with one" % name)
+
+
+par_env = dict(spill_env, SYSMEASURE_OTF2_END_THREADS="3", SYSMEASURE_VERBOSE="2")
+out, p = measure([program("many-regions"), "5", "20000"], "end-threads", env=par_env)
+check("OTF2: 6 of 6 locations encoded at the end by 3 threads" in p.stderr,
+      "end threads: 6 locations by 3 threads: %r" % p.stderr[-600:])
+compare(out, "3 encoders", 0.0, p.stderr)
+same_timeline(out, "3 encoders")
+check(check_trace_consistent(Trace(out)).get("iteration") == 5 * 20000,
+      "3 encoders: iterations")
+# Many short threads: 401 locations handed out among the 3.
+out, p = measure([program("spill-stress"), "threads", "10", "40", "300"], "end-threads-short",
+                 env=par_env)
+check("OTF2: 401 of 401 locations encoded at the end by 3 threads" in p.stderr,
+      "short threads: 401 locations by 3 threads: %r" % p.stderr[-600:])
+compare(out, "3 encoders, short threads", 0.0, p.stderr)
+same_timeline(out, "3 encoders, short threads")
+check(check_trace_consistent(Trace(out)).get("worker") == 10 * 40 * 300,
+      "3 encoders, short threads: worker visits")
+
 # 2 ranks: point-to-point, collectives, split communicators, spilling (a
 # 64K budget of 4K chunks: most chunks are full long before the end).
 for mode in ("ring", "collectives", "comms", "nonblocking"):

@@ -66,8 +66,35 @@ static void check_place(void)
     CHECK(sm_cpus_writer_place(&own, &node, 2, &writer) == 0);
 }
 
+static void check_end(void)
+{
+    cpu_set_t set, node = cpus("0-15"), own = cpus("0-15");
+    /* One process: its whole mask. */
+    CHECK_EQ_U(sm_cpus_end_share(&own, &node, 1, 1, &set), 16);
+    CHECK(CPU_EQUAL(&set, &node));
+    /* 2 ranks bound to CPU 1 and another of 16: 8 each, on the node's CPUs. */
+    own = cpus("1");
+    CHECK_EQ_U(sm_cpus_end_share(&own, &node, 2, 1, &set), 8);
+    CHECK_EQ_U(CPU_COUNT(&set), 16);
+    /* 16 ranks on 16 CPUs, or more: one each. */
+    CHECK_EQ_U(sm_cpus_end_share(&own, &node, 16, 1, &set), 1);
+    CHECK_EQ_U(sm_cpus_end_share(&own, &node, 40, 1, &set), 1);
+    /* Processes on the node unknown: its own mask only. */
+    CHECK_EQ_U(sm_cpus_end_share(&own, &node, 1, 0, &set), 1);
+    CHECK(CPU_EQUAL(&set, &own));
+    own = cpus("0-3");
+    CHECK_EQ_U(sm_cpus_end_share(&own, &node, 1, 0, &set), 4);
+    /* 2 ranks, not bound, on a 2-CPU node: one each. */
+    own = node = cpus("0-1");
+    CHECK_EQ_U(sm_cpus_end_share(&own, &node, 2, 1, &set), 1);
+    /* Never more than SM_CPUS_END_MAX. */
+    own = node = cpus("0-127");
+    CHECK_EQ_U(sm_cpus_end_share(&own, &node, 1, 1, &set), SM_CPUS_END_MAX);
+}
+
 int main(void)
 {
+    check_end();
     check_lists();
     check_slurm();
     check_place();
