@@ -7,12 +7,17 @@
 #     last event to the end of the process, traced, profile only, and the
 #     same program without the launcher (plain) in the same round;
 #  2. a 2-rank MPI job with about 100 MB of trace in all: MPI_Finalize and
-#     the time from the last event to the end of mpirun, plain and traced.
+#     the time from the last event to the end of mpirun, plain and traced;
+#  3. one process of T threads (the machine's CPUs, at least 4) with about
+#     100 MB of trace in all, everything encoded at the end
+#     (SYSMEASURE_OTF2_BACKGROUND=no): by one encoder
+#     (SYSMEASURE_OTF2_END_THREADS=1) and by the default number (the
+#     process's CPUs), in the same rounds.
 # With BEFORE=DIR (another build of sysmeasure) every traced run is also made
 # with that build's launcher in the same round, for before/after figures.
 # Usage: bench/bench_exit.sh BUILDDIR [ROUNDS]
 # Environment: MPIRUN, BEFORE, SM_BENCH_SIZES (pairs per run, default
-# "1200000 2400000 4800000 9600000").
+# "1200000 2400000 4800000 9600000"), SM_BENCH_THREADS (T of part 3).
 set -eu
 build=${1:?usage: bench_exit.sh BUILDDIR [ROUNDS]}
 rounds=${2:-3}
@@ -24,6 +29,9 @@ trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 b="$build/bench/bench-spill"
 bm="$build/bench/bench-exit-mpi"
+threads=${SM_BENCH_THREADS:-$(nproc)}
+[ "$threads" -ge 4 ] || threads=4
+per_thread=$((4800000 / threads))
 
 . "$(dirname "$0")/bench_lib.sh"
 
@@ -40,6 +48,12 @@ one_round() { # ROUND
         bench_run mpi_trace "$mpirun" -np 2 "$build/sysmeasure" -o "$work/out" "$bm" "$m"
         [ -n "$before" ] && bench_run mpi_before "$mpirun" -np 2 "$before/sysmeasure" -o "$work/out" "$bm" "$m"
     fi
+    for enc in one default; do
+        e=; [ "$enc" = one ] && e=1
+        bench_run "threads_$enc" env SYSMEASURE_OTF2_BACKGROUND=no SYSMEASURE_OTF2_END_THREADS=${e:-0} \
+            "$build/sysmeasure" -o "$work/out" "$b" threads "$threads" "$threads" "$per_thread"
+    done
+    bench_run threads_plain "$b" threads "$threads" "$threads" "$per_thread"
     return 0
 }
 bench_rounds "$rounds" one_round all
@@ -67,3 +81,7 @@ if [ -x "$bm" ]; then
             "$(bench_value $k trace_mb)"
     done
 fi
+echo "$threads threads x $per_thread pairs, all encoded at the end: last event to the end of the process (ms), trace MB"
+for k in threads_plain threads_one threads_default; do
+    printf '   %-15s %9s %9s\n' "$k" "$(bench_value $k exit_ms)" "$(bench_value $k trace_mb)"
+done
