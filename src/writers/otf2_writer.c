@@ -160,6 +160,11 @@ typedef struct sm_otf2_writer {
      * straight into the timeline. */
     struct sm_otf2_slot *slot;
     uint32_t spill_failure_index; /* the location of first_spill_failure */
+    /* An encoder of the end other than the thread that ends the run writes
+     * into an archive of its own in this folder (OTF2 closes an event
+     * writer, its file included, under its archive's lock), and moves
+     * each event file into the job's archive; NULL: w->archive is the job's. */
+    const char *stage;
 } sm_otf2_writer_t;
 
 /* A location's global OTF2 id: the rank in the high half leaves each rank its
@@ -237,7 +242,7 @@ static OTF2_FlushType sm_otf2_pre_flush(void *user, OTF2_FileType type, OTF2_Loc
  * and only 4 MiB are faulted in at the end of the run (with 4, the fresh
  * 16 MiB cost a tenth of the exit time, issue 13). */
 #define SM_OTF2_CHUNKS_PER_BUFFER 1
-#define SM_OTF2_POOL 8
+#define SM_OTF2_POOL (SM_CPUS_END_MAX + 8) /* a chunk per encoder of the end, and some */
 
 typedef struct sm_otf2_buffer_chunks {
     uint32_t n;
@@ -322,42 +327,6 @@ static void sm_otf2_pool_release(void)
         sm_otf2_pool_n--;
         sm_otf2_pool_put_back(sm_otf2_pool[sm_otf2_pool_n], sm_otf2_pool_size[sm_otf2_pool_n]);
     }
-}
-
-/* OTF2's locks (its archive's lists of writers, taken when a writer is
- * opened or closed): the end of the run may encode with several threads. */
-static OTF2_CallbackCode sm_otf2_lock_create(void *user, OTF2_Lock *lock)
-{
-    (void)user;
-    pthread_mutex_t *m = malloc(sizeof *m);
-    if (!m || pthread_mutex_init(m, NULL) != 0) {
-        free(m);
-        return OTF2_CALLBACK_ERROR;
-    }
-    *lock = (OTF2_Lock)(void *)m;
-    return OTF2_CALLBACK_SUCCESS;
-}
-
-static OTF2_CallbackCode sm_otf2_lock_destroy(void *user, OTF2_Lock lock)
-{
-    (void)user;
-    pthread_mutex_destroy((pthread_mutex_t *)(void *)lock);
-    free(lock);
-    return OTF2_CALLBACK_SUCCESS;
-}
-
-static OTF2_CallbackCode sm_otf2_lock(void *user, OTF2_Lock lock)
-{
-    (void)user;
-    return pthread_mutex_lock((pthread_mutex_t *)(void *)lock) == 0 ? OTF2_CALLBACK_SUCCESS
-                                                                    : OTF2_CALLBACK_ERROR;
-}
-
-static OTF2_CallbackCode sm_otf2_unlock(void *user, OTF2_Lock lock)
-{
-    (void)user;
-    return pthread_mutex_unlock((pthread_mutex_t *)(void *)lock) == 0 ? OTF2_CALLBACK_SUCCESS
-                                                                      : OTF2_CALLBACK_ERROR;
 }
 
 /* Notes the first failure; true when rc is success.  An error OTF2 reported
@@ -907,6 +876,18 @@ static bool sm_otf2_read_location(sm_otf2_writer_t *w, uint32_t i)
     return true;
 }
 
+/* w->loc's event file, written in the archive in folder `from`, into the
+ * job's. */
+static bool sm_otf2_move_evt(sm_otf2_writer_t *w, const char *from)
+{
+    char a[4400], b[4400];
+    uint64_t ref = sm_otf2_location_ref(w->img->rank, w->loc.id);
+    snprintf(a, sizeof a, "%s/%s/%" PRIu64 ".evt", from, SM_OTF2_ARCHIVE_NAME, ref);
+    snprintf(b, sizeof b, "%s/%s/%" PRIu64 ".evt", w->run->output_dir, SM_OTF2_ARCHIVE_NAME, ref);
+    return sm_otf2_got(w, rename(a, b) == 0 ? w : NULL,
+                       "cannot move an event file into the archive");
+}
+
 /* Location i (w->loc) encoded: its events; its event count in *n_events. */
 static bool sm_otf2_encode_location(sm_otf2_writer_t *w, uint32_t i, uint64_t *n_events)
 {
@@ -944,7 +925,7 @@ static bool sm_otf2_encode_location(sm_otf2_writer_t *w, uint32_t i, uint64_t *n
         return false;
     w->evt = NULL;
     w->writer_open = false;
-    return true;
+    return !w->stage || sm_otf2_move_evt(w, w->stage);
 }
 
 /* Location i of the current image: its events; its event count in *n_events. */
@@ -965,8 +946,7 @@ static bool sm_otf2_one_encoder;
 
 /* The end of the run with more than one CPU to use (sm_cpus_end_threads):
  * the program's threads are encoded by that many threads at once, each with
- * an event writer of its own (OTF2's archive is locked where writers open
- * and close).  The thread that ends the run first takes, in location order,
+ * an event writer of its own, in an archive of its own (w->stage).  The thread that ends the run first takes, in location order,
  * what it writes alone: locations staged during the run (only moved),
  * GPU streams (sorted on reading) and metric sources; then it is one of the
  * encoders.  Each keeps its own counts and timeline, added to the
@@ -986,6 +966,7 @@ typedef struct sm_otf2_encoder {
     sm_otf2_encoders_t *all;
     sm_otf2_writer_t w;
     pthread_t thread;
+    char dir[4200]; /* its archive's folder (w.stage) */
 } sm_otf2_encoder_t;
 
 /* Moves what the location added to the timeline since `from` into its slot. */
@@ -1030,8 +1011,53 @@ static void *sm_otf2_encoder_main(void *arg)
     return NULL;
 }
 
-/* An encoder's writer: the shared parts of w, its own per-location state. */
-static bool sm_otf2_encoder_init(sm_otf2_encoder_t *e, sm_otf2_encoders_t *a)
+static int sm_otf2_remove_entry(const char *path, const struct stat *st, int type,
+                                struct FTW *ftw);
+
+/* Encoder k's archive, in the spill folder: event files only, of the
+ * job's chunk size, moved into the job's archive as they close. */
+static bool sm_otf2_encoder_archive(sm_otf2_encoder_t *e, int k)
+{
+    static const OTF2_FlushCallbacks flush = {sm_otf2_pre_flush, NULL};
+    static const OTF2_MemoryCallbacks memory = {sm_otf2_allocate, sm_otf2_free_all};
+    sm_otf2_writer_t *x = &e->w;
+    char spill[4096], traces[4400];
+    if (sm_buffers_spill_dir(spill, sizeof spill) != 0 ||
+        snprintf(e->dir, sizeof e->dir, "%s/otf2-end-%ld-%d", spill, (long)getpid(), k) >=
+            (int)sizeof e->dir)
+        return false;
+    snprintf(traces, sizeof traces, "%s/%s", x->run->output_dir, SM_OTF2_ARCHIVE_NAME);
+    if (access(e->dir, F_OK) == 0)
+        nftw(e->dir, sm_otf2_remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    if (sm_mkdir_p(e->dir) != 0 || (mkdir(traces, 0777) != 0 && errno != EEXIST))
+        return false;
+    x->archive = OTF2_Archive_Open(e->dir, SM_OTF2_ARCHIVE_NAME, OTF2_FILEMODE_WRITE,
+                                   SM_OTF2_EVT_CHUNK, SM_OTF2_DEF_CHUNK_SMALL,
+                                   OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
+    x->stage = e->dir;
+    return x->archive &&
+           OTF2_Archive_SetFlushCallbacks(x->archive, &flush, NULL) == OTF2_SUCCESS &&
+           OTF2_Archive_SetMemoryCallbacks(x->archive, &memory, NULL) == OTF2_SUCCESS &&
+           OTF2_Archive_SetSerialCollectiveCallbacks(x->archive) == OTF2_SUCCESS &&
+           OTF2_Archive_OpenEvtFiles(x->archive) == OTF2_SUCCESS;
+}
+
+static void sm_otf2_encoder_archive_close(sm_otf2_encoder_t *e)
+{
+    sm_otf2_writer_t *x = &e->w;
+    /* A failed writer's buffers may be broken (see writer_open): left open. */
+    if (x->archive && !x->writer_open) {
+        OTF2_Archive_CloseEvtFiles(x->archive);
+        OTF2_Archive_Close(x->archive);
+    }
+    x->archive = NULL;
+    if (x->stage)
+        nftw(e->dir, sm_otf2_remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Encoder k's writer: the shared parts of w, its own archive and
+ * per-location state.  False: this encoder is not used. */
+static bool sm_otf2_encoder_init(sm_otf2_encoder_t *e, sm_otf2_encoders_t *a, int k)
 {
     const sm_otf2_writer_t *w = a->w;
     sm_otf2_writer_t *x = &e->w;
@@ -1042,7 +1068,6 @@ static bool sm_otf2_encoder_init(sm_otf2_encoder_t *e, sm_otf2_encoders_t *a)
     x->n_comms = w->n_comms;
     x->mpi_comms = w->mpi_comms;
     x->team_comms = w->team_comms;
-    x->archive = w->archive;
     x->img = w->img;
     x->named_metric = w->named_metric;
     x->n_named_strings = w->n_named_strings;
@@ -1054,19 +1079,22 @@ static bool sm_otf2_encoder_init(sm_otf2_encoder_t *e, sm_otf2_encoders_t *a)
     x->region_kind = w->region_kind;
     x->n_region_kinds = w->n_region_kinds;
     e->all = a;
-    x->attrs = OTF2_AttributeList_New();
-    if (!x->attrs)
-        return false;
-    if (w->timeline && !(x->timeline = sm_timeline_new())) {
-        OTF2_AttributeList_Delete(x->attrs);
+    if (!sm_otf2_encoder_archive(e, k) || !(x->attrs = OTF2_AttributeList_New()) ||
+        (w->timeline && !(x->timeline = sm_timeline_new()))) {
+        if (x->attrs)
+            OTF2_AttributeList_Delete(x->attrs);
+        sm_otf2_encoder_archive_close(e);
         return false;
     }
     return true;
 }
 
-/* An encoder's counts and failures into w's; its memory freed. */
-static void sm_otf2_encoder_done(sm_otf2_writer_t *w, sm_otf2_writer_t *x)
+/* An encoder's counts and failures into w's; its archive closed, its
+ * memory freed. */
+static void sm_otf2_encoder_done(sm_otf2_writer_t *w, sm_otf2_encoder_t *e)
 {
+    sm_otf2_writer_t *x = &e->w;
+    sm_otf2_encoder_archive_close(e);
     w->unknown_comm += x->unknown_comm;
     w->clamps += x->clamps;
     w->skipped_attrs += x->skipped_attrs;
@@ -1127,11 +1155,11 @@ static bool sm_otf2_encode_parallel(sm_otf2_writer_t *w, uint64_t *n_events, int
     /* Then the threads' locations, by this thread and threads-1 others. */
     int started = 0;
     for (int k = 1; ok && k < threads && (uint32_t)k < a.n_todo; k++) {
-        if (!sm_otf2_encoder_init(&enc[started], &a))
+        if (!sm_otf2_encoder_init(&enc[started], &a, k))
             break;
         if (sm_internal_thread_create(&enc[started].thread, 0, sm_otf2_encoder_main,
                                       &enc[started]) != 0) {
-            sm_otf2_encoder_done(w, &enc[started].w);
+            sm_otf2_encoder_done(w, &enc[started]);
             break;
         }
         started++;
@@ -1143,7 +1171,7 @@ static bool sm_otf2_encode_parallel(sm_otf2_writer_t *w, uint64_t *n_events, int
     }
     for (int k = 0; k < started; k++) {
         pthread_join(enc[k].thread, NULL);
-        sm_otf2_encoder_done(w, &enc[k].w);
+        sm_otf2_encoder_done(w, &enc[k]);
     }
     ok = ok && !__atomic_load_n(&a.stop, __ATOMIC_RELAXED) &&
          a.next >= a.n_todo && w->failed_code == OTF2_SUCCESS && !w->failed_reason;
@@ -2991,8 +3019,6 @@ static bool sm_otf2_write_archive(sm_otf2_writer_t *w, const sm_image_t *imgs, u
 {
     static const OTF2_FlushCallbacks flush = {sm_otf2_pre_flush, NULL};
     static const OTF2_MemoryCallbacks memory = {sm_otf2_allocate, sm_otf2_free_all};
-    static const OTF2_LockingCallbacks locking = {NULL, sm_otf2_lock_create, sm_otf2_lock_destroy,
-                                                  sm_otf2_lock, sm_otf2_unlock};
     const sm_run_info_t *run = w->run;
     const sm_procs_t *procs = w->job->procs;
     char description[512];
@@ -3006,7 +3032,6 @@ static bool sm_otf2_write_archive(sm_otf2_writer_t *w, const sm_image_t *imgs, u
                                    SM_OTF2_EVT_CHUNK, sm_otf2_def_chunk(w, imgs, n_imgs),
                                    OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
     ok = sm_otf2_got(w, w->archive, "cannot create the archive") &&
-         sm_otf2_ok(w, OTF2_Archive_SetLockingCallbacks(w->archive, &locking, NULL)) &&
          sm_otf2_ok(w, OTF2_Archive_SetFlushCallbacks(w->archive, &flush, NULL)) &&
          sm_otf2_ok(w, OTF2_Archive_SetMemoryCallbacks(w->archive, &memory, NULL));
     if (ok && procs->otf2_collectives(procs->ctx, w->archive) != 0) {
