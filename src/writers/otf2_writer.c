@@ -864,6 +864,7 @@ static int sm_otf2_record(const sm_record_t *rec, void *arg)
 }
 
 static bool sm_otf2_bg_take(sm_otf2_writer_t *w, uint64_t *n_events);
+static bool sm_otf2_bg_may_take(const sm_otf2_writer_t *w, uint32_t id);
 
 /* Location i of the current image into w->loc. */
 static bool sm_otf2_read_location(sm_otf2_writer_t *w, uint32_t i)
@@ -946,12 +947,13 @@ static bool sm_otf2_one_encoder;
 
 /* The end of the run with more than one CPU to use (sm_cpus_end_threads):
  * the program's threads are encoded by that many threads at once, each with
- * an event writer of its own, in an archive of its own (w->stage).  The thread that ends the run first takes, in location order,
- * what it writes alone: locations staged during the run (only moved),
- * GPU streams (sorted on reading) and metric sources; then it is one of the
- * encoders.  Each keeps its own counts and timeline, added to the
- * writer's at the end in location order, so that the archive and
- * timeline.json are those of one encoder. */
+ * an event writer of its own in an archive of its own (w->stage).  While
+ * the others start, the thread that ends the run takes, in location order,
+ * what it writes alone: locations staged during the run (only moved, or
+ * written here when that fails), GPU streams (sorted on reading) and
+ * metric sources; then it is one of the encoders.  Each keeps its own
+ * counts and timeline, added to the writer's at the end in location order,
+ * so that the archive and timeline.json are those of one encoder. */
 typedef struct sm_otf2_encoders {
     sm_otf2_writer_t *w;   /* the thread that ends the run */
     const uint32_t *todo;  /* the locations left to encode */
@@ -1135,24 +1137,19 @@ static bool sm_otf2_encode_parallel(sm_otf2_writer_t *w, uint64_t *n_events, int
     sm_otf2_encoders_t a = {.w = w, .todo = todo, .n_events = n_events, .slots = slots};
     bool ok = sm_otf2_got(w, todo && slots && enc ? todo : NULL, strerror(ENOMEM));
 
-    /* First, in location order, what this thread writes alone. */
+    /* The threads' locations not staged during the run go to the encoders
+     * (this thread among them), which start at once; meanwhile this thread
+     * takes, in location order, what it writes alone. */
+    uint32_t *alone = malloc(sizeof *alone * (n ? n : 1)), n_alone = 0, n_end = 0;
+    ok = ok && sm_otf2_got(w, alone, strerror(ENOMEM));
     for (uint32_t i = 0; ok && i < n; i++) {
         if (!(ok = sm_otf2_read_location(w, i)))
             break;
-        size_t from = w->timeline ? w->timeline->out.len : 0;
-        w->slot = &slots[i];
-        bool alone = w->loc.type != SM_LOCATION_CPU_THREAD;
-        if (!sm_otf2_bg_take(w, &n_events[i])) { /* (else: staged, moved) */
-            if (alone)
-                ok = sm_otf2_encode_location(w, i, &n_events[i]);
-            else
-                todo[a.n_todo++] = i;
-        }
-        sm_otf2_keep_lane(w, from, &slots[i]);
-        w->slot = NULL;
+        if (w->loc.type == SM_LOCATION_CPU_THREAD && !sm_otf2_bg_may_take(w, w->loc.id))
+            todo[a.n_todo++] = i;
+        else
+            alone[n_alone++] = i;
     }
-
-    /* Then the threads' locations, by this thread and threads-1 others. */
     int started = 0;
     for (int k = 1; ok && k < threads && (uint32_t)k < a.n_todo; k++) {
         if (!sm_otf2_encoder_init(&enc[started], &a, k))
@@ -1164,11 +1161,27 @@ static bool sm_otf2_encode_parallel(sm_otf2_writer_t *w, uint64_t *n_events, int
         }
         started++;
     }
+    for (uint32_t j = 0; ok && j < n_alone; j++) {
+        uint32_t i = alone[j];
+        if (!(ok = sm_otf2_read_location(w, i)))
+            break;
+        size_t from = w->timeline ? w->timeline->out.len : 0;
+        w->slot = &slots[i];
+        if (!sm_otf2_bg_take(w, &n_events[i])) { /* (else: staged, moved) */
+            ok = sm_otf2_encode_location(w, i, &n_events[i]);
+            n_end++;
+        }
+        sm_otf2_keep_lane(w, from, &slots[i]);
+        w->slot = NULL;
+    }
     if (ok) {
         sm_info(2, "OTF2: %" PRIu32 " of %" PRIu32 " locations encoded at the end by %d thread%s",
-                a.n_todo, n, started + 1, started ? "s" : "");
+                a.n_todo + n_end, n, started + 1, started ? "s" : "");
         sm_otf2_encode_some(w, &a);
+    } else {
+        __atomic_store_n(&a.stop, 1, __ATOMIC_RELAXED);
     }
+    free(alone);
     for (int k = 0; k < started; k++) {
         pthread_join(enc[k].thread, NULL);
         sm_otf2_encoder_done(w, &enc[k]);
@@ -2701,6 +2714,13 @@ static sm_otf2_bg_loc_t *sm_otf2_bg_of(const sm_otf2_writer_t *w, uint32_t id)
         return NULL;
     sm_otf2_bg_loc_t *st = sm_bg.by_id[id];
     return !st || st->stopped || (!st->evt && !st->closed) ? NULL : st;
+}
+
+/* Location id was staged during the run: sm_otf2_bg_take may take it. */
+static bool sm_otf2_bg_may_take(const sm_otf2_writer_t *w, uint32_t id)
+{
+    const sm_otf2_bg_loc_t *st = sm_otf2_bg_of(w, id);
+    return st && st->loc;
 }
 
 /* w->loc's staged file ("evt" or "def") moved into the job's archive. */
