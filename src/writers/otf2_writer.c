@@ -165,6 +165,11 @@ typedef struct sm_otf2_writer {
      * writer, its file included, under its archive's lock), and moves
      * each event file into the job's archive; NULL: w->archive is the job's. */
     const char *stage;
+    /* The job archive's definition chunk size, and the locations of the
+     * image being written whose (empty) local definition file an encoder
+     * made and moved already (NULL: none). */
+    uint64_t def_chunk;
+    uint8_t *def_made;
 } sm_otf2_writer_t;
 
 /* A location's global OTF2 id: the rank in the high half leaves each rank its
@@ -877,16 +882,35 @@ static bool sm_otf2_read_location(sm_otf2_writer_t *w, uint32_t i)
     return true;
 }
 
-/* w->loc's event file, written in the archive in folder `from`, into the
- * job's. */
-static bool sm_otf2_move_evt(sm_otf2_writer_t *w, const char *from)
+/* w->loc's file ("evt" or "def"), written in the archive in folder `from`,
+ * into the job's. */
+static bool sm_otf2_move_file(sm_otf2_writer_t *w, const char *from, const char *ext)
 {
     char a[4400], b[4400];
     uint64_t ref = sm_otf2_location_ref(w->img->rank, w->loc.id);
-    snprintf(a, sizeof a, "%s/%s/%" PRIu64 ".evt", from, SM_OTF2_ARCHIVE_NAME, ref);
-    snprintf(b, sizeof b, "%s/%s/%" PRIu64 ".evt", w->run->output_dir, SM_OTF2_ARCHIVE_NAME, ref);
-    return sm_otf2_got(w, rename(a, b) == 0 ? w : NULL,
-                       "cannot move an event file into the archive");
+    snprintf(a, sizeof a, "%s/%s/%" PRIu64 ".%s", from, SM_OTF2_ARCHIVE_NAME, ref, ext);
+    snprintf(b, sizeof b, "%s/%s/%" PRIu64 ".%s", w->run->output_dir, SM_OTF2_ARCHIVE_NAME, ref,
+             ext);
+    return sm_otf2_got(w, rename(a, b) == 0 ? w : NULL, "cannot move a file into the archive");
+}
+
+/* An encoder's location i: its empty local definition file too, made in
+ * its own archive (the job's has the same definition chunk size) and moved,
+ * so that the thread that ends the run does not create thousands of them
+ * one after the other. */
+static bool sm_otf2_encoder_defs(sm_otf2_writer_t *w, uint32_t i)
+{
+    OTF2_DefWriter *d = OTF2_Archive_GetDefWriter(
+        w->archive, sm_otf2_location_ref(w->img->rank, w->loc.id));
+    w->writer_open = d != NULL;
+    if (!sm_otf2_got(w, d, "cannot create a definition writer") ||
+        !sm_otf2_ok(w, OTF2_Archive_CloseDefWriter(w->archive, d)))
+        return false;
+    w->writer_open = false;
+    if (!sm_otf2_move_file(w, w->stage, "def"))
+        return false;
+    w->def_made[i] = 1;
+    return true;
 }
 
 /* Location i (w->loc) encoded: its events; its event count in *n_events. */
@@ -926,7 +950,8 @@ static bool sm_otf2_encode_location(sm_otf2_writer_t *w, uint32_t i, uint64_t *n
         return false;
     w->evt = NULL;
     w->writer_open = false;
-    return !w->stage || sm_otf2_move_evt(w, w->stage);
+    return !w->stage || (sm_otf2_move_file(w, w->stage, "evt") &&
+                         (!w->def_made || sm_otf2_encoder_defs(w, i)));
 }
 
 /* Location i of the current image: its events; its event count in *n_events. */
@@ -1034,14 +1059,15 @@ static bool sm_otf2_encoder_archive(sm_otf2_encoder_t *e, int k)
     if (sm_mkdir_p(e->dir) != 0 || (mkdir(traces, 0777) != 0 && errno != EEXIST))
         return false;
     x->archive = OTF2_Archive_Open(e->dir, SM_OTF2_ARCHIVE_NAME, OTF2_FILEMODE_WRITE,
-                                   SM_OTF2_EVT_CHUNK, SM_OTF2_DEF_CHUNK_SMALL,
-                                   OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
+                                   SM_OTF2_EVT_CHUNK, x->def_chunk, OTF2_SUBSTRATE_POSIX,
+                                   OTF2_COMPRESSION_NONE);
     x->stage = e->dir;
     return x->archive &&
            OTF2_Archive_SetFlushCallbacks(x->archive, &flush, NULL) == OTF2_SUCCESS &&
            OTF2_Archive_SetMemoryCallbacks(x->archive, &memory, NULL) == OTF2_SUCCESS &&
            OTF2_Archive_SetSerialCollectiveCallbacks(x->archive) == OTF2_SUCCESS &&
-           OTF2_Archive_OpenEvtFiles(x->archive) == OTF2_SUCCESS;
+           OTF2_Archive_OpenEvtFiles(x->archive) == OTF2_SUCCESS &&
+           (!x->def_made || OTF2_Archive_OpenDefFiles(x->archive) == OTF2_SUCCESS);
 }
 
 static void sm_otf2_encoder_archive_close(sm_otf2_encoder_t *e)
@@ -1050,6 +1076,8 @@ static void sm_otf2_encoder_archive_close(sm_otf2_encoder_t *e)
     /* A failed writer's buffers may be broken (see writer_open): left open. */
     if (x->archive && !x->writer_open) {
         OTF2_Archive_CloseEvtFiles(x->archive);
+        if (x->def_made)
+            OTF2_Archive_CloseDefFiles(x->archive);
         OTF2_Archive_Close(x->archive);
     }
     x->archive = NULL;
@@ -1080,6 +1108,8 @@ static bool sm_otf2_encoder_init(sm_otf2_encoder_t *e, sm_otf2_encoders_t *a, in
     x->n_contexts = w->n_contexts;
     x->region_kind = w->region_kind;
     x->n_region_kinds = w->n_region_kinds;
+    x->def_chunk = w->def_chunk;
+    x->def_made = w->def_made;
     e->all = a;
     if (!sm_otf2_encoder_archive(e, k) || !(x->attrs = OTF2_AttributeList_New()) ||
         (w->timeline && !(x->timeline = sm_timeline_new()))) {
@@ -1135,6 +1165,8 @@ static bool sm_otf2_encode_parallel(sm_otf2_writer_t *w, uint64_t *n_events, int
     sm_otf2_slot_t *slots = calloc(n, sizeof *slots);
     sm_otf2_encoder_t *enc = calloc((size_t)threads, sizeof *enc);
     sm_otf2_encoders_t a = {.w = w, .todo = todo, .n_events = n_events, .slots = slots};
+    free(w->def_made);
+    w->def_made = calloc(n ? n : 1, 1); /* NULL (out of memory): the defs as before */
     bool ok = sm_otf2_got(w, todo && slots && enc ? todo : NULL, strerror(ENOMEM));
 
     /* The threads' locations not staged during the run go to the encoders
@@ -3048,8 +3080,9 @@ static bool sm_otf2_write_archive(sm_otf2_writer_t *w, const sm_image_t *imgs, u
         sm_otf2_remove_previous(run->output_dir);
     if (procs->size > 1)
         procs->barrier(procs->ctx);
+    w->def_chunk = sm_otf2_def_chunk(w, imgs, n_imgs);
     w->archive = OTF2_Archive_Open(run->output_dir, SM_OTF2_ARCHIVE_NAME, OTF2_FILEMODE_WRITE,
-                                   SM_OTF2_EVT_CHUNK, sm_otf2_def_chunk(w, imgs, n_imgs),
+                                   SM_OTF2_EVT_CHUNK, w->def_chunk,
                                    OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
     ok = sm_otf2_got(w, w->archive, "cannot create the archive") &&
          sm_otf2_ok(w, OTF2_Archive_SetFlushCallbacks(w->archive, &flush, NULL)) &&
@@ -3099,6 +3132,8 @@ static bool sm_otf2_write_archive(sm_otf2_writer_t *w, const sm_image_t *imgs, u
             if (!ok)
                 break;
             free(il.creation_path);
+            if (n_imgs == 1 && w->def_made && w->def_made[i])
+                continue; /* made by an encoder */
             OTF2_DefWriter *d = OTF2_Archive_GetDefWriter(
                 w->archive, sm_otf2_location_ref(imgs[k].rank, il.id));
             w->writer_open = d != NULL;
@@ -3222,6 +3257,7 @@ int sm_otf2_write_images(const sm_run_info_t *run, const sm_job_t *job, const sm
     free(w.counters);
     sm_otf2_pool_release();
     free(w.samples);
+    free(w.def_made);
     sm_timeline_free(w.timeline);
     free(w.region_kind);
     OTF2_Error_RegisterCallback(previous, NULL);
