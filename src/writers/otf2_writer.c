@@ -882,16 +882,25 @@ static bool sm_otf2_read_location(sm_otf2_writer_t *w, uint32_t i)
     return true;
 }
 
+/* The file `from` renamed into the job's archive as w->loc's ("evt" or
+ * "def"). */
+static bool sm_otf2_move_in(const sm_otf2_writer_t *w, const char *from, const char *ext)
+{
+    char to[4400];
+    snprintf(to, sizeof to, "%s/%s/%" PRIu64 ".%s", w->run->output_dir, SM_OTF2_ARCHIVE_NAME,
+             sm_otf2_location_ref(w->img->rank, w->loc.id), ext);
+    return rename(from, to) == 0;
+}
+
 /* w->loc's file ("evt" or "def"), written in the archive in folder `from`,
  * into the job's. */
 static bool sm_otf2_move_file(sm_otf2_writer_t *w, const char *from, const char *ext)
 {
-    char a[4400], b[4400];
-    uint64_t ref = sm_otf2_location_ref(w->img->rank, w->loc.id);
-    snprintf(a, sizeof a, "%s/%s/%" PRIu64 ".%s", from, SM_OTF2_ARCHIVE_NAME, ref, ext);
-    snprintf(b, sizeof b, "%s/%s/%" PRIu64 ".%s", w->run->output_dir, SM_OTF2_ARCHIVE_NAME, ref,
-             ext);
-    return sm_otf2_got(w, rename(a, b) == 0 ? w : NULL, "cannot move a file into the archive");
+    char a[4400];
+    snprintf(a, sizeof a, "%s/%s/%" PRIu64 ".%s", from, SM_OTF2_ARCHIVE_NAME,
+             sm_otf2_location_ref(w->img->rank, w->loc.id), ext);
+    return sm_otf2_got(w, sm_otf2_move_in(w, a, ext) ? w : NULL,
+                       "cannot move a file into the archive");
 }
 
 /* An encoder's location i: its empty local definition file too, made in
@@ -1041,11 +1050,36 @@ static void *sm_otf2_encoder_main(void *arg)
 static int sm_otf2_remove_entry(const char *path, const struct stat *st, int type,
                                 struct FTW *ftw);
 
+/* A fresh folder dir (what a killed run left there removed). */
+static bool sm_otf2_fresh_dir(const char *dir)
+{
+    if (access(dir, F_OK) == 0)
+        nftw(dir, sm_otf2_remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return sm_mkdir_p(dir) == 0;
+}
+
+/* An archive in folder dir written by one thread, whose files are moved into
+ * the job's: the staging archive of the run's encoding, and each extra
+ * encoder's at the end.  *archive: the archive, or NULL; false when it or
+ * one of its settings failed (it may be open then). */
+static bool sm_otf2_open_staging(OTF2_Archive **archive, const char *dir, uint64_t def_chunk,
+                                 const OTF2_MemoryCallbacks *memory)
+{
+    static const OTF2_FlushCallbacks flush = {sm_otf2_pre_flush, NULL};
+    OTF2_Archive *a = OTF2_Archive_Open(dir, SM_OTF2_ARCHIVE_NAME, OTF2_FILEMODE_WRITE,
+                                        SM_OTF2_EVT_CHUNK, def_chunk, OTF2_SUBSTRATE_POSIX,
+                                        OTF2_COMPRESSION_NONE);
+    *archive = a;
+    return a && OTF2_Archive_SetFlushCallbacks(a, &flush, NULL) == OTF2_SUCCESS &&
+           OTF2_Archive_SetMemoryCallbacks(a, memory, NULL) == OTF2_SUCCESS &&
+           OTF2_Archive_SetSerialCollectiveCallbacks(a) == OTF2_SUCCESS &&
+           OTF2_Archive_OpenEvtFiles(a) == OTF2_SUCCESS;
+}
+
 /* Encoder k's archive, in the spill folder: event files only, of the
  * job's chunk size, moved into the job's archive as they close. */
 static bool sm_otf2_encoder_archive(sm_otf2_encoder_t *e, int k)
 {
-    static const OTF2_FlushCallbacks flush = {sm_otf2_pre_flush, NULL};
     static const OTF2_MemoryCallbacks memory = {sm_otf2_allocate, sm_otf2_free_all};
     sm_otf2_writer_t *x = &e->w;
     char spill[4096], traces[4400];
@@ -1054,19 +1088,10 @@ static bool sm_otf2_encoder_archive(sm_otf2_encoder_t *e, int k)
             (int)sizeof e->dir)
         return false;
     snprintf(traces, sizeof traces, "%s/%s", x->run->output_dir, SM_OTF2_ARCHIVE_NAME);
-    if (access(e->dir, F_OK) == 0)
-        nftw(e->dir, sm_otf2_remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    if (sm_mkdir_p(e->dir) != 0 || (mkdir(traces, 0777) != 0 && errno != EEXIST))
+    if (!sm_otf2_fresh_dir(e->dir) || (mkdir(traces, 0777) != 0 && errno != EEXIST))
         return false;
-    x->archive = OTF2_Archive_Open(e->dir, SM_OTF2_ARCHIVE_NAME, OTF2_FILEMODE_WRITE,
-                                   SM_OTF2_EVT_CHUNK, x->def_chunk, OTF2_SUBSTRATE_POSIX,
-                                   OTF2_COMPRESSION_NONE);
     x->stage = e->dir;
-    return x->archive &&
-           OTF2_Archive_SetFlushCallbacks(x->archive, &flush, NULL) == OTF2_SUCCESS &&
-           OTF2_Archive_SetMemoryCallbacks(x->archive, &memory, NULL) == OTF2_SUCCESS &&
-           OTF2_Archive_SetSerialCollectiveCallbacks(x->archive) == OTF2_SUCCESS &&
-           OTF2_Archive_OpenEvtFiles(x->archive) == OTF2_SUCCESS &&
+    return sm_otf2_open_staging(&x->archive, e->dir, x->def_chunk, &memory) &&
            (!x->def_made || OTF2_Archive_OpenDefFiles(x->archive) == OTF2_SUCCESS);
 }
 
@@ -2371,7 +2396,6 @@ static bool sm_otf2_bg_ok(OTF2_ErrorCode rc)
 /* The staging archive, at the first location (writer thread). */
 static bool sm_otf2_bg_archive(void)
 {
-    static const OTF2_FlushCallbacks flush = {sm_otf2_pre_flush, NULL};
     static const OTF2_MemoryCallbacks memory = {sm_otf2_bg_allocate, sm_otf2_bg_free_all};
     char spill[4096];
     if (sm_bg.broken || sm_buffers_spill_dir(spill, sizeof spill) != 0)
@@ -2379,24 +2403,13 @@ static bool sm_otf2_bg_archive(void)
     if (snprintf(sm_bg.dir, sizeof sm_bg.dir, "%s/otf2-%ld", spill, (long)getpid()) >=
         (int)sizeof sm_bg.dir)
         return false;
-    if (access(sm_bg.dir, F_OK) == 0)
-        nftw(sm_bg.dir, sm_otf2_remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    if (sm_mkdir_p(sm_bg.dir) != 0)
+    if (!sm_otf2_fresh_dir(sm_bg.dir))
         return false;
     memset(&sm_bg.err, 0, sizeof sm_bg.err);
     sm_bg.err.code = OTF2_SUCCESS;
     OTF2_Error_RegisterCallback(sm_otf2_error_callback, &sm_bg.err);
-    sm_bg.archive = OTF2_Archive_Open(sm_bg.dir, SM_OTF2_ARCHIVE_NAME, OTF2_FILEMODE_WRITE,
-                                      SM_OTF2_EVT_CHUNK, SM_OTF2_DEF_CHUNK, OTF2_SUBSTRATE_POSIX,
-                                      OTF2_COMPRESSION_NONE);
-    if (!sm_bg.archive) {
-        sm_bg.broken = true;
-        return false;
-    }
-    return sm_otf2_bg_ok(OTF2_Archive_SetFlushCallbacks(sm_bg.archive, &flush, NULL)) &&
-           sm_otf2_bg_ok(OTF2_Archive_SetMemoryCallbacks(sm_bg.archive, &memory, NULL)) &&
-           sm_otf2_bg_ok(OTF2_Archive_SetSerialCollectiveCallbacks(sm_bg.archive)) &&
-           sm_otf2_bg_ok(OTF2_Archive_OpenEvtFiles(sm_bg.archive));
+    bool ok = sm_otf2_open_staging(&sm_bg.archive, sm_bg.dir, SM_OTF2_DEF_CHUNK, &memory);
+    return sm_otf2_bg_ok(ok ? OTF2_SUCCESS : OTF2_ERROR_INVALID);
 }
 
 /* buffer.h's open: a staging event writer for a thread, or NULL. */
@@ -2758,11 +2771,9 @@ static bool sm_otf2_bg_may_take(const sm_otf2_writer_t *w, uint32_t id)
 /* w->loc's staged file ("evt" or "def") moved into the job's archive. */
 static bool sm_otf2_bg_move(const sm_otf2_writer_t *w, const char *ext)
 {
-    char from[4400], to[4400];
+    char from[4400];
     sm_otf2_bg_staged(from, sizeof from, w->loc.id, ext);
-    snprintf(to, sizeof to, "%s/%s/%" PRIu64 ".%s", w->run->output_dir, SM_OTF2_ARCHIVE_NAME,
-             sm_otf2_location_ref(w->img->rank, w->loc.id), ext);
-    return rename(from, to) == 0;
+    return sm_otf2_move_in(w, from, ext);
 }
 
 /* Location w->loc, staged: the rest of its records encoded, its file moved
