@@ -256,6 +256,10 @@ static const char *sm_check_range(const sm_config_var_t *var, const void *value)
             return "must be between 4K and 1G";
         break;
     }
+    case SM_CONFIG_OTF2_END_THREADS:
+        if (*(const int64_t *)value < 0 || *(const int64_t *)value > SM_CONFIG_END_THREADS_MAX)
+            return "must be between 0 and 64";
+        break;
     case SM_CONFIG_THROTTLE_CALLS:
         if (*(const int64_t *)value < 1)
             return "must be 1 or more";

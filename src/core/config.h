@@ -41,6 +41,9 @@ enum {
     SM_CONFIG_COUNT
 };
 
+/* Most encoders SYSMEASURE_OTF2_END_THREADS may ask for. */
+#define SM_CONFIG_END_THREADS_MAX 64
+
 typedef struct sm_config {
 #define SM_CONFIG_VAR(field, NAME, TYPE, def, opt, choices, help) SM_CONFIG_CTYPE_##TYPE field;
 #include "config_vars.def"

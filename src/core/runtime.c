@@ -735,7 +735,7 @@ static int sm_otf2_background_wanted(void)
     /* The end of the run's encoders: this process's share of the CPUs. */
     int share = sm_cpus_end_share(&own, &node, local, known, &end);
     long want = sm_cfg.otf2_end_threads;
-    sm_cpus_set_end(&end, want > 0 ? (int)(want > 64 ? 64 : want) : share);
+    sm_cpus_set_end(&end, want > 0 ? (int)want : share); /* 0..64 (config range) */
     if (sm_cfg.otf2_background != SM_OTF2_BACKGROUND_AUTO)
         return sm_cfg.otf2_background != SM_OTF2_BACKGROUND_NO;
     int openmp = dlsym(RTLD_DEFAULT, "omp_get_max_threads") != NULL;

@@ -168,6 +168,16 @@ static void test_sizes(void)
     CHECK_STR(err, "bad value '4095' for SYSMEASURE_BUFFER_CHUNK_SIZE: must be between 4K and 1G");
     CHECK(sm_config_set(&cfg, cs, "2G", SM_CONFIG_FROM_ENV, err, sizeof err) == -1);
     CHECK_STR(err, "bad value '2G' for SYSMEASURE_BUFFER_CHUNK_SIZE: must be between 4K and 1G");
+
+    /* Encoders at the end: 0 (the process's share) .. 64. */
+    const sm_config_var_t *et = var("OTF2_END_THREADS");
+    CHECK(sm_config_set(&cfg, et, "0", SM_CONFIG_FROM_ENV, err, sizeof err) == 0);
+    CHECK(sm_config_set(&cfg, et, "64", SM_CONFIG_FROM_ENV, err, sizeof err) == 0);
+    CHECK(cfg.otf2_end_threads == 64);
+    CHECK(sm_config_set(&cfg, et, "65", SM_CONFIG_FROM_ENV, err, sizeof err) == -1);
+    CHECK_STR(err, "bad value '65' for SYSMEASURE_OTF2_END_THREADS: must be between 0 and 64");
+    CHECK(sm_config_set(&cfg, et, "-1", SM_CONFIG_FROM_ENV, err, sizeof err) == -1);
+    CHECK(cfg.otf2_end_threads == 64);
     CHECK_EQ_U(cfg.buffer_chunk_size, 1ull << 30);
     sm_config_free(&cfg);
 }
