@@ -34,6 +34,7 @@
 #include "../core/buffer.h"
 #include "../core/cpus.h"
 #include "../core/pages.h"
+#include "../core/write_behind.h"
 #include "../merge/image.h"
 #include "../util/bytes.h"
 #include "../util/fs.h"
@@ -249,6 +250,24 @@ static OTF2_FlushType sm_otf2_pre_flush(void *user, OTF2_FileType type, OTF2_Loc
 #define SM_OTF2_CHUNKS_PER_BUFFER 1
 #define SM_OTF2_POOL (SM_CPUS_END_MAX + 8) /* a chunk per encoder of the end, and some */
 
+/* Every chunk is declared to the write-behind (write_behind.h): while it
+ * runs, OTF2's write of a full chunk is queued, and a chunk is filled again
+ * only once that write is done (sm_wb_busy), so the encoder fills another
+ * meanwhile. */
+static void *sm_otf2_chunk_new(uint64_t size)
+{
+    void *c = sm_pages_get((size_t)size); /* populated (pages.h) */
+    if (c)
+        sm_wb_own(c, (size_t)size);
+    return c;
+}
+
+static void sm_otf2_chunk_free(void *c, uint64_t size)
+{
+    sm_wb_disown(c); /* (waits for its queued write) */
+    sm_pages_put(c, (size_t)size);
+}
+
 typedef struct sm_otf2_buffer_chunks {
     uint32_t n;
     uint64_t size;
@@ -278,7 +297,7 @@ static void *sm_otf2_allocate(void *user, OTF2_FileType type, OTF2_LocationRef l
     void *c = NULL;
     pthread_mutex_lock(&sm_otf2_pool_lock);
     for (uint32_t i = sm_otf2_pool_n; i-- > 0;)
-        if (sm_otf2_pool_size[i] == size) {
+        if (sm_otf2_pool_size[i] == size && !sm_wb_busy(sm_otf2_pool[i])) {
             c = sm_otf2_pool[i];
             sm_otf2_pool[i] = sm_otf2_pool[sm_otf2_pool_n - 1];
             sm_otf2_pool_size[i] = sm_otf2_pool_size[sm_otf2_pool_n - 1];
@@ -286,7 +305,7 @@ static void *sm_otf2_allocate(void *user, OTF2_FileType type, OTF2_LocationRef l
             break;
         }
     pthread_mutex_unlock(&sm_otf2_pool_lock);
-    if (!c && !(c = sm_pages_get((size_t)size))) /* populated (pages.h) */
+    if (!c && !(c = sm_otf2_chunk_new(size)))
         return NULL;
     b->size = size;
     b->chunk[b->n++] = c;
@@ -312,7 +331,7 @@ static void sm_otf2_free_all(void *user, OTF2_FileType type, OTF2_LocationRef lo
         }
         pthread_mutex_unlock(&sm_otf2_pool_lock);
         if (spare)
-            sm_pages_put(spare, (size_t)b->size);
+            sm_otf2_chunk_free(spare, b->size);
     }
     b->n = 0;
     if (final) {
@@ -323,7 +342,7 @@ static void sm_otf2_free_all(void *user, OTF2_FileType type, OTF2_LocationRef lo
 
 static void sm_otf2_pool_put_back(void *c, uint64_t size)
 {
-    sm_pages_put(c, (size_t)size);
+    sm_otf2_chunk_free(c, size);
 }
 
 static void sm_otf2_pool_release(void)
@@ -2295,14 +2314,14 @@ static uint32_t sm_otf2_bg_pool_n;
 static void *sm_otf2_bg_get(uint64_t size)
 {
     for (uint32_t i = sm_otf2_bg_pool_n; i-- > 0;)
-        if (sm_otf2_bg_pool_size[i] == size) {
+        if (sm_otf2_bg_pool_size[i] == size && !sm_wb_busy(sm_otf2_bg_pool[i])) {
             void *c = sm_otf2_bg_pool[i];
             sm_otf2_bg_pool_n--;
             sm_otf2_bg_pool[i] = sm_otf2_bg_pool[sm_otf2_bg_pool_n];
             sm_otf2_bg_pool_size[i] = sm_otf2_bg_pool_size[sm_otf2_bg_pool_n];
             return c;
         }
-    void *c = sm_pages_get((size_t)size);
+    void *c = sm_otf2_chunk_new(size);
     if (c)
         sm_buffers_account((int64_t)size);
     return c;
@@ -2315,7 +2334,7 @@ static void sm_otf2_bg_put(void *c, uint64_t size)
         sm_otf2_bg_pool_size[sm_otf2_bg_pool_n++] = size;
         return;
     }
-    sm_pages_put(c, (size_t)size);
+    sm_otf2_chunk_free(c, size);
     sm_buffers_account(-(int64_t)size);
 }
 
@@ -2324,8 +2343,8 @@ static void sm_otf2_bg_pool_release(void)
 {
     while (sm_otf2_bg_pool_n) {
         sm_otf2_bg_pool_n--;
-        sm_pages_put(sm_otf2_bg_pool[sm_otf2_bg_pool_n],
-                     (size_t)sm_otf2_bg_pool_size[sm_otf2_bg_pool_n]);
+        sm_otf2_chunk_free(sm_otf2_bg_pool[sm_otf2_bg_pool_n],
+                           sm_otf2_bg_pool_size[sm_otf2_bg_pool_n]);
         sm_buffers_account(-(int64_t)sm_otf2_bg_pool_size[sm_otf2_bg_pool_n]);
     }
 }
@@ -2345,7 +2364,7 @@ static void *sm_otf2_bg_allocate(void *user, OTF2_FileType type, OTF2_LocationRe
     }
     if (b->chunk)
         return NULL; /* OTF2 flushes the buffer then */
-    if (b->spare && b->size == size) {
+    if (b->spare && b->size == size && !sm_wb_busy(b->spare)) {
         b->chunk = b->spare;
         b->spare = NULL;
         return b->chunk;
@@ -2956,10 +2975,19 @@ static bool sm_otf2_write_image_events(sm_otf2_writer_t *w, const sm_image_t *im
     bool ok = sm_otf2_got(w, n_events, strerror(ENOMEM));
     int threads = img->parallel && !sm_otf2_one_encoder ? sm_cpus_end_threads() : 1;
     bool parallel = threads > 1 && img->n_locations > 1;
+    /* A CPU more than the encoders need: OTF2's file writes go to it. */
+    bool behind = threads > 1 && img->n_locations < (uint32_t)threads &&
+                  sm_wb_hook((const void *)OTF2_Archive_Open) == 0 && sm_wb_start() == 0;
+    uint64_t behind_bytes = behind ? sm_wb_bytes() : 0;
     if (ok && parallel)
         ok = sm_otf2_encode_parallel(w, n_events, threads);
     for (uint32_t i = 0; ok && !parallel && i < img->n_locations; i++)
         ok = sm_otf2_write_location_events(w, i, &n_events[i]);
+    if (behind) {
+        sm_wb_stop();
+        sm_info(2, "OTF2: %.1f MB of event files written by a second thread",
+                (double)(sm_wb_bytes() - behind_bytes) / 1e6);
+    }
     uint64_t len = 0;
     void *blob = ok ? sm_otf2_proc_blob(w, n_events, &len) : NULL;
     ok = ok && sm_otf2_got(w, blob, strerror(ENOMEM));

@@ -13,7 +13,7 @@ import re
 
 import otf2
 from smtest import (Trace, check, check_trace_consistent, finish, load_json, measure, mpi_measure,
-                    program)
+                    program, workdir)
 
 
 def text(x, depth=0):
@@ -225,6 +225,34 @@ compare(out, "3 encoders, short threads", 0.0, p.stderr)
 same_timeline(out, "3 encoders, short threads")
 check(check_trace_consistent(Trace(out)).get("worker") == 10 * 40 * 300,
       "3 encoders, short threads: worker visits")
+
+# Write-behind (issue 13): with a CPU more than the encoders need, OTF2's
+# writes of full 4 MiB buffers go to another thread while the encoder fills
+# the next buffer.  One location (a single thread, about 9 MB of events):
+# the calling thread encodes alone; two locations and 4 CPUs: two encoders
+# share it.  The archives must be the same as the one written at the end
+# by one encoder without it (check mode).
+def behind_mb(stderr):
+    m = re.search(r"OTF2: ([0-9.]+) MB of event files written by a second thread", stderr)
+    return float(m.group(1)) if m else 0.0
+
+
+wb_env = dict(spill_env, SYSMEASURE_OTF2_END_THREADS="2", SYSMEASURE_VERBOSE="2")
+out, p = measure([program("spill-stress"), "closefrom", "400000",
+                  os.path.join(workdir("wb-file"), "lines.txt")], "write-behind-one", env=wb_env)
+check(p.returncode == 0, "write-behind, one location: the program's file intact (%d)" % p.returncode)
+check(behind_mb(p.stderr) > 8, "write-behind, one location: its event file written by the "
+      "second thread: %r" % p.stderr[-600:])
+compare(out, "write-behind, one location", 0.0, p.stderr)
+same_timeline(out, "write-behind, one location")
+check(check_trace_consistent(Trace(out)).get("before") == 400000, "write-behind: visits")
+out, p = measure([program("many-regions"), "1", "150000"], "write-behind-two",
+                 env=dict(wb_env, SYSMEASURE_OTF2_END_THREADS="4"))
+check("OTF2: 2 of 2 locations encoded at the end by" in p.stderr and behind_mb(p.stderr) > 4,
+      "write-behind, two encoders: %r" % p.stderr[-600:])
+compare(out, "write-behind, two encoders", 0.0, p.stderr)
+same_timeline(out, "write-behind, two encoders")
+check(check_trace_consistent(Trace(out)).get("iteration") == 150000, "write-behind: iterations")
 
 # 2 ranks: point-to-point, collectives, split communicators, spilling (a
 # 64K budget of 4K chunks: most chunks are full long before the end).
