@@ -227,7 +227,7 @@ void sm_wb_disown(const void *p)
 {
     pthread_mutex_lock(&sm_wb_lock);
     int r;
-    while ((r = sm_wb_range_of(p, 1)) >= 0 && sm_wb_range[r].busy)
+    while ((r = sm_wb_range_of(p, 1)) >= 0 && sm_wb_range[r].busy) /* its writes done */
         pthread_cond_wait(&sm_wb_done, &sm_wb_lock);
     if (r >= 0)
         sm_wb_range[r] = sm_wb_range[--sm_wb_n_ranges];
@@ -241,15 +241,6 @@ bool sm_wb_busy(const void *p)
     bool busy = r >= 0 && sm_wb_range[r].busy;
     pthread_mutex_unlock(&sm_wb_lock);
     return busy;
-}
-
-void sm_wb_wait(const void *p)
-{
-    pthread_mutex_lock(&sm_wb_lock);
-    int r;
-    while ((r = sm_wb_range_of(p, 1)) >= 0 && sm_wb_range[r].busy)
-        pthread_cond_wait(&sm_wb_done, &sm_wb_lock);
-    pthread_mutex_unlock(&sm_wb_lock);
 }
 
 uint64_t sm_wb_bytes(void)

@@ -9,8 +9,7 @@
  * affected) at this module.  While write-behind runs (sm_wb_start ..
  * sm_wb_stop), an fwrite from memory the caller declared with sm_wb_own is
  * queued for the write-behind thread and returns at once; the caller must
- * not change that memory before sm_wb_busy says its writes are done (or
- * sm_wb_wait).  Any other fwrite, an fseek and an fclose first wait for the
+ * not change that memory before sm_wb_busy says its writes are done.  Any other fwrite, an fseek and an fclose first wait for the
  * stream's queued writes, so each stream's bytes keep their order.  A queued
  * write that fails is reported by the stream's fclose (EOF, errno), which a
  * library checks anyway.  Outside sm_wb_start .. sm_wb_stop every call goes
@@ -40,10 +39,8 @@ void sm_wb_stop(void) SM_HIDDEN;
 void sm_wb_own(const void *p, size_t n) SM_HIDDEN;
 void sm_wb_disown(const void *p) SM_HIDDEN;
 
-/* Whether a write from the owned memory at p is still queued; wait until
- * none is. */
+/* Whether a write from the owned memory at p is still queued. */
 bool sm_wb_busy(const void *p) SM_HIDDEN;
-void sm_wb_wait(const void *p) SM_HIDDEN;
 
 /* Bytes written behind since the process started. */
 uint64_t sm_wb_bytes(void) SM_HIDDEN;
