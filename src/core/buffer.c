@@ -1655,18 +1655,85 @@ static void sm_enc_wake(void)
 
 /* Replays used bytes of chunk c into the encoder (sm_enc_lock held, the
  * location encoding).  The chunk counts as taken either way. */
-static void sm_enc_chunk(sm_location_t *loc, sm_chunk_t *c, uint32_t used)
+static void sm_enc_bytes(sm_location_t *loc, const uint8_t *data, uint32_t used, uint32_t seq)
 {
     sm_buffer_t *b = &loc->buffer;
     sm_replay_t rp = {.fn = sm_encoder->record, .arg = b->enc};
     memcpy(rp.flush, b->enc_flush, sizeof rp.flush);
     rp.have_flush = (int)b->enc_have_flush;
-    int rc = sm_replay_bytes(&rp, c->data, c->data + used);
+    int rc = sm_replay_bytes(&rp, data, data + used);
     memcpy(b->enc_flush, rp.flush, sizeof rp.flush);
     b->enc_have_flush = (uint32_t)rp.have_flush;
-    b->enc_chunks = c->slot_seq + 1;
+    b->enc_chunks = seq + 1;
     if (rc != 0)
         b->enc_status = SM_ENC_OFF;
+}
+
+static void sm_enc_chunk(sm_location_t *loc, sm_chunk_t *c, uint32_t used)
+{
+    sm_enc_bytes(loc, c->data, used, c->slot_seq);
+}
+
+static sm_chunk_t *sm_enc_next_locked(sm_location_t *loc, uint32_t *used);
+
+/* A frozen location's next chunk, spilled unencoded, read back and encoded
+ * (sm_enc_lock held; *x copied under the writer's lock).  Its checks are
+ * those of the end of the run; a frame that fails them stops this (the end
+ * reads it again and says what was lost).  0, or -1. */
+static uint8_t *sm_enc_back_buf; /* sm_enc_lock */
+static size_t sm_enc_back_cap;
+static uint64_t sm_enc_back_n; /* chunks taken back (sm_enc_lock) */
+
+static int sm_enc_from_disk(sm_location_t *loc, const sm_spill_extent_t *x)
+{
+    size_t len = sizeof(sm_spill_frame_t) + x->bytes;
+    pthread_mutex_lock(&sm_file_lock);
+    int fd = sm_spill_fd_checked();
+    pthread_mutex_unlock(&sm_file_lock);
+    if (fd < 0 || sm_run_room(&sm_enc_back_buf, &sm_enc_back_cap, len) != 0 ||
+        sm_pread_all(fd, sm_enc_back_buf, len, x->offset) != 0)
+        return -1;
+    const sm_spill_frame_t *f = (const sm_spill_frame_t *)sm_enc_back_buf;
+    const uint8_t *data = sm_enc_back_buf + sizeof *f;
+    if (!sm_frame_intact(f) || f->location != loc->id || f->bytes != x->bytes ||
+        f->data_check != sm_sum64(data, f->bytes))
+        return -1;
+    sm_enc_bytes(loc, data, x->bytes, x->seq);
+    sm_enc_back_n++;
+    return 0;
+}
+
+uint64_t sm_buffers_taken_back(void)
+{
+    pthread_mutex_lock(&sm_enc_lock);
+    uint64_t n = sm_enc_back_n;
+    pthread_mutex_unlock(&sm_enc_lock);
+    return n;
+}
+
+/* The writer, idle, on a frozen location (sm_enc_lock and the writer's lock
+ * held): its next chunk to encode, in order.  *x and 1 when that chunk is on
+ * disk; else the chunk in memory or in flight that follows the encoded ones
+ * (the location thaws: it goes on as before), or NULL and 0. */
+static int sm_enc_catch_up_locked(sm_location_t *loc, sm_spill_extent_t *x, sm_chunk_t **c,
+                                  uint32_t *used)
+{
+    sm_buffer_t *b = &loc->buffer;
+    *c = NULL;
+    if (b->enc_status != SM_ENC_ON || b->enc_no_back || sm_crash)
+        return 0;
+    while (b->enc_spill_i < b->n_spilled && b->spilled[b->enc_spill_i].seq < b->enc_chunks)
+        b->enc_spill_i++;
+    if (b->enc_spill_i < b->n_spilled && b->spilled[b->enc_spill_i].seq == b->enc_chunks) {
+        *x = b->spilled[b->enc_spill_i];
+        return 1;
+    }
+    sm_chunk_t *next = sm_enc_next_locked(loc, used);
+    if (next && next->slot_seq == b->enc_chunks) {
+        b->enc_frozen = 0;
+        *c = next;
+    }
+    return 0;
 }
 
 /* sm_enc_lock held: whether loc is (now) encoding; asks the encoder at its
@@ -1860,14 +1927,24 @@ static void sm_enc_ahead(void)
             pthread_mutex_lock(&sm_w_lock);
             int stop = sm_w_stop || sm_q_head != NULL; /* disk first */
             uint32_t used = 0;
-            sm_chunk_t *c = stop || loc->buffer.enc_frozen ? NULL : sm_enc_next_locked(loc, &used);
+            sm_chunk_t *c = NULL;
+            sm_spill_extent_t back;
+            int from_disk = 0;
+            if (!stop && loc->buffer.enc_frozen)
+                from_disk = sm_enc_catch_up_locked(loc, &back, &c, &used);
+            else if (!stop)
+                c = sm_enc_next_locked(loc, &used);
             if (c && loc->buffer.enc_status == SM_ENC_NONE && loc->buffer.n_spilled)
                 c = NULL, loc->buffer.enc_status = SM_ENC_OFF;
             pthread_mutex_unlock(&sm_w_lock);
-            if (c && sm_enc_start(loc))
+            int took = 0;
+            if (from_disk) {
+                took = sm_enc_from_disk(loc, &back) == 0;
+                loc->buffer.enc_no_back = !took;
+            } else if (c && sm_enc_start(loc)) {
                 sm_enc_chunk(loc, c, used);
-            else
-                c = NULL;
+                took = 1;
+            }
             pthread_mutex_unlock(&sm_enc_lock);
             if (stop) {
                 pthread_mutex_lock(&sm_w_lock);
@@ -1875,7 +1952,7 @@ static void sm_enc_ahead(void)
                 pthread_mutex_unlock(&sm_w_lock);
                 return;
             }
-            if (!c)
+            if (!took)
                 break;
         }
     }

@@ -60,7 +60,12 @@ typedef struct sm_buffer {
     uint32_t enc_status;
     uint32_t enc_chunks;
     uint32_t enc_have_flush;
-    uint32_t enc_frozen; /* its thread spilled it: the encoder takes no more */
+    /* Its thread spilled it, or waited for the disk: the encoder takes its
+     * next chunks back from the spill file while the writer is idle, and
+     * goes on in memory once it has caught up (sm_enc_catch_up). */
+    uint32_t enc_frozen;
+    uint32_t enc_spill_i;  /* where the spilled frame to take next is looked for */
+    uint32_t enc_no_back;  /* a frame could not be read back: the rest at the end */
     uint32_t enc_ended;  /* its thread ended: its last chunk is complete too */
     uint32_t enc_closed; /* every record encoded, the encoder's state closed */
     struct sm_location *enc_next_ended; /* queue of ended locations (writer lock) */
@@ -191,6 +196,11 @@ void *sm_buffer_encoded(struct sm_location *loc) SM_HIDDEN;
 /* The records of loc the encoder has not taken yet, in order (as
  * sm_buffer_for_each); -2 when the encoded part cannot be told apart. */
 int sm_buffer_for_each_rest(struct sm_location *loc, sm_record_fn fn, void *arg) SM_HIDDEN;
+
+/* Chunks the encoder took back from the spill file during the run: spilled
+ * unencoded while their thread waited for the disk, encoded once the
+ * writer thread was idle. */
+uint64_t sm_buffers_taken_back(void) SM_HIDDEN;
 
 /* Hand all of loc's chunks to the disk now (written by the caller when the
  * writer thread is stopped) and keep one chunk, empty but for a BufferFlush

@@ -2983,6 +2983,10 @@ static bool sm_otf2_write_image_events(sm_otf2_writer_t *w, const sm_image_t *im
         ok = sm_otf2_encode_parallel(w, n_events, threads);
     for (uint32_t i = 0; ok && !parallel && i < img->n_locations; i++)
         ok = sm_otf2_write_location_events(w, i, &n_events[i]);
+    uint64_t back = img->parallel ? sm_buffers_taken_back() : 0;
+    if (back)
+        sm_info(2, "OTF2: %" PRIu64 " chunks spilled unencoded were read back and encoded "
+                "during the run", back);
     if (behind) {
         sm_wb_stop();
         sm_info(2, "OTF2: %.1f MB of event files written by a second thread",
