@@ -33,7 +33,6 @@ typedef struct sm_wb_entry {
     FILE *f;
     const void *p;
     size_t size, n;
-    int range;
 } sm_wb_entry_t;
 
 static pthread_mutex_t sm_wb_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -102,6 +101,10 @@ static size_t sm_wb_fwrite(const void *p, size_t size, size_t n, FILE *f)
     if (!__atomic_load_n(&sm_wb_on, __ATOMIC_ACQUIRE)) /* (nothing queued then) */
         return fwrite(p, size, n, f);
     pthread_mutex_lock(&sm_wb_lock);
+    while (sm_wb_on && sm_wb_queued >= SM_WB_MAX_QUEUED)
+        pthread_cond_wait(&sm_wb_done, &sm_wb_lock);
+    /* (Looked up after the wait: a range's place in the table moves when
+     * another is disowned.) */
     int r = sm_wb_on && len ? sm_wb_range_of(p, len) : -1;
     sm_wb_entry_t *e = r >= 0 ? malloc(sizeof *e) : NULL;
     if (!e) {
@@ -109,9 +112,7 @@ static size_t sm_wb_fwrite(const void *p, size_t size, size_t n, FILE *f)
         pthread_mutex_unlock(&sm_wb_lock);
         return fwrite(p, size, n, f);
     }
-    while (sm_wb_queued >= SM_WB_MAX_QUEUED)
-        pthread_cond_wait(&sm_wb_done, &sm_wb_lock);
-    *e = (sm_wb_entry_t){NULL, f, p, size, n, r};
+    *e = (sm_wb_entry_t){NULL, f, p, size, n};
     if (sm_wb_tail)
         sm_wb_tail->next = e;
     else
@@ -177,7 +178,9 @@ static void *sm_wb_main(void *arg)
         sm_wb_queued -= e->size * e->n;
         if (!err)
             sm_wb_total += e->size * e->n;
-        sm_wb_range[e->range].busy--;
+        int r = sm_wb_range_of(e->p, e->size * e->n); /* (kept while busy) */
+        if (r >= 0)
+            sm_wb_range[r].busy--;
         free(e);
         pthread_cond_broadcast(&sm_wb_done);
     }
