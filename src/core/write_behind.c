@@ -269,8 +269,8 @@ static uintptr_t sm_wb_dyn_addr(const struct dl_phdr_info *info, ElfW(Addr) a)
 }
 
 /* Points one slot of the object's offset table at `to`; under RELRO the
- * page is made writable for the store. */
-static void sm_wb_patch(const struct dl_phdr_info *info, void **slot, void *to)
+ * page is made writable for the store.  0, or -1 (left as it was). */
+static int sm_wb_patch(const struct dl_phdr_info *info, void **slot, void *to)
 {
     uintptr_t a = (uintptr_t)slot;
     for (int i = 0; i < info->dlpi_phnum; i++) {
@@ -281,12 +281,13 @@ static void sm_wb_patch(const struct dl_phdr_info *info, void **slot, void *to)
         uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
         void *start = (void *)(a & ~(page - 1));
         if (mprotect(start, page, PROT_READ | PROT_WRITE) != 0)
-            return;
+            return -1;
         __atomic_store_n(slot, to, __ATOMIC_RELEASE);
         (void)mprotect(start, page, PROT_READ);
-        return;
+        return 0;
     }
     __atomic_store_n(slot, to, __ATOMIC_RELEASE);
+    return 0;
 }
 
 static int sm_wb_hook_object(struct dl_phdr_info *info, size_t size, void *arg)
@@ -333,7 +334,12 @@ static int sm_wb_hook_object(struct dl_phdr_info *info, size_t size, void *arg)
     } hooks[] = {{"fwrite", (void *)sm_wb_fwrite},
                  {"fseek", (void *)sm_wb_fseek},
                  {"fclose", (void *)sm_wb_fclose}};
-    int patched = 0;
+    /* The slots first: all of them are pointed here, or none (a queued
+     * write must never meet an fclose that does not wait for it). */
+    enum { SM_WB_SLOTS = 8 };
+    void **slot[SM_WB_SLOTS], *was[SM_WB_SLOTS];
+    size_t which[SM_WB_SLOTS];
+    int n_slots = 0, seen = 0;
     /* The PLT's jump slots, and GLOB_DAT entries of the same names (a
      * library built without a PLT calls through those). */
     for (int t = 0; t < 2; t++) {
@@ -355,14 +361,27 @@ static int sm_wb_hook_object(struct dl_phdr_info *info, size_t size, void *arg)
                 continue;
             const char *name = strtab + symtab[sym].st_name;
             for (size_t k = 0; k < sizeof hooks / sizeof hooks[0]; k++)
-                if (!strcmp(name, hooks[k].name)) {
-                    sm_wb_patch(info, (void **)(info->dlpi_addr + r_offset), hooks[k].to);
-                    patched++;
+                if (!strcmp(name, hooks[k].name) && n_slots < SM_WB_SLOTS) {
+                    slot[n_slots] = (void **)(info->dlpi_addr + r_offset);
+                    which[n_slots++] = k;
+                    seen |= 1 << k;
                 }
         }
     }
-    if (patched)
-        find->done = 1;
+    if (!(seen & 1) || !(seen & 4)) /* fwrite and fclose, or nothing */
+        return 1;
+    int i = 0;
+    for (; i < n_slots; i++) {
+        was[i] = __atomic_load_n(slot[i], __ATOMIC_ACQUIRE);
+        if (sm_wb_patch(info, slot[i], hooks[which[i]].to) != 0)
+            break;
+    }
+    if (i < n_slots) { /* put back what was changed */
+        while (i-- > 0)
+            (void)sm_wb_patch(info, slot[i], was[i]);
+        return 1;
+    }
+    find->done = 1;
     return 1;
 }
 
