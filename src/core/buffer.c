@@ -1677,28 +1677,21 @@ static void sm_enc_chunk(sm_location_t *loc, sm_chunk_t *c, uint32_t used)
 static sm_chunk_t *sm_enc_next_locked(sm_location_t *loc, uint32_t *used);
 
 /* A frozen location's next chunk, spilled unencoded, read back and encoded
- * (sm_enc_lock held; *x copied under the writer's lock).  Its checks are
- * those of the end of the run; a frame that fails them stops this (the end
- * reads it again and says what was lost).  0, or -1. */
-static uint8_t *sm_enc_back_buf; /* sm_enc_lock */
-static size_t sm_enc_back_cap;
-static uint64_t sm_enc_back_n; /* chunks taken back (sm_enc_lock) */
+ * (sm_enc_lock held; *x copied under the writer's lock).  It is loaded and
+ * checked as at the end of the run (a run of one frame); a frame that fails
+ * stops this (the end reads it again and says what was lost).  0, or -1. */
+static sm_run_t sm_enc_back_run; /* sm_enc_lock */
+static uint64_t sm_enc_back_n;   /* chunks taken back (sm_enc_lock) */
 
 static int sm_enc_from_disk(sm_location_t *loc, const sm_spill_extent_t *x)
 {
-    size_t len = sizeof(sm_spill_frame_t) + x->bytes;
+    sm_run_t *r = &sm_enc_back_run;
     pthread_mutex_lock(&sm_file_lock);
     int fd = sm_spill_fd_checked();
     pthread_mutex_unlock(&sm_file_lock);
-    if (fd < 0 || sm_run_room(&sm_enc_back_buf, &sm_enc_back_cap, len) != 0 ||
-        sm_pread_all(fd, sm_enc_back_buf, len, x->offset) != 0)
+    if (fd < 0 || sm_run_load(r, fd, loc->id, x, 1, 0) != 0 || r->unreadable || !r->good[0])
         return -1;
-    const sm_spill_frame_t *f = (const sm_spill_frame_t *)sm_enc_back_buf;
-    const uint8_t *data = sm_enc_back_buf + sizeof *f;
-    if (!sm_frame_intact(f) || f->location != loc->id || f->bytes != x->bytes ||
-        f->data_check != sm_sum64(data, f->bytes))
-        return -1;
-    sm_enc_bytes(loc, data, x->bytes, x->seq);
+    sm_enc_bytes(loc, r->buf + sizeof(sm_spill_frame_t), x->bytes, x->seq);
     sm_enc_back_n++;
     return 0;
 }
