@@ -340,16 +340,11 @@ static void sm_otf2_free_all(void *user, OTF2_FileType type, OTF2_LocationRef lo
     }
 }
 
-static void sm_otf2_pool_put_back(void *c, uint64_t size)
-{
-    sm_otf2_chunk_free(c, size);
-}
-
 static void sm_otf2_pool_release(void)
 {
     while (sm_otf2_pool_n) {
         sm_otf2_pool_n--;
-        sm_otf2_pool_put_back(sm_otf2_pool[sm_otf2_pool_n], sm_otf2_pool_size[sm_otf2_pool_n]);
+        sm_otf2_chunk_free(sm_otf2_pool[sm_otf2_pool_n], sm_otf2_pool_size[sm_otf2_pool_n]);
     }
 }
 
