@@ -147,6 +147,12 @@ static void *sm_samplers_main(void *arg)
         uint64_t now = sm_samplers_now_ns(), next = UINT64_MAX;
         for (uint32_t i = 0; i < sm_samplers_n && !sm_samplers_stopping; i++) {
             sm_sampler_slot_t *slot = &sm_samplers[i];
+            /* Busy here means another thread is ending it (finish_now, its
+             * last read under way with the lock released): no read of ours
+             * meanwhile.  Two at once of one PM sampler decoded one GPU
+             * counter image twice and crashed the program at exit. */
+            if (slot->busy)
+                continue;
             if (slot->state == 0) {
                 slot->busy = 1;
                 pthread_mutex_unlock(&sm_samplers_lock);

@@ -308,14 +308,25 @@ def test_nvml():
           energy["per_rank"][0]["max"] == energy["per_rank"][0]["last"] and
           energy["per_rank"][0]["last"] > 0,
           "NVML energy (from the run's start) must end at its largest value: %s" % energy)
+    # Every GPU's energy has a series of its own, keyed by its name
+    # ("NVIDIA GPU 1 energy"): on a host with two GPUs, one series made of
+    # both went up and down.
+    energies = sorted(n for n in sampled if n.startswith("NVIDIA GPU ") and n.endswith(" energy"))
+    check(energies and energies[0] == "NVIDIA GPU 0 energy",
+          "NVML energy per GPU in the summary: %s" % energies)
     if otf2:
-        series = []
+        series = {}
         with otf2.reader.open(os.path.join(out, "traces.otf2")) as tr:
             for loc, ev in tr.events:
-                if isinstance(ev, otf2.events.Metric) and "energy" in str(ev.metric.member.name):
-                    series.append((ev.time, ev.value))
-        vals = [v for _, v in sorted(series)]
-        check(vals and all(b >= a for a, b in zip(vals, vals[1:])), "energy decreases: %s" % vals)
+                name = str(ev.metric.member.name) if isinstance(ev, otf2.events.Metric) else ""
+                if "energy" in name:
+                    series.setdefault(name, []).append((ev.time, ev.value))
+        check(sorted(series) == energies,
+              "one energy series per GPU in the trace: %s, summary %s" % (sorted(series), energies))
+        for name, points in sorted(series.items()):
+            vals = [v for _, v in sorted(points)]
+            check(vals and all(b >= a for a, b in zip(vals, vals[1:])),
+                  "%s decreases: %s" % (name, vals))
 
 
 def test_bad_metric():

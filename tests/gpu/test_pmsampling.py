@@ -51,9 +51,9 @@ def check(cond, message):
     return cond
 
 
-def measure(name, args, launcher_args=(), expect_rc=0):
+def measure(name, args, launcher_args=(), expect_rc=0, app=APP):
     out = os.path.join(WORK, name)
-    cmd = [LAUNCHER, "--output", out, "--gpu-power=no"] + list(launcher_args) + ["--", APP] + \
+    cmd = [LAUNCHER, "--output", out, "--gpu-power=no"] + list(launcher_args) + ["--", app] + \
         list(args)
     env = {k: v for k, v in os.environ.items() if not k.startswith("SYSMEASURE_")}
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -196,6 +196,27 @@ def test_with_range_profiler():
     check(sampled(out).get("GPU 0 " + BUSY) is None, "both asked for: no device samples")
 
 
+def test_short_program_at_100us():
+    """A program that ends soon after its GPU work, sampled every 100 us:
+    the end of sampling (on the exiting thread, before CUPTI's teardown)
+    came while the sampler thread, overdue at that rate, decoded the same
+    GPU's counter image: SIGSEGV in 6 of 6 runs of gpu_app on the H100,
+    one or two GPUs visible.  Five runs: exit 0, the samples kept, and
+    every output there."""
+    gpu_app = os.path.join(os.path.dirname(APP), "gpu_app")
+    for i in range(5):
+        out, p = measure("short%d" % i, [], ["--gpu-sampling", BUSY,
+                                             "--gpu-sampling-interval", "100us"], app=gpu_app)
+        if p.returncode != 0:
+            break
+        got = sampled(out).get("GPU 0 " + BUSY)
+        check(got and got["per_rank"][0]["samples"] > 0,
+              "short program %d: GPU 0 samples in the summary: %s" % (i, got))
+        check(all(os.path.exists(os.path.join(out, f))
+                  for f in ("traces.otf2", "profile.json", "metadata.json")),
+              "short program %d: the archive, profile and metadata written" % i)
+
+
 def test_sampling_disabled():
     """This build checks the list but does not sample (cupti_pmsampling.c,
     SM_CUPM_SAMPLE): one line saying so, the program and its trace unharmed."""
@@ -214,7 +235,8 @@ def main():
     # SM_GPU_SAMPLING_COLLECT=0: a build with SM_CUPM_SAMPLE 0 (sampling off
     # in cupti_pmsampling.c) is checked for its one line instead.
     collect = os.environ.get("SM_GPU_SAMPLING_COLLECT", "1") == "1"
-    tests = (test_rate_and_values, test_bad_name, test_with_range_profiler) if collect \
+    tests = (test_rate_and_values, test_bad_name, test_with_range_profiler,
+             test_short_program_at_100us) if collect \
         else (test_sampling_disabled,)
     for t in tests:
         try:

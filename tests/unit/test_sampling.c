@@ -40,23 +40,49 @@ static void counter_read(void *ctx, sm_sample_sink_t *sink)
 typedef struct early_sampler {
     volatile int reads, last_reads, stops;
     pthread_t last_thread;
+    int inside, overlaps; /* reads under way now; reads that began during another */
+    long read_ns;         /* how long a read takes */
 } early_sampler_t;
 
 static void early_read(void *ctx, sm_sample_sink_t *sink)
 {
     early_sampler_t *e = ctx;
+    if (__atomic_add_fetch(&e->inside, 1, __ATOMIC_ACQ_REL) > 1)
+        __atomic_add_fetch(&e->overlaps, 1, __ATOMIC_ACQ_REL);
     e->reads++;
     if (sm_sample_last(sink)) {
         e->last_reads++;
         e->last_thread = pthread_self();
     }
-    struct timespec ts = {0, 2000000}; /* a read that takes a while */
+    struct timespec ts = {0, e->read_ns ? e->read_ns : 2000000}; /* a read that takes a while */
     nanosleep(&ts, NULL);
+    __atomic_sub_fetch(&e->inside, 1, __ATOMIC_ACQ_REL);
 }
 
 static void early_stop(void *ctx)
 {
     ((early_sampler_t *)ctx)->stops++;
+}
+
+/* The last read on the caller of sm_sampler_finish_now while the sampler
+ * is overdue on the sampler thread (a 1 ms period, reads of 3 ms: CUPTI's
+ * PM decodes at 100 us): the sampler thread must not start a read of its
+ * own during it.  Two reads at once of one GPU's counter image crashed
+ * every program ended with PM sampling at 100 us on the H100. */
+static void test_finish_now_while_overdue(void)
+{
+    static early_sampler_t busy = {.read_ns = 3000000};
+    sm_sampler_t bs = {.name = "overdue", .period_ns = 1000000u, .ctx = &busy,
+                       .read = early_read, .stop = early_stop};
+    CHECK(sm_sampler_register(&bs) == 0);
+    struct timespec ts = {0, 50000000};
+    nanosleep(&ts, NULL);
+    CHECK(sm_sampler_finish_now(&busy) == 0);
+    nanosleep(&ts, NULL);
+    CHECK_EQ_U(busy.overlaps, 0);
+    CHECK_EQ_U(busy.last_reads, 1);
+    CHECK_EQ_U(busy.stops, 1);
+    CHECK(busy.reads >= 3);
 }
 
 static void counter_stop(void *ctx)
@@ -133,13 +159,15 @@ int main(void)
     CHECK(sm_sampler_finish_now(&early) == 0); /* ended: nothing more */
     CHECK(sm_sampler_finish_now(&ts) == -1);   /* no such sampler */
     CHECK(sm_sampler_finish_now(NULL) == -1);
+    CHECK_EQ_U(early.overlaps, 0);
+    test_finish_now_while_overdue();
     nanosleep(&ts, NULL);
     uint64_t cpu = sm_samplers_cpu_ns();
     sm_samplers_stop();
     sm_samplers_stop(); /* idempotent */
     CHECK_EQ_U(started, 1);
     CHECK_EQ_U(stopped, 1);
-    CHECK(reads >= 4 && reads <= 13); /* ~10 periods and the last one */
+    CHECK(reads >= 4 && reads <= 18); /* ~15 periods and the last one */
     sm_metric_def_t m;
     CHECK(sm_metric_get(counter_metric, &m) == 0);
     CHECK_EQ_U(m.samples, (uint64_t)reads);
@@ -160,7 +188,7 @@ int main(void)
         metric_locs += loc->type == SM_LOCATION_METRIC;
         threads += loc->type == SM_LOCATION_CPU_THREAD;
     }
-    CHECK_EQ_U(metric_locs, 2);
+    CHECK_EQ_U(metric_locs, 3);
     CHECK_EQ_U(threads, 0);
     CHECK(sm_sampler_register(&s) != 0); /* stopped: no new sampler */
     return unit_failures;
