@@ -170,26 +170,9 @@ uint64_t sm_record_count_bytes(const uint64_t *count, const uint64_t *words)
 const char *sm_record_kind_name(sm_record_kind_t kind)
 {
     static const char *const names[SM_REC_KIND_COUNT] = {
-        [SM_REC_ENTER] = "enter_attributes", [SM_REC_LEAVE] = "leave_attributes",
-        [SM_REC_BUFFER_FLUSH] = "buffer_flush", [SM_REC_MEASUREMENT] = "measurement",
-        [SM_REC_THREAD_CREATE] = "thread_create", [SM_REC_THREAD_BEGIN] = "thread_begin",
-        [SM_REC_THREAD_END] = "thread_end", [SM_REC_MSG_SEND] = "send",
-        [SM_REC_MSG_RECV] = "recv", [SM_REC_MSG_ISEND] = "isend",
-        [SM_REC_MSG_ISEND_COMPLETE] = "isend_complete",
-        [SM_REC_MSG_IRECV_REQUEST] = "irecv_request", [SM_REC_MSG_IRECV] = "irecv",
-        [SM_REC_REQUEST_CANCELLED] = "request_cancelled", [SM_REC_COLL_BEGIN] = "coll_begin",
-        [SM_REC_COLL_END] = "coll_end", [SM_REC_ICOLL_REQUEST] = "icoll_request",
-        [SM_REC_ICOLL_COMPLETE] = "icoll_complete", [SM_REC_METRIC] = "metric",
-        [SM_REC_METRIC_NAMED] = "metric_named", [SM_REC_THREAD_FORK] = "thread_fork",
-        [SM_REC_THREAD_JOIN] = "thread_join", [SM_REC_THREAD_TEAM_BEGIN] = "thread_team_begin",
-        [SM_REC_THREAD_TEAM_END] = "thread_team_end",
-        [SM_REC_THREAD_ACQUIRE_LOCK] = "thread_acquire_lock",
-        [SM_REC_THREAD_RELEASE_LOCK] = "thread_release_lock",
-        [SM_REC_THREAD_TASK_CREATE] = "thread_task_create",
-        [SM_REC_THREAD_TASK_SWITCH] = "thread_task_switch",
-        [SM_REC_THREAD_TASK_COMPLETE] = "thread_task_complete", [SM_REC_COUNTERS] = "counters",
-        [SM_REC_GPU_ACTIVITY] = "gpu_activity",
-        [SM_REC_CALLING_CONTEXT_SAMPLE] = "calling_context_sample",
+#define SM_RECORD_KIND(id, name, family, fixed, per_word, own_time) [SM_REC_##id] = name,
+#include "record_kinds.def"
+#undef SM_RECORD_KIND
     };
     return (unsigned)kind < SM_REC_KIND_COUNT && names[kind] ? names[kind] : "unknown";
 }

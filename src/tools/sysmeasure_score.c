@@ -66,46 +66,12 @@
  * record, part per payload word, and whether it has a time of its own (a
  * timestamp record: the others share the enter's or leave's time). */
 static const struct {
-    sm_record_kind_t kind;
     unsigned fixed, per_word, own_time;
-} sm_score_kinds[] = {
-    /* type + length, model, requested threads */
-    {SM_REC_THREAD_FORK, 2 + 1 + SM_C, 0, 0},
-    {SM_REC_THREAD_JOIN, 2 + 1, 0, 0},
-    {SM_REC_THREAD_TEAM_BEGIN, 2 + 1, 0, 0}, /* team (a small reference) */
-    {SM_REC_THREAD_TEAM_END, 2 + 1, 0, 0},
-    /* model, lock, acquisition order */
-    /* (acquired as the wait region is left: that time; released on its
-     * own, or as the construct is left: taken as its own) */
-    {SM_REC_THREAD_ACQUIRE_LOCK, 2 + 1 + 2 * SM_C, 0, 0},
-    {SM_REC_THREAD_RELEASE_LOCK, 2 + 1 + 2 * SM_C, 0, 1},
-    /* team, creating thread, generation */
-    {SM_REC_THREAD_TASK_CREATE, 2 + 3 * SM_C, 0, 1},
-    {SM_REC_THREAD_TASK_SWITCH, 2 + 3 * SM_C, 0, 0},
-    {SM_REC_THREAD_TASK_COMPLETE, 2 + 3 * SM_C, 0, 0},
-    /* peer, communicator, tag, length (+ request) */
-    {SM_REC_MSG_SEND, 2 + 3 * SM_C + 3, 0, 0},
-    {SM_REC_MSG_RECV, 2 + 3 * SM_C + 3, 0, 0},
-    {SM_REC_MSG_ISEND, 2 + 3 * SM_C + 3 + SM_C, 0, 0},
-    {SM_REC_MSG_IRECV, 2 + 3 * SM_C + 3 + SM_C, 0, 0},
-    {SM_REC_MSG_ISEND_COMPLETE, 2 + SM_C, 0, 1},
-    {SM_REC_MSG_IRECV_REQUEST, 2 + SM_C, 0, 1},
-    {SM_REC_REQUEST_CANCELLED, 2 + SM_C, 0, 1},
-    {SM_REC_COLL_BEGIN, 2, 0, 0},
-    /* operation, communicator, root, bytes sent and received */
-    {SM_REC_COLL_END, 2 + 1 + 2 * SM_C + 2 * 3, 0, 0},
-    {SM_REC_ICOLL_REQUEST, 2 + SM_C, 0, 1},
-    {SM_REC_ICOLL_COMPLETE, 2 + 1 + 2 * SM_C + 2 * 3 + SM_C, 0, 1},
-    /* metric, count, a type byte and 8 bytes per value */
-    {SM_REC_METRIC, 2 + SM_C + 1 + 9, 0, 1},
-    {SM_REC_METRIC_NAMED, 2 + SM_C + 1 + 9, 0, 1},
-    {SM_REC_COUNTERS, 2 + SM_C + 1, 9, 0},
-    {SM_REC_CALLING_CONTEXT_SAMPLE, 2 + 3 * SM_C, 0, 1},
-    {SM_REC_THREAD_CREATE, 2 + 2 * SM_C, 0, 1},
-    {SM_REC_THREAD_BEGIN, 2 + 2 * SM_C, 0, 1},
-    {SM_REC_THREAD_END, 2 + 2 * SM_C, 0, 1},
-    {SM_REC_MEASUREMENT, 3, 0, 1},
-    {SM_REC_BUFFER_FLUSH, 2 + 8, 0, 1},
+} sm_score_kinds[SM_REC_KIND_COUNT] = {
+#define SM_RECORD_KIND(id, name, family, fixed, per_word, own_time) \
+    [SM_REC_##id] = {fixed, per_word, own_time},
+#include "../core/record_kinds.def"
+#undef SM_RECORD_KIND
 };
 
 /* An attribute list: type, length, count; per attribute its reference, a
@@ -295,11 +261,8 @@ static uint64_t sm_score_other_events(const sm_jv_t *records, uint64_t *gpu_byte
             total += *gpu_bytes;
             continue;
         }
-        for (size_t i = 0; i < sizeof sm_score_kinds / sizeof sm_score_kinds[0]; i++)
-            if (sm_score_kinds[i].kind == (sm_record_kind_t)k)
-                total += n * (sm_score_kinds[i].fixed +
-                              (sm_score_kinds[i].own_time ? SM_TS_BYTES : 0)) +
-                         words * sm_score_kinds[i].per_word;
+        total += n * (sm_score_kinds[k].fixed + (sm_score_kinds[k].own_time ? SM_TS_BYTES : 0)) +
+                 words * sm_score_kinds[k].per_word;
     }
     return total;
 }

@@ -776,6 +776,48 @@ static int sm_otf2_collect_sample(const sm_record_t *rec, void *arg)
     return 0;
 }
 
+/* Buffer flushes (the spills, shown as OTF2's BufferFlush) and
+ * measurement on/off. */
+static OTF2_ErrorCode sm_otf2_control_record(sm_otf2_writer_t *w, const sm_record_t *rec)
+{
+    uint64_t t = sm_otf2_time(w, rec->time);
+    if (rec->kind == SM_REC_MEASUREMENT)
+        return OTF2_EvtWriter_MeasurementOnOff(w->evt, NULL, t, rec->aux ? OTF2_MEASUREMENT_ON
+                                                                         : OTF2_MEASUREMENT_OFF);
+    uint64_t stop_ticks = rec->time, stop;
+    if (rec->words >= 1)
+        memcpy(&stop_ticks, sm_record_payload(rec), sizeof stop_ticks);
+    stop = sm_clock_job_ns(&w->img->clock, stop_ticks);
+    if (stop < t)
+        stop = t;
+    if (stop > w->max_ns)
+        w->max_ns = stop;
+    return OTF2_EvtWriter_BufferFlush(w->evt, NULL, t, stop);
+}
+
+/* Thread create, begin and end.  The sequence number pairs a creator's
+ * ThreadCreate with the child's ThreadBegin: the created location's id on
+ * both sides.  Only threads with a recorded creator begin and end in OTF2:
+ * a ThreadBegin must match a ThreadCreate, and the main thread (or one
+ * created unseen) has none. */
+static OTF2_ErrorCode sm_otf2_thread_life_record(sm_otf2_writer_t *w, const sm_record_t *rec)
+{
+    OTF2_CommRef threads = sm_otf2_thread_comm(w, w->img->rank);
+    if (rec->kind == SM_REC_THREAD_CREATE) {
+        w->thread_events = true;
+        return OTF2_EvtWriter_ThreadCreate(w->evt, NULL, sm_otf2_time(w, rec->time), threads,
+                                           rec->ref);
+    }
+    if (w->loc.creator == SM_INVALID_ID ||
+        (rec->kind == SM_REC_THREAD_BEGIN && rec->ref == SM_INVALID_ID))
+        return OTF2_SUCCESS;
+    w->thread_events = true;
+    uint64_t t = sm_otf2_time(w, rec->time);
+    return rec->kind == SM_REC_THREAD_BEGIN
+               ? OTF2_EvtWriter_ThreadBegin(w->evt, NULL, t, threads, w->loc.id)
+               : OTF2_EvtWriter_ThreadEnd(w->evt, NULL, t, threads, w->loc.id);
+}
+
 /* sm_buffer_for_each callback: one record into the event writer.  Returns 1
  * on an OTF2 failure (the buffer layer uses -1 for its own). */
 static int sm_otf2_record(const sm_record_t *rec, void *arg)
@@ -794,9 +836,8 @@ static int sm_otf2_record(const sm_record_t *rec, void *arg)
         return 0;
     }
 
-    switch (rec->kind) {
-    case SM_REC_ENTER:
-    case SM_REC_LEAVE: {
+    switch (sm_record_family(rec->kind)) {
+    case SM_RECORD_FAMILY_REGION: {
         OTF2_AttributeList *al = NULL;
         t = sm_otf2_time(w, rec->time);
         if (rec->aux && rec->words) {
@@ -815,69 +856,25 @@ static int sm_otf2_record(const sm_record_t *rec, void *arg)
         }
         break;
     }
-    case SM_REC_BUFFER_FLUSH: {
-        uint64_t stop_ticks = rec->time, stop;
-        t = sm_otf2_time(w, rec->time);
-        if (rec->words >= 1)
-            memcpy(&stop_ticks, sm_record_payload(rec), sizeof stop_ticks);
-        stop = sm_clock_job_ns(&w->img->clock, stop_ticks);
-        if (stop < t)
-            stop = t;
-        if (stop > w->max_ns)
-            w->max_ns = stop;
-        rc = OTF2_EvtWriter_BufferFlush(w->evt, NULL, t, stop);
+    case SM_RECORD_FAMILY_CONTROL:
+        rc = sm_otf2_control_record(w, rec);
         break;
-    }
-    case SM_REC_MEASUREMENT:
-        t = sm_otf2_time(w, rec->time);
-        rc = OTF2_EvtWriter_MeasurementOnOff(w->evt, NULL, t,
-                                             rec->aux ? OTF2_MEASUREMENT_ON : OTF2_MEASUREMENT_OFF);
+    case SM_RECORD_FAMILY_THREAD_LIFE:
+        rc = sm_otf2_thread_life_record(w, rec);
         break;
-    /* The sequence number pairs a creator's ThreadCreate with the child's
-     * ThreadBegin: the created location's id on both sides. */
-    case SM_REC_THREAD_CREATE:
-        t = sm_otf2_time(w, rec->time);
-        rc = OTF2_EvtWriter_ThreadCreate(w->evt, NULL, t, sm_otf2_thread_comm(w, w->img->rank),
-                                         rec->ref);
-        w->thread_events = true;
-        break;
-    /* Only threads with a recorded creator begin and end in OTF2: a
-     * ThreadBegin must match a ThreadCreate, and the main thread (or one
-     * created unseen) has none. */
-    case SM_REC_THREAD_BEGIN:
-        if (rec->ref == SM_INVALID_ID || w->loc.creator == SM_INVALID_ID)
-            return 0;
-        t = sm_otf2_time(w, rec->time);
-        rc = OTF2_EvtWriter_ThreadBegin(w->evt, NULL, t, sm_otf2_thread_comm(w, w->img->rank),
-                                        w->loc.id);
-        w->thread_events = true;
-        break;
-    case SM_REC_THREAD_END:
-        if (w->loc.creator == SM_INVALID_ID)
-            return 0;
-        t = sm_otf2_time(w, rec->time);
-        rc = OTF2_EvtWriter_ThreadEnd(w->evt, NULL, t, sm_otf2_thread_comm(w, w->img->rank),
-                                      w->loc.id);
-        w->thread_events = true;
-        break;
-    case SM_REC_GPU_ACTIVITY:
+    case SM_RECORD_FAMILY_GPU:
         rc = sm_otf2_gpu_record(w, rec);
         break;
-    case SM_REC_THREAD_FORK:
-    case SM_REC_THREAD_JOIN:
-    case SM_REC_THREAD_TEAM_BEGIN:
-    case SM_REC_THREAD_TEAM_END:
-    case SM_REC_THREAD_ACQUIRE_LOCK:
-    case SM_REC_THREAD_RELEASE_LOCK:
-    case SM_REC_THREAD_TASK_CREATE:
-    case SM_REC_THREAD_TASK_SWITCH:
-    case SM_REC_THREAD_TASK_COMPLETE:
+    case SM_RECORD_FAMILY_FORK_JOIN:
         rc = sm_otf2_fork_join_record(w, rec);
         break;
-    default:
-        if (rec->kind < SM_REC_KIND_COUNT)
-            rc = sm_otf2_message_record(w, rec);
-        break; /* a kind this writer does not know: skipped */
+    case SM_RECORD_FAMILY_MESSAGE:
+    case SM_RECORD_FAMILY_METRIC:
+        rc = sm_otf2_message_record(w, rec);
+        break;
+    case SM_RECORD_FAMILY_SAMPLE: /* placed by time above */
+    case SM_RECORD_FAMILY_NONE:   /* a kind this writer does not know: skipped */
+        break;
     }
     return sm_otf2_ok(w, rc) ? 0 : 1;
 }
