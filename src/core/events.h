@@ -12,9 +12,7 @@
 #include "event_record.h"
 #include "location.h"
 #include "sm_build.h"
-#ifdef SM_HAVE_PAPI
-#include "../papi/papi_counters.h"
-#endif
+#include "counters.h"
 
 /* Process-wide measurement switch (sysmeasure_start/stop).  Regions entered
  * through the user API are recorded regardless; adapters ask sm_measuring(). */
@@ -83,10 +81,8 @@ static inline bool sm_event_push_frame_at(sm_location_t *loc, sm_region_id_t reg
     if (SM_UNLIKELY(f > loc->stack_limit) && !(f = sm_location_grow_stack(loc)))
         return false; /* beyond the depth limit: counted only */
     sm_frame_open(loc, f, region, t, node);
-#ifdef SM_HAVE_PAPI
     if (SM_UNLIKELY(loc->counters != NULL))
         sm_counters_enter(loc, f, t);
-#endif
     return true;
 }
 
@@ -150,10 +146,8 @@ static SM_ALWAYS_INLINE sm_region_id_t sm_event_pop_frame_times(sm_location_t *l
 static SM_ALWAYS_INLINE sm_region_id_t sm_event_pop_frame(sm_location_t *loc, uint64_t t)
 {
     sm_frame_t *f = loc->sp;
-#ifdef SM_HAVE_PAPI
     if (SM_UNLIKELY(loc->counters != NULL))
         sm_counters_leave(loc, f, t);
-#endif
     return sm_event_pop_frame_times(loc, f, t);
 }
 

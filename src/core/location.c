@@ -13,9 +13,7 @@
 #include "clock.h"
 #include "events.h"
 #include "runtime.h"
-#ifdef SM_HAVE_PAPI
-#include "../papi/papi_counters.h"
-#endif
+#include "counters.h"
 
 SM_TLS sm_location_t *sm_tls_location;
 
@@ -152,9 +150,7 @@ void sm_location_bind_current(sm_location_t *loc)
     sm_tls_location = loc;
     if (sm_loc_key_ok)
         pthread_setspecific(sm_loc_key, loc);
-#ifdef SM_HAVE_PAPI
     sm_counters_thread_start(loc);
-#endif
     sm_thread_observer_fn start = __atomic_load_n(&sm_observer_start, __ATOMIC_ACQUIRE);
     if (start)
         start(loc);
@@ -269,9 +265,7 @@ void sm_location_close(sm_location_t *loc, uint64_t time)
     loc->stack[0].child = 0;
     if (loc->tracing)
         sm_trace_record(loc, SM_REC_THREAD_END, 0, time);
-#ifdef SM_HAVE_PAPI
     sm_counters_thread_stop(loc);
-#endif
     sm_thread_observer_fn stop = __atomic_load_n(&sm_observer_stop, __ATOMIC_ACQUIRE);
     if (stop && loc->type == SM_LOCATION_CPU_THREAD)
         stop(loc);

@@ -47,7 +47,7 @@ typedef struct sm_location {
      * the frame stamp_frame.  Saves a clock read per MPI call. */
     const struct sm_frame *stamp_frame;
     uint64_t stamp;
-    /* PAPI counters of this thread (papi_counters.h); NULL when none. */
+    /* Counters of this thread (counters.h); NULL when none. */
     struct sm_counters_thread *counters;
 
     /* --- cold --- */

@@ -397,23 +397,6 @@ static void sm_runtime_after_fork_child(void)
     sm_ending_after_fork_child();
 }
 
-#ifdef SM_HAVE_PAPI
-/* What the summary must say about the PAPI events: estimates, left out. */
-static void sm_runtime_note_counters(void)
-{
-    char note[1200];
-    if (sm_counters_count() && sm_counters_multiplexed()) {
-        snprintf(note, sizeof note, "PAPI events multiplexed (more than the hardware counts at "
-                 "once): their values are estimates");
-        sm_runtime_add_note(note);
-    }
-    if (sm_counters_dropped()[0]) {
-        snprintf(note, sizeof note, "PAPI events not counted (this process cannot count them): %s",
-                 sm_counters_dropped());
-        sm_runtime_add_note(note);
-    }
-}
-#endif
 
 int sm_runtime_init(void)
 {
@@ -458,9 +441,7 @@ int sm_runtime_init(void)
     sm_locations_init();
     if (sm_cfg.trace && sm_otf2_background_wanted())
         sm_otf2_background(sm_cfg.otf2_background == SM_OTF2_BACKGROUND_CHECK ? 2 : 1);
-#ifdef SM_HAVE_PAPI
     sm_counters_init(&sm_cfg); /* before the first thread is bound */
-#endif
 
     int enabled = sm_cfg.init_enabled == SM_INIT_ENABLED_YES ||
                   (sm_cfg.init_enabled == SM_INIT_ENABLED_AUTO && !sm_program_uses_start_stop());
@@ -479,9 +460,7 @@ int sm_runtime_init(void)
     sm_run.start_time = sm_clock_now();
     sm_run.clock_source = sm_clock_source_name();
     sm_run.n_ranks = 1;
-#ifdef SM_HAVE_PAPI
-    sm_runtime_note_counters();
-#endif
+    sm_counters_notes(sm_runtime_add_note);
     sm_region_filter_init(&sm_cfg);
 
     atexit(sm_runtime_atexit);

@@ -8,7 +8,7 @@
 #include "../util/fs.h"
 #include "../util/log.h"
 #ifdef SM_HAVE_PAPI
-#include "../papi/papi_events.h"
+#include "../sources/papi/papi_events.h"
 #include "../util/filter.h"
 #include "../util/gpu_metrics.h"
 #endif

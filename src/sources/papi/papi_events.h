@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
-#include "../core/compiler.h"
+#include "../../core/compiler.h"
 
 #define SM_PAPI_MAX_EVENTS 32
 #define SM_PAPI_NAME_LEN 128

@@ -8,7 +8,7 @@
 #define SM_PAPI_DL_H
 
 #include <papi.h>
-#include "../core/compiler.h"
+#include "../../core/compiler.h"
 
 #define SM_PAPI_FUNCTIONS(X)                                                            \
     X(PAPI_add_event) X(PAPI_assign_eventset_component) X(PAPI_cleanup_eventset)        \
