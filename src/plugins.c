@@ -2,13 +2,27 @@
 #include "sm_build.h"
 
 #include "core/counters.h"
+#include "core/subsystem.h"
+#include "sampling/callstack.h"
+#include "sampling/process_sampler.h"
 #ifdef SM_HAVE_PAPI
 #include "sources/papi/papi_source.h"
 #endif
 
 const sm_counter_source_t *const sm_counter_sources[] = {
 #define SM_COUNTER_SOURCE(symbol) &symbol,
+#define SM_SUBSYSTEM(symbol)
 #include "plugins.def"
 #undef SM_COUNTER_SOURCE
+#undef SM_SUBSYSTEM
+    NULL,
+};
+
+const sm_subsystem_t *const sm_subsystems[] = {
+#define SM_COUNTER_SOURCE(symbol)
+#define SM_SUBSYSTEM(symbol) &symbol,
+#include "plugins.def"
+#undef SM_COUNTER_SOURCE
+#undef SM_SUBSYSTEM
     NULL,
 };

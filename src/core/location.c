@@ -14,6 +14,7 @@
 #include "events.h"
 #include "runtime.h"
 #include "counters.h"
+#include "subsystem.h"
 
 SM_TLS sm_location_t *sm_tls_location;
 
@@ -135,14 +136,6 @@ static void sm_location_name_thread(sm_location_t *loc)
     sm_location_journal(loc);
 }
 
-static sm_thread_observer_fn sm_observer_start, sm_observer_stop;
-
-void sm_location_set_thread_observer(sm_thread_observer_fn start, sm_thread_observer_fn stop)
-{
-    __atomic_store_n(&sm_observer_stop, stop, __ATOMIC_RELEASE);
-    __atomic_store_n(&sm_observer_start, start, __ATOMIC_RELEASE);
-}
-
 void sm_location_bind_current(sm_location_t *loc)
 {
     loc->tid = (pid_t)syscall(SYS_gettid);
@@ -151,9 +144,7 @@ void sm_location_bind_current(sm_location_t *loc)
     if (sm_loc_key_ok)
         pthread_setspecific(sm_loc_key, loc);
     sm_counters_thread_start(loc);
-    sm_thread_observer_fn start = __atomic_load_n(&sm_observer_start, __ATOMIC_ACQUIRE);
-    if (start)
-        start(loc);
+    sm_subsystems_thread_begin(loc);
 }
 
 /* Where a thread lands when it has no location: one that never touched the
@@ -266,9 +257,7 @@ void sm_location_close(sm_location_t *loc, uint64_t time)
     if (loc->tracing)
         sm_trace_record(loc, SM_REC_THREAD_END, 0, time);
     sm_counters_thread_stop(loc);
-    sm_thread_observer_fn stop = __atomic_load_n(&sm_observer_stop, __ATOMIC_ACQUIRE);
-    if (stop && loc->type == SM_LOCATION_CPU_THREAD)
-        stop(loc);
+    sm_subsystems_thread_end(loc);
     loc->end_time = time;
     __atomic_store_n(&loc->closed, 1, __ATOMIC_RELEASE);
 }

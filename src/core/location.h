@@ -134,14 +134,6 @@ void sm_location_bind_current(sm_location_t *loc) SM_HIDDEN;
 /* Defaults for locations created from now on (set by the runtime). */
 void sm_locations_set_modes(int tracing, int profiling, int enabled) SM_HIDDEN;
 
-/* An observer of CPU threads (call-stack sampling): start runs on a thread
- * right after it is bound to its location, stop when that location closes
- * (on the thread, or on the finalizing thread).  One observer; NULLs
- * remove it. */
-typedef void (*sm_thread_observer_fn)(sm_location_t *loc);
-void sm_location_set_thread_observer(sm_thread_observer_fn start,
-                                     sm_thread_observer_fn stop) SM_HIDDEN;
-
 /* The region of the sentinel frame on top of a thread deeper than the trace
  * depth limit (no region has this id: it carries the filter bit). */
 #define SM_DEEP_REGION 0xfffffffeu

@@ -29,12 +29,11 @@
 #include "metrics.h"
 #include "region_filter.h"
 #include "sampler.h"
+#include "subsystem.h"
 #include "../merge/profile_summary.h"
 #include "../merge/process_file.h"
 #include "../merge/unify.h"
 #include "../util/fs.h"
-#include "../sampling/callstack.h"
-#include "../sampling/process_sampler.h"
 #include "../util/log.h"
 #include "../writers/summary_common.h"
 #include "../writers/perfetto.h"
@@ -470,9 +469,10 @@ int sm_runtime_init(void)
     sm_ending_install();
     pthread_mutex_unlock(&sm_runtime_lock);
 
-    sm_callstack_init(&sm_cfg); /* before the main thread is bound: it gets a timer */
     sm_location_t *main_loc = sm_location_current(); /* the thread that loads us */
-    sm_process_sampler_init(&sm_cfg);
+    /* After: the main thread is location 0, and a subsystem's thread_begin
+     * is not called for it (each init takes the bound thread itself). */
+    sm_subsystems_init(&sm_cfg);
     if (!enabled)
         sm_event_measurement(main_loc, false, sm_run.start_time);
     sm_info(1, "measuring %s (trace: %s, profile: %s, clock: %s), output in %s", sm_program,
@@ -871,7 +871,7 @@ static int sm_runtime_begin_end(const char *reason)
     uint32_t n_hooks = sm_n_finalize_hooks;
     pthread_mutex_unlock(&sm_runtime_lock);
     /* No sample of our own finalize; the samplers' last values now. */
-    sm_callstack_stop();
+    sm_subsystems_stop();
     sm_samplers_stop();
     uint64_t sampler_cpu = sm_samplers_cpu_ns();
     if (sampler_cpu) { /* the sampler thread's own cost, for bench/ */
@@ -1006,7 +1006,7 @@ int sm_runtime_finalize_as(const char *reason, int how)
         return 0;
     }
     sm_clock_finish();
-    sm_callstack_finish(); /* (its time figures need the calibrated clock) */
+    sm_subsystems_end(); /* (call-stack samples' times need the calibrated clock) */
 
     /* Collective only from MPI_Finalize.  A rank that ends otherwise (exit
      * without it, MPI_Abort, a signal) is not in step with the others: it

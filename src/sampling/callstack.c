@@ -391,7 +391,6 @@ int sm_callstack_init(const sm_config_t *cfg)
     sm_cs_installed = sa;
     pthread_atfork(NULL, NULL, sm_cs_after_fork_child);
     sm_cs_on = 1;
-    sm_location_set_thread_observer(sm_cs_thread_start, sm_cs_thread_stop);
     if (sm_tls_location) /* bound before us */
         sm_cs_thread_start(sm_tls_location);
     return 0;
@@ -402,7 +401,6 @@ void sm_callstack_stop(void)
     if (!sm_cs_on)
         return;
     sm_cs_on = 0;
-    sm_location_set_thread_observer(NULL, NULL);
     for (sm_cs_thread_t *t = __atomic_load_n(&sm_cs_threads, __ATOMIC_ACQUIRE); t; t = t->next)
         if (__atomic_exchange_n(&t->have_timer, 0, __ATOMIC_ACQ_REL))
             timer_delete(t->timer);
@@ -698,3 +696,14 @@ void sm_callstack_stats(sm_callstack_stats_t *out)
 }
 
 #endif
+
+const sm_subsystem_t sm_callstack_subsystem = {
+    .name = "call-stack sampling",
+    .init = sm_callstack_init,
+#ifdef SM_HAVE_LIBUNWIND
+    .thread_begin = sm_cs_thread_start, /* a timer per thread */
+    .thread_end = sm_cs_thread_stop,
+#endif
+    .stop = sm_callstack_stop,
+    .end = sm_callstack_finish, /* samples into profile nodes and records */
+};

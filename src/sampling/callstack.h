@@ -21,6 +21,10 @@
 #include <stdint.h>
 #include "../core/compiler.h"
 #include "../core/config.h"
+#include "../core/subsystem.h"
+
+/* Its lifecycle (src/plugins.def): init, a timer per thread, stop, end. */
+extern const sm_subsystem_t sm_callstack_subsystem SM_HIDDEN;
 
 /* Before the first thread is bound.  Sampling stays off, with one line,
  * when the build has no libunwind or no free signal.  0 or -1. */

@@ -277,3 +277,8 @@ int sm_process_sampler_init(const sm_config_t *cfg)
     };
     return sm_sampler_register(&s);
 }
+
+const sm_subsystem_t sm_process_sampler_subsystem = {
+    .name = "process sampling",
+    .init = sm_process_sampler_init,
+};

@@ -5,6 +5,10 @@
 
 #include "../core/compiler.h"
 #include "../core/config.h"
+#include "../core/subsystem.h"
+
+/* Its lifecycle (src/plugins.def): init only. */
+extern const sm_subsystem_t sm_process_sampler_subsystem SM_HIDDEN;
 
 /* Registers the sampler when cfg->process_sampling is set.  0 or -1. */
 int sm_process_sampler_init(const sm_config_t *cfg) SM_HIDDEN;

@@ -14,11 +14,14 @@
 #include "core/location.h"
 #include "core/metrics.h"
 #include "core/profile.h"
+#include "core/subsystem.h"
 #include "sources/null/null_source.h"
 #include "unit.h"
 
-/* This test's list of sources, in place of src/plugins.c's. */
+/* This test's lists, in place of src/plugins.c's: the null source, no
+ * subsystem. */
 const sm_counter_source_t *const sm_counter_sources[] = {&sm_null_source, NULL};
+const sm_subsystem_t *const sm_subsystems[] = {NULL};
 
 static sm_profile_node_t *child(sm_profile_node_t *parent, sm_region_id_t r)
 {
