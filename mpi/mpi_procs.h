@@ -5,7 +5,7 @@
 
 #include <mpi.h>
 #include "core/compiler.h"
-#include "merge/procs.h"
+#include "core/procs.h"
 
 /* Byte strings travel in messages of at most this many bytes. */
 #ifndef SM_MPI_PIECE

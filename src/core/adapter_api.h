@@ -16,7 +16,7 @@
 #include "sampler.h"
 #include "gpu.h"
 #include "gpu_counters.h"
-#include "../merge/procs.h"
+#include "procs.h"
 
 #define SM_ADAPTER_API_VERSION 1
 

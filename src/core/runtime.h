@@ -11,7 +11,7 @@
 #include "compiler.h"
 #include "config.h"
 #include "event_record.h"
-#include "../merge/procs.h"
+#include "procs.h"
 
 /* 1 while this process is measured (after init, before finalize). */
 extern volatile int sm_runtime_active SM_HIDDEN;

@@ -18,7 +18,7 @@
 #include "../core/contexts.h"
 #include "../core/compiler.h"
 #include "../core/definitions.h"
-#include "procs.h"
+#include "../core/procs.h"
 
 typedef struct sm_defset sm_defset_t;
 

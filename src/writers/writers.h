@@ -10,7 +10,7 @@
 
 #include "../core/compiler.h"
 #include "../core/runtime.h"
-#include "../merge/procs.h"
+#include "../core/procs.h"
 #include "../merge/profile_summary.h"
 #include "../merge/unify.h"
 #include "../util/json.h"

@@ -1,4 +1,4 @@
-/* "The other processes of the job", as the merge step sees them: a rank, a
+/* "The other processes of the job", as the end of the run sees them: a rank, a
  * size and a few blocking operations on byte strings.  The MPI adapter
  * provides an implementation over PMPI_* on a private duplicate of
  * MPI_COMM_WORLD; without MPI the core uses a group of one.
