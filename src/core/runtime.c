@@ -30,13 +30,10 @@
 #include "region_filter.h"
 #include "sampler.h"
 #include "subsystem.h"
-#include "../merge/profile_summary.h"
+#include "../finalize/live.h"
 #include "../merge/process_file.h"
-#include "../merge/unify.h"
 #include "../util/fs.h"
 #include "../util/log.h"
-#include "../writers/summary_common.h"
-#include "../writers/perfetto.h"
 #include "../writers/writers.h"
 #include "../util/grow.h"
 
@@ -521,146 +518,6 @@ __attribute__((constructor)) static void sm_runtime_constructor(int argc, char *
 
 /* ---------------------------------------------------------------- finalize */
 
-/* Sums of this process's buffer counters, over the job on rank 0. */
-static void sm_runtime_job_totals(const sm_procs_t *procs)
-{
-    uint64_t v[6] = {sm_run.spills, sm_run.spilled_bytes, sm_run.dropped_records,
-                     sm_run.unmatched_leaves, sm_run.folded_enters, sm_run.trace_folded_enters};
-    uint64_t records[2 * SM_REC_KIND_COUNT];
-    memcpy(records, sm_run.record_count, sizeof sm_run.record_count);
-    memcpy(records + SM_REC_KIND_COUNT, sm_run.record_words, sizeof sm_run.record_words);
-    if (procs->allreduce_sum_u64(procs->ctx, records, 2 * SM_REC_KIND_COUNT) == 0) {
-        memcpy(sm_run.record_count, records, sizeof sm_run.record_count);
-        memcpy(sm_run.record_words, records + SM_REC_KIND_COUNT, sizeof sm_run.record_words);
-    }
-    uint64_t most = sm_run.record_bytes_max;
-    if (procs->allreduce_max_u64(procs->ctx, &most, 1) == 0)
-        sm_run.record_bytes_max = most;
-    if (procs->allreduce_sum_u64(procs->ctx, v, 6) == 0) {
-        sm_run.folded_enters = v[4];
-        sm_run.trace_folded_enters = v[5];
-        sm_run.spills = v[0];
-        sm_run.spilled_bytes = v[1];
-        sm_run.dropped_records = v[2];
-        sm_run.unmatched_leaves = v[3];
-    }
-}
-
-/* The communication matrix at rank 0: every process's row (the sum over its
- * threads), gathered.  The two matrices are NULL when no process sent any. */
-static int sm_runtime_gather_matrix(const sm_procs_t *procs, uint64_t **messages, uint64_t **bytes)
-{
-    uint32_t n = procs->size, nloc = sm_location_count();
-    uint64_t *row = calloc(2u * (size_t)n + 1, sizeof *row);
-    uint64_t *all = procs->rank == 0 ? calloc((size_t)n * (2u * n + 1), sizeof *all) : NULL;
-    int rc = -1;
-    *messages = *bytes = NULL;
-    if (row && (procs->rank != 0 || all)) {
-        for (uint32_t i = 0; i < nloc; i++) {
-            const sm_location_t *loc = sm_location_get(i);
-            for (uint32_t k = 0; loc->msg_matrix && k < loc->msg_matrix_n && k < n; k++) {
-                row[2 * k] += loc->msg_matrix[2 * k];
-                row[2 * k + 1] += loc->msg_matrix[2 * k + 1];
-                row[2u * n] += loc->msg_matrix[2 * k];
-            }
-        }
-        rc = procs->gather(procs->ctx, 0, row, sizeof *row * (2u * n + 1), all);
-    }
-    if (rc == 0 && procs->rank == 0) {
-        uint64_t total = 0;
-        for (uint32_t r = 0; r < n; r++)
-            total += all[(size_t)r * (2u * n + 1) + 2u * n];
-        *messages = total ? malloc(sizeof **messages * n * n) : NULL;
-        *bytes = total ? malloc(sizeof **bytes * n * n) : NULL;
-        for (uint32_t r = 0; *messages && *bytes && r < n; r++)
-            for (uint32_t k = 0; k < n; k++) {
-                (*messages)[(size_t)r * n + k] = all[(size_t)r * (2u * n + 1) + 2 * k];
-                (*bytes)[(size_t)r * n + k] = all[(size_t)r * (2u * n + 1) + 2 * k + 1];
-            }
-    }
-    free(row);
-    free(all);
-    return rc;
-}
-
-/* The short summary rank 0 prints for a job: the share of the ranks' time
- * spent in MPI, and the functions that took most of it. */
-static char sm_job_summary_line[320];
-
-static void sm_runtime_note_mpi_share(const sm_job_t *job, const sm_profile_summary_t *s)
-{
-    uint32_t n = 0;
-    sm_region_total_t *tot = sm_profile_region_totals(s, sm_job_region_is_mpi, (void *)job, &n);
-    double wall = (double)(sm_run.end_time - sm_run.start_time) * sm_clock_ns_per_tick();
-    if (!tot || !n || n == UINT32_MAX || wall <= 0) {
-        free(tot);
-        return;
-    }
-    double mpi = 0;
-    for (uint32_t i = 0; i < n; i++)
-        mpi += tot[i].time_ns;
-    double all = wall * job->procs->size;
-    if (mpi > all)
-        all = mpi; /* other ranks may have run a little longer than rank 0 */
-    size_t len = (size_t)snprintf(sm_job_summary_line, sizeof sm_job_summary_line,
-                                  "; MPI %.1f%% of the ranks' time (", 100.0 * mpi / all);
-    for (uint32_t i = 0; i < n && i < 3 && len < sizeof sm_job_summary_line; i++)
-        len += (size_t)snprintf(sm_job_summary_line + len, sizeof sm_job_summary_line - len,
-                                "%s%s %.1f%%", i ? ", " : "",
-                                sm_defset_region_name(job->defs, tot[i].region),
-                                100.0 * tot[i].time_ns / all);
-    if (len < sizeof sm_job_summary_line)
-        snprintf(sm_job_summary_line + len, sizeof sm_job_summary_line - len, ")");
-    free(tot);
-}
-
-/* -v -v: how long each step of the end took (the step's name, ms since the
- * previous step), so that a slow end of run says where its time went. */
-static uint64_t sm_end_step_ns;
-static void sm_end_step(const char *done)
-{
-    if (sm_log_verbosity() < 2)
-        return;
-    uint64_t now = sm_clock_monotonic_ns();
-    if (done)
-        sm_info(2, "end of run: %s took %.1f ms", done, (double)(now - sm_end_step_ns) / 1e6);
-    sm_end_step_ns = now;
-}
-
-/* The profile of every process, gathered at rank 0 and written there. */
-static int sm_runtime_write_profile(const sm_procs_t *procs, const sm_job_t *job)
-{
-    sm_profile_summary_t *local = sm_profile_summarize();
-    uint64_t len = 0, all_len = 0;
-    void *blob = local ? sm_profile_summary_serialize(local, job->maps, procs->rank, &len) : NULL;
-    void *all = NULL;
-    int failures = 0;
-    sm_profile_summary_free(local);
-    if (!blob)
-        sm_error("building the profile summary failed: out of memory");
-    /* Take part in the gather even without a blob: the others wait for it. */
-    if (sm_tree_gather(procs, blob ? blob : "", blob ? len : 0, &all, &all_len) != 0)
-        failures++;
-    free(blob);
-    if (procs->rank == 0 && all) {
-        sm_profile_summary_t *job_summary =
-            sm_profile_summary_from_blobs(all, all_len, procs->size);
-        if (!job_summary) {
-            sm_error("building the profile summary of the job failed");
-            failures++;
-        } else {
-            failures += sm_profile_write_text(&sm_run, job, job_summary) != 0;
-            failures += sm_profile_write_json(&sm_run, job, job_summary) != 0;
-            failures += sm_profile_write_csv(&sm_run, job, job_summary) != 0;
-            if (procs->size > 1)
-                sm_runtime_note_mpi_share(job, job_summary);
-            sm_profile_summary_free(job_summary);
-        }
-    }
-    free(all);
-    return failures + !blob;
-}
-
 /* A positive integer from the environment, or fallback. */
 static long sm_env_count(const char *name, long fallback)
 {
@@ -742,114 +599,6 @@ static int sm_otf2_background_wanted(void)
     return place != 0;
 }
 
-/* report.html, last: it reads the files just written.  0 or 1. */
-static int sm_runtime_write_report(const char *dir)
-{
-    char err[512];
-    int rc = sm_report_write_html(dir, err, sizeof err);
-    if (rc == SM_REPORT_NOT_OUTPUT)
-        sm_error("writing %s/report.html failed: %s", dir, err);
-    return rc != 0;
-}
-
-/* trace.pftrace, from the archive just written (every rank's part of it
- * is complete: the caller waited for all).  0 or 1. */
-static int sm_runtime_write_perfetto(const char *dir)
-{
-    char err[8600];
-    int rc = sm_perfetto_write(dir, NULL, err, sizeof err);
-    if (rc == SM_PERFETTO_UNAVAILABLE) {
-        sm_warning("no trace.pftrace: %s", err);
-        return 0; /* (the launcher said so too) */
-    }
-    if (rc == SM_PERFETTO_NOT_OUTPUT)
-        sm_error("writing %s/trace.pftrace failed: %s", dir, err);
-    return rc != 0;
-}
-
-/* Everything the job writes, collectively over procs.  Returns this
- * process's failures. */
-static int sm_runtime_write_job(const sm_procs_t *procs)
-{
-    int failures = 0;
-    sm_id_maps_t maps = {0};
-    /* (After the save at MPI_Finalize: the wait for the other ranks.) */
-    sm_end_step(sm_end_step_ns ? "the barrier and the clock exchange" : NULL);
-    sm_defset_t *defs = sm_unify(procs, &maps);
-    uint64_t unusable = defs == NULL;
-    if (procs->allreduce_max_u64(procs->ctx, &unusable, 1) != 0 || unusable) {
-        if (defs)
-            sm_error("the definitions of another process could not be unified; no trace or "
-                     "profile written");
-        sm_defset_free(defs);
-        sm_id_maps_free(&maps);
-        return 1;
-    }
-
-    sm_job_process_t me, *all = NULL;
-    memset(&me, 0, sizeof me);
-    me.rank = procs->rank;
-    me.pid = (int64_t)sm_run.pid;
-    size_t hl = strnlen(sm_run.hostname, sizeof me.hostname - 1);
-    memcpy(me.hostname, sm_run.hostname, hl); /* a longer name is cut */
-    if (procs->rank == 0)
-        all = calloc(procs->size, sizeof *all);
-    if (procs->gather(procs->ctx, 0, &me, sizeof me, all) != 0 || (procs->rank == 0 && !all))
-        failures++;
-
-    uint64_t *messages = NULL, *bytes = NULL;
-    if (sm_runtime_gather_matrix(procs, &messages, &bytes) != 0)
-        failures++;
-    sm_runtime_job_totals(procs);
-    /* Every process's named metrics (their high-water marks), for rank 0's
-     * metadata.json. */
-    uint64_t metrics_len = 0, mine_len = 0;
-    void *metrics = NULL, *mine = sm_metrics_serialize(&mine_len);
-    if (sm_tree_gather(procs, mine ? mine : "", mine ? mine_len : 0, &metrics, &metrics_len) != 0)
-        failures++;
-    free(mine);
-    sm_end_step("unifying the definitions and gathering the totals");
-
-    sm_job_t job = {
-        .procs = procs,
-        .defs = defs,
-        .maps = &maps,
-        .processes = all,
-        .matrix_messages = messages,
-        .matrix_bytes = bytes,
-        .metrics = metrics,
-        .metrics_len = metrics_len,
-    };
-    if (sm_cfg.trace && sm_otf2_write(&sm_run, &job) != 0)
-        failures++;
-    sm_end_step(sm_cfg.trace ? "the OTF2 archive" : NULL);
-    /* The Perfetto trace reads the whole archive on rank 0: every rank's
-     * event files must be closed first. */
-    if (sm_cfg.trace && sm_cfg.perfetto && procs->size > 1 && procs->barrier(procs->ctx) != 0)
-        failures++;
-    if (sm_cfg.profile)
-        failures += sm_runtime_write_profile(procs, &job);
-    sm_end_step(sm_cfg.profile ? "the profile" : NULL);
-    if (procs->rank == 0) {
-        if (messages)
-            failures += sm_comm_matrix_write(&sm_run, &job) != 0;
-        int meta_failed = sm_metadata_write_json(&sm_run, &job) != 0;
-        failures += meta_failed;
-        if (sm_cfg.report && !meta_failed) /* (it reads metadata.json) */
-            failures += sm_runtime_write_report(sm_run.output_dir);
-        if (sm_cfg.trace && sm_cfg.perfetto)
-            failures += sm_runtime_write_perfetto(sm_run.output_dir);
-        sm_end_step("the job's other files");
-    }
-    free(messages);
-    free(bytes);
-    free(metrics);
-    free(all);
-    sm_defset_free(defs);
-    sm_id_maps_free(&maps);
-    return failures;
-}
-
 /* The first step of every end: claim the write, close every thread's open
  * regions at the end time.  0: this thread writes; 1: nothing to write (not
  * measured, or a forked child); 2: another thread writes. */
@@ -925,6 +674,8 @@ static int sm_runtime_begin_end(const char *reason)
 
 /* This rank's process file (and its events in the spill files), written
  * without waiting for any other process.  0, or 1 (message printed). */
+static char sm_job_summary_line[320]; /* the closing line's MPI share */
+
 static int sm_runtime_write_rank_file(const char *reason)
 {
     char err[PATH_MAX + 256];
@@ -954,9 +705,9 @@ int sm_runtime_save_before_finalize(void)
     }
     /* Should the job be torn down while this rank waits for the others,
      * its data is on disk already, for sysmeasure-merge. */
-    sm_end_step(NULL);
+    sm_log_step(NULL);
     int rc = sm_runtime_write_rank_file("ended inside MPI_Finalize (the job was torn down)");
-    sm_end_step("saving this rank's data");
+    sm_log_step("saving this rank's data");
     sm_runtime_rank_file_saved = rc == 0;
     sm_ending_saved();
     return rc;
@@ -1037,7 +788,7 @@ int sm_runtime_finalize_as(const char *reason, int how)
         }
         failures++; /* still take part: the other processes wait for this one */
     }
-    failures += sm_runtime_write_job(procs);
+    failures += sm_finalize_live(procs, &sm_run, sm_job_summary_line, sizeof sm_job_summary_line);
 
     /* Spill files go only when every process wrote everything. */
     uint64_t job_failures = (uint64_t)failures;

@@ -18,6 +18,7 @@
 
 #include "../core/events.h"
 #include "../core/runtime.h"
+#include "../finalize/pipeline.h"
 #include "../merge/gpu_passes.h"
 #include "../merge/image.h"
 #include "../merge/process_file.h"
@@ -25,7 +26,6 @@
 #include "../merge/recover.h"
 #include "../merge/unify.h"
 #include "../util/log.h"
-#include "../writers/perfetto.h"
 #include "../writers/writers.h"
 #include "../util/grow.h"
 
@@ -386,14 +386,25 @@ int main(int argc, char **argv)
      * wall-clock dates. */
     run.start_time = run.end_time = 0;
 
-    sm_job_t job = {
+    sm_finalize_t fin = {
         .procs = sm_procs_single(),
-        .n_ranks = n_ranks,
-        .defs = defs,
-        .maps = &files[0]->maps,
-        .processes = processes,
-        .matrix_messages = any_message ? messages : NULL,
-        .matrix_bytes = any_message ? bytes : NULL,
+        .run = &run,
+        .job = {
+            .procs = sm_procs_single(),
+            .n_ranks = n_ranks,
+            .defs = defs,
+            .maps = &files[0]->maps,
+            .processes = processes,
+            .matrix_messages = any_message ? messages : NULL,
+            .matrix_bytes = any_message ? bytes : NULL,
+        },
+        .images = imgs,
+        .n_images = n_files,
+        .profiles_gathered = true,
+        .trace = !run.config || run.config->trace,
+        .profile = !run.config || run.config->profile,
+        .report = !run.config || run.config->report,
+        .perfetto = perfetto || (run.config && run.config->perfetto),
     };
     /* The sampled metrics of every rank, as the tree would have gathered them. */
     uint64_t mlen = 0;
@@ -408,10 +419,8 @@ int main(int argc, char **argv)
             memcpy(q + sizeof f->rank + sizeof f->metrics_len, f->metrics, f->metrics_len);
         q += sizeof f->rank + sizeof f->metrics_len + f->metrics_len;
     }
-    job.metrics = mseq;
-    job.metrics_len = mseq ? (uint64_t)(q - mseq) : 0;
-    int failures = 0;
-    failures += sm_otf2_write_images(&run, &job, imgs, n_files) != 0;
+    fin.job.metrics = mseq;
+    fin.job.metrics_len = mseq ? (uint64_t)(q - mseq) : 0;
 
     /* Profiles: each rank's, in the job's region ids, as the tree would
      * have gathered them. */
@@ -419,7 +428,6 @@ int main(int argc, char **argv)
     for (uint32_t i = 0; i < n_files; i++)
         seq_len += sizeof(uint32_t) + sizeof(uint64_t) + files[i]->profile_len;
     uint8_t *seq = malloc(seq_len ? seq_len : 1), *p = seq;
-    int profiles = 0;
     for (uint32_t i = 0; seq && i < n_files; i++) {
         sm_process_file_t *f = files[i];
         if (!f->profile_len)
@@ -433,41 +441,14 @@ int main(int argc, char **argv)
         memcpy(p + sizeof f->rank, &f->profile_len, sizeof f->profile_len);
         memcpy(p + sizeof f->rank + sizeof f->profile_len, f->profile, f->profile_len);
         p += sizeof f->rank + sizeof f->profile_len + f->profile_len;
-        profiles++;
     }
-    if (profiles) {
-        sm_profile_summary_t *summary =
-            sm_profile_summary_from_blobs(seq, (uint64_t)(p - seq), n_ranks);
-        if (!summary) {
-            sm_error("building the profile summary of the job failed");
-            failures++;
-        } else {
-            failures += sm_profile_write_text(&run, &job, summary) != 0;
-            failures += sm_profile_write_json(&run, &job, summary) != 0;
-            failures += sm_profile_write_csv(&run, &job, summary) != 0;
-            sm_profile_summary_free(summary);
-        }
-    }
+    fin.profiles = seq;
+    fin.profiles_len = seq ? (uint64_t)(p - seq) : 0;
+
+    /* The same pipeline as the end of a live run. */
+    int failures = sm_finalize_run(&fin);
     free(seq);
-    if (job.matrix_messages)
-        failures += sm_comm_matrix_write(&run, &job) != 0;
     free(mseq);
-    int meta_failed = sm_metadata_write_json(&run, &job) != 0;
-    failures += meta_failed;
-    if (!meta_failed && (!run.config || run.config->report)) { /* it reads the files just written */
-        char err[PATH_MAX + 200];
-        int rc = sm_report_write_html(folder, err, sizeof err);
-        if (rc == SM_REPORT_NOT_OUTPUT)
-            sm_error("writing %s/report.html failed: %s", folder, err);
-        failures += rc != 0;
-    }
-    if ((perfetto || (run.config && run.config->perfetto)) && (!run.config || run.config->trace)) {
-        char err[PATH_MAX + 600];
-        int rc = sm_perfetto_write(folder, NULL, err, sizeof err);
-        if (rc == SM_PERFETTO_NOT_OUTPUT || rc == SM_PERFETTO_UNAVAILABLE)
-            sm_error("no %s/trace.pftrace: %s", folder, err);
-        failures += rc != 0;
-    }
 
     if (failures) {
         sm_error("%d of the outputs in %s could not be written (see above)", failures, folder);
@@ -480,8 +461,8 @@ int main(int argc, char **argv)
                 (unsigned)n_ranks, folder, (unsigned)damaged, damaged == 1 ? "" : "s");
         return SM_MERGE_FAILED;
     }
-    fprintf(stderr, "sysmeasure-merge: %u of %u ranks merged into %s\n", (unsigned)n_files,
-            (unsigned)n_ranks, folder);
+    fprintf(stderr, "sysmeasure-merge: %u of %u ranks merged into %s%s\n", (unsigned)n_files,
+            (unsigned)n_ranks, folder, fin.summary_line);
     for (uint32_t i = 0; i < n_files; i++)
         sm_process_file_free(files[i]);
     free(files);

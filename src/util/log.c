@@ -4,8 +4,10 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static int sm_verbosity;
@@ -63,4 +65,17 @@ void sm_info(int level, const char *fmt, ...)
     va_start(ap, fmt);
     sm_log_line("", fmt, ap);
     va_end(ap);
+}
+
+void sm_log_step(const char *done)
+{
+    static uint64_t last_ns;
+    if (sm_log_verbosity() < 2)
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    if (done && last_ns)
+        sm_info(2, "end of run: %s took %.1f ms", done, (double)(now - last_ns) / 1e6);
+    last_ns = now;
 }

@@ -11,5 +11,9 @@ void sm_error(const char *fmt, ...) __attribute__((format(printf, 1, 2))) SM_HID
 void sm_warning(const char *fmt, ...) __attribute__((format(printf, 1, 2))) SM_HIDDEN;
 /* Printed when the verbosity is at least level. */
 void sm_info(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3))) SM_HIDDEN;
+/* -v -v: the end of a timed step, "end of run: DONE took N ms" since the
+ * previous call (done NULL: only starts the next step), so that a slow end
+ * of run says where its time went. */
+void sm_log_step(const char *done) SM_HIDDEN;
 
 #endif

@@ -3,6 +3,7 @@
  * non-zero pairs, so that the files grow with the pairs that talk, not with
  * the square of the ranks. */
 #include "summary_common.h"
+#include "../finalize/pipeline.h"
 
 #include <string.h>
 #include "../util/json.h"
@@ -118,3 +119,20 @@ int sm_comm_matrix_write(const sm_run_info_t *run, const sm_job_t *job)
     sm_comm_matrix_json(&j, job);
     return sm_json_close(&j) != 0 || rc != 0 ? -1 : 0;
 }
+
+static bool sm_comm_matrix_wanted(const sm_finalize_t *f)
+{
+    return f->job.matrix_messages != NULL;
+}
+
+static int sm_comm_matrix_output(sm_finalize_t *f)
+{
+    return sm_comm_matrix_write(f->run, &f->job);
+}
+
+const sm_output_t sm_output_comm_matrix = {
+    .file = "comm_matrix.csv",
+    .who = SM_OUTPUT_ROOT,
+    .wanted = sm_comm_matrix_wanted,
+    .write = sm_comm_matrix_output,
+};

@@ -1,6 +1,7 @@
 /* metadata.json: what was run, where, when, with which configuration, and
  * what sysmeasure saw of it (locations, buffer use). */
 #include "sm_build.h" /* from configure: PACKAGE_VERSION, SM_OTF2_VERSION */
+#include "../finalize/pipeline.h"
 #include "writers.h"
 
 #include <errno.h>
@@ -273,3 +274,21 @@ int sm_metadata_write_json(const sm_run_info_t *run, const sm_job_t *job)
     sm_json_object_end(&j);
     return sm_json_close(&j);
 }
+
+static bool sm_metadata_wanted(const sm_finalize_t *f)
+{
+    (void)f;
+    return true;
+}
+
+static int sm_metadata_output(sm_finalize_t *f)
+{
+    return sm_metadata_write_json(f->run, &f->job);
+}
+
+const sm_output_t sm_output_metadata = {
+    .file = "metadata.json",
+    .who = SM_OUTPUT_ROOT,
+    .wanted = sm_metadata_wanted,
+    .write = sm_metadata_output,
+};

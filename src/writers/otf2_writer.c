@@ -8,6 +8,7 @@
  * sends what the global definitions need of it (its locations, their event
  * counts, time range) to rank 0 along the tree, and rank 0 writes them. */
 #include "sm_build.h" /* from configure: PACKAGE_VERSION, SM_OTF2_VERSION */
+#include "../finalize/pipeline.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -3344,3 +3345,23 @@ int sm_otf2_write(const sm_run_info_t *run, const sm_job_t *job)
     sm_otf2_bg_finish();
     return rc;
 }
+
+/* ---------------------------------------------------------------- the output */
+
+static bool sm_otf2_output_wanted(const sm_finalize_t *f)
+{
+    return f->trace;
+}
+
+static int sm_otf2_output_write(sm_finalize_t *f)
+{
+    return f->images ? sm_otf2_write_images(f->run, &f->job, f->images, f->n_images)
+                     : sm_otf2_write(f->run, &f->job);
+}
+
+const sm_output_t sm_output_otf2 = {
+    .file = "traces.otf2",
+    .who = SM_OUTPUT_EVERY_RANK,
+    .wanted = sm_otf2_output_wanted,
+    .write = sm_otf2_output_write,
+};

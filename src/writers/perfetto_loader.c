@@ -3,8 +3,10 @@
  * from beside the shared object this code is in (libsysmeasure.so inside a
  * measured process) or, for a tool, beside its executable. */
 #include "sm_build.h"
+#include "../finalize/pipeline.h"
 
 #include "perfetto.h"
+#include "../util/log.h"
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -77,3 +79,32 @@ int sm_perfetto_write(const char *dir, sm_perfetto_stats_t *stats, char *err, si
     }
     return sm_pf_convert(dir, stats, err, errlen);
 }
+
+static bool sm_perfetto_wanted(const sm_finalize_t *f)
+{
+    return f->trace && f->perfetto;
+}
+
+/* Without protobuf-c: a warning (the launcher said so at the start too),
+ * not a failed output. */
+static int sm_perfetto_output(sm_finalize_t *f)
+{
+    char err[sizeof sm_pf_why + 8600];
+    int rc = sm_perfetto_write(f->run->output_dir, NULL, err, sizeof err);
+    if (rc == SM_PERFETTO_UNAVAILABLE) {
+        sm_warning("no trace.pftrace: %s", err);
+        return 0;
+    }
+    if (rc == SM_PERFETTO_NOT_OUTPUT)
+        sm_error("writing %s/trace.pftrace failed: %s", f->run->output_dir, err);
+    return rc == 0 ? 0 : -1;
+}
+
+const sm_output_t sm_output_perfetto = {
+    .file = "trace.pftrace",
+    .who = SM_OUTPUT_ROOT,
+    .wanted = sm_perfetto_wanted,
+    .follows = "traces.otf2",
+    .after_every_rank = true, /* it reads the whole archive */
+    .write = sm_perfetto_output,
+};

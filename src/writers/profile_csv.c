@@ -3,6 +3,7 @@
  * named by its id, its parent's id (0: top level) and its region names
  * joined with " > ". */
 #include "summary_common.h"
+#include "../finalize/pipeline.h"
 #include "profile_sampled.h"
 #include "gpu_summary.h"
 
@@ -167,3 +168,20 @@ int sm_profile_write_csv(const sm_run_info_t *run, const sm_job_t *job,
     sm_gpu_summary_free(gpu);
     return rc;
 }
+
+static bool sm_profile_csv_wanted(const sm_finalize_t *f)
+{
+    return f->profile && f->summary;
+}
+
+static int sm_profile_csv_output(sm_finalize_t *f)
+{
+    return sm_profile_write_csv(f->run, &f->job, f->summary);
+}
+
+const sm_output_t sm_output_profile_csv = {
+    .file = "profile.csv",
+    .who = SM_OUTPUT_ROOT,
+    .wanted = sm_profile_csv_wanted,
+    .write = sm_profile_csv_output,
+};

@@ -3,6 +3,7 @@
  * per-rank sums and their spread across ranks; the MPI functions and the
  * communication matrix.  Nothing is cut for large jobs. */
 #include "sm_build.h" /* from configure: PACKAGE_VERSION, SM_OTF2_VERSION */
+#include "../finalize/pipeline.h"
 #include "summary_common.h"
 #include "profile_sampled.h"
 #include "gpu_summary.h"
@@ -336,3 +337,20 @@ int sm_profile_write_json(const sm_run_info_t *run, const sm_job_t *job,
     sm_json_object_end(&j);
     return sm_json_close(&j);
 }
+
+static bool sm_profile_json_wanted(const sm_finalize_t *f)
+{
+    return f->profile && f->summary;
+}
+
+static int sm_profile_json_output(sm_finalize_t *f)
+{
+    return sm_profile_write_json(f->run, &f->job, f->summary);
+}
+
+const sm_output_t sm_output_profile_json = {
+    .file = "profile.json",
+    .who = SM_OUTPUT_ROOT,
+    .wanted = sm_profile_json_wanted,
+    .write = sm_profile_json_output,
+};

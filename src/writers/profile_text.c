@@ -6,6 +6,7 @@
  * thread rows and the matrix are cut (profile.json and the CSV files have
  * everything). */
 #include "summary_common.h"
+#include "../finalize/pipeline.h"
 #include "profile_sampled.h"
 #include "gpu_summary.h"
 
@@ -834,3 +835,20 @@ int sm_profile_write_text(const sm_run_info_t *run, const sm_job_t *job,
         sm_out_fail(&o, rc);
     return sm_out_close(&o);
 }
+
+static bool sm_profile_text_wanted(const sm_finalize_t *f)
+{
+    return f->profile && f->summary;
+}
+
+static int sm_profile_text_output(sm_finalize_t *f)
+{
+    return sm_profile_write_text(f->run, &f->job, f->summary);
+}
+
+const sm_output_t sm_output_profile_text = {
+    .file = "profile.txt",
+    .who = SM_OUTPUT_ROOT,
+    .wanted = sm_profile_text_wanted,
+    .write = sm_profile_text_output,
+};

@@ -7,9 +7,11 @@
  * The page stays small for large jobs: tables and per-rank plots are capped
  * (SM_REPORT_MAX_*) and the page says what was left out. */
 #include "summary_common.h"
+#include "../finalize/pipeline.h"
 #include "timeline.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1345,3 +1347,25 @@ int sm_report_write_html(const char *dir, char *err, size_t errlen)
     sm_jv_free(tl);
     return rc;
 }
+
+static bool sm_report_wanted(const sm_finalize_t *f)
+{
+    return f->report;
+}
+
+static int sm_report_output(sm_finalize_t *f)
+{
+    char err[PATH_MAX + 512];
+    int rc = sm_report_write_html(f->run->output_dir, err, sizeof err);
+    if (rc == SM_REPORT_NOT_OUTPUT)
+        sm_error("writing %s/report.html failed: %s", f->run->output_dir, err);
+    return rc == 0 ? 0 : -1;
+}
+
+const sm_output_t sm_output_report = {
+    .file = "report.html",
+    .who = SM_OUTPUT_ROOT,
+    .wanted = sm_report_wanted,
+    .follows = "metadata.json", /* it reads metadata.json and profile.json back */
+    .write = sm_report_output,
+};

@@ -1,0 +1,163 @@
+/* The end of a live run: what the processes of the job hold, gathered over
+ * them (unified definitions, processes, communication matrix, totals,
+ * metrics, this process's profile), then the one pipeline (pipeline.h). */
+#include "live.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipeline.h"
+#include "../core/location.h"
+#include "../core/metrics.h"
+#include "../merge/unify.h"
+#include "../util/log.h"
+
+/* Sums of this process's buffer counters, over the job on rank 0. */
+static void sm_live_job_totals(const sm_procs_t *procs, sm_run_info_t *run)
+{
+    uint64_t v[6] = {run->spills, run->spilled_bytes, run->dropped_records,
+                     run->unmatched_leaves, run->folded_enters, run->trace_folded_enters};
+    uint64_t records[2 * SM_REC_KIND_COUNT];
+    memcpy(records, run->record_count, sizeof run->record_count);
+    memcpy(records + SM_REC_KIND_COUNT, run->record_words, sizeof run->record_words);
+    if (procs->allreduce_sum_u64(procs->ctx, records, 2 * SM_REC_KIND_COUNT) == 0) {
+        memcpy(run->record_count, records, sizeof run->record_count);
+        memcpy(run->record_words, records + SM_REC_KIND_COUNT, sizeof run->record_words);
+    }
+    uint64_t most = run->record_bytes_max;
+    if (procs->allreduce_max_u64(procs->ctx, &most, 1) == 0)
+        run->record_bytes_max = most;
+    if (procs->allreduce_sum_u64(procs->ctx, v, 6) == 0) {
+        run->folded_enters = v[4];
+        run->trace_folded_enters = v[5];
+        run->spills = v[0];
+        run->spilled_bytes = v[1];
+        run->dropped_records = v[2];
+        run->unmatched_leaves = v[3];
+    }
+}
+
+/* The communication matrix at rank 0: every process's row (the sum over its
+ * threads), gathered.  The two matrices are NULL when no process sent any. */
+static int sm_live_gather_matrix(const sm_procs_t *procs, uint64_t **messages, uint64_t **bytes)
+{
+    uint32_t n = procs->size, nloc = sm_location_count();
+    uint64_t *row = calloc(2u * (size_t)n + 1, sizeof *row);
+    uint64_t *all = procs->rank == 0 ? calloc((size_t)n * (2u * n + 1), sizeof *all) : NULL;
+    int rc = -1;
+    *messages = *bytes = NULL;
+    if (row && (procs->rank != 0 || all)) {
+        for (uint32_t i = 0; i < nloc; i++) {
+            const sm_location_t *loc = sm_location_get(i);
+            for (uint32_t k = 0; loc->msg_matrix && k < loc->msg_matrix_n && k < n; k++) {
+                row[2 * k] += loc->msg_matrix[2 * k];
+                row[2 * k + 1] += loc->msg_matrix[2 * k + 1];
+                row[2u * n] += loc->msg_matrix[2 * k];
+            }
+        }
+        rc = procs->gather(procs->ctx, 0, row, sizeof *row * (2u * n + 1), all);
+    }
+    if (rc == 0 && procs->rank == 0) {
+        uint64_t total = 0;
+        for (uint32_t r = 0; r < n; r++)
+            total += all[(size_t)r * (2u * n + 1) + 2u * n];
+        *messages = total ? malloc(sizeof **messages * n * n) : NULL;
+        *bytes = total ? malloc(sizeof **bytes * n * n) : NULL;
+        for (uint32_t r = 0; *messages && *bytes && r < n; r++)
+            for (uint32_t k = 0; k < n; k++) {
+                (*messages)[(size_t)r * n + k] = all[(size_t)r * (2u * n + 1) + 2 * k];
+                (*bytes)[(size_t)r * n + k] = all[(size_t)r * (2u * n + 1) + 2 * k + 1];
+            }
+    }
+    free(row);
+    free(all);
+    return rc;
+}
+
+int sm_finalize_live(const sm_procs_t *procs, sm_run_info_t *run, char *summary_line,
+                     size_t summary_len)
+{
+    int failures = 0;
+    sm_id_maps_t maps = {0};
+    summary_line[0] = '\0';
+    /* (After the save at MPI_Finalize: the wait for the other ranks.) */
+    sm_log_step("the barrier and the clock exchange");
+    sm_defset_t *defs = sm_unify(procs, &maps);
+    uint64_t unusable = defs == NULL;
+    if (procs->allreduce_max_u64(procs->ctx, &unusable, 1) != 0 || unusable) {
+        if (defs)
+            sm_error("the definitions of another process could not be unified; no trace or "
+                     "profile written");
+        sm_defset_free(defs);
+        sm_id_maps_free(&maps);
+        return 1;
+    }
+
+    sm_job_process_t me, *all = NULL;
+    memset(&me, 0, sizeof me);
+    me.rank = procs->rank;
+    me.pid = (int64_t)run->pid;
+    size_t hl = strnlen(run->hostname, sizeof me.hostname - 1);
+    memcpy(me.hostname, run->hostname, hl); /* a longer name is cut */
+    if (procs->rank == 0)
+        all = calloc(procs->size, sizeof *all);
+    if (procs->gather(procs->ctx, 0, &me, sizeof me, all) != 0 || (procs->rank == 0 && !all))
+        failures++;
+
+    uint64_t *messages = NULL, *bytes = NULL;
+    if (sm_live_gather_matrix(procs, &messages, &bytes) != 0)
+        failures++;
+    sm_live_job_totals(procs, run);
+    /* Every process's named metrics (their high-water marks), for rank 0's
+     * metadata.json. */
+    uint64_t metrics_len = 0, mine_len = 0;
+    void *metrics = NULL, *mine = sm_metrics_serialize(&mine_len);
+    if (sm_tree_gather(procs, mine ? mine : "", mine ? mine_len : 0, &metrics, &metrics_len) != 0)
+        failures++;
+    free(mine);
+    sm_log_step("unifying the definitions and gathering the totals");
+
+    const sm_config_t *cfg = run->config;
+    sm_finalize_t f = {
+        .procs = procs,
+        .run = run,
+        .job = {
+            .procs = procs,
+            .defs = defs,
+            .maps = &maps,
+            .processes = all,
+            .matrix_messages = messages,
+            .matrix_bytes = bytes,
+            .metrics = metrics,
+            .metrics_len = metrics_len,
+        },
+        .trace = cfg->trace,
+        .profile = cfg->profile,
+        .report = cfg->report,
+        .perfetto = cfg->perfetto,
+    };
+    /* This process's profile, in the job's region ids. */
+    void *blob = NULL;
+    if (cfg->profile) {
+        sm_profile_summary_t *local = sm_profile_summarize();
+        blob = local ? sm_profile_summary_serialize(local, &maps, procs->rank, &f.profiles_len)
+                     : NULL;
+        sm_profile_summary_free(local);
+        if (!blob) {
+            sm_error("building the profile summary failed: out of memory");
+            failures++;
+            f.profiles_len = 0;
+        }
+        f.profiles = blob;
+    }
+    failures += sm_finalize_run(&f);
+    snprintf(summary_line, summary_len, "%s", f.summary_line);
+    free(blob);
+    free(messages);
+    free(bytes);
+    free(metrics);
+    free(all);
+    sm_defset_free(defs);
+    sm_id_maps_free(&maps);
+    return failures;
+}
