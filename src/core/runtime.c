@@ -30,11 +30,8 @@
 #include "region_filter.h"
 #include "sampler.h"
 #include "subsystem.h"
-#include "../finalize/live.h"
-#include "../merge/process_file.h"
 #include "../util/fs.h"
 #include "../util/log.h"
-#include "../writers/writers.h"
 #include "../util/grow.h"
 
 extern char **environ;
@@ -436,7 +433,7 @@ int sm_runtime_init(void)
     sm_definitions_init();
     sm_locations_init();
     if (sm_cfg.trace && sm_otf2_background_wanted())
-        sm_otf2_background(sm_cfg.otf2_background == SM_OTF2_BACKGROUND_CHECK ? 2 : 1);
+        sm_end_layer.trace_during_run(sm_cfg.otf2_background == SM_OTF2_BACKGROUND_CHECK ? 2 : 1);
     sm_counters_init(&sm_cfg); /* before the first thread is bound */
 
     int enabled = sm_cfg.init_enabled == SM_INIT_ENABLED_YES ||
@@ -683,7 +680,7 @@ static int sm_runtime_write_rank_file(const char *reason)
     if (rc != 0)
         sm_error("%s; rank %u wrote nothing", err, (unsigned)sm_run.rank);
     else
-        rc = sm_process_file_write(&sm_run, reason);
+        rc = sm_end_layer.save_process(&sm_run, reason);
     return rc != 0;
 }
 
@@ -717,7 +714,7 @@ int sm_runtime_save_before_finalize(void)
  * job wrote everything together. */
 static void sm_runtime_remove_rank_file(void)
 {
-    sm_process_file_remove(&sm_run);
+    sm_end_layer.remove_process(&sm_run);
 }
 
 int sm_runtime_finalize(void)
@@ -772,7 +769,7 @@ int sm_runtime_finalize_as(const char *reason, int how)
         errno = saved_errno;
         return rc;
     }
-    const sm_procs_t *procs = sm_procs && sm_finalizing_job ? sm_procs : sm_procs_single();
+    const sm_procs_t *procs = sm_procs && sm_finalizing_job ? sm_procs : sm_end_layer.single_process();
     sm_run.rank = procs->rank;
     sm_run.n_ranks = procs->size;
     uint32_t n = sm_location_count();
@@ -788,7 +785,7 @@ int sm_runtime_finalize_as(const char *reason, int how)
         }
         failures++; /* still take part: the other processes wait for this one */
     }
-    failures += sm_finalize_live(procs, &sm_run, sm_job_summary_line, sizeof sm_job_summary_line);
+    failures += sm_end_layer.write_job(procs, &sm_run, sm_job_summary_line, sizeof sm_job_summary_line);
 
     /* Spill files go only when every process wrote everything. */
     uint64_t job_failures = (uint64_t)failures;

@@ -6,6 +6,7 @@
 #define SM_RUNTIME_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "compiler.h"
@@ -54,6 +55,28 @@ typedef struct sm_run_info {
     const char *notes[SM_RUN_MAX_NOTES];
     uint32_t n_notes;
 } sm_run_info_t;
+
+/* The layer that writes what the core measured (src/finalize/live.c, with
+ * the merge and the writers): the core reaches it through this one table
+ * and includes none of its headers. */
+typedef struct sm_end_layer {
+    /* Encode the trace during the run: mode 1; 2 also writes it wholly at
+     * the end into <output>/otf2-at-end (a check).  Before the first event. */
+    void (*trace_during_run)(int mode);
+    /* Everything the job writes, collectively over procs; run's totals are
+     * summed over the job.  The closing line's MPI share into
+     * summary_line.  Returns this process's failures. */
+    int (*write_job)(const sm_procs_t *procs, sm_run_info_t *run, char *summary_line,
+                     size_t summary_len);
+    /* This process's data for sysmeasure-merge (it ends alone, or before
+     * waiting in MPI_Finalize): 0, or -1 after one line. */
+    int (*save_process)(const sm_run_info_t *run, const char *reason);
+    /* ... removed again: the job wrote its output together after all. */
+    void (*remove_process)(const sm_run_info_t *run);
+    /* A group of one process (the end of a process on its own). */
+    const sm_procs_t *(*single_process)(void);
+} sm_end_layer_t;
+extern const sm_end_layer_t sm_end_layer SM_HIDDEN;
 
 /* Idempotent.  0 when measuring, -1 when the configuration is unusable
  * (message printed). */

@@ -9,6 +9,7 @@
 #include "pipeline.h"
 #include "../core/location.h"
 #include "../core/metrics.h"
+#include "../merge/process_file.h"
 #include "../merge/unify.h"
 #include "../util/log.h"
 
@@ -161,3 +162,11 @@ int sm_finalize_live(const sm_procs_t *procs, sm_run_info_t *run, char *summary_
     sm_id_maps_free(&maps);
     return failures;
 }
+
+const sm_end_layer_t sm_end_layer = {
+    .trace_during_run = sm_otf2_background,
+    .write_job = sm_finalize_live,
+    .save_process = sm_process_file_write,
+    .remove_process = sm_process_file_remove,
+    .single_process = sm_procs_single,
+};
