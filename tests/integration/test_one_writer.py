@@ -44,6 +44,11 @@ def read_json(folder, name, what):
         return {}
 
 
+def lock_files(out):
+    """The record and any private name of it (none must stay after a run)."""
+    return [n for n in os.listdir(out) if n.startswith(LOCK)]
+
+
 def moved_lines(stderr):
     return [l for l in stderr.splitlines() if "writes into" in l]
 
@@ -100,7 +105,7 @@ def test_script_under_mpirun():
         visits = region_visits_by_rank(trace)
         check(sorted(visits.get("MPI_Send", {})) == [0, 1, 2, 3],
               "script: MPI calls recorded on every rank: %s" % visits.get("MPI_Send"))
-    check(subfolders(out) == [] and not os.path.exists(os.path.join(out, LOCK)),
+    check(subfolders(out) == [] and lock_files(out) == [],
           "script: no other writer's folder, no lock left: %s" % os.listdir(out))
 
     # Without exec the shells are measured too: each is a writer of its own
@@ -155,7 +160,7 @@ def test_two_launches_at_once():
         if moved:
             check_alone_result(sub, pids[moved[0]], "the second writer")
             check_alone_result(out, pids[1 - moved[0]], "the first writer")
-    check(not os.path.exists(os.path.join(out, LOCK)), "the lock is gone after both: %s" % os.listdir(out))
+    check(lock_files(out) == [], "the lock is gone after both: %s" % os.listdir(out))
 
 
 def test_non_mpi_ranks():
@@ -200,7 +205,8 @@ def test_kokkos_mpi_without_launcher():
           "kokkos-mpi alone: rc 0, the program's output: %d %s" % (proc.returncode, proc.stderr[-2000:]))
     check(proc.stderr.count("sysmeasure:") == 1 and "2 ranks measured" in proc.stderr,
           "kokkos-mpi alone: one closing line for 2 ranks: %s" % proc.stderr)
-    check(subfolders(out) == [], "kokkos-mpi alone: one folder: %s" % subfolders(out))
+    check(subfolders(out) == [] and lock_files(out) == [],
+          "kokkos-mpi alone: one folder, no lock left: %s" % os.listdir(out))
     meta = read_json(out, "metadata.json", "kokkos-mpi alone")
     check(meta.get("ranks") == 2 and len({p["pid"] for p in meta.get("processes", [])}) == 2,
           "kokkos-mpi alone: metadata.json of 2 ranks: %s" % meta.get("ranks"))
@@ -245,7 +251,7 @@ def test_stale_lock_taken_over():
           "taken over silently (the closing line only): %d %r" % (p.returncode, stderr))
     check(subfolders(out) == [], "no sub-folder: %s" % subfolders(out))
     check_alone_result(out, p.pid, "after a stale lock")
-    check(not os.path.exists(os.path.join(out, LOCK)), "no lock left: %s" % os.listdir(out))
+    check(lock_files(out) == [], "no lock left: %s" % os.listdir(out))
 
 
 TESTS = [test_two_launches_at_once, test_stale_lock_taken_over]
