@@ -3,7 +3,8 @@ output folder never overwrite each other.  An MPI program started through a
 job script under mpirun gets the MPI wrappers and its ranks write one
 archive; two runs with one --output at once give two complete results, the
 second in a sub-folder it names in one line; the ranks of a non-MPI program
-under mpirun do the same; an MPI + Kokkos program measured through
+under mpirun do the same, and so does an MPI job beside a running writer
+(one sub-folder for the job); an MPI + Kokkos program measured through
 KOKKOS_PROFILE_LIBRARY alone (no launcher) writes one job folder; a record
 left by a process that is gone is taken over silently."""
 import os
@@ -254,9 +255,42 @@ def test_stale_lock_taken_over():
     check(lock_files(out) == [], "no lock left: %s" % os.listdir(out))
 
 
+def test_mpi_job_beside_a_writer():
+    """An MPI job given a folder that a running process writes: rank 0 finds
+    the writer at MPI_Init and the whole job writes one sub-folder, said in
+    one line; the running process keeps the folder."""
+    work = workdir("job-beside")
+    out, go, started = os.path.join(work, "out"), os.path.join(work, "go"), os.path.join(work, "started")
+    holder = subprocess.Popen([LAUNCHER, "--output", out, WAIT, go, started], env=clean_env(),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    running = wait_for([started], [holder])
+    check(running, "job beside a writer: the writer runs")
+    cmd = [MPIRUN, "-np", "2", "--oversubscribe", LAUNCHER, "-o", out, program("mpi-patterns"), "ring"]
+    proc = subprocess.run(cmd, env=clean_env(mpi_env()), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, timeout=120)
+    open(go, "w").close()
+    hout, herr = holder.communicate(timeout=60)
+    lines = moved_lines(proc.stderr)
+    subs = subfolders(out)
+    check(proc.returncode == 0 and len(lines) == 1 and "this MPI job" in lines[0] and len(subs) == 1
+          and subs[0].startswith("mpi-patterns-") and os.path.join(out, subs[0]) in lines[0],
+          "job beside a writer: one line names the job's sub-folder: %s %s" % (subs, proc.stderr))
+    if len(subs) == 1:
+        job = os.path.join(out, subs[0])
+        check(read_json(job, "metadata.json", "job beside").get("ranks") == 2,
+              "job beside a writer: 2 ranks in the sub-folder")
+        trace = read_trace(job, "job beside")
+        check(trace is not None and check_messages(trace, 2) == 6,
+              "job beside a writer: the ring's 6 messages matched")
+    check(holder.returncode == 0 and moved_lines(herr) == [], "the writer kept its folder: %r" % herr)
+    check_alone_result(out, holder.pid, "the writer beside the job")
+    check(lock_files(out) == [], "job beside a writer: no lock left: %s" % os.listdir(out))
+
+
 TESTS = [test_two_launches_at_once, test_stale_lock_taken_over]
 if HAVE_MPI:
-    TESTS += [test_script_under_mpirun, test_non_mpi_ranks, test_kokkos_mpi_without_launcher]
+    TESTS += [test_script_under_mpirun, test_non_mpi_ranks, test_mpi_job_beside_a_writer,
+              test_kokkos_mpi_without_launcher]
 
 for t in TESTS:
     print("== " + t.__name__)
