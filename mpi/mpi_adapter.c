@@ -473,3 +473,48 @@ void sm_mpi_hook_aborting(MPI_Comm comm, int errorcode)
     api->emergency_write(reason);
     __atomic_store_n(&sm_mpi_pass, 1, __ATOMIC_RELEASE);
 }
+
+/* ---------------------------------------------------------------- joining late */
+
+/* MPI_Finalize deletes MPI_COMM_SELF's attributes first, while MPI still
+ * works (MPI-2.2 and later): the job's collective end runs there when no
+ * wrapper of MPI_Finalize is in the call path. */
+static int sm_mpi_self_delete(MPI_Comm comm, int keyval, void *value, void *extra)
+{
+    (void)comm;
+    (void)keyval;
+    (void)value;
+    (void)extra;
+    sm_mpi_hook_finalizing();
+    return MPI_SUCCESS;
+}
+
+/* Called by the core (adapter_load.c) after it loaded this library into a
+ * process whose MPI was initialized without it: a program that brought the
+ * core up through a tool library (KokkosP) with no launcher.  Its MPI calls
+ * go straight to libmpi and are not recorded, but its ranks become one job:
+ * a process group, one output folder agreed at rank 0, clocks aligned, one
+ * collective end at MPI_Finalize.  Collective over MPI_COMM_WORLD.  0 when
+ * it joined; -1 when MPI is not initialized (or finalized already). */
+SM_EXPORT int sysmeasure_mpi_join(void);
+SM_EXPORT int sysmeasure_mpi_join(void)
+{
+    int initialized = 0, finalized = 0;
+    if (!sm_mpi_api || PMPI_Initialized(&initialized) != MPI_SUCCESS || !initialized ||
+        PMPI_Finalized(&finalized) != MPI_SUCCESS || finalized)
+        return -1;
+    int saved_errno = errno;
+    sm_mpi_hook_initialized();
+    int rc = -1, key = MPI_KEYVAL_INVALID;
+    if (__atomic_load_n(&sm_mpi_on, __ATOMIC_ACQUIRE)) {
+        if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, sm_mpi_self_delete, &key, NULL) ==
+                MPI_SUCCESS &&
+            PMPI_Comm_set_attr(MPI_COMM_SELF, key, NULL) == MPI_SUCCESS)
+            rc = 0;
+        else
+            sm_warning("rank %u: cannot hook MPI_Finalize; each rank leaves its data for "
+                       "sysmeasure-merge at its end", sm_mpi_world_rank);
+    }
+    errno = saved_errno;
+    return rc == 0 || __atomic_load_n(&sm_mpi_on, __ATOMIC_ACQUIRE) ? 0 : -1;
+}

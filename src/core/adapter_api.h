@@ -143,7 +143,10 @@ typedef struct sm_adapter_api {
      * `size` covers them (SM_ADAPTER_API_HAS). ---- */
     /* runtime_init for a library the program loads itself, without the
      * launcher: brings the core up without SYSMEASURE_ENABLE (an explicit
-     * SYSMEASURE_ENABLE=no still wins).  0 when this process is measured. */
+     * SYSMEASURE_ENABLE=no still wins).  0 when this process is measured.
+     * In a process whose MPI is initialized, the first call also joins the
+     * ranks into one job (adapter_load.h): collective, so every rank must
+     * make it at the same point (KokkosP: Kokkos::initialize). */
     int (*runtime_init_forced)(void);
     /* Bytes moved inside the innermost open region, for its profile only
      * (a Kokkos deep copy's bytes). */

@@ -89,3 +89,16 @@ uint64_t sm_job_hash(void)
     const char *id = sm_job_id();
     return sm_fnv(id, strlen(id), SM_FNV_START);
 }
+
+long sm_job_launcher_rank(void)
+{
+    static const char *const vars[] = {SM_JOB_RANK_VARS};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        char *end;
+        long r = v && *v ? strtol(v, &end, 10) : -1;
+        if (v && *v && !*end && r >= 0)
+            return r;
+    }
+    return -1;
+}

@@ -25,6 +25,16 @@ uint64_t sm_job_hash(void) SM_HIDDEN;
  * identity and only the files of one process can be matched by it). */
 const char *sm_job_id_source(void) SM_HIDDEN;
 
+/* The environment variables in which MPI launchers and Slurm hand each
+ * process its rank (Open MPI, MPICH/Hydra and Intel MPI, PMIx, Slurm,
+ * MVAPICH), for a list initializer. */
+#define SM_JOB_RANK_VARS \
+    "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID", "MV2_COMM_WORLD_RANK"
+
+/* This process's rank as its launcher says (the first of SM_JOB_RANK_VARS
+ * that holds a number), before any MPI call; -1 when none does. */
+long sm_job_launcher_rank(void) SM_HIDDEN;
+
 /* Compute the identity from an environment lookup (tests); writes at most
  * size bytes including the NUL; returns the source as above. */
 const char *sm_job_id_compute(const char *(*lookup)(const char *name), char *out, size_t size)

@@ -3,6 +3,8 @@
 #include "runtime.h"
 #include "job.h"
 #include "journal.h"
+#include "folder_claim.h"
+#include "adapter_load.h"
 
 #include <sched.h>
 #include <dlfcn.h>
@@ -95,22 +97,86 @@ void sm_runtime_add_note(const char *text)
 
 /* ---------------------------------------------------------------- output folder */
 
+/* A folder has one writer at a time (folder_claim.h).  Where this process
+ * stands with the folder the user named: */
+typedef enum sm_outdir_claim {
+    SM_OUTDIR_UNCLAIMED, /* no folder named (ours is new), a launched program's
+                          * child (<output>/<program>-<pid>), or no record could be made */
+    SM_OUTDIR_HELD,      /* our record is in it: we write it */
+    SM_OUTDIR_DEFERRED,  /* rank > 0 of a launch: rank 0 claims it for the MPI job,
+                          * which this process joins at MPI_Init, or else at its end
+                          * this process takes a sub-folder */
+    SM_OUTDIR_MOVED,     /* another writer has it: a sub-folder of our own, said once */
+    SM_OUTDIR_JOB,       /* the MPI job's folder, which rank 0 claimed */
+} sm_outdir_claim_t;
 
-/* sysmeasure-<program>-<date>-<time>-<pid>, in the working directory. */
+static sm_outdir_claim_t sm_outdir_claim;
+static char sm_outbase[PATH_MAX];      /* the folder the user named, absolute */
+static char sm_outdir_moved_why[3 * PATH_MAX]; /* the line for SM_OUTDIR_MOVED */
+static int sm_outdir_said;
+
+/* <output>/<program>-<pid>: a sub-folder no other live process can have. */
+static void sm_output_subfolder(char *dir, size_t len)
+{
+    snprintf(dir, len, "%.*s/%s-%d", PATH_MAX - 300, sm_outbase, sm_program, (int)getpid());
+}
+
+/* why: "is ...; so ..." up to the subject of "writes into". */
+static void sm_output_move_out(const char *why)
+{
+    sm_output_subfolder(sm_outdir, sizeof sm_outdir);
+    sm_outdir_made = 0;
+    sm_outdir_claim = SM_OUTDIR_MOVED;
+    snprintf(sm_outdir_moved_why, sizeof sm_outdir_moved_why, "output folder %s %s writes into %s",
+             sm_outbase, why, sm_outdir);
+}
+
+/* Claims the folder the user named (made if needed), for this process or,
+ * at rank 0 of an MPI job, for the job. */
+static void sm_output_claim(sm_claim_mode_t mode)
+{
+    char holder[512], why[1024];
+    snprintf(sm_outdir, sizeof sm_outdir, "%s", sm_outbase);
+    sm_outdir_made = 0;
+    sm_outdir_claim = SM_OUTDIR_UNCLAIMED;
+    if (sm_mkdir_p(sm_outbase) != 0)
+        return; /* the first write says why */
+    switch (sm_folder_claim(sm_outbase, mode, holder, sizeof holder)) {
+    case SM_CLAIM_OURS:
+        sm_outdir_claim = SM_OUTDIR_HELD;
+        break;
+    case SM_CLAIM_TAKEN:
+        snprintf(why, sizeof why, "is being written by another process (%s, says its %s), so "
+                 "this %s (%s%s, pid %d)", holder, SM_CLAIM_FILE,
+                 mode == SM_CLAIM_JOB ? "MPI job" : "process",
+                 mode == SM_CLAIM_JOB ? "rank 0: " : "", sm_program, (int)getpid());
+        sm_output_move_out(why);
+        break;
+    case SM_CLAIM_UNCHECKED:
+        break;
+    }
+}
+
+/* sysmeasure-<program>-<date>-<time>-<pid>, in the working directory; or
+ * the folder the user named, claimed now (a run that overlaps another's in
+ * that folder must know before either writes). */
 static void sm_choose_output_dir(void)
 {
     if (sm_cfg.output && sm_cfg.output[0]) {
-        if (sm_cfg.output[0] == '/' || !getcwd(sm_outdir, sizeof sm_outdir))
-            snprintf(sm_outdir, sizeof sm_outdir, "%s", sm_cfg.output);
+        if (sm_cfg.output[0] == '/' || !getcwd(sm_outbase, sizeof sm_outbase))
+            snprintf(sm_outbase, sizeof sm_outbase, "%s", sm_cfg.output);
         else {
-            size_t n = strlen(sm_outdir);
-            snprintf(sm_outdir + n, sizeof sm_outdir - n, "/%s", sm_cfg.output);
+            size_t n = strlen(sm_outbase);
+            snprintf(sm_outbase + n, sizeof sm_outbase - n, "/%s", sm_cfg.output);
         }
+        snprintf(sm_outdir, sizeof sm_outdir, "%s", sm_outbase);
         /* A process the launched program started: a folder of its own inside. */
-        if (sm_cfg.launched_pid > 0 && sm_cfg.launched_pid != getpid()) {
-            size_t n = strlen(sm_outdir);
-            snprintf(sm_outdir + n, sizeof sm_outdir - n, "/%s-%d", sm_program, (int)getpid());
-        }
+        if (sm_cfg.launched_pid > 0 && sm_cfg.launched_pid != getpid())
+            sm_output_subfolder(sm_outdir, sizeof sm_outdir);
+        else if (sm_job_launcher_rank() > 0)
+            sm_outdir_claim = SM_OUTDIR_DEFERRED; /* rank 0 claims it (one claim per job) */
+        else
+            sm_output_claim(SM_CLAIM_PROCESS);
         return;
     }
     char cwd[PATH_MAX - 512];
@@ -125,13 +191,70 @@ static void sm_choose_output_dir(void)
              (int)getpid());
 }
 
+/* A process that writes alone: a rank > 0 of a launch that formed no MPI
+ * job with rank 0 (a program without MPI under mpirun or srun) leaves the
+ * folder to rank 0, which claimed it. */
+static void sm_output_settle_alone(void)
+{
+    if (sm_outdir_claim != SM_OUTDIR_DEFERRED)
+        return;
+    char why[512];
+    snprintf(why, sizeof why, "belongs to rank 0 of this launch (job %s); rank %ld (%s, pid %d) "
+             "is in no MPI job with it, so it", sm_job_id(), sm_job_launcher_rank(), sm_program,
+             (int)getpid());
+    pthread_mutex_lock(&sm_runtime_lock);
+    char old[PATH_MAX];
+    int made = sm_outdir_made;
+    snprintf(old, sizeof old, "%s", sm_outdir);
+    sm_output_move_out(why);
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", sm_outdir);
+    snprintf(sm_outdir, sizeof sm_outdir, "%s", old);
+    sm_outdir_made = made;
+    pthread_mutex_unlock(&sm_runtime_lock);
+    sm_runtime_set_output_dir(dir); /* (crash-safe files follow) */
+}
+
+/* The job's folder is settled by rank 0 after every rank dropped what it
+ * claimed on its own (a rank that started as rank 0 of nothing, under a
+ * launcher whose rank variable is unknown, or the process the program was
+ * started through).  Collective over procs. */
+static void sm_output_claim_for_job(const sm_procs_t *procs)
+{
+    if (sm_outdir_claim == SM_OUTDIR_HELD)
+        sm_folder_release(sm_outbase);
+    (void)procs->barrier(procs->ctx);
+    if (!sm_outbase[0] || (sm_cfg.launched_pid > 0 && sm_cfg.launched_pid != getpid()))
+        return; /* no folder named, or the folder of a launched program's child */
+    if (procs->rank == 0) {
+        sm_output_claim(SM_CLAIM_JOB);
+        if (sm_outdir_claim == SM_OUTDIR_HELD)
+            sm_outdir_claim = SM_OUTDIR_JOB;
+    } else {
+        sm_outdir_claim = SM_OUTDIR_JOB; /* rank 0's folder, which it hands on */
+    }
+}
+
+/* At the end, after the last write of this process (or of the job, at rank 0). */
+static void sm_output_release(void)
+{
+    if (sm_outdir_claim == SM_OUTDIR_HELD || (sm_outdir_claim == SM_OUTDIR_JOB && sm_run.rank == 0))
+        sm_folder_release(sm_outbase);
+}
+
 int sm_runtime_make_output_dir(char *err, size_t errlen)
 {
     pthread_mutex_lock(&sm_runtime_lock);
     int rc = 0;
     if (!sm_outdir_made) {
         int explicit_dir = sm_cfg.output && sm_cfg.output[0];
-        if (explicit_dir && sm_cfg.launched_pid > 0 && sm_cfg.launched_pid != getpid()) {
+        if (explicit_dir && sm_outdir_claim == SM_OUTDIR_MOVED) {
+            rc = sm_mkdir_p(sm_outbase);
+            if (rc == 0)
+                rc = sm_fs_mkdir_own(sm_outdir); /* <output>/<program>-<pid>: ours */
+            if (rc == 0 && !sm_outdir_said++)
+                sm_warning("%s", sm_outdir_moved_why);
+        } else if (explicit_dir && sm_cfg.launched_pid > 0 && sm_cfg.launched_pid != getpid()) {
             rc = sm_fs_mkdir_own(sm_outdir); /* <output>/<program>-<pid>: ours */
         } else if (explicit_dir) {
             rc = sm_mkdir_p(sm_outdir); /* the user's folder */
@@ -194,6 +317,8 @@ void sm_runtime_set_process_group(const sm_procs_t *procs)
         uint32_t r[2] = {sm_run.rank, sm_run.n_ranks};
         sm_journal_add(SM_J_RANK, r, sizeof r, NULL, 0);
     }
+    if (procs)
+        sm_output_claim_for_job(procs);
     /* Rank 0 claims its folder now, so that the name it hands to the other
      * ranks is the one it got (a clash adds a suffix). */
     char err[PATH_MAX + 256];
@@ -222,11 +347,21 @@ int sm_runtime_set_output_dir(const char *dir)
     pthread_mutex_unlock(&sm_runtime_lock);
     if (same && sm_outdir_made)
         return 0;
-    int rc = sm_mkdir_p(sm_outdir);
-    if (rc != 0)
-        sm_error("cannot create output folder %s: %s", sm_outdir, strerror(errno));
-    else
-        sm_outdir_made = 1;
+    int rc;
+    if (same || sm_outdir_claim == SM_OUTDIR_MOVED) {
+        /* Rank 0's own folder, or a sub-folder of ours: made as chosen (the
+         * sub-folder says so once). */
+        char err[PATH_MAX + 256];
+        rc = sm_runtime_make_output_dir(err, sizeof err);
+        if (rc != 0)
+            sm_error("%s", err);
+    } else {
+        rc = sm_mkdir_p(sm_outdir);
+        if (rc != 0)
+            sm_error("cannot create output folder %s: %s", sm_outdir, strerror(errno));
+        else
+            sm_outdir_made = 1;
+    }
     if (rc == 0 && !same && sm_buffers_crash_safe()) {
         /* The crash-safe files were made in the folder this process chose
          * at its start: they follow the job's folder. */
@@ -391,7 +526,9 @@ static void sm_runtime_after_fork_child(void)
 }
 
 
-int sm_runtime_init(void)
+/* argv: from the library's constructor (the launcher's environment), which
+ * may start the program again with the MPI wrappers (adapter_load.h). */
+static int sm_runtime_init_as(int argc, char **argv)
 {
     pthread_mutex_lock(&sm_runtime_lock);
     if (sm_runtime_initialized) {
@@ -406,6 +543,8 @@ int sm_runtime_init(void)
         return -1;
     }
     sm_log_set_verbosity((int)sm_cfg.verbose);
+    if (argv && sm_cfg.mpi != SM_MPI_NO)
+        sm_adapter_load_restart(argc, argv); /* returns when it does not restart */
     if (sm_cfg.warning[0] && sm_cfg.launched_pid <= 0)
         sm_warning("%s", sm_cfg.warning); /* the launcher said it already */
     (void)sm_job_id(); /* fixed now: later calls may come from a signal handler */
@@ -475,13 +614,23 @@ int sm_runtime_init(void)
     return 0;
 }
 
+int sm_runtime_init(void)
+{
+    return sm_runtime_init_as(0, NULL);
+}
+
 int sm_runtime_init_forced(void)
 {
     const char *enable = getenv(SM_ENV_PREFIX "ENABLE");
     bool on = true;
     if (enable && enable[0] && sm_config_parse_bool(enable, &on) == 0 && !on)
         return -1;
-    return sm_runtime_init();
+    int rc = sm_runtime_init();
+    /* No launcher: an MPI program's ranks join one job here, once. */
+    static int joined;
+    if (rc == 0 && sm_cfg.mpi != SM_MPI_NO && !__atomic_exchange_n(&joined, 1, __ATOMIC_ACQ_REL))
+        sm_adapter_load_join();
+    return rc;
 }
 
 /* The daemons of MPI launchers (Open MPI starts orted even for a program
@@ -510,7 +659,7 @@ __attribute__((constructor)) static void sm_runtime_constructor(int argc, char *
     bool on = false;
     if (enable && sm_config_parse_bool(enable, &on) == 0 && on &&
         !(argc > 0 && argv && sm_is_launcher_daemon(argv[0])))
-        sm_runtime_init();
+        sm_runtime_init_as(argc, argv);
 }
 
 /* ---------------------------------------------------------------- finalize */
@@ -776,9 +925,12 @@ int sm_runtime_finalize_as(const char *reason, int how)
 
     int failures = 0;
     char err[PATH_MAX + 256];
+    if (!sm_procs)
+        sm_output_settle_alone();
     if (sm_runtime_make_output_dir(err, sizeof err) != 0) {
         sm_error("%s; no output written", err);
         if (procs->size == 1) {
+            sm_output_release();
             sm_ending_end_write(at_exit);
             errno = saved_errno;
             return 1;
@@ -827,6 +979,9 @@ int sm_runtime_finalize_as(const char *reason, int how)
                  sm_runtime_rank_file_saved ? ", and the rank files in .ranks for "
                                               "sysmeasure-merge" : "");
     }
+    /* Every process of the job has written its part (the sum above): the
+     * folder is free for the next writer. */
+    sm_output_release();
     sm_ending_end_write(at_exit);
     errno = saved_errno;
     return failures;

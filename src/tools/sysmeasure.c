@@ -5,6 +5,7 @@
 #include "sm_build.h" /* from configure: PACKAGE_VERSION, SM_OTF2_VERSION */
 
 #include "../core/config.h"
+#include "../core/job.h"
 #include "../util/fs.h"
 #include "../util/log.h"
 #ifdef SM_HAVE_PAPI
@@ -950,8 +951,7 @@ static void sm_check_gpu_metrics(const sm_config_t *cfg, int argc, char **argv)
         return;
     if (groups < 2)
         return; /* one pass: this run is all of it */
-    static const char *const ranks[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
-                                        "SLURM_PROCID", "MV2_COMM_WORLD_RANK"};
+    static const char *const ranks[] = {SM_JOB_RANK_VARS};
     for (size_t i = 0; i < sizeof ranks / sizeof ranks[0]; i++)
         if (getenv(ranks[i]))
             sm_die(SM_EXIT_USAGE,
