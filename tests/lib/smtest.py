@@ -146,12 +146,12 @@ def run_cases(namespace, argv=None):
         took = time.monotonic() - start
         if len(failures) > before:
             failed_cases.append(name)
-            print("CASE FAILED: %s (%.1f s)" % (name, took), flush=True)
+            print("CASE FAILED: %s (%.2f s)" % (name, took), flush=True)
         elif skip_reason is not None:
             skipped.append(name)
             print("CASE SKIPPED: %s (%s)" % (name, skip_reason), flush=True)
         else:
-            print("CASE PASSED: %s (%.1f s)" % (name, took), flush=True)
+            print("CASE PASSED: %s (%.2f s)" % (name, took), flush=True)
     case = None
     if selected and len(skipped) == len(selected) and not failures:
         print("skipped: every case (%s)" % " ".join(skipped))
