@@ -13,11 +13,12 @@ from smtest import (Trace, check, check_messages, comm_world_ranks, location_ran
                     check_trace_consistent, collective_counts, load_json, mpi_measure, program,
                     region_visits_by_rank)
 
-PROG = program("mpi-patterns")
+def prog():
+    return program("mpi-patterns")
 
 
 def job(mode, np=4, **kw):
-    out, proc = mpi_measure(np, [PROG, mode], "mpi-" + mode, **kw)
+    out, proc = mpi_measure(np, [prog(), mode], "mpi-" + mode, **kw)
     trace = Trace(out)
     check_trace_consistent(trace)
     check(len({l.group.name for l in trace.locations if l.group.name.startswith("MPI Rank")}) == np,
@@ -127,7 +128,7 @@ def test_imbalance():
 
 def test_io_rma():
     # MPI-IO and one-sided bytes: counter metrics in the trace, bytes in the profile
-    out, proc = mpi_measure(4, [PROG, "io_rma", workdir("io")], "mpi-io_rma")
+    out, proc = mpi_measure(4, [prog(), "io_rma", workdir("io")], "mpi-io_rma")
     trace = Trace(out)
     check_trace_consistent(trace)
     last = {}
