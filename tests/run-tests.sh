@@ -3,7 +3,9 @@
 # and test_*.py.  One line per test, logs in tests/logs/, and last the line
 # "N passed, N failed" (", N skipped" when some were skipped: exit 77).
 # Environment: SM_BUILDDIR, SM_SRCDIR (absolute), OTF2_PYTHON; SM_TESTS, a
-# space-separated list of names (test_spill, test-gpu, ...), runs only those.
+# space-separated list of names (test_spill, test-gpu, ...), runs only those;
+# SM_CASES, names of cases (CASE or FILE:CASE, e.g. test_openmp:nested), runs
+# only those cases of a test file written as named cases (smtest.run_cases).
 set -u
 : "${SM_BUILDDIR:=$(pwd)}"
 : "${SM_SRCDIR:=$SM_BUILDDIR}"

@@ -227,8 +227,4 @@ def test_launcher():
 
 
 if __name__ == "__main__":
-    test_merge()
-    test_merge_differs()
-    test_driver()
-    test_launcher()
-    smtest.finish()
+    smtest.run_cases(globals())

@@ -6,26 +6,24 @@ import os
 import subprocess
 import sys
 
-from smtest import (SRC, Trace, check, check_messages, check_trace_consistent, finish,
-                    mpi_measure, region_visits_by_rank, workdir)
+import smtest
+from smtest import (SRC, Trace, check, check_messages, check_trace_consistent, mpi_measure,
+                    region_visits_by_rank, workdir)
 
 MPIFORT = os.environ.get("MPIFORT", "")
-if os.environ.get("SM_HAVE_MPI", "yes") != "yes" or not MPIFORT or MPIFORT == "no":
-    print("no MPI Fortran compiler")
-    sys.exit(77)
 
-work = workdir("fortran")
-helper = os.path.join(SRC, "tests/programs/mpi_fortran_c_helper.c")
-for flavour in ("mpif", "usempi", "f08"):
+
+def ring(flavour):
+    work = workdir("fortran")
+    helper = os.path.join(SRC, "tests/programs/mpi_fortran_c_helper.c")
     source = os.path.join(SRC, "tests/programs/mpi_fortran_%s.f90" % flavour)
     exe = os.path.join(work, "ring-" + flavour)
     build = subprocess.run([MPIFORT, "-o", exe, source, helper], cwd=work,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if flavour == "f08" and build.returncode != 0:
-        print("no mpi_f08 module: %s" % build.stdout[-300:])
-        continue
+        smtest.skip("no mpi_f08 module: %s" % build.stdout[-300:])
     if not check(build.returncode == 0, "%s builds: %s" % (flavour, build.stdout[-500:])):
-        continue
+        return
     out, proc = mpi_measure(3, [exe], "fortran-" + flavour)
     trace = Trace(out)
     check_trace_consistent(trace)
@@ -38,4 +36,22 @@ for flavour in ("mpif", "usempi", "f08"):
         check(visits.get(name) == want,
               "%s: %s %d time(s) per rank, got %s" % (flavour, name, per_rank, visits.get(name)))
     check(check_messages(trace, 3) == 9 + 3, "%s: 12 matched messages" % flavour)
-finish()
+
+
+def test_mpif():
+    ring("mpif")
+
+
+def test_usempi():
+    ring("usempi")
+
+
+def test_f08():
+    ring("f08")
+
+
+if __name__ == "__main__":
+    if os.environ.get("SM_HAVE_MPI", "yes") != "yes" or not MPIFORT or MPIFORT == "no":
+        print("no MPI Fortran compiler")
+        sys.exit(77)
+    smtest.run_cases(globals())

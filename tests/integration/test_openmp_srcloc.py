@@ -10,10 +10,9 @@ import os
 import re
 import subprocess
 
+import smtest
 from smtest import (BUILD, CLANG, SRC, Trace, build_program, callpath, check,
-                    check_trace_consistent, finish, load_json, measure, mpi_measure, need_openmp)
-
-need_openmp()
+                    check_trace_consistent, load_json, measure, mpi_measure, need_openmp)
 
 
 def markers(source):
@@ -59,21 +58,27 @@ def check_located(regions, name, path, line, what):
 
 
 DWARF = with_libdw()
-source = os.path.join(SRC, "tests", "programs", "omp_srcloc.c")
-line = markers("omp_srcloc.c")
-check(sorted(line) == ["loop", "parallel", "task", "two"], "the program's markers: %s" % line)
+SOURCE = os.path.join(SRC, "tests", "programs", "omp_srcloc.c")
 
-# ---- built with -g: file:line names
-prog = build_program(CLANG, "omp_srcloc.c", "omp-srcloc-g", ["-fopenmp", "-O1", "-g", "-Wall"])
-out, proc = measure([prog], "omp-srcloc-g", env={"OMP_NUM_THREADS": "2"})
-check("visits 2 tasks 1 twice 6 sum 5050" in proc.stdout, "the program's own counts: %s" % proc.stdout)
-trace = Trace(out)
-visits = check_trace_consistent(trace)
-regions = omp_regions(trace)
-if not DWARF:
-    print("this build has no libdw: -g makes no difference")
-    check_offset_names(trace, "-g without libdw")
-else:
+
+def test_markers():
+    line = markers("omp_srcloc.c")
+    check(sorted(line) == ["loop", "parallel", "task", "two"], "the program's markers: %s" % line)
+
+
+def test_with_g():
+    # built with -g: file:line names
+    source, line = SOURCE, markers("omp_srcloc.c")
+    prog = build_program(CLANG, "omp_srcloc.c", "omp-srcloc-g", ["-fopenmp", "-O1", "-g", "-Wall"])
+    out, proc = measure([prog], "omp-srcloc-g", env={"OMP_NUM_THREADS": "2"})
+    check("visits 2 tasks 1 twice 6 sum 5050" in proc.stdout, "the program's own counts: %s" % proc.stdout)
+    trace = Trace(out)
+    visits = check_trace_consistent(trace)
+    regions = omp_regions(trace)
+    if not DWARF:
+        print("this build has no libdw: -g makes no difference")
+        check_offset_names(trace, "-g without libdw")
+        return
     par = "omp parallel @ main (omp_srcloc.c:%d)" % line["parallel"]
     check(visits.get(par) == 2, "%r on both threads: %s" % (par, visits))
     check_located(regions, par, source, line["parallel"], "-g")
@@ -109,28 +114,50 @@ else:
                     % (re.escape(par), re.escape(source), line["parallel"]), defs) is not None,
           "otf2-print -G shows the region's source file and line")
 
-# ---- built without -g: function+offset names, as before
-prog = build_program(CLANG, "omp_srcloc.c", "omp-srcloc", ["-fopenmp", "-O1", "-Wall"])
-out, proc = measure([prog], "omp-srcloc", env={"OMP_NUM_THREADS": "2"})
-trace = Trace(out)
-visits = check_trace_consistent(trace)
-check_offset_names(trace, "no -g")
-check(sum(v for n, v in visits.items() if n.startswith("omp parallel @ main+")) == 8,
-      "the 4 parallel regions on 2 threads each: %s" % visits)
+
+def test_without_g():
+    # built without -g: function+offset names, as before
+    prog = build_program(CLANG, "omp_srcloc.c", "omp-srcloc", ["-fopenmp", "-O1", "-Wall"])
+    out, proc = measure([prog], "omp-srcloc", env={"OMP_NUM_THREADS": "2"})
+    trace = Trace(out)
+    visits = check_trace_consistent(trace)
+    check_offset_names(trace, "no -g")
+    check(sum(v for n, v in visits.items() if n.startswith("omp parallel @ main+")) == 8,
+          "the 4 parallel regions on 2 threads each: %s" % visits)
+
 
 # ---- an MPI job: one definition per line for all ranks, also after sysmeasure-merge
-if os.environ.get("SM_HAVE_MPI", "yes") == "yes" and DWARF:
+MPI_SOURCE = os.path.join(SRC, "tests", "programs", "mpi_omp.c")
+
+
+@smtest.fixture
+def mpi_prog():
+    if os.environ.get("SM_HAVE_MPI", "yes") != "yes":
+        smtest.skip("built without MPI")
+    if not DWARF:
+        smtest.skip("this build has no libdw")
     os.environ["OMPI_CC"] = CLANG
-    mpi_source = os.path.join(SRC, "tests", "programs", "mpi_omp.c")
-    mpi_line = markers("mpi_omp.c")["parallel"]
-    mpi_prog = build_program("mpicc", "mpi_omp.c", "mpi-omp-g", ["-fopenmp", "-O1", "-g"])
-    par = "omp parallel @ main (mpi_omp.c:%d)" % mpi_line
-    out, proc = mpi_measure(2, [mpi_prog], "mpi-omp-g", env={"OMP_NUM_THREADS": "2"})
+    return build_program("mpicc", "mpi_omp.c", "mpi-omp-g", ["-fopenmp", "-O1", "-g"])
+
+
+def mpi_par():
+    """The parallel region's name and line in mpi_omp.c."""
+    line = markers("mpi_omp.c")["parallel"]
+    return "omp parallel @ main (mpi_omp.c:%d)" % line, line
+
+
+def test_mpi():
+    prog, (par, mpi_line) = mpi_prog(), mpi_par()
+    out, proc = mpi_measure(2, [prog], "mpi-omp-g", env={"OMP_NUM_THREADS": "2"})
     trace = Trace(out)
     visits = check_trace_consistent(trace)
     check(visits.get(par) == 40, "MPI: %r 10 times on each of 4 threads: %s" % (par, visits))
-    check_located(omp_regions(trace), par, mpi_source, mpi_line, "MPI")
-    out, proc = mpi_measure(2, [mpi_prog, "nofinalize"], "mpi-omp-g-nofinalize", expect_rc=None,
+    check_located(omp_regions(trace), par, MPI_SOURCE, mpi_line, "MPI")
+
+
+def test_mpi_merged():
+    prog, (par, mpi_line) = mpi_prog(), mpi_par()
+    out, proc = mpi_measure(2, [prog, "nofinalize"], "mpi-omp-g-nofinalize", expect_rc=None,
                             env={"OMP_NUM_THREADS": "2", "OMPI_MCA_odls_base_sigkill_timeout": "5"})
     merge = subprocess.run([os.path.join(BUILD, "sysmeasure-merge"), out], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True)
@@ -138,5 +165,9 @@ if os.environ.get("SM_HAVE_MPI", "yes") == "yes" and DWARF:
         trace = Trace(out)
         visits = check_trace_consistent(trace)
         check(visits.get(par) == 40, "merged: %r on 4 threads: %s" % (par, visits))
-        check_located(omp_regions(trace), par, mpi_source, mpi_line, "merged")
-finish()
+        check_located(omp_regions(trace), par, MPI_SOURCE, mpi_line, "merged")
+
+
+if __name__ == "__main__":
+    need_openmp()
+    smtest.run_cases(globals())

@@ -8,11 +8,14 @@ exact (every task counted once), and the trace keeps every task's enter
 and leave, properly nested."""
 import re
 
-from smtest import (CLANG, Trace, build_program, check, check_trace_consistent, finish,
-                    load_json, measure, need_openmp)
+import smtest
+from smtest import (CLANG, Trace, build_program, check, check_trace_consistent, load_json, measure,
+                    need_openmp)
 
-need_openmp()
-prog = build_program(CLANG, "omp_fib_tasks.c", "omp-fib-tasks", ["-fopenmp", "-O1", "-g", "-Wall"])
+
+@smtest.fixture
+def prog():
+    return build_program(CLANG, "omp_fib_tasks.c", "omp-fib-tasks", ["-fopenmp", "-O1", "-g", "-Wall"])
 
 
 def task_regions(names):
@@ -21,7 +24,7 @@ def task_regions(names):
 
 def run(n, trace_too):
     args = [] if trace_too else ["--trace=no"]
-    out, proc = measure([prog, str(n)], "omp-fib-%d-%s" % (n, "trace" if trace_too else "profile"),
+    out, proc = measure([prog(), str(n)], "omp-fib-%d-%s" % (n, "trace" if trace_too else "profile"),
                         env={"OMP_NUM_THREADS": "2"}, launcher_args=args)
     m = re.search(r"fib (\d+) = (\d+) tasks (\d+)", proc.stdout)
     check(m is not None, "fib(%d): the program's output: %s" % (n, proc.stdout))
@@ -47,15 +50,22 @@ def run(n, trace_too):
     return out, tasks, len(paths)
 
 
-out, tasks, paths_small = run(10, True)
-trace = Trace(out)
-entered = check_trace_consistent(trace)
-check(sum(v for k, v in entered.items() if k.startswith("omp task @")) == tasks,
-      "fib(10): every task entered in the trace (%d): %s" % (tasks, entered))
+def test_fib10_traced():
+    out, tasks, paths_small = run(10, True)
+    trace = Trace(out)
+    entered = check_trace_consistent(trace)
+    check(sum(v for k, v in entered.items() if k.startswith("omp task @")) == tasks,
+          "fib(10): every task entered in the trace (%d): %s" % (tasks, entered))
+    check(paths_small <= 40, "fib(10): a bounded call tree: %d paths" % paths_small)
 
-out, tasks, paths_large = run(20, False)
-# Two threads, two constructs: a handful of chains of constructs, whatever
-# the depth (without folding fib(20) makes tens of thousands of paths).
-check(paths_large <= 40, "fib(20): a bounded call tree: %d paths" % paths_large)
-check(paths_small <= 40, "fib(10): a bounded call tree: %d paths" % paths_small)
-finish()
+
+def test_fib20_profile_only():
+    out, tasks, paths_large = run(20, False)
+    # Two threads, two constructs: a handful of chains of constructs, whatever
+    # the depth (without folding fib(20) makes tens of thousands of paths).
+    check(paths_large <= 40, "fib(20): a bounded call tree: %d paths" % paths_large)
+
+
+if __name__ == "__main__":
+    need_openmp()
+    smtest.run_cases(globals())

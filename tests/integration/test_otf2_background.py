@@ -12,7 +12,8 @@ import os
 import re
 
 import otf2
-from smtest import (Trace, check, check_trace_consistent, finish, load_json, measure, mpi_measure,
+import smtest
+from smtest import (Trace, check, check_trace_consistent, load_json, measure, mpi_measure,
                     program, workdir)
 
 
@@ -99,60 +100,73 @@ def compare(out, name, min_run_share=0.0, stderr=""):
 
 
 env = {"SYSMEASURE_OTF2_BACKGROUND": "check", "SYSMEASURE_VERBOSE": "1"}
+# Spilling: a small budget, small chunks.
+spill_env = dict(env, SYSMEASURE_BUFFER_SIZE="256K", SYSMEASURE_BUFFER_CHUNK_SIZE="4K")
+
 
 # Two threads, default budget: nothing spills; 600K records per thread, so
 # most chunks are full and encoded while the threads still run.
-out, p = measure([program("many-regions"), "2", "100000"], "bg-threads", env=env)
-taken = compare(out, "threads", 0.0, p.stderr)
-check(taken, "threads encoded during the run: %s" % taken)
-check_trace_consistent(Trace(out))
-check(not os.path.exists(os.path.join(out, ".spill")), "staging folder removed")
+def test_threads():
+    out, p = measure([program("many-regions"), "2", "100000"], "bg-threads", env=env)
+    taken = compare(out, "threads", 0.0, p.stderr)
+    check(taken, "threads encoded during the run: %s" % taken)
+    check_trace_consistent(Trace(out))
+    check(not os.path.exists(os.path.join(out, ".spill")), "staging folder removed")
+
 
 # Spilling: a small budget, small chunks; everything that goes to disk is
 # encoded first.
 # (Under a budget below 16M nothing is encoded during the run: the staged
 # writers' memory counts against it.  16M: one thread is.)
-spill_env = dict(env, SYSMEASURE_BUFFER_SIZE="256K", SYSMEASURE_BUFFER_CHUNK_SIZE="4K")
-out, p = measure([program("many-regions"), "3", "20000"], "bg-spill", env=spill_env)
-taken = compare(out, "spill", 0.0, p.stderr)
-# (Threads that wait for the disk leave their chunks to the end: how much
-# was encoded during the run depends on the machine's load.)
-print("spill: taken from the run's encoding: %s" % taken)
-meta = load_json(out, "metadata.json")
-check(meta["buffers"]["spills"] > 0, "it spilled")
-check(not os.path.exists(os.path.join(out, ".spill")), "spill and staging folders removed")
+def test_spill():
+    out, p = measure([program("many-regions"), "3", "20000"], "bg-spill", env=spill_env)
+    taken = compare(out, "spill", 0.0, p.stderr)
+    # (Threads that wait for the disk leave their chunks to the end: how much
+    # was encoded during the run depends on the machine's load.)
+    print("spill: taken from the run's encoding: %s" % taken)
+    meta = load_json(out, "metadata.json")
+    check(meta["buffers"]["spills"] > 0, "it spilled")
+    check(not os.path.exists(os.path.join(out, ".spill")), "spill and staging folders removed")
+
 
 # Many short threads (issue 13): each that ends is encoded to its end and
 # its event file closed during the run, so far more threads than the few
 # slots (4 under the default budget) are taken from the run's encoding, all
 # of their records (0 at the end); the archive is the same.
-WAVES, PER_WAVE, PAIRS = 10, 40, 3000
-out, p = measure([program("spill-stress"), "threads", str(WAVES), str(PER_WAVE), str(PAIRS)],
-                 "bg-short-threads", env=env)
-taken = compare(out, "short threads", 0.0, p.stderr)
-whole = [t for t in taken if t[1] == 0]
-print("short threads: %d taken from the run's encoding, %d of them whole" % (len(taken), len(whole)))
-# (4 slots under the default budget: more than that shows slots reused;
-# how many more depends on the spare processor time, 97 to 291 seen.)
-check(len(whole) > 4, "short threads: more than the slots encoded whole during the run: %d"
-      % len(whole))
-visits = check_trace_consistent(Trace(out))
-check(visits.get("worker") == WAVES * PER_WAVE * PAIRS, "short threads: worker visits %s"
-      % visits.get("worker"))
-check(not os.path.exists(os.path.join(out, ".spill")), "short threads: staging folder removed")
+def test_short_threads():
+    WAVES, PER_WAVE, PAIRS = 10, 40, 3000
+    out, p = measure([program("spill-stress"), "threads", str(WAVES), str(PER_WAVE), str(PAIRS)],
+                     "bg-short-threads", env=env)
+    taken = compare(out, "short threads", 0.0, p.stderr)
+    whole = [t for t in taken if t[1] == 0]
+    print("short threads: %d taken from the run's encoding, %d of them whole" % (len(taken), len(whole)))
+    # (4 slots under the default budget: more than that shows slots reused;
+    # how many more depends on the spare processor time, 97 to 291 seen.)
+    check(len(whole) > 4, "short threads: more than the slots encoded whole during the run: %d"
+          % len(whole))
+    visits = check_trace_consistent(Trace(out))
+    check(visits.get("worker") == WAVES * PER_WAVE * PAIRS, "short threads: worker visits %s"
+          % visits.get("worker"))
+    check(not os.path.exists(os.path.join(out, ".spill")), "short threads: staging folder removed")
+
 
 # Off: the archive is the same as before (written at the end).
-out, p = measure([program("many-regions"), "2", "20000"], "bg-off",
-                 env={"SYSMEASURE_OTF2_BACKGROUND": "no", "SYSMEASURE_VERBOSE": "1"})
-check("encoded during the run" not in p.stderr, "off: nothing encoded during the run")
-visits = check_trace_consistent(Trace(out))
-check(visits.get("iteration") == 40000, "off: iterations %s" % visits.get("iteration"))
+def test_off():
+    out, p = measure([program("many-regions"), "2", "20000"], "bg-off",
+                     env={"SYSMEASURE_OTF2_BACKGROUND": "no", "SYSMEASURE_VERBOSE": "1"})
+    check("encoded during the run" not in p.stderr, "off: nothing encoded during the run")
+    visits = check_trace_consistent(Trace(out))
+    check(visits.get("iteration") == 40000, "off: iterations %s" % visits.get("iteration"))
+
 
 # auto (the default): on only where the writer thread has a CPU of its own:
 # CPUs of the affinity mask > processes on the node x OMP_NUM_THREADS, or
 # else the node's CPUs (cpuset cgroup, online) outside the mask.
-cpus = len(os.sched_getaffinity(0))
-for threads, procs in ((1, None), (cpus, None), (1, cpus)):
+CPUS = len(os.sched_getaffinity(0))
+
+
+def auto(threads, procs):
+    cpus = CPUS
     env_auto = {"SYSMEASURE_VERBOSE": "2", "OMP_NUM_THREADS": str(threads)}
     if procs:
         env_auto["OMPI_COMM_WORLD_LOCAL_SIZE"] = str(procs)
@@ -164,11 +178,27 @@ for threads, procs in ((1, None), (cpus, None), (1, cpus)):
           "auto with %d CPUs, %d threads, %s processes: %s" % (cpus, threads, procs, want))
     check(check_trace_consistent(Trace(out)).get("iteration") == 1000, "auto: iterations")
 
+
+def test_auto_one_thread():
+    auto(1, None)
+
+
+def test_auto_threads_fill_the_cpus():
+    auto(CPUS, None)
+
+
+def test_auto_processes_fill_the_cpus():
+    auto(1, CPUS)
+
+
 # A process bound to one CPU of a node with more (ranks bound one per core):
 # the writer thread runs on the node's other CPUs when the node has a spare
 # one (processes x threads < the node's CPUs), never on the process's own;
 # not when the launcher did not say how many processes it started there.
-if cpus >= 2:
+def test_bound():
+    cpus = CPUS
+    if cpus < 2:
+        smtest.skip("one CPU: no CPU to bind the process away from")
     own = min(os.sched_getaffinity(0))
     cases = [({"OMPI_COMM_WORLD_LOCAL_SIZE": str(n)}, n, n < cpus) for n in (1, cpus - 1, cpus)]
     cases += [({"SLURM_STEP_TASKS_PER_NODE": "%d(x2),1" % n, "SLURM_NODEID": "1"}, n, n < cpus)
@@ -197,6 +227,7 @@ if cpus >= 2:
                   "bound, no launcher: %s" % line)
         check(check_trace_consistent(Trace(out)).get("iteration") == 3000, "bound: iterations")
 
+
 # Several encoders at the end (SYSMEASURE_OTF2_END_THREADS, issue 13).
 # Under a budget below 16M nothing is encoded during the run, so every
 # thread is encoded at the end, here by 3 threads at once; check writes
@@ -209,22 +240,29 @@ def same_timeline(out, name):
 
 
 par_env = dict(spill_env, SYSMEASURE_OTF2_END_THREADS="3", SYSMEASURE_VERBOSE="2")
-out, p = measure([program("many-regions"), "5", "20000"], "end-threads", env=par_env)
-check("OTF2: 6 of 6 locations encoded at the end by 3 threads" in p.stderr,
-      "end threads: 6 locations by 3 threads: %r" % p.stderr[-600:])
-compare(out, "3 encoders", 0.0, p.stderr)
-same_timeline(out, "3 encoders")
-check(check_trace_consistent(Trace(out)).get("iteration") == 5 * 20000,
-      "3 encoders: iterations")
-# Many short threads: 401 locations handed out among the 3.
-out, p = measure([program("spill-stress"), "threads", "10", "40", "300"], "end-threads-short",
-                 env=par_env)
-check("OTF2: 401 of 401 locations encoded at the end by 3 threads" in p.stderr,
-      "short threads: 401 locations by 3 threads: %r" % p.stderr[-600:])
-compare(out, "3 encoders, short threads", 0.0, p.stderr)
-same_timeline(out, "3 encoders, short threads")
-check(check_trace_consistent(Trace(out)).get("worker") == 10 * 40 * 300,
-      "3 encoders, short threads: worker visits")
+
+
+def test_end_threads():
+    out, p = measure([program("many-regions"), "5", "20000"], "end-threads", env=par_env)
+    check("OTF2: 6 of 6 locations encoded at the end by 3 threads" in p.stderr,
+          "end threads: 6 locations by 3 threads: %r" % p.stderr[-600:])
+    compare(out, "3 encoders", 0.0, p.stderr)
+    same_timeline(out, "3 encoders")
+    check(check_trace_consistent(Trace(out)).get("iteration") == 5 * 20000,
+          "3 encoders: iterations")
+
+
+def test_end_threads_short():
+    # Many short threads: 401 locations handed out among the 3.
+    out, p = measure([program("spill-stress"), "threads", "10", "40", "300"], "end-threads-short",
+                     env=par_env)
+    check("OTF2: 401 of 401 locations encoded at the end by 3 threads" in p.stderr,
+          "short threads: 401 locations by 3 threads: %r" % p.stderr[-600:])
+    compare(out, "3 encoders, short threads", 0.0, p.stderr)
+    same_timeline(out, "3 encoders, short threads")
+    check(check_trace_consistent(Trace(out)).get("worker") == 10 * 40 * 300,
+          "3 encoders, short threads: worker visits")
+
 
 # Write-behind (issue 13): with a CPU more than the encoders need, OTF2's
 # writes of full 4 MiB buffers go to another thread while the encoder fills
@@ -238,31 +276,63 @@ def behind_mb(stderr):
 
 
 wb_env = dict(spill_env, SYSMEASURE_OTF2_END_THREADS="2", SYSMEASURE_VERBOSE="2")
-out, p = measure([program("spill-stress"), "closefrom", "400000",
-                  os.path.join(workdir("wb-file"), "lines.txt")], "write-behind-one", env=wb_env)
-check(p.returncode == 0, "write-behind, one location: the program's file intact (%d)" % p.returncode)
-check(behind_mb(p.stderr) > 8, "write-behind, one location: its event file written by the "
-      "second thread: %r" % p.stderr[-600:])
-compare(out, "write-behind, one location", 0.0, p.stderr)
-same_timeline(out, "write-behind, one location")
-check(check_trace_consistent(Trace(out)).get("before") == 400000, "write-behind: visits")
-out, p = measure([program("many-regions"), "1", "150000"], "write-behind-two",
-                 env=dict(wb_env, SYSMEASURE_OTF2_END_THREADS="4"))
-check("OTF2: 2 of 2 locations encoded at the end by" in p.stderr and behind_mb(p.stderr) > 4,
-      "write-behind, two encoders: %r" % p.stderr[-600:])
-compare(out, "write-behind, two encoders", 0.0, p.stderr)
-same_timeline(out, "write-behind, two encoders")
-check(check_trace_consistent(Trace(out)).get("iteration") == 150000, "write-behind: iterations")
+
+
+def test_write_behind_one():
+    out, p = measure([program("spill-stress"), "closefrom", "400000",
+                      os.path.join(workdir("wb-file"), "lines.txt")], "write-behind-one", env=wb_env)
+    check(p.returncode == 0, "write-behind, one location: the program's file intact (%d)" % p.returncode)
+    check(behind_mb(p.stderr) > 8, "write-behind, one location: its event file written by the "
+          "second thread: %r" % p.stderr[-600:])
+    compare(out, "write-behind, one location", 0.0, p.stderr)
+    same_timeline(out, "write-behind, one location")
+    check(check_trace_consistent(Trace(out)).get("before") == 400000, "write-behind: visits")
+
+
+def test_write_behind_two():
+    out, p = measure([program("many-regions"), "1", "150000"], "write-behind-two",
+                     env=dict(wb_env, SYSMEASURE_OTF2_END_THREADS="4"))
+    check("OTF2: 2 of 2 locations encoded at the end by" in p.stderr and behind_mb(p.stderr) > 4,
+          "write-behind, two encoders: %r" % p.stderr[-600:])
+    compare(out, "write-behind, two encoders", 0.0, p.stderr)
+    same_timeline(out, "write-behind, two encoders")
+    check(check_trace_consistent(Trace(out)).get("iteration") == 150000, "write-behind: iterations")
+
+
+def need_mpi():
+    if os.environ.get("SM_HAVE_MPI", "yes") != "yes":
+        smtest.skip("built without MPI")
+
 
 # 2 ranks: point-to-point, collectives, split communicators, spilling (a
 # 64K budget of 4K chunks: most chunks are full long before the end).
-for mode in ("ring", "collectives", "comms", "nonblocking"):
+def mpi_pattern(mode):
+    need_mpi()
     out, p = mpi_measure(2, [program("mpi-patterns"), mode], "bg-mpi-" + mode,
                          env=dict(spill_env, SYSMEASURE_BUFFER_SIZE="64K"))
     compare(out, "mpi " + mode, 0.0, p.stderr)
+
+
+def test_mpi_ring():
+    mpi_pattern("ring")
+
+
+def test_mpi_collectives():
+    mpi_pattern("collectives")
+
+
+def test_mpi_comms():
+    mpi_pattern("comms")
+
+
+def test_mpi_nonblocking():
+    mpi_pattern("nonblocking")
+
+
 # A long stream of messages, nonblocking pairs and collectives on 2 ranks,
 # spilling, then with the default budget.
-for name, extra in (("spilling", {"SYSMEASURE_BUFFER_SIZE": "16M"}), ("default budget", {})):
+def mpi_stream(name, extra):
+    need_mpi()
     out, p = mpi_measure(2, [program("mpi-stream"), "60000" if extra else "20000"], "bg-mpi-stream",
                          env=dict(spill_env if extra else env, **extra))
     taken = compare(out, "mpi stream, " + name, 0.0, p.stderr)
@@ -274,4 +344,15 @@ for name, extra in (("spilling", {"SYSMEASURE_BUFFER_SIZE": "16M"}), ("default b
     print("mpi stream, %s: taken from the run's encoding: %s" % (name, taken))
     visits = check_trace_consistent(Trace(out))
     check(visits.get("round") == (120000 if extra else 40000), "mpi stream: rounds %s" % visits.get("round"))
-finish()
+
+
+def test_mpi_stream_spilling():
+    mpi_stream("spilling", {"SYSMEASURE_BUFFER_SIZE": "16M"})
+
+
+def test_mpi_stream_default_budget():
+    mpi_stream("default budget", {})
+
+
+if __name__ == "__main__":
+    smtest.run_cases(globals())

@@ -98,27 +98,40 @@ def check_archive(out, what, ranks=1):
 
 
 # ---------------------------------------------------------------- 2 pthreads
-out, proc = smtest.measure([smtest.program("sampling-hot")] + HOT_ARGS, "sampling",
-                           launcher_args=SAMPLING)
-profile = smtest.load_json(out, "profile.json")
-check_shares(profile, "compute", 2, "pthreads")
-text = open(os.path.join(out, "profile.txt")).read()
-check("SAMPLED FUNCTIONS PER CALL PATH AND THREAD" in text and "sampling_hot.c:" in text,
-      "profile.txt has no sampled-functions section naming sampling_hot.c")
-with open(os.path.join(out, "sampled_functions.csv")) as f:
-    rows = [r for r in csv.DictReader(f) if r["function"] == "hot" and r["path"] == "compute"]
-check(len(rows) == 2, "sampled_functions.csv: %d rows of hot under compute" % len(rows))
-# The callers tree: call paths of paradigm sampling under compute, ending in hot.
-tree = [cp for cp in profile["callpaths"] if cp["path"][0] == "compute" and
-        cp["path"][-1] == "hot"]
-check(tree, "profile.json has no call path compute > ... > hot")
-meta = smtest.load_json(out, "metadata.json")
-check(any("call-stack sampling" in n for n in meta.get("notes", [])) or
-      "call-stack sampling" in text, "the run's notes do not mention call-stack sampling")
-check_archive(out, "pthreads")
+@smtest.fixture
+def pthreads():
+    out, proc = smtest.measure([smtest.program("sampling-hot")] + HOT_ARGS, "sampling",
+                               launcher_args=SAMPLING)
+    return out
+
+
+def test_pthreads_profile():
+    out = pthreads()
+    profile = smtest.load_json(out, "profile.json")
+    check_shares(profile, "compute", 2, "pthreads")
+    text = open(os.path.join(out, "profile.txt")).read()
+    check("SAMPLED FUNCTIONS PER CALL PATH AND THREAD" in text and "sampling_hot.c:" in text,
+          "profile.txt has no sampled-functions section naming sampling_hot.c")
+    with open(os.path.join(out, "sampled_functions.csv")) as f:
+        rows = [r for r in csv.DictReader(f) if r["function"] == "hot" and r["path"] == "compute"]
+    check(len(rows) == 2, "sampled_functions.csv: %d rows of hot under compute" % len(rows))
+    # The callers tree: call paths of paradigm sampling under compute, ending in hot.
+    tree = [cp for cp in profile["callpaths"] if cp["path"][0] == "compute" and
+            cp["path"][-1] == "hot"]
+    check(tree, "profile.json has no call path compute > ... > hot")
+    meta = smtest.load_json(out, "metadata.json")
+    check(any("call-stack sampling" in n for n in meta.get("notes", [])) or
+          "call-stack sampling" in text, "the run's notes do not mention call-stack sampling")
+
+
+def test_pthreads_archive():
+    check_archive(pthreads(), "pthreads")
+
 
 # ---------------------------------------------------------------- OpenMP threads
-if os.environ.get("SM_HAVE_OMPT") == "yes" and smtest.CLANG not in ("", "no"):
+def test_openmp():
+    if os.environ.get("SM_HAVE_OMPT") != "yes" or smtest.CLANG in ("", "no"):
+        smtest.skip("no OMPT adapter / clang -fopenmp in this build")
     exe = smtest.build_program(smtest.CLANG, "sampling_hot.c", "sampling-hot-omp",
                                ["-fopenmp", "-g", "-O1", "-DSM_WITH_OPENMP"] +
                                smtest.user_api_flags())
@@ -136,14 +149,25 @@ if os.environ.get("SM_HAVE_OMPT") == "yes" and smtest.CLANG not in ("", "no"):
             if f["function"] == "hot":
                 threads |= {t["thread"] for t in f["per_thread"]}
     check(len(threads) == 2, "OpenMP: hot sampled on threads %s, expected 2" % threads)
-else:
-    print("OpenMP part skipped: no OMPT adapter / clang -fopenmp in this build")
+
 
 # ---------------------------------------------------------------- MPI, and the merge
-if os.environ.get("SM_HAVE_MPI") == "yes":
+def need_mpi():
+    if os.environ.get("SM_HAVE_MPI") != "yes":
+        smtest.skip("no MPI adapter in this build")
+
+
+@smtest.fixture
+def mpi_job():
     # (with process sampling too: its summary across ranks)
+    need_mpi()
     out, proc = smtest.mpi_measure(2, [smtest.program("sampling-hot-mpi")] + HOT_ARGS,
                                    "sampling-mpi", launcher_args=SAMPLING + ["--process-sampling"])
+    return out
+
+
+def test_mpi_profile():
+    out = mpi_job()
     profile = smtest.load_json(out, "profile.json")
     rss = [m for m in profile.get("sampled_metrics", []) if m["name"] == "memory resident"]
     if check(rss, "MPI: no resident-memory metric in profile.json"):
@@ -176,9 +200,15 @@ if os.environ.get("SM_HAVE_MPI") == "yes":
     runtime = [f["function"] for f in outside["functions"]
                if f["module"].startswith(("libpmix", "libevent", "libopen-pal", "libmpi"))]
     check(not runtime, "MPI: runtime threads sampled: %s" % runtime[:5])
-    check_archive(out, "MPI", ranks=2)
 
+
+def test_mpi_archive():
+    check_archive(mpi_job(), "MPI", ranks=2)
+
+
+def test_mpi_merged():
     # A job that ends without MPI_Finalize: the samples survive sysmeasure-merge.
+    need_mpi()
     out2, proc = smtest.mpi_measure(2, [smtest.program("sampling-hot-mpi")] + HOT_ARGS +
                                     ["nofinalize"], "sampling-merge",
                                     launcher_args=SAMPLING + ["--process-sampling"],
@@ -196,12 +226,13 @@ if os.environ.get("SM_HAVE_MPI") == "yes":
         check(rss and rss[0]["across_ranks"]["ranks"] == 2,
               "merged: the process metrics of both ranks: %s" % rss)
         check_archive(out2, "merged", ranks=2)
-else:
-    print("MPI part skipped: no MPI adapter in this build")
+
 
 # ---------------------------------------------------------------- Kokkos
-kokkos = os.path.join(smtest.BUILD, "tests", "programs", "kokkos-patterns")
-if os.path.exists(kokkos):
+def test_kokkos():
+    kokkos = os.path.join(smtest.BUILD, "tests", "programs", "kokkos-patterns")
+    if not os.path.exists(kokkos):
+        smtest.skip("no Kokkos test program in this build")
     out, proc = smtest.measure([kokkos], "sampling-kokkos",
                                launcher_args=["--sampling", "--sampling-freq", "1000",
                                               "--sampling-clock", "real"])
@@ -209,26 +240,30 @@ if os.path.exists(kokkos):
     paths = [c["path"] for c in (profile.get("sampling") or {}).get("callpaths", [])]
     check(any("Kokkos" in p for p in paths),
           "Kokkos: no samples under a Kokkos region: %s" % paths[:10])
-else:
-    print("Kokkos part skipped: no Kokkos test program in this build")
+
 
 # ---------------------------------------------------------------- system calls, SIGPROF
-out, proc = smtest.measure([smtest.program("sampling-blocking")], "sampling-syscalls",
-                           launcher_args=["--sampling", "--sampling-freq", "1000",
-                                          "--sampling-clock", "real"])
-check("ok" in proc.stdout and "EINTR" not in proc.stdout and "Interrupted" not in proc.stdout,
-      "system calls under sampling: %s" % proc.stdout)
-check("SIGPROF ticks" in proc.stdout and "handler kept yes" in proc.stdout,
-      "the program's SIGPROF timer: %s" % proc.stdout)
+def test_syscalls_and_sigprof():
+    out, proc = smtest.measure([smtest.program("sampling-blocking")], "sampling-syscalls",
+                               launcher_args=["--sampling", "--sampling-freq", "1000",
+                                              "--sampling-clock", "real"])
+    check("ok" in proc.stdout and "EINTR" not in proc.stdout and "Interrupted" not in proc.stdout,
+          "system calls under sampling: %s" % proc.stdout)
+    check("SIGPROF ticks" in proc.stdout and "handler kept yes" in proc.stdout,
+          "the program's SIGPROF timer: %s" % proc.stdout)
+
 
 # ---------------------------------------------------------------- bad input
-for args, word in ((["--sampling-freq", "0"], "sampling-freq"),
-                   (["--sampling-freq", "20000"], "sampling-freq"),
-                   (["--sampling-clock", "gpu"], "sampling-clock"),
-                   (["--sampling-interval", "0"], "sampling-interval")):
-    p = smtest.run(["/bin/true"], launcher_args=["--sampling"] + args)
-    lines = [l for l in p.stderr.splitlines() if l.strip()]
-    check(p.returncode == 2 and len(lines) == 1 and word in lines[0],
-          "%s: exit %d, stderr %r" % (args, p.returncode, p.stderr))
+def test_bad_input():
+    for args, word in ((["--sampling-freq", "0"], "sampling-freq"),
+                       (["--sampling-freq", "20000"], "sampling-freq"),
+                       (["--sampling-clock", "gpu"], "sampling-clock"),
+                       (["--sampling-interval", "0"], "sampling-interval")):
+        p = smtest.run(["/bin/true"], launcher_args=["--sampling"] + args)
+        lines = [l for l in p.stderr.splitlines() if l.strip()]
+        check(p.returncode == 2 and len(lines) == 1 and word in lines[0],
+              "%s: exit %d, stderr %r" % (args, p.returncode, p.stderr))
 
-smtest.finish()
+
+if __name__ == "__main__":
+    smtest.run_cases(globals())

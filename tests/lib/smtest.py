@@ -2,11 +2,14 @@
 launcher, read the OTF2 archive back with the OTF2 Python reader, load the
 summary files, and check what every trace must satisfy."""
 
+import functools
 import json
 import os
 import subprocess
 import sys
 import tempfile
+import time
+import traceback
 
 import otf2
 
@@ -15,22 +18,145 @@ SRC = os.environ.get("SM_SRCDIR", BUILD)
 LAUNCHER = os.path.join(BUILD, "sysmeasure")
 
 failures = []
+failed_cases = []
+case = None  # the case run_cases is running: named in every failed check
+checks_made = 0
 
 
 def check(cond, message):
     """Record a failed expectation and go on (a test reports all it finds)."""
+    global checks_made
+    checks_made += 1
     if not cond:
+        if case:
+            message = "[%s] %s" % (case, message)
         failures.append(message)
-        print("CHECK FAILED: " + message, file=sys.stderr)
+        print("CHECK FAILED: " + message, file=sys.stderr, flush=True)
     return cond
 
 
 def finish():
     if failures:
         print("%d check(s) failed" % len(failures), file=sys.stderr)
+        if failed_cases:
+            print("failed case(s): %s" % " ".join(failed_cases), file=sys.stderr)
         sys.exit(1)
     print("all checks passed")
     sys.exit(0)
+
+
+# ---------------------------------------------------------------- named cases
+
+class Skip(Exception):
+    """A case that cannot run on this build or machine (skip(reason))."""
+
+
+def skip(reason):
+    raise Skip(reason)
+
+
+def fixture(make):
+    """A set-up that several cases read (a measured run, a built program):
+    made once per set of arguments, by the first case that asks for it, its
+    checks named "<case>, set-up <function>"; if it raised, every later
+    case that asks gets the same exception (the set-up is not made again)."""
+    made = {}
+
+    @functools.wraps(make)
+    def get(*args):
+        global case
+        if args not in made:
+            outer = case
+            case = "%s, set-up %s" % (outer, make.__name__) if outer else make.__name__
+            try:
+                made[args] = (True, make(*args))
+            except (Exception, SystemExit) as e:
+                made[args] = (False, e)
+            finally:
+                case = outer
+        ok, value = made[args]
+        if not ok:
+            raise value
+        return value
+    return get
+
+
+def _selected(cases, path, argv):
+    """The cases to run: those named on the command line, else in SM_CASES
+    (names separated by spaces or commas; FILE:NAME names a case of one test
+    file, FILE its basename without .py), else all.  A name is the function's,
+    with or without its test_ prefix."""
+    names = list(argv)
+    base = os.path.splitext(os.path.basename(path))[0]
+    if not names and os.environ.get("SM_CASES", "").strip():
+        for word in os.environ["SM_CASES"].replace(",", " ").split():
+            where, _, name = word.rpartition(":")
+            if where in ("", base):
+                names.append(name)
+        if not names:
+            print("skipped: SM_CASES names no case of %s" % base)
+            sys.exit(77)
+    if not names:
+        return cases
+    known = dict(cases)
+    unknown = [n for n in names if n not in known and n[5:] not in known]
+    if unknown:
+        print("%s: no case %s (its cases: %s)" % (base, ", ".join(unknown), " ".join(known)),
+              file=sys.stderr)
+        sys.exit(2)
+    want = {n[5:] if n not in known else n for n in names}
+    return [(n, f) for n, f in cases if n in want]
+
+
+def run_cases(namespace, argv=None):
+    """Run the cases of a test file (namespace: its globals()): its test_NAME
+    functions in the order they are defined, all or those selected (see
+    _selected; --list prints the names).  Each case's failed checks carry its
+    name; a case that raises (or exits) fails and the next one runs; a case
+    that checks nothing fails; skip() or exit 77 skips a case, and the file
+    when every case it ran was skipped.  Ends with finish()."""
+    global case
+    module = namespace.get("__name__")
+    cases = [(n[5:], f) for n, f in namespace.items()
+             if n.startswith("test_") and callable(f) and getattr(f, "__module__", None) == module]
+    argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--list"]:
+        print("\n".join(n for n, _ in cases))
+        sys.exit(0)
+    selected = _selected(cases, namespace.get("__file__", module), argv)
+    skipped = []
+    for name, fn in selected:
+        case, before, checks_before = name, len(failures), checks_made
+        print("CASE %s" % name, flush=True)
+        start = time.monotonic()
+        skip_reason = None
+        try:
+            fn()
+        except Skip as e:
+            skip_reason = str(e)
+        except SystemExit as e:
+            if e.code == 77:
+                skip_reason = "exit 77"
+            else:
+                check(False, "the case exited with %s" % e.code)
+        except Exception:
+            check(False, "the case raised:\n" + traceback.format_exc())
+        if skip_reason is None and checks_made == checks_before:
+            check(False, "the case checked nothing")
+        took = time.monotonic() - start
+        if len(failures) > before:
+            failed_cases.append(name)
+            print("CASE FAILED: %s (%.2f s)" % (name, took), flush=True)
+        elif skip_reason is not None:
+            skipped.append(name)
+            print("CASE SKIPPED: %s (%s)" % (name, skip_reason), flush=True)
+        else:
+            print("CASE PASSED: %s (%.2f s)" % (name, took), flush=True)
+    case = None
+    if selected and len(skipped) == len(selected) and not failures:
+        print("skipped: every case (%s)" % " ".join(skipped))
+        sys.exit(77)
+    finish()
 
 
 def program(name):
