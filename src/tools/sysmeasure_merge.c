@@ -406,6 +406,9 @@ int main(int argc, char **argv)
         .report = !run.config || run.config->report,
         .perfetto = perfetto || (run.config && run.config->perfetto),
     };
+    for (uint32_t i = 0; i < n_files; i++)
+        if (files[i]->rank == 0)
+            fin.job.rank0_image = &imgs[i];
     /* The sampled metrics of every rank, as the tree would have gathered them. */
     uint64_t mlen = 0;
     for (uint32_t i = 0; i < n_files; i++)

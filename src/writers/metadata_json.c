@@ -16,6 +16,7 @@
 #include "../core/events.h"
 #include "../core/location.h"
 #include "../core/metrics.h"
+#include "../merge/image.h"
 #include "../util/bytes.h"
 #include "../util/json.h"
 #include "../util/log.h"
@@ -36,6 +37,9 @@ static void sm_meta_date(sm_json_t *j, const char *key, uint64_t epoch_ns)
              tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
     sm_json_string(j, buf);
 }
+
+/* Deepest creation path shown. */
+#define SM_META_PATH_MAX 64
 
 static const char *sm_meta_location_type(sm_location_type_t type)
 {
@@ -65,31 +69,71 @@ static void sm_meta_configuration(sm_json_t *j, const sm_config_t *cfg)
     sm_json_object_end(j);
 }
 
-static void sm_meta_locations(sm_json_t *j)
+/* One location of rank 0: its id, name, type, thread id (0: not known),
+ * creator and the regions open in the creator, outermost first. */
+static void sm_meta_location(sm_json_t *j, uint32_t id, const char *name, uint32_t type,
+                             int64_t tid, uint32_t creator, const char *const *path,
+                             uint32_t depth)
 {
-    uint32_t count = sm_location_count();
+    sm_json_object_begin_inline(j);
+    sm_json_field_uint(j, "id", id);
+    sm_json_field_string(j, "name", name);
+    sm_json_field_string(j, "type", sm_meta_location_type((sm_location_type_t)type));
+    sm_json_key(j, "tid");
+    if (tid)
+        sm_json_int(j, tid);
+    else
+        sm_json_null(j);
+    sm_json_key(j, "created_by");
+    if (creator == SM_INVALID_ID)
+        sm_json_null(j);
+    else
+        sm_json_uint(j, creator);
+    sm_json_key(j, "creation_path");
+    sm_json_array_begin_inline(j);
+    for (uint32_t d = 0; d < depth; d++)
+        sm_json_string(j, path[d]);
+    sm_json_array_end(j);
+    sm_json_object_end(j);
+}
+
+/* Rank 0's locations: this process's own (a live end), or those of rank
+ * 0's image (sysmeasure-merge: its process file keeps no thread ids, and
+ * its creation paths as "a > b"). */
+static void sm_meta_locations(sm_json_t *j, const sm_job_t *job)
+{
     sm_json_key(j, "locations");
     sm_json_array_begin(j);
+    const sm_image_t *img = job->rank0_image;
+    uint32_t count = img ? img->n_locations : sm_location_count();
     for (uint32_t id = 0; id < count; id++) {
-        const sm_location_t *loc = sm_location_get(id);
-        if (!loc)
+        const char *path[SM_META_PATH_MAX];
+        uint32_t depth = 0;
+        if (!img) {
+            const sm_location_t *loc = sm_location_get(id);
+            if (!loc)
+                continue;
+            for (uint32_t d = 0; loc->creator_path && d < loc->creator_depth &&
+                                 depth < SM_META_PATH_MAX; d++)
+                path[depth++] = sm_region_name(loc->creator_path[d]);
+            sm_meta_location(j, loc->id, loc->name, loc->type, loc->tid, loc->creator, path,
+                             depth);
             continue;
-        sm_json_object_begin_inline(j);
-        sm_json_field_uint(j, "id", loc->id);
-        sm_json_field_string(j, "name", loc->name);
-        sm_json_field_string(j, "type", sm_meta_location_type(loc->type));
-        sm_json_field_int(j, "tid", loc->tid);
-        sm_json_key(j, "created_by");
-        if (loc->creator == SM_INVALID_ID)
-            sm_json_null(j);
-        else
-            sm_json_uint(j, loc->creator);
-        sm_json_key(j, "creation_path");
-        sm_json_array_begin_inline(j);
-        for (uint32_t d = 0; loc->creator_path && d < loc->creator_depth; d++)
-            sm_json_string(j, sm_region_name(loc->creator_path[d]));
-        sm_json_array_end(j);
-        sm_json_object_end(j);
+        }
+        sm_image_location_t l;
+        memset(&l, 0, sizeof l);
+        if (img->location(img->ctx, id, &l) != 0)
+            continue;
+        for (char *p = l.creation_path; p && *p && depth < SM_META_PATH_MAX;) {
+            path[depth++] = p;
+            char *sep = strstr(p, " > ");
+            if (!sep)
+                break;
+            *sep = '\0';
+            p = sep + 3;
+        }
+        sm_meta_location(j, l.id, l.name, l.type, 0, l.creator, path, depth);
+        free(l.creation_path);
     }
     sm_json_array_end(j);
 }
@@ -259,7 +303,7 @@ int sm_metadata_write_json(const sm_run_info_t *run, const sm_job_t *job)
     sm_meta_configuration(&j, run->config);
     sm_meta_processes(&j, run, job);
     /* This process's (rank 0's) threads; the others' are in the archive. */
-    sm_meta_locations(&j);
+    sm_meta_locations(&j, job);
     /* Rank 0's declared pairs (the ranks of a job declare alike). */
     sm_meta_declared(&j);
     sm_meta_metrics(&j, job);

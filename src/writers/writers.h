@@ -39,6 +39,9 @@ typedef struct sm_job {
      * gathered as sm_tree_gather gives them; NULL: this process's alone. */
     const void *metrics;
     uint64_t metrics_len;
+    /* Rank 0's locations for metadata.json: NULL for this process's own
+     * (a live end), else rank 0's image (sysmeasure-merge). */
+    const struct sm_image *rank0_image;
 } sm_job_t;
 
 /* traces.otf2, traces.def, traces/ : one archive, one event file per location.

@@ -13,6 +13,8 @@
  *   abort        some messages, then rank 1 calls MPI_Abort(3)
  *   hang         some messages, then waits forever (to be killed)
  *   nofinalize   some messages, then returns without MPI_Finalize
+ *   finalize     the same messages, then MPI_Finalize (nofinalize's twin:
+ *                the live end and sysmeasure-merge give the same folder)
  *   rank-exits   some messages, then rank 1 exits without MPI_Finalize while
  *                the others wait in it (a region "waiting" marks rank 0's wait)
  *   atexit       MPI_Finalize from an atexit handler, after main returned
@@ -318,7 +320,7 @@ int main(int argc, char **argv)
     else if (!strcmp(mode, "io_rma"))
         io_rma(argc > 2 ? argv[2] : ".");
     else if (!strcmp(mode, "abort") || !strcmp(mode, "hang") || !strcmp(mode, "nofinalize") ||
-             !strcmp(mode, "rank-exits")) {
+             !strcmp(mode, "rank-exits") || !strcmp(mode, "finalize")) {
         ring();
         MPI_Barrier(MPI_COMM_WORLD);
         if (!strcmp(mode, "abort") && rank == 1) {
@@ -333,6 +335,10 @@ int main(int argc, char **argv)
         }
         if (!strcmp(mode, "nofinalize"))
             return errors ? 1 : 0;
+        if (!strcmp(mode, "finalize")) {
+            MPI_Finalize();
+            return errors ? 1 : 0;
+        }
         if (!strcmp(mode, "rank-exits")) {
             if (rank == 1) {
                 sleep_ms(300); /* the others are inside MPI_Finalize by now */
