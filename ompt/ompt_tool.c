@@ -1623,12 +1623,14 @@ static void sm_ompt_at_finalize(const sm_run_info_t *run)
         sm_warning("%s", note);
 }
 
-__attribute__((constructor)) static void sm_ompt_register(void)
-{
-    sm_runtime_on_finalize(sm_ompt_at_finalize);
-}
+const sm_subsystem_t sm_ompt_subsystem = {
+    .name = "OpenMP (OMPT)",
+    .flush = sm_ompt_at_finalize,
+};
 
 #else /* no omp-tools.h at build time: no tool */
+
+const sm_subsystem_t sm_ompt_subsystem = {.name = "OpenMP (OMPT)"};
 
 bool sm_ompt_in_use(void)
 {

@@ -20,9 +20,13 @@
 #define SM_OMPT_TOOL_H
 
 #include <stdbool.h>
+#include "core/subsystem.h"
 #include "core/compiler.h"
 
 /* The OpenMP runtime took the tool (OMPT initialised in this process). */
 bool sm_ompt_in_use(void) SM_HIDDEN;
+
+/* Its part of the end (src/plugins.def): idle workers and teams closed. */
+extern const sm_subsystem_t sm_ompt_subsystem SM_HIDDEN;
 
 #endif

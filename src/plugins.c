@@ -3,6 +3,10 @@
 
 #include "core/counters.h"
 #include "core/subsystem.h"
+#include "compiler/compiler_hooks.h"
+#include "core/gpu.h"
+#include "core/gpu_counters.h"
+#include "../ompt/ompt_tool.h"
 #include "sampling/callstack.h"
 #include "sampling/process_sampler.h"
 #ifdef SM_HAVE_PAPI

@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compiler_hooks.h"
 #include "core/clock.h"
 #include "core/compiler.h"
 #include "core/config.h"
@@ -214,7 +215,6 @@ static SM_NOINLINE sm_fn_t *sm_fn_miss(sm_location_t *loc, void *fn)
         sm_fn_t *t = calloc(SM_FN_SLOTS, sizeof *t);
         if (t) {
             sm_fn_configure();
-            sm_runtime_on_finalize(sm_fn_finalize);
         }
         __atomic_store_n(&sm_fn_table, t, __ATOMIC_RELEASE);
     }
@@ -505,3 +505,8 @@ static void sm_fn_finalize(const sm_run_info_t *run)
     }
     pthread_mutex_unlock(&sm_fn_lock);
 }
+
+const sm_subsystem_t sm_compiler_subsystem = {
+    .name = "compiler instrumentation",
+    .flush = sm_fn_finalize, /* the functions' names and the filter note */
+};

@@ -437,11 +437,8 @@ int sm_gpu_on_flush(sm_gpu_flush_fn fn)
         sm_gpu_flushes[sm_gpu_n_flushes++] = fn;
         rc = 0;
     }
-    int hook = !sm_gpu_hooked;
     sm_gpu_hooked = 1;
     pthread_mutex_unlock(&sm_gpu_lock);
-    if (hook && sm_runtime_on_finalize(sm_gpu_finalize_hook) != 0)
-        rc = -1;
     return rc;
 }
 
@@ -451,6 +448,10 @@ static void sm_gpu_finalize_hook(const sm_run_info_t *run)
 {
     (void)run;
     pthread_mutex_lock(&sm_gpu_lock);
+    if (!sm_gpu_hooked) { /* no GPU backend in this process */
+        pthread_mutex_unlock(&sm_gpu_lock);
+        return;
+    }
     uint32_t n = sm_gpu_n_flushes;
     sm_gpu_flush_fn fns[SM_GPU_MAX_FLUSH];
     memcpy(fns, sm_gpu_flushes, sizeof fns);
@@ -544,3 +545,8 @@ int sm_gpu_for_each_in_order(int (*source)(void *ctx, uint32_t i, sm_record_fn f
     free(s.offsets);
     return out ? out : rc;
 }
+
+const sm_subsystem_t sm_gpu_subsystem = {
+    .name = "GPU activity",
+    .flush = sm_gpu_finalize_hook, /* the backends' last records, then the losses */
+};

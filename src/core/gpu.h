@@ -33,6 +33,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "subsystem.h"
 #include "buffer.h"
 #include "compiler.h"
 #include "definitions.h"
@@ -172,5 +173,8 @@ struct sm_profile_node;
 const struct sm_profile_node *sm_gpu_correlation_node(uint64_t correlation) SM_HIDDEN;
 struct sm_location *sm_gpu_stream_location(sm_gpu_stream_t stream) SM_HIDDEN;
 int sm_gpu_taking(void) SM_HIDDEN;
+
+/* Its part of the end (src/plugins.def): the backends' last records. */
+extern const sm_subsystem_t sm_gpu_subsystem SM_HIDDEN;
 
 #endif

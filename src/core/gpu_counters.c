@@ -75,12 +75,9 @@ uint32_t sm_gpu_counter_define(const char *name, const char *unit)
             free(copy);
         }
     }
-    int hook = !sm_gc_hooked && id != UINT32_MAX;
-    if (hook)
+    if (id != UINT32_MAX)
         sm_gc_hooked = 1;
     pthread_mutex_unlock(&sm_gc_lock);
-    if (hook)
-        sm_runtime_on_finalize(sm_gc_finalize_hook);
     return id;
 }
 
@@ -309,6 +306,11 @@ int sm_gpu_counters_write(const char *dir, uint32_t rank, uint32_t n_ranks)
 /* After the backends' flush (their hook was registered first). */
 static void sm_gc_finalize_hook(const sm_run_info_t *run)
 {
+    pthread_mutex_lock(&sm_gc_lock);
+    int counted = sm_gc_hooked;
+    pthread_mutex_unlock(&sm_gc_lock);
+    if (!counted) /* no GPU counter defined */
+        return;
     const char *dir = sm_runtime_output_dir();
     char err[256];
     if (!dir || sm_runtime_make_output_dir(err, sizeof err) != 0)
@@ -324,3 +326,8 @@ static void sm_gc_finalize_hook(const sm_run_info_t *run)
         sm_runtime_add_note(note);
     }
 }
+
+const sm_subsystem_t sm_gpu_counters_subsystem = {
+    .name = "GPU counters",
+    .flush = sm_gc_finalize_hook, /* after the GPU's flush (plugins.def order) */
+};

@@ -21,6 +21,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "subsystem.h"
 #include "compiler.h"
 #include "gpu.h"
 #include "profile.h"
@@ -59,5 +60,8 @@ void sm_gpu_counters_each(sm_gpu_counter_stat_fn fn, void *arg) SM_HIDDEN;
  * extension when n_ranks > 1); 0 when there is nothing or it was written,
  * else 1. */
 int sm_gpu_counters_write(const char *dir, uint32_t rank, uint32_t n_ranks) SM_HIDDEN;
+
+/* Its part of the end (src/plugins.def): counter_collection.csv. */
+extern const sm_subsystem_t sm_gpu_counters_subsystem SM_HIDDEN;
 
 #endif

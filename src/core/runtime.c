@@ -55,8 +55,6 @@ static const sm_procs_t *sm_procs;     /* the job's processes; NULL: on our own 
 static int sm_finalizing_job;          /* finalize runs collectively (MPI_Finalize) */
 static char sm_end_reason[128];        /* why the process ends early, when it does */
 static char **sm_saved_argv;
-static sm_finalize_hook_t sm_finalize_hooks[8];
-static uint32_t sm_n_finalize_hooks;
 
 const sm_config_t *sm_runtime_config(void)
 {
@@ -71,18 +69,6 @@ const char *sm_runtime_output_dir(void)
 void sm_runtime_discard_output(void)
 {
     sm_runtime_discard = 1;
-}
-
-int sm_runtime_on_finalize(sm_finalize_hook_t hook)
-{
-    pthread_mutex_lock(&sm_runtime_lock);
-    int rc = -1;
-    if (sm_n_finalize_hooks < sizeof sm_finalize_hooks / sizeof sm_finalize_hooks[0]) {
-        sm_finalize_hooks[sm_n_finalize_hooks++] = hook;
-        rc = 0;
-    }
-    pthread_mutex_unlock(&sm_runtime_lock);
-    return rc;
 }
 
 void sm_runtime_add_note(const char *text)
@@ -763,7 +749,6 @@ static int sm_runtime_begin_end(const char *reason)
     sm_run.end_realtime_ns = sm_clock_realtime_at_init_ns() +
                              (sm_clock_monotonic_ns() - sm_clock_monotonic_at_init_ns());
     sm_runtime_active = 0; /* threads that appear from now on are not measured */
-    uint32_t n_hooks = sm_n_finalize_hooks;
     pthread_mutex_unlock(&sm_runtime_lock);
     /* No sample of our own finalize; the samplers' last values now. */
     sm_subsystems_stop();
@@ -776,8 +761,7 @@ static int sm_runtime_begin_end(const char *reason)
     }
 
     if (!sm_runtime_discard)
-        for (uint32_t i = 0; i < n_hooks; i++)
-            sm_finalize_hooks[i](&sm_run);
+        sm_subsystems_flush(&sm_run);
 
     /* Threads still running see `closed` and record nothing more. */
     uint32_t n = sm_location_count();

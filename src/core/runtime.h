@@ -116,12 +116,6 @@ void sm_runtime_note_signal_in_finalize(int sig) SM_HIDDEN;
 /* The process is about to end abnormally: put what was measured on disk. */
 void sm_runtime_emergency_write(const char *reason) SM_HIDDEN;
 
-/* Adapters that must act at the end of the run, before the threads' open
- * regions are closed and anything is written (close what they know ended
- * earlier, add a note).  Called on the finalizing thread, in the order
- * registered, once; not in a forked child.  At most 8; 0 or -1. */
-typedef void (*sm_finalize_hook_t)(const sm_run_info_t *run);
-int sm_runtime_on_finalize(sm_finalize_hook_t hook) SM_HIDDEN;
 /* A note for the run's summary (see sm_run_info_t.notes); the text is
  * copied.  Nothing is printed: the caller says it on stderr itself. */
 void sm_runtime_add_note(const char *text) SM_HIDDEN;

@@ -36,6 +36,11 @@ void sm_subsystems_stop(void)
     SM_EACH_SUBSYSTEM(stop);
 }
 
+void sm_subsystems_flush(const sm_run_info_t *run)
+{
+    SM_EACH_SUBSYSTEM(flush, run);
+}
+
 void sm_subsystems_end(void)
 {
     SM_EACH_SUBSYSTEM(end);

@@ -8,6 +8,7 @@
 #include "compiler.h"
 #include "config.h"
 #include "location.h"
+#include "runtime.h"
 
 typedef struct sm_subsystem {
     const char *name;
@@ -22,6 +23,11 @@ typedef struct sm_subsystem {
     void (*thread_end)(sm_location_t *loc);
     /* The end of the run begins: produce nothing more (timers off). */
     void (*stop)(void);
+    /* Then, before the threads' open regions are closed: hand over what is
+     * still in flight (GPU records, OpenMP teams, function names), add
+     * notes (sm_runtime_add_note).  Not called for a process whose output
+     * is discarded. */
+    void (*flush)(const sm_run_info_t *run);
     /* The locations are closed and the clock calibrated: turn what was
      * kept aside into profile nodes, definitions and records. */
     void (*end)(void);
@@ -35,6 +41,7 @@ void sm_subsystems_init(const sm_config_t *cfg) SM_HIDDEN;
 void sm_subsystems_thread_begin(sm_location_t *loc) SM_HIDDEN;
 void sm_subsystems_thread_end(sm_location_t *loc) SM_HIDDEN;
 void sm_subsystems_stop(void) SM_HIDDEN;
+void sm_subsystems_flush(const sm_run_info_t *run) SM_HIDDEN;
 void sm_subsystems_end(void) SM_HIDDEN;
 
 #endif
