@@ -83,10 +83,10 @@ static int sm_fin_profiles(sm_finalize_t *f)
 }
 
 /* Whether the output named `file` was written (a later one reads it). */
-static bool sm_fin_written(const bool *ok, const char *file)
+static bool sm_fin_written(const sm_output_t *const *outputs, const bool *ok, const char *file)
 {
-    for (uint32_t i = 0; sm_outputs[i]; i++)
-        if (!strcmp(sm_outputs[i]->file, file))
+    for (uint32_t i = 0; outputs[i]; i++)
+        if (!strcmp(outputs[i]->file, file))
             return ok[i];
     return false;
 }
@@ -95,10 +95,11 @@ int sm_finalize_run(sm_finalize_t *f)
 {
     int failures = 0;
     bool ok[64] = {false};
+    const sm_output_t *const *outputs = f->outputs ? f->outputs : sm_outputs;
     sm_log_step(NULL);
     /* 1. Each rank its part. */
-    for (uint32_t i = 0; sm_outputs[i] && i < 64; i++) {
-        const sm_output_t *o = sm_outputs[i];
+    for (uint32_t i = 0; outputs[i] && i < 64; i++) {
+        const sm_output_t *o = outputs[i];
         if (o->who != SM_OUTPUT_EVERY_RANK || !o->wanted(f))
             continue;
         ok[i] = o->write(f) == 0;
@@ -107,8 +108,8 @@ int sm_finalize_run(sm_finalize_t *f)
     }
     /* Rank 0's outputs that read every rank's part wait for all of them. */
     bool wait = false;
-    for (uint32_t i = 0; sm_outputs[i]; i++)
-        wait |= sm_outputs[i]->after_every_rank && sm_outputs[i]->wanted(f);
+    for (uint32_t i = 0; outputs[i]; i++)
+        wait |= outputs[i]->after_every_rank && outputs[i]->wanted(f);
     if (wait && f->procs->size > 1 && f->procs->barrier(f->procs->ctx) != 0)
         failures++;
     /* 2. The profiles. */
@@ -119,11 +120,11 @@ int sm_finalize_run(sm_finalize_t *f)
     }
     /* 3. Rank 0's outputs. */
     if (f->procs->rank == 0)
-        for (uint32_t i = 0; sm_outputs[i] && i < 64; i++) {
-            const sm_output_t *o = sm_outputs[i];
+        for (uint32_t i = 0; outputs[i] && i < 64; i++) {
+            const sm_output_t *o = outputs[i];
             if (o->who != SM_OUTPUT_ROOT || !o->wanted(f))
                 continue;
-            if (o->follows && !sm_fin_written(ok, o->follows))
+            if (o->follows && !sm_fin_written(outputs, ok, o->follows))
                 continue; /* (that output's failure was said) */
             ok[i] = o->write(f) == 0;
             failures += !ok[i];

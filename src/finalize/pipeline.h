@@ -43,6 +43,8 @@ typedef struct sm_finalize {
     bool profiles_gathered;
     /* What this run writes. */
     bool trace, profile, report, perfetto;
+    /* The outputs, NULL-terminated; NULL: sm_outputs (a test's own list). */
+    const sm_output_t *const *outputs;
     /* ---- filled by the pipeline (rank 0) */
     sm_profile_summary_t *summary;
     /* "; MPI 12.3% of the ranks' time (MPI_Allreduce 8.1%, ...)" for the
