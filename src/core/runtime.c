@@ -31,6 +31,7 @@
 #include "metrics.h"
 #include "region_filter.h"
 #include "sampler.h"
+#include "trace_space.h"
 #include "../merge/profile_summary.h"
 #include "../merge/process_file.h"
 #include "../merge/unify.h"
@@ -320,6 +321,7 @@ void sm_runtime_set_process_group(const sm_procs_t *procs)
     sm_procs = procs;
     sm_run.rank = procs ? procs->rank : 0;
     sm_run.n_ranks = procs ? procs->size : 1;
+    sm_space_set_rank(sm_run.rank);
     if (sm_journal_on()) {
         uint32_t r[2] = {sm_run.rank, sm_run.n_ranks};
         sm_journal_add(SM_J_RANK, r, sizeof r, NULL, 0);
@@ -574,6 +576,15 @@ static int sm_runtime_init_as(int argc, char **argv)
     (void)sm_job_id(); /* fixed now: later calls may come from a signal handler */
     sm_clock_init(sm_cfg.clock);
     sm_buffers_configure(sm_cfg.buffer_size, sm_cfg.buffer_chunk_size);
+    if (sm_cfg.trace) { /* (the value was checked when it was read) */
+        uint64_t floor_bytes = 0;
+        double floor_share = 0.0;
+        char why[256];
+        if (sm_config_parse_free_space(sm_cfg.min_free_space, &floor_bytes, &floor_share, why,
+                                       sizeof why) != 0)
+            floor_bytes = 0, floor_share = 0.0;
+        sm_space_configure(sm_cfg.max_trace_size, floor_bytes, floor_share);
+    }
     sm_profile_max_depth = (uint32_t)sm_cfg.profile_depth;
     sm_trace_max_depth = sm_cfg.trace_depth > 0 ? (uint32_t)sm_cfg.trace_depth : 1;
 
@@ -691,9 +702,45 @@ __attribute__((constructor)) static void sm_runtime_constructor(int argc, char *
 
 /* ---------------------------------------------------------------- finalize */
 
+/* The trace stopped in some process (trace_space.h): how many, the first
+ * time, the reasons and the events not recorded, over the job; a note for
+ * the summary.  This process's figures are in sm_run already. */
+static void sm_runtime_trace_stop_totals(const sm_procs_t *procs)
+{
+    sm_space_reason_t why = sm_space_reason();
+    uint64_t stopped = why != SM_SPACE_RUNNING;
+    uint64_t v[4] = {stopped, why == SM_SPACE_MAX_SIZE, why == SM_SPACE_FREE_SPACE,
+                     sm_run.trace_untraced};
+    /* The earliest stop, as the largest of its complement. */
+    uint64_t first = stopped ? UINT64_MAX - sm_space_stop_ns() : 0;
+    if (procs->size > 1 && (procs->allreduce_sum_u64(procs->ctx, v, 4) != 0 ||
+                            procs->allreduce_max_u64(procs->ctx, &first, 1) != 0))
+        return; /* (the transport failed: said by the caller's next step) */
+    if (!v[0])
+        return;
+    sm_run.trace_stopped = (uint32_t)v[0];
+    sm_run.trace_untraced = v[3];
+    sm_run.trace_stop_s = (double)(UINT64_MAX - first) / 1e9;
+    char a[300] = "", b[300] = "";
+    if (v[1])
+        sm_space_reason_words(SM_SPACE_MAX_SIZE, a, sizeof a);
+    if (v[2])
+        sm_space_reason_words(SM_SPACE_FREE_SPACE, b, sizeof b);
+    snprintf(sm_run.trace_stop_reason, sizeof sm_run.trace_stop_reason, "%s%s%s", a,
+             a[0] && b[0] ? "; " : "", b);
+    char note[1200];
+    sm_space_note(note, sizeof note, sm_run.trace_stop_s, sm_run.trace_stop_reason,
+                  sm_run.trace_untraced, sm_run.trace_stopped, procs->size);
+    sm_runtime_add_note(note);
+    /* The other ranks said it only at -v: rank 0 says it for the job, once. */
+    if (procs->rank == 0 && procs->size > 1 && !stopped)
+        sm_warning("%s", note);
+}
+
 /* Sums of this process's buffer counters, over the job on rank 0. */
 static void sm_runtime_job_totals(const sm_procs_t *procs)
 {
+    sm_runtime_trace_stop_totals(procs);
     uint64_t v[6] = {sm_run.spills, sm_run.spilled_bytes, sm_run.dropped_records,
                      sm_run.unmatched_leaves, sm_run.folded_enters, sm_run.trace_folded_enters};
     uint64_t records[2 * SM_REC_KIND_COUNT];
@@ -1069,6 +1116,7 @@ static int sm_runtime_begin_end(const char *reason)
             sm_run.record_words[k] += loc->record_words[k];
         }
         sm_run.trace_folded_enters += loc->deep_enters;
+        sm_run.trace_untraced += sm_buffer_untraced(loc);
     }
     if (sm_run.trace_folded_enters && !sm_runtime_discard) {
         char note[300];
@@ -1183,6 +1231,15 @@ int sm_runtime_finalize_as(const char *reason, int how)
      * leaves a process file for sysmeasure-merge. */
     if (sm_procs && !sm_finalizing_job) {
         const char *why = sm_end_reason[0] ? sm_end_reason : "exit without MPI_Finalize";
+        if (sm_space_stopped()) {
+            /* The process file has no notes: its declared metadata, which
+             * sysmeasure-merge puts in metadata.json, says it. */
+            char reason[300], note[1200];
+            sm_space_reason_words(sm_space_reason(), reason, sizeof reason);
+            sm_space_note(note, sizeof note, (double)sm_space_stop_ns() / 1e9, reason,
+                          sm_run.trace_untraced, 1, 1);
+            sm_runtime_metadata_set("trace_stopped", note);
+        }
         int rc = sm_runtime_write_rank_file(why);
         if (rc == 0 && sm_run.rank == 0)
             sm_warning("rank 0 ended without MPI_Finalize (%s): each rank left its data in %s; "
