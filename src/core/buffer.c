@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #include "journal.h"
 #include "location.h"
 #include "pages.h"
+#include "trace_space.h"
 #include "../util/fs.h"
 #include "../util/log.h"
 #include "../util/grow.h"
@@ -305,7 +307,7 @@ uint64_t sm_buffer_memory(const sm_location_t *loc)
 /* Bytes used in chunk c of loc (the current chunk's end is loc->pos). */
 static uint32_t sm_chunk_used(const sm_location_t *loc, const sm_chunk_t *c)
 {
-    if (c == loc->buffer.current && loc->pos)
+    if (c == loc->buffer.current && loc->pos && loc->buffer.stop_state != SM_STOP_UNTRACED)
         return (uint32_t)(__atomic_load_n(&loc->pos, __ATOMIC_ACQUIRE) - c->data);
     return c->used;
 }
@@ -487,6 +489,37 @@ static int sm_spill_open(void)
     sm_crash_size = sm_crash ? SM_SLOTS_START : 0;
     sm_spill_broken = 0;
     return fd;
+}
+
+uint64_t sm_buffers_disk_bytes(void)
+{
+    uint64_t crash = __atomic_load_n(&sm_crash_size, __ATOMIC_RELAXED);
+    return crash ? crash : __atomic_load_n(&sm_spill_end, __ATOMIC_RELAXED);
+}
+
+int sm_buffers_fs_space(uint64_t *avail, uint64_t *total, char *where, size_t len)
+{
+    struct statvfs st;
+    int rc = -1;
+    pthread_mutex_lock(&sm_file_lock);
+    if (sm_spill_fd >= 0) {
+        int fd = sm_spill_fd_checked();
+        if (fd >= 0 && fstatvfs(fd, &st) == 0) {
+            const char *slash = strrchr(sm_spill_file, '/');
+            snprintf(where, len, "%.*s", slash ? (int)(slash - sm_spill_file) : 1,
+                     slash ? sm_spill_file : ".");
+            rc = 0;
+        }
+    }
+    pthread_mutex_unlock(&sm_file_lock);
+    /* No spill file yet (staged OTF2 files only): the folder. */
+    if (rc != 0 && sm_buffers_spill_dir(where, len) == 0 && statvfs(where, &st) == 0)
+        rc = 0;
+    if (rc == 0) {
+        *avail = (uint64_t)st.f_bavail * st.f_frsize;
+        *total = (uint64_t)st.f_blocks * st.f_frsize;
+    }
+    return rc;
 }
 
 /* ---------------------------------------------------------------- crash-safe slots */
@@ -683,6 +716,7 @@ static int sm_w_sync; /* no writer thread (stopped, or could not start): spill i
  * thread that spills its own chunks takes it: they must not go while being
  * read).  Lock order: sm_enc_lock, then sm_w_lock. */
 static const sm_buffer_encoder_t *sm_encoder;
+static int sm_enc_stopped; /* sm_buffers_staging_stop (atomic) */
 static int sm_enc_wanted; /* writer lock */
 static uint32_t sm_room_waiters; /* threads waiting for the disk (writer lock) */
 static pthread_mutex_t sm_enc_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -803,7 +837,10 @@ static void *sm_writer_main(void *arg)
         if (sm_w_stop)
             break;
         if (sm_ready_wanted) {
-            sm_ready_refill_locked();
+            sm_ready_refill_locked(); /* (crash-safe: the file grew) */
+            pthread_mutex_unlock(&sm_w_lock);
+            sm_space_check();
+            pthread_mutex_lock(&sm_w_lock);
             if (!sm_q_head && !sm_enc_wanted)
                 continue;
         }
@@ -811,6 +848,7 @@ static void *sm_writer_main(void *arg)
             sm_enc_wanted = 0;
             pthread_mutex_unlock(&sm_w_lock);
             sm_enc_ahead();
+            sm_space_check(); /* (the staged files grew) */
             pthread_mutex_lock(&sm_w_lock);
             continue;
         }
@@ -835,6 +873,7 @@ static void *sm_writer_main(void *arg)
         pthread_mutex_unlock(&sm_file_lock);
         if (!ok && !sm_spill_broken)
             sm_report_write_error(err);
+        sm_space_check(); /* where the trace grows on disk (trace_space.h) */
 
         pthread_mutex_lock(&sm_w_lock);
         sm_chunks_done(batch, n, offsets, ok);
@@ -1119,6 +1158,7 @@ int sm_buffer_spill(sm_location_t *loc)
         if (b->current)
             sm_set_pos(loc, sm_put_flush(b->current, t0, sm_clock_now()));
     }
+    sm_space_check(); /* no writer thread: the spilling thread looks */
     errno = saved_errno;
     return rc;
 }
@@ -1166,11 +1206,10 @@ static uint8_t *sm_buffer_hand_over(sm_location_t *loc)
     return pos;
 }
 
-uint8_t *sm_buffer_next_chunk(sm_location_t *loc, size_t bytes)
+/* A new chunk for loc, as while the trace records. */
+static uint8_t *sm_buffer_next_chunk_now(sm_location_t *loc)
 {
     sm_buffer_t *b = &loc->buffer;
-    if (bytes + sizeof(sm_record_t) + 8 > sm_chunk_bytes)
-        abort(); /* records are small; a chunk is at least 4 KiB */
     if (b->current) {
         b->current->used = (uint32_t)(loc->pos - b->current->data);
         if (sm_discard) { /* forked child: nothing of it is written */
@@ -1201,9 +1240,155 @@ uint8_t *sm_buffer_next_chunk(sm_location_t *loc, size_t bytes)
     b->current = c;
     sm_chunk_bind(loc, c);
     sm_set_pos(loc, c->data);
-    if (full && sm_encoder && loc->buffer.enc_status != SM_ENC_OFF)
+    if (full && sm_encoder && loc->buffer.enc_status != SM_ENC_OFF &&
+        !__atomic_load_n(&sm_enc_stopped, __ATOMIC_RELAXED))
         sm_enc_wake();
     return loc->pos;
+}
+
+/* ---------------------------------------------------------------- the trace stopped */
+
+/* After the trace stopped (trace_space.h), each location ends its trace at
+ * its next chunk, on the thread that writes it, in three steps, so that the
+ * trace stays balanced without a look at the records:
+ *
+ * 1. armed, at that chunk's end: the record being made gets its room in a
+ *    new chunk, as before, and the regions open now are noted.  Enter and
+ *    leave change the stack before they ask for room, so these are exactly
+ *    the regions open in the trace once that record is in.  The chunk's end
+ *    is set right after that record: the next record comes back here.
+ * 2. closing, at the next record: a leave of each noted region (innermost
+ *    first) and a MeasurementOnOff (off) at the current time.
+ * 3. untraced: every later record goes to a chunk of its own that is used
+ *    again and again, never written to disk nor read; its records are
+ *    counted when it is reused and at the end.
+ *
+ * So the disk takes at most one more chunk per location, and a thread
+ * whose chunk does not fill goes on recording into it (memory it has
+ * already) until it ends. */
+
+/* Counts the records in loc's scratch chunk and empties it. */
+static void sm_scratch_settle(sm_location_t *loc)
+{
+    sm_buffer_t *b = &loc->buffer;
+    sm_chunk_t *s = b->scratch;
+    uint8_t *pos = loc->pos;
+    if (!s || b->stop_state != SM_STOP_UNTRACED || !pos || pos < s->data ||
+        pos > s->data + s->capacity)
+        return;
+    b->untraced += sm_count_records(s->data, pos);
+    sm_set_pos(loc, s->data);
+}
+
+/* Step 3: room in the scratch chunk (made at the first time). */
+static uint8_t *sm_buffer_untraced_room(sm_location_t *loc)
+{
+    sm_buffer_t *b = &loc->buffer;
+    if (b->stop_state != SM_STOP_UNTRACED) {
+        /* The chunk being filled ends here, as at any chunk's end. */
+        if (b->current && loc->pos)
+            b->current->used = (uint32_t)(loc->pos - b->current->data);
+        loc->live_end = NULL; /* a crash-safe slot is complete here */
+        b->stop_state = SM_STOP_UNTRACED;
+    }
+    sm_chunk_t *s = b->scratch;
+    if (!s) {
+        s = sm_pages_get(SM_CHUNK_TOTAL(sm_chunk_bytes));
+        if (!s)
+            abort(); /* out of memory for one chunk, as in sm_buffer_hand_over */
+        memset(s, 0, sizeof *s);
+        s->capacity = (uint32_t)sm_chunk_bytes;
+        b->scratch = s;
+        sm_set_pos(loc, s->data);
+    } else {
+        sm_scratch_settle(loc);
+    }
+    loc->end = s->data + s->capacity;
+    return loc->pos;
+}
+
+/* Step 1. */
+static uint8_t *sm_buffer_stop_arm(sm_location_t *loc, size_t bytes)
+{
+    sm_buffer_t *b = &loc->buffer;
+    if (!b->current) /* nothing recorded: nothing to close */
+        return sm_buffer_untraced_room(loc);
+    uint32_t n = (uint32_t)(loc->sp - loc->stack), depth = 0;
+    uint32_t *open = n ? malloc(n * sizeof *open) : NULL;
+    if (n && !open) /* cannot note them: the regions stay open in the trace */
+        return sm_buffer_untraced_room(loc);
+    for (uint32_t i = 1; i <= n; i++)
+        if (loc->stack[i].region != SM_DEEP_REGION)
+            open[depth++] = loc->stack[i].region;
+    b->stop_open = open;
+    b->stop_depth = depth;
+    b->stop_state = SM_STOP_CLOSING; /* a chunk as before */
+    uint8_t *pos = sm_buffer_next_chunk_now(loc);
+    b->stop_end = loc->end;
+    loc->end = pos + bytes;
+    b->stop_state = SM_STOP_ARMED;
+    return pos;
+}
+
+/* Step 2. */
+static uint8_t *sm_buffer_stop_close(sm_location_t *loc)
+{
+    sm_buffer_t *b = &loc->buffer;
+    b->stop_state = SM_STOP_CLOSING;
+    loc->end = b->stop_end;
+    uint64_t t = sm_clock_now();
+    for (uint32_t i = b->stop_depth; i-- > 0;) {
+        sm_record_t *r = (sm_record_t *)SM_BUFFER_RESERVE(loc, sizeof *r);
+        *r = (sm_record_t){.time = t, .kind = SM_REC_LEAVE, .ref = b->stop_open[i]};
+        SM_BUFFER_COMMIT(loc, r + 1);
+    }
+    /* Where a thread's trace ends, for the viewers (GPU streams and metric
+     * locations carry times of their own: none there). */
+    if (loc->type == SM_LOCATION_CPU_THREAD) {
+        sm_record_t *r = (sm_record_t *)SM_BUFFER_RESERVE(loc, sizeof *r);
+        *r = (sm_record_t){.time = t, .kind = SM_REC_MEASUREMENT, .aux = 0};
+        SM_BUFFER_COMMIT(loc, r + 1);
+    }
+    free(b->stop_open);
+    b->stop_open = NULL;
+    b->stop_depth = 0;
+    return sm_buffer_untraced_room(loc);
+}
+
+uint8_t *sm_buffer_next_chunk(sm_location_t *loc, size_t bytes)
+{
+    sm_buffer_t *b = &loc->buffer;
+    if (bytes + sizeof(sm_record_t) + 8 > sm_chunk_bytes)
+        abort(); /* records are small; a chunk is at least 4 KiB */
+    /* Once per chunk: whether the trace stopped (a forked child's records
+     * are discarded anyway). */
+    if (SM_UNLIKELY(b->stop_state != SM_STOP_NONE || (sm_space_stopped() && !sm_discard))) {
+        switch ((sm_buffer_stop_t)b->stop_state) {
+        case SM_STOP_NONE:
+            return sm_buffer_stop_arm(loc, bytes);
+        case SM_STOP_ARMED:
+            return sm_buffer_stop_close(loc);
+        case SM_STOP_UNTRACED:
+            return sm_buffer_untraced_room(loc);
+        case SM_STOP_CLOSING:
+            break;
+        }
+    }
+    return sm_buffer_next_chunk_now(loc);
+}
+
+uint64_t sm_buffer_untraced(sm_location_t *loc)
+{
+    /* Counted where they are (a thread still running may be writing there
+     * after its location closed: nothing is moved). */
+    const sm_buffer_t *b = &loc->buffer;
+    const sm_chunk_t *s = b->scratch;
+    const uint8_t *pos = __atomic_load_n(&loc->pos, __ATOMIC_ACQUIRE);
+    uint64_t n = b->untraced;
+    if (s && b->stop_state == SM_STOP_UNTRACED && pos && pos >= s->data &&
+        pos <= s->data + s->capacity)
+        n += sm_count_records(s->data, pos);
+    return n;
 }
 
 void sm_buffer_thread_ended(sm_location_t *loc)
@@ -1217,10 +1402,14 @@ void sm_buffer_thread_ended(sm_location_t *loc)
      * of the run. */
     int encode = sm_encoder && sm_encoder->close &&
                  __atomic_load_n(&b->enc_status, __ATOMIC_RELAXED) != SM_ENC_OFF &&
-                 !__atomic_load_n(&b->enc_frozen, __ATOMIC_RELAXED);
+                 !__atomic_load_n(&b->enc_frozen, __ATOMIC_RELAXED) &&
+                 !__atomic_load_n(&sm_enc_stopped, __ATOMIC_ACQUIRE);
     if (!tight && !encode)
         return;
-    b->current->used = (uint32_t)(loc->pos - b->current->data);
+    if (b->stop_state == SM_STOP_UNTRACED)
+        sm_scratch_settle(loc); /* its last chunk's end was noted then */
+    else
+        b->current->used = (uint32_t)(loc->pos - b->current->data);
     pthread_mutex_lock(&sm_w_lock);
     if (sm_writer_usable_locked()) {
         if (encode) {
@@ -1315,6 +1504,11 @@ void sm_buffer_free(sm_location_t *loc)
 {
     sm_buffer_t *b = &loc->buffer;
     sm_buffers_quiesce();
+    if (b->scratch)
+        sm_pages_put(b->scratch, SM_CHUNK_TOTAL(b->scratch->capacity));
+    b->scratch = NULL;
+    free(b->stop_open);
+    b->stop_open = NULL;
     for (sm_chunk_t *c = b->first, *next; c; c = next) {
         next = c->next;
         sm_chunk_free(c);
@@ -1696,6 +1890,11 @@ static int sm_enc_from_disk(sm_location_t *loc, const sm_spill_extent_t *x)
     return 0;
 }
 
+void sm_buffers_staging_stop(void)
+{
+    __atomic_store_n(&sm_enc_stopped, 1, __ATOMIC_RELEASE);
+}
+
 uint64_t sm_buffers_taken_back(void)
 {
     pthread_mutex_lock(&sm_enc_lock);
@@ -1741,7 +1940,8 @@ static int sm_enc_start(sm_location_t *loc)
 {
     sm_buffer_t *b = &loc->buffer;
     if (b->enc_status == SM_ENC_NONE) {
-        b->enc = b->n_spilled || b->enc_chunks || sm_enc_n_opened == SM_ENC_MAX
+        b->enc = b->n_spilled || b->enc_chunks || sm_enc_n_opened == SM_ENC_MAX ||
+                         __atomic_load_n(&sm_enc_stopped, __ATOMIC_ACQUIRE)
                      ? NULL : sm_encoder->open(loc);
         b->enc_status = b->enc ? SM_ENC_ON : SM_ENC_OFF;
         if (b->enc)
@@ -1771,6 +1971,8 @@ static void sm_enc_before_write(sm_chunk_t **c, uint32_t n)
          * memory, until the writer caught up. */
         waiting |= __atomic_load_n(&b->enc_ended, __ATOMIC_ACQUIRE) &&
                    __atomic_load_n(&sm_in_use, __ATOMIC_RELAXED) > sm_budget;
+        /* And once the copy on disk reached its bound (trace_space.h). */
+        waiting |= __atomic_load_n(&sm_enc_stopped, __ATOMIC_ACQUIRE);
         if (waiting && !b->enc_frozen && b->enc_status == SM_ENC_ON &&
             c[i]->slot_seq >= b->enc_chunks)
             b->enc_frozen = 1;
@@ -1897,6 +2099,19 @@ static int sm_enc_ended_all(void)
  * location, oldest first, until told to stop. */
 static void sm_enc_ahead(void)
 {
+    if (__atomic_load_n(&sm_enc_stopped, __ATOMIC_ACQUIRE)) {
+        /* No more: ended threads keep what was encoded of them (their
+         * writer stays open; the end encodes the rest, as for a thread
+         * still running). */
+        pthread_mutex_lock(&sm_w_lock);
+        for (sm_location_t *loc = sm_enc_ended_head, *next; loc; loc = next) {
+            next = loc->buffer.enc_next_ended;
+            loc->buffer.enc_next_ended = NULL;
+        }
+        sm_enc_ended_head = sm_enc_ended_tail = NULL;
+        pthread_mutex_unlock(&sm_w_lock);
+        return;
+    }
     if (sm_enc_ended_all() != 0) {
         pthread_mutex_lock(&sm_w_lock);
         sm_enc_wanted = 1; /* come back after the disk */
@@ -2335,6 +2550,7 @@ int sm_spill_file_for_each(const char *path, uint32_t location, sm_record_fn fn,
 int sm_buffer_save(sm_location_t *loc)
 {
     sm_buffers_quiesce();
+    sm_scratch_settle(loc); /* (counted before its position is moved) */
     if (!loc->buffer.first && !loc->buffer.flying_first)
         return 0;
     if (sm_spill_in_place(loc, 1) != 0) {

@@ -17,7 +17,12 @@
  * checked (device and inode recorded at open) before every use and reopened
  * by path when the application closed or reused its number.  Writers read a
  * location's records back in order: its frames in the spill file, then the
- * chunks still in flight, then memory. */
+ * chunks still in flight, then memory.
+ *
+ * When the trace must stop before a disk limit (trace_space.h), each
+ * location ends its trace at its next chunk, closing the regions open
+ * there, and counts its later records without keeping them
+ * (sm_buffer_next_chunk, buffer.c "the trace stopped"). */
 #ifndef SM_BUFFER_H
 #define SM_BUFFER_H
 
@@ -70,9 +75,30 @@ typedef struct sm_buffer {
     uint32_t enc_closed; /* every record encoded, the encoder's state closed */
     struct sm_location *enc_next_ended; /* queue of ended locations (writer lock) */
     uint64_t enc_flush[3];
+    /* The trace stopped (trace_space.h), on the thread that writes loc:
+     * its state (sm_buffer_stop_t), the regions open when it was armed and
+     * its chunk's real end then (see sm_buffer_next_chunk), the chunk its
+     * records go to from then on (never read nor written to disk), and the
+     * records that went there. */
+    uint32_t stop_state;
+    uint32_t stop_depth;
+    uint32_t *stop_open;
+    uint8_t *stop_end;
+    sm_chunk_t *scratch;
+    uint64_t untraced;
 } sm_buffer_t;
 
 enum { SM_ENC_NONE, SM_ENC_ON, SM_ENC_OFF };
+
+/* A location once the trace stopped: recording as before; armed (its next
+ * record closes the regions open in its trace); closing them; untraced
+ * (records are counted, not kept). */
+typedef enum {
+    SM_STOP_NONE,
+    SM_STOP_ARMED,
+    SM_STOP_CLOSING,
+    SM_STOP_UNTRACED
+} sm_buffer_stop_t;
 
 /* Budget and chunk size from the configuration. */
 void sm_buffers_configure(uint64_t budget_bytes, uint64_t chunk_bytes) SM_HIDDEN;
@@ -99,6 +125,19 @@ void sm_buffers_set_spill_dir(const char *dir) SM_HIDDEN;
 void sm_buffers_set_spill_provider(const char *(*provider)(void)) SM_HIDDEN;
 /* The spill folder (made now, as at the first spill) into out: 0, or -1. */
 int sm_buffers_spill_dir(char *out, size_t len) SM_HIDDEN;
+/* Bytes this process's spill file takes on disk (a crash-safe file: its
+ * slots, allocated), for trace_space.h. */
+uint64_t sm_buffers_disk_bytes(void) SM_HIDDEN;
+/* The space of the file system that holds the spill folder: bytes free to
+ * anyone (f_bavail) and its size; where gets the folder.  0, or -1. */
+int sm_buffers_fs_space(uint64_t *avail, uint64_t *total, char *where, size_t len) SM_HIDDEN;
+/* The background encoder takes no more chunks (trace_space.h: the copy on
+ * disk is bounded): locations it encodes keep what it took, the rest is
+ * encoded at the end; none is opened any more. */
+void sm_buffers_staging_stop(void) SM_HIDDEN;
+/* Records of loc counted, not recorded, since the trace stopped (after
+ * loc is closed). */
+uint64_t sm_buffer_untraced(struct sm_location *loc) SM_HIDDEN;
 /* Bytes of chunks currently allocated in the process (in flight included). */
 uint64_t sm_buffers_in_use(void) SM_HIDDEN;
 /* The most that sm_buffers_in_use ever was. */

@@ -230,6 +230,51 @@ static void sm_quote_value(const char *text, char *buf, size_t len)
     buf[o] = '\0';
 }
 
+int sm_config_parse_free_space(const char *text, uint64_t *bytes, double *fraction, char *why,
+                               size_t whylen)
+{
+    const char *p = text ? text : "";
+    while (isspace((unsigned char)*p))
+        p++;
+    *bytes = 0;
+    *fraction = 0.0;
+    const char *pct = strchr(p, '%');
+    if (pct) {
+        char *end = (char *)p;
+        double v = isdigit((unsigned char)*p) ? strtod(p, &end) : -1.0;
+        const char *q = pct + 1;
+        while (isspace((unsigned char)*q))
+            q++;
+        if (v < 0.0 || v >= 100.0 || *q) {
+            snprintf(why, whylen, "expected a share of the file system below 100%% (5%%), a "
+                     "size (1G) or 0");
+            return -1;
+        }
+        for (; end < pct; end++)
+            if (!isspace((unsigned char)*end)) {
+                snprintf(why, whylen, "expected a share of the file system below 100%% (5%%), "
+                         "a size (1G) or 0");
+                return -1;
+            }
+        *fraction = v / 100.0;
+        return 0;
+    }
+    const char *q = p;
+    while (*q == '0')
+        q++;
+    if (q > p) {
+        while (isspace((unsigned char)*q))
+            q++;
+        if (!*q)
+            return 0; /* "0": no floor */
+    }
+    if (sm_config_parse_size(p, bytes) != 0) {
+        snprintf(why, whylen, "expected a size (1G), a share of the file system (5%%) or 0");
+        return -1;
+    }
+    return 0;
+}
+
 /* Checks beyond the type, per variable. */
 static const char *sm_check_range(const sm_config_var_t *var, const void *value)
 {
@@ -336,6 +381,12 @@ static int sm_config_apply(sm_config_t *cfg, const sm_config_var_t *var, const c
             int bad = sm_gpu_sampling_list(value, &spec, why, whylen);
             sm_gpu_spec_free(&spec);
             if (bad)
+                return -1;
+        }
+        if (sm_var_index(var) == SM_CONFIG_MIN_FREE_SPACE) {
+            uint64_t bytes;
+            double fraction;
+            if (sm_config_parse_free_space(value, &bytes, &fraction, why, whylen) != 0)
                 return -1;
         }
         if (sm_var_index(var) == SM_CONFIG_GPU_SAMPLING_INTERVAL) {

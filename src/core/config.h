@@ -100,6 +100,10 @@ void sm_config_format(const sm_config_t *cfg, const sm_config_var_t *var, char *
 /* Parse helpers, also used by the launcher for option values. */
 int sm_config_parse_bool(const char *text, bool *out);
 int sm_config_parse_size(const char *text, uint64_t *out);
+/* SYSMEASURE_MIN_FREE_SPACE: a size (*bytes) or "N%" (*fraction, 0 to
+ * 0.99), or "0" (both 0).  0, or -1 with why. */
+int sm_config_parse_free_space(const char *text, uint64_t *bytes, double *fraction, char *why,
+                               size_t whylen);
 const char *sm_config_source_name(sm_config_source_t source);
 
 void sm_config_free(sm_config_t *cfg);

@@ -32,6 +32,7 @@
 #include "region_filter.h"
 #include "sampler.h"
 #include "subsystem.h"
+#include "trace_space.h"
 #include "../util/fs.h"
 #include "../util/log.h"
 #include "../util/grow.h"
@@ -299,6 +300,7 @@ void sm_runtime_set_process_group(const sm_procs_t *procs)
     sm_procs = procs;
     sm_run.rank = procs ? procs->rank : 0;
     sm_run.n_ranks = procs ? procs->size : 1;
+    sm_space_set_rank(sm_run.rank);
     if (sm_journal_on()) {
         uint32_t r[2] = {sm_run.rank, sm_run.n_ranks};
         sm_journal_add(SM_J_RANK, r, sizeof r, NULL, 0);
@@ -536,6 +538,15 @@ static int sm_runtime_init_as(int argc, char **argv)
     (void)sm_job_id(); /* fixed now: later calls may come from a signal handler */
     sm_clock_init(sm_cfg.clock);
     sm_buffers_configure(sm_cfg.buffer_size, sm_cfg.buffer_chunk_size);
+    if (sm_cfg.trace) { /* (the value was checked when it was read) */
+        uint64_t floor_bytes = 0;
+        double floor_share = 0.0;
+        char why[256];
+        if (sm_config_parse_free_space(sm_cfg.min_free_space, &floor_bytes, &floor_share, why,
+                                       sizeof why) != 0)
+            floor_bytes = 0, floor_share = 0.0;
+        sm_space_configure(sm_cfg.max_trace_size, floor_bytes, floor_share);
+    }
     sm_profile_max_depth = (uint32_t)sm_cfg.profile_depth;
     sm_trace_max_depth = sm_cfg.trace_depth > 0 ? (uint32_t)sm_cfg.trace_depth : 1;
 
@@ -778,6 +789,7 @@ static int sm_runtime_begin_end(const char *reason)
             sm_run.record_words[k] += loc->record_words[k];
         }
         sm_run.trace_folded_enters += loc->deep_enters;
+        sm_run.trace_untraced += sm_buffer_untraced(loc);
     }
     if (sm_run.trace_folded_enters && !sm_runtime_discard) {
         char note[300];
@@ -894,6 +906,15 @@ int sm_runtime_finalize_as(const char *reason, int how)
      * leaves a process file for sysmeasure-merge. */
     if (sm_procs && !sm_finalizing_job) {
         const char *why = sm_end_reason[0] ? sm_end_reason : "exit without MPI_Finalize";
+        if (sm_space_stopped()) {
+            /* The process file has no notes: its declared metadata, which
+             * sysmeasure-merge puts in metadata.json, says it. */
+            char reason[300], note[1200];
+            sm_space_reason_words(sm_space_reason(), reason, sizeof reason);
+            sm_space_note(note, sizeof note, (double)sm_space_stop_ns() / 1e9, reason,
+                          sm_run.trace_untraced, 1, 1);
+            sm_runtime_metadata_set("trace_stopped", note);
+        }
         int rc = sm_runtime_write_rank_file(why);
         if (rc == 0 && sm_run.rank == 0)
             sm_warning("rank 0 ended without MPI_Finalize (%s): each rank left its data in %s; "

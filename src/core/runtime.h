@@ -46,6 +46,13 @@ typedef struct sm_run_info {
     uint64_t record_words[SM_REC_KIND_COUNT];
     uint64_t record_bytes_max;
     uint64_t trace_folded_enters; /* beyond the trace's depth limit (counted only) */
+    /* The trace stopped before a disk limit (trace_space.h): in how many
+     * processes, the first time (s since its process began), why (one
+     * line, the reasons of all), and the events counted, not recorded. */
+    uint32_t trace_stopped;
+    double trace_stop_s;
+    uint64_t trace_untraced;
+    char trace_stop_reason[640];
     /* The job: this process's rank among n_ranks (0 of 1 without MPI). */
     uint32_t rank;
     uint32_t n_ranks;

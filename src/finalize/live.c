@@ -9,13 +9,50 @@
 #include "pipeline.h"
 #include "../core/location.h"
 #include "../core/metrics.h"
+#include "../core/trace_space.h"
 #include "../merge/process_file.h"
 #include "../merge/unify.h"
 #include "../util/log.h"
 
+/* The trace stopped in some process (trace_space.h): how many, the first
+ * time, the reasons and the events not recorded, over the job; a note for
+ * the summary.  This process's figures are in sm_run already. */
+static void sm_live_trace_stop_totals(const sm_procs_t *procs, sm_run_info_t *run)
+{
+    sm_space_reason_t why = sm_space_reason();
+    uint64_t stopped = why != SM_SPACE_RUNNING;
+    uint64_t v[4] = {stopped, why == SM_SPACE_MAX_SIZE, why == SM_SPACE_FREE_SPACE,
+                     run->trace_untraced};
+    /* The earliest stop, as the largest of its complement. */
+    uint64_t first = stopped ? UINT64_MAX - sm_space_stop_ns() : 0;
+    if (procs->size > 1 && (procs->allreduce_sum_u64(procs->ctx, v, 4) != 0 ||
+                            procs->allreduce_max_u64(procs->ctx, &first, 1) != 0))
+        return; /* (the transport failed: said by the caller's next step) */
+    if (!v[0])
+        return;
+    run->trace_stopped = (uint32_t)v[0];
+    run->trace_untraced = v[3];
+    run->trace_stop_s = (double)(UINT64_MAX - first) / 1e9;
+    char a[300] = "", b[300] = "";
+    if (v[1])
+        sm_space_reason_words(SM_SPACE_MAX_SIZE, a, sizeof a);
+    if (v[2])
+        sm_space_reason_words(SM_SPACE_FREE_SPACE, b, sizeof b);
+    snprintf(run->trace_stop_reason, sizeof run->trace_stop_reason, "%s%s%s", a,
+             a[0] && b[0] ? "; " : "", b);
+    char note[1200];
+    sm_space_note(note, sizeof note, run->trace_stop_s, run->trace_stop_reason,
+                  run->trace_untraced, run->trace_stopped, procs->size);
+    sm_runtime_add_note(note);
+    /* The other ranks said it only at -v: rank 0 says it for the job, once. */
+    if (procs->rank == 0 && procs->size > 1 && !stopped)
+        sm_warning("%s", note);
+}
+
 /* Sums of this process's buffer counters, over the job on rank 0. */
 static void sm_live_job_totals(const sm_procs_t *procs, sm_run_info_t *run)
 {
+    sm_live_trace_stop_totals(procs, run);
     uint64_t v[6] = {run->spills, run->spilled_bytes, run->dropped_records,
                      run->unmatched_leaves, run->folded_enters, run->trace_folded_enters};
     uint64_t records[2 * SM_REC_KIND_COUNT];

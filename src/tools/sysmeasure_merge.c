@@ -380,6 +380,22 @@ int main(int argc, char **argv)
     /* Declared metadata (Kokkos), as rank 0 would have written it. */
     for (uint32_t i = 0; i + 1 < files[0]->n_metadata2; i += 2)
         sm_runtime_metadata_set(files[0]->metadata[i], files[0]->metadata[i + 1]);
+    /* A rank whose trace stopped before a disk limit put its note there
+     * (trace_space.h): the summary says it, for every such rank. */
+    static char stop_note[1400];
+    uint32_t stopped = 0;
+    for (uint32_t i = 0; i < n_files; i++)
+        for (uint32_t k = 0; k + 1 < files[i]->n_metadata2; k += 2)
+            if (!strcmp(files[i]->metadata[k], "trace_stopped") && !stopped++)
+                snprintf(stop_note, sizeof stop_note, "rank %u: %s", (unsigned)files[i]->rank,
+                         files[i]->metadata[k + 1]);
+    if (stopped) {
+        size_t len = strlen(stop_note);
+        if (stopped > 1 && len < sizeof stop_note)
+            snprintf(stop_note + len, sizeof stop_note - len, " (the trace stopped in %u ranks)",
+                     (unsigned)stopped);
+        run.notes[run.n_notes++] = stop_note;
+    }
     run.pid = (pid_t)files[0]->pid;
     snprintf(run.hostname, sizeof run.hostname, "%s", files[0]->hostname);
     /* Ticks of another process mean nothing here: durations come from the

@@ -170,6 +170,19 @@ void sm_json_run_totals(sm_json_t *j, const sm_run_info_t *run)
     sm_json_object_end(j);
     sm_json_field_uint(j, "records_bytes_max_process", run->record_bytes_max);
     sm_json_field_uint(j, "trace_folded_enters", run->trace_folded_enters);
+    /* The trace stopped before a disk limit (trace_space.h); null: it
+     * recorded to the end. */
+    if (run->trace_stopped) {
+        sm_json_key(j, "trace_stopped");
+        sm_json_object_begin(j);
+        sm_json_field_double(j, "at_s", run->trace_stop_s);
+        sm_json_field_string(j, "reason", run->trace_stop_reason);
+        sm_json_field_uint(j, "events_not_recorded", run->trace_untraced);
+        sm_json_field_uint(j, "ranks", run->trace_stopped);
+        sm_json_object_end(j);
+    } else {
+        sm_json_field_null(j, "trace_stopped");
+    }
 }
 
 /* What the program declared about itself (Kokkos declare_metadata). */

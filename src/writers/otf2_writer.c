@@ -36,6 +36,7 @@
 #include "../core/cpus.h"
 #include "../core/pages.h"
 #include "../core/write_behind.h"
+#include "../core/trace_space.h"
 #include "../merge/image.h"
 #include "../util/bytes.h"
 #include "../util/fs.h"
@@ -2266,6 +2267,7 @@ typedef struct sm_otf2_bg_loc {
     uint64_t clamps;
     uint64_t records[2];     /* encoded during the run, at the end */
     uint32_t max_region;     /* largest local region id + 1 */
+    uint64_t staged_bytes;   /* its event file's bytes, as told to trace_space.h */
     uint64_t *comms;         /* bit per local communicator used */
     uint32_t comm_words;
     sm_timeline_t *timeline; /* binned in ticks */
@@ -2377,11 +2379,17 @@ static void sm_otf2_bg_free_all(void *user, OTF2_FileType type, OTF2_LocationRef
                                 void **per_buffer, bool final)
 {
     (void)user;
-    (void)type;
-    (void)location;
     sm_otf2_bg_chunks_t *b = *per_buffer;
     if (!b)
         return;
+    /* A full chunk was written to the staged event file: the space the
+     * trace takes grew (trace_space.h; exact once the file is closed,
+     * sm_otf2_bg_settle_size). */
+    if (b->chunk && !final && type == OTF2_FILETYPE_EVENTS && location < sm_bg.n_by_id &&
+        sm_bg.by_id[location]) {
+        sm_bg.by_id[location]->staged_bytes += b->size;
+        sm_space_staged_add((int64_t)b->size);
+    }
     if (b->chunk && !b->spare) {
         b->spare = b->chunk;
         b->chunk = NULL;
@@ -2466,6 +2474,8 @@ static void *sm_otf2_bg_open(sm_location_t *loc)
     return st;
 }
 
+static void sm_otf2_bg_settle_size(sm_otf2_bg_loc_t *st);
+
 /* st's event writer closed (its file complete), its count of events kept. */
 static bool sm_otf2_bg_close_evt(sm_otf2_bg_loc_t *st)
 {
@@ -2473,6 +2483,7 @@ static bool sm_otf2_bg_close_evt(sm_otf2_bg_loc_t *st)
         !sm_otf2_bg_ok(OTF2_Archive_CloseEvtWriter(sm_bg.archive, st->evt)))
         return false;
     st->evt = NULL;
+    sm_otf2_bg_settle_size(st);
     return true;
 }
 
@@ -2480,6 +2491,19 @@ static bool sm_otf2_bg_close_evt(sm_otf2_bg_loc_t *st)
 static void sm_otf2_bg_staged(char *path, size_t size, uint32_t id, const char *ext)
 {
     snprintf(path, size, "%s/%s/%" PRIu32 ".%s", sm_bg.dir, SM_OTF2_ARCHIVE_NAME, id, ext);
+}
+
+/* st's event file closed: the space it takes, told as it is (its last
+ * chunk is written short). */
+static void sm_otf2_bg_settle_size(sm_otf2_bg_loc_t *st)
+{
+    char path[4400];
+    struct stat sb;
+    sm_otf2_bg_staged(path, sizeof path, st->loc->id, "evt");
+    if (stat(path, &sb) != 0)
+        return;
+    sm_space_staged_add((int64_t)sb.st_size - (int64_t)st->staged_bytes);
+    st->staged_bytes = (uint64_t)sb.st_size;
 }
 
 /* buffer.h's close, on the writer thread: the thread ended and st has all
@@ -2512,8 +2536,10 @@ static int sm_otf2_bg_close(sm_location_t *loc, void *arg, int complete)
     }
     st->stopped = true; /* written at the end, its staged file dropped */
     if (!sm_bg.broken && st->evt &&
-        sm_otf2_bg_ok(OTF2_Archive_CloseEvtWriter(sm_bg.archive, st->evt)))
+        sm_otf2_bg_ok(OTF2_Archive_CloseEvtWriter(sm_bg.archive, st->evt))) {
         st->evt = NULL;
+        sm_otf2_bg_settle_size(st);
+    }
     return 1;
 }
 
@@ -2743,8 +2769,10 @@ stop:
             st->loc->id, (unsigned)rec->kind);
     st->stopped = true;
     /* Its memory goes now (the staged file is dropped at the end). */
-    if (sm_otf2_bg_ok(OTF2_Archive_CloseEvtWriter(sm_bg.archive, st->evt)))
+    if (sm_otf2_bg_ok(OTF2_Archive_CloseEvtWriter(sm_bg.archive, st->evt))) {
         st->evt = NULL;
+        sm_otf2_bg_settle_size(st);
+    }
     return 1;
 }
 
