@@ -451,9 +451,11 @@ int main(int argc, char **argv)
     free(seq);
     if (job.matrix_messages)
         failures += sm_comm_matrix_write(&run, &job) != 0;
-    free(mseq);
+    /* (the metrics sequence is read by the metadata writer: freed after it) */
     int meta_failed = sm_metadata_write_json(&run, &job) != 0;
     failures += meta_failed;
+    free(mseq);
+    job.metrics = NULL;
     if (!meta_failed && (!run.config || run.config->report)) { /* it reads the files just written */
         char err[PATH_MAX + 200];
         int rc = sm_report_write_html(folder, err, sizeof err);

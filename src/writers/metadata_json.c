@@ -174,7 +174,8 @@ static void sm_meta_metrics(sm_json_t *j, const sm_job_t *job)
     sm_json_key(j, "metrics");
     sm_json_array_begin(j);
     if (job && job->metrics) {
-        uint32_t n = job->procs ? job->procs->size : 1;
+        /* (sysmeasure-merge: one process holds every rank's metrics) */
+        uint32_t n = job->n_ranks ? job->n_ranks : job->procs ? job->procs->size : 1;
         const uint8_t **blobs = calloc(n, sizeof *blobs);
         uint64_t *lens = calloc(n, sizeof *lens);
         const uint8_t *p = job->metrics, *end = p + job->metrics_len, *blob;
