@@ -197,6 +197,7 @@ void sm_runtime_set_process_group(const sm_procs_t *procs)
     sm_procs = procs;
     sm_run.rank = procs ? procs->rank : 0;
     sm_run.n_ranks = procs ? procs->size : 1;
+    sm_buffers_set_rank(sm_run.rank, sm_run.n_ranks); /* the spill file's header */
     if (sm_journal_on()) {
         uint32_t r[2] = {sm_run.rank, sm_run.n_ranks};
         sm_journal_add(SM_J_RANK, r, sizeof r, NULL, 0);

@@ -48,6 +48,10 @@ typedef struct sm_process_file {
     sm_image_location_t *locations;
     char **events;              /* per location: spill file path, or NULL (no events) */
     sm_id_maps_t maps;          /* filled by the merge */
+    /* Filled while it is read and merged: */
+    uint32_t damaged;           /* damaged parts found (each said in one line) */
+    uint64_t live_chunks, live_records, live_cut_bytes; /* recovered: its chunks being
+                                                          * written at the kill (sm_spill_report_t) */
 } sm_process_file_t;
 
 /* In the ending process, after its locations are closed.  0 or -1 (message
