@@ -2275,6 +2275,54 @@ static int sm_index_build_slots(int fd, const char *path, uint64_t size, uint64_
     return 0;
 }
 
+void sm_spill_image_fix_checks(uint8_t *data, size_t len, int slots)
+{
+    sm_spill_fhdr_t h;
+    if (len < sizeof h)
+        return;
+    memcpy(&h, data, sizeof h);
+    if (slots)
+        h.version = SM_SPILL_VERSION_SLOTS;
+    h.size = sizeof h;
+    h.check = sm_sum64(&h, offsetof(sm_spill_fhdr_t, check));
+    memcpy(data, &h, sizeof h);
+    if (h.version != SM_SPILL_VERSION_SLOTS) {
+        for (uint64_t off = sizeof h; off + sizeof(sm_spill_frame_t) <= len;) {
+            sm_spill_frame_t f;
+            memcpy(&f, data + off, sizeof f);
+            if (off + sizeof f + f.bytes <= len)
+                f.data_check = sm_sum64(data + off + sizeof f, f.bytes);
+            f.head_check = sm_sum64(&f, offsetof(sm_spill_frame_t, head_check));
+            memcpy(data + off, &f, sizeof f);
+            off += sizeof f + f.bytes;
+        }
+        return;
+    }
+    sm_slots_hdr_t sh;
+    if (len < sizeof h + sizeof sh)
+        return;
+    memcpy(&sh, data + sizeof h, sizeof sh);
+    sh.check = sm_sum64(&sh, offsetof(sm_slots_hdr_t, check));
+    memcpy(data + sizeof h, &sh, sizeof sh);
+    if (sh.slot_bytes < sizeof(sm_chunk_t) + 64 || sh.slot_bytes > (1ull << 31) ||
+        sh.first_slot < sizeof h + sizeof sh)
+        return;
+    for (uint64_t off = sh.first_slot; off + sizeof(sm_chunk_t) <= len; off += sh.slot_bytes) {
+        sm_chunk_t c;
+        memcpy(&c, data + off, sizeof c);
+        sm_spill_frame_t *f = &c.frame;
+        uint64_t head = 0;
+        if (f->magic == SM_FRAME_MAGIC) {
+            if (off + sizeof c + f->bytes <= len)
+                f->data_check = sm_sum64(data + off + sizeof c, f->bytes);
+            f->head_check = sm_sum64(f, offsetof(sm_spill_frame_t, head_check));
+            head = f->head_check;
+        }
+        c.slot_pad = sm_slot_check(&c, head);
+        memcpy(data + off, &c, sizeof c);
+    }
+}
+
 /* What the header h says into r (header_ok, identity). */
 static void sm_spill_header_read(sm_spill_fhdr_t *h, sm_spill_report_t *r)
 {

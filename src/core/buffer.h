@@ -257,6 +257,11 @@ typedef struct sm_spill_report {
  * damaged or missing (see the report), -1 when it cannot be opened or is not
  * a spill file (message printed). */
 int sm_spill_file_check(const char *path, sm_spill_report_t *report) SM_HIDDEN;
+/* Recomputes every check of a spill file held in memory (header, slots,
+ * frames as far as their lengths allow), so that crafted contents reach
+ * the readers beyond the checks, as a file made with intent would (the
+ * fuzz harnesses, tests/fuzz).  slots: force the crash-safe format. */
+void sm_spill_image_fix_checks(uint8_t *data, size_t len, int slots) SM_HIDDEN;
 /* Only the header's identity (job, host, pid, rank, crash_safe) into *id:
  * 0, or -1 when path is not a spill file of this version or its header is
  * damaged. */

@@ -223,6 +223,27 @@ void sm_journal_after_fork_child(void)
     sm_j_path = NULL;
 }
 
+void sm_journal_image_fix_checks(uint8_t *data, size_t len)
+{
+    sm_journal_head_t h;
+    if (len < SM_JOURNAL_HEAD)
+        return;
+    memcpy(&h, data, sizeof h);
+    h.check = sm_j_check(&h);
+    memcpy(data, &h, sizeof h);
+    uint64_t end = h.fill < len - SM_JOURNAL_HEAD ? SM_JOURNAL_HEAD + h.fill : len;
+    for (uint64_t at = SM_JOURNAL_HEAD; at + sizeof(sm_journal_entry_t) <= end;) {
+        sm_journal_entry_t e;
+        memcpy(&e, data + at, sizeof e);
+        if (e.len > end - at - sizeof e)
+            break;
+        e.check = sm_fnv(&e, offsetof(sm_journal_entry_t, check), SM_FNV_START);
+        e.check = sm_fnv(data + at + sizeof e, e.len, e.check);
+        memcpy(data + at, &e, sizeof e);
+        at += (sizeof e + (uint64_t)e.len + 7) & ~7ull;
+    }
+}
+
 int sm_journal_peek(const char *path, sm_journal_head_t *head, char *err, size_t errlen)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);

@@ -341,6 +341,15 @@ void sm_process_file_free(sm_process_file_t *f)
     free(f);
 }
 
+void sm_process_file_fix_checks(uint8_t *data, size_t len)
+{
+    if (len < SM_PF_HEAD)
+        return;
+    uint64_t total = len, sum = sm_fnv(data + SM_PF_OFF_RANK, len - SM_PF_OFF_RANK, SM_FNV_START);
+    memcpy(data + SM_PF_OFF_LEN, &total, sizeof total);
+    memcpy(data + SM_PF_OFF_SUM, &sum, sizeof sum);
+}
+
 /* The whole file, if it is a regular file; NULL with err otherwise. */
 static uint8_t *sm_pf_slurp(const char *path, size_t *len, char *err, size_t errlen)
 {
