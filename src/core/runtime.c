@@ -1109,7 +1109,9 @@ int sm_runtime_finalize_as(const char *reason, int how)
 /* ---------------------------------------------------------------- declared metadata */
 
 /* Few pairs, set rarely: an array under a lock.  Replaced values are not
- * freed, so that a pointer handed to the writer stays valid. */
+ * freed, so that a pointer handed to the writer stays valid: they are kept
+ * in sm_meta_old (still reachable, not leaked; sysmeasure-merge sets the
+ * pairs of every job it merges). */
 typedef struct sm_meta_pair {
     char *key;
     char *value;
@@ -1118,6 +1120,8 @@ typedef struct sm_meta_pair {
 static pthread_mutex_t sm_meta_lock = PTHREAD_MUTEX_INITIALIZER;
 static sm_meta_pair_t *sm_meta;
 static uint32_t sm_meta_n, sm_meta_cap;
+static char **sm_meta_old;
+static uint32_t sm_meta_n_old, sm_meta_cap_old;
 
 void sm_runtime_metadata_set(const char *key, const char *value)
 {
@@ -1141,8 +1145,17 @@ void sm_runtime_metadata_set(const char *key, const char *value)
             return;
         }
         sm_meta[i].key = k;
+        sm_meta[i].value = NULL;
         sm_meta_n++;
     }
+    if (sm_meta[i].value && !strcmp(sm_meta[i].value, v)) { /* the same again */
+        pthread_mutex_unlock(&sm_meta_lock);
+        free(v);
+        return;
+    }
+    if (sm_meta[i].value && (sm_meta_n_old < sm_meta_cap_old ||
+                             SM_GROW(sm_meta_old, sm_meta_cap_old, 8) == 0))
+        sm_meta_old[sm_meta_n_old++] = sm_meta[i].value;
     sm_meta[i].value = v;
     pthread_mutex_unlock(&sm_meta_lock);
 }

@@ -4,6 +4,7 @@
 #include "recover.h"
 
 #include <limits.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,12 +32,17 @@ typedef struct sm_rec_state {
     int points;
     int oom;
     uint64_t invalid; /* entries whose check holds but whose contents do not */
+    uint32_t max_id;  /* no id reaches it: the entries the file can hold */
 } sm_rec_state_t;
 
-/* Makes room for index id in a table (entries zeroed); -1 out of memory. */
-static int sm_rec_grow(void **table, uint32_t *n, uint32_t *cap, size_t size, uint32_t id)
+/* Makes room for index id in a table (entries zeroed); -1 out of memory,
+ * or an id no journal of max_id entries can hold (ids are dense: every
+ * definition has an entry of its own, so a larger one is damage or
+ * crafted, and would only cost memory). */
+static int sm_rec_grow(void **table, uint32_t *n, uint32_t *cap, size_t size, uint32_t id,
+                       uint32_t max_id)
 {
-    if (id >= (1u << 26))
+    if (id >= (1u << 26) || id >= max_id)
         return -1;
     if (id >= *cap) {
         uint32_t c = *cap ? *cap : 64;
@@ -56,7 +62,7 @@ static int sm_rec_grow(void **table, uint32_t *n, uint32_t *cap, size_t size, ui
 
 #define SM_REC_GROW(s, field, capfield, id)                                                    \
     sm_rec_grow((void **)&(s)->l.field, &(s)->l.n_##field, &(s)->capfield, sizeof *(s)->l.field, \
-                (id))
+                (id), (s)->max_id)
 
 /* Whether clock parameters from a journal can be used: a tick between
  * 1 ps and 1 ms, offsets of less than a day (a crafted or damaged entry
@@ -144,7 +150,8 @@ static int sm_rec_entry(uint32_t kind, const uint8_t *p, uint32_t len, void *arg
             s->invalid++;
             break;
         }
-        if (sm_rec_grow((void **)&s->locs, &s->n_locs, &s->cap_locs, sizeof *s->locs, e.id) != 0)
+        if (sm_rec_grow((void **)&s->locs, &s->n_locs, &s->cap_locs, sizeof *s->locs, e.id,
+                        s->max_id) != 0)
             break;
         sm_image_location_t *l = &s->locs[e.id];
         l->id = e.id;
@@ -295,6 +302,10 @@ sm_process_file_t *sm_recover_process(const char *journal_path, const char *even
     sm_rec_state_t s;
     memset(&s, 0, sizeof s);
     s.n_ranks = 1;
+    struct stat jst;
+    uint64_t entries = stat(journal_path, &jst) == 0 && jst.st_size > 0
+                           ? (uint64_t)jst.st_size / sizeof(sm_journal_entry_t) : 0;
+    s.max_id = entries < (1u << 26) ? (uint32_t)entries : (1u << 26);
     sm_journal_head_t head;
     sm_journal_damage_t damage;
     if (sm_journal_read(journal_path, &head, sm_rec_entry, &s, &damage, err, errlen) != 0) {
