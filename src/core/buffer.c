@@ -30,19 +30,24 @@
 /* ---------------------------------------------------------------- file format */
 
 #define SM_SPILL_MAGIC "SMSPILL2"
-#define SM_SPILL_VERSION 2u
-#define SM_SPILL_VERSION_SLOTS 3u /* --crash-safe: fixed-size slots (below) */
+#define SM_SPILL_VERSION 4u       /* 4: the header names host and rank */
+#define SM_SPILL_VERSION_SLOTS 5u /* --crash-safe: fixed-size slots (below); 5: slot checks */
 #define SM_FRAME_MAGIC 0x46434d53u /* "SMCF" */
 #define SM_SLOT_MAGIC 0x544f4c53534d5343ull /* "CSMSSLOT" */
 #define SM_SLOTS_START 4096u /* first slot of a crash-safe file */
 
-/* The spill file starts with this header. */
+/* The spill file starts with this header: whose file it is (job, host,
+ * pid and, once the process knows it, rank), so that a file found under
+ * another process's name is recognised (sysmeasure-merge). */
 typedef struct sm_spill_fhdr {
     char magic[8];
     uint32_t version;
     uint32_t size; /* of this header */
     int64_t pid;
     char job[SM_JOB_ID_MAX];
+    char host[64];    /* gethostname(), as in the process file and the journal */
+    uint32_t rank;    /* SM_SPILL_NO_RANK until the process knows it */
+    uint32_t n_ranks;
     uint64_t check; /* of the bytes above */
 } sm_spill_fhdr_t;
 
@@ -64,6 +69,10 @@ _Static_assert(sizeof(sm_spill_frame_t) == 32, "a frame header is 32 bytes");
  * the records).  A sealed slot's frame is intact like any frame; a slot
  * whose frame is not sealed was being written when the process died: its
  * records up to its fill word (live_end - slot_base) are complete. */
+/* A slot's own fields (its location, its place, where it was mapped) are
+ * checked too: slot_pad holds sm_slot_check() over them and the frame's
+ * head check (0 while the slot is being written), so that a slot whose
+ * place or owner was damaged is refused, not put elsewhere. */
 typedef struct sm_slots_hdr {
     uint64_t slot_bytes;
     uint64_t first_slot;
@@ -116,6 +125,13 @@ struct sm_chunk {
 };
 
 _Static_assert(sizeof(sm_chunk_t) % 16 == 0, "chunk data aligned");
+
+/* The check of a crash-safe slot's own fields (see sm_slots_hdr_t). */
+static uint64_t sm_slot_check(const sm_chunk_t *c, uint64_t head_check)
+{
+    uint64_t w[4] = {c->slot_location, c->slot_seq, c->slot_base, head_check};
+    return sm_sum64(w, sizeof w) | 1; /* never 0: a slot never checked is not one */
+}
 
 static uint64_t sm_budget = 64u << 20;
 static uint64_t sm_chunk_bytes = 256u << 10;
@@ -211,8 +227,10 @@ static void sm_chunk_bind(sm_location_t *loc, sm_chunk_t *c)
     c->live_end = c->data;
     loc->end = c->data + c->capacity;
     loc->live_end = c->slot_offset ? &c->live_end : NULL;
-    if (c->slot_offset)
+    if (c->slot_offset) {
+        c->slot_pad = sm_slot_check(c, 0);
         __atomic_store_n(&c->slot_magic, SM_SLOT_MAGIC, __ATOMIC_RELEASE);
+    }
 }
 
 /* Chunks a location gave back (after a spill, or when it is freed) are kept
@@ -430,6 +448,40 @@ static const char *sm_spill_host(void)
     return host;
 }
 
+/* The rank of this process, for the spill file's header (sm_buffers_set_rank). */
+static uint32_t sm_spill_rank = SM_SPILL_NO_RANK, sm_spill_n_ranks;
+
+/* The header of this process's spill file. */
+static void sm_spill_header(sm_spill_fhdr_t *h)
+{
+    memset(h, 0, sizeof *h);
+    memcpy(h->magic, SM_SPILL_MAGIC, sizeof h->magic);
+    h->version = sm_crash ? SM_SPILL_VERSION_SLOTS : SM_SPILL_VERSION;
+    h->size = sizeof *h;
+    h->pid = getpid();
+    snprintf(h->job, sizeof h->job, "%s", sm_job_id());
+    if (gethostname(h->host, sizeof h->host - 1) != 0)
+        h->host[0] = '\0';
+    h->rank = __atomic_load_n(&sm_spill_rank, __ATOMIC_RELAXED);
+    h->n_ranks = __atomic_load_n(&sm_spill_n_ranks, __ATOMIC_RELAXED);
+    h->check = sm_sum64(h, offsetof(sm_spill_fhdr_t, check));
+}
+
+void sm_buffers_set_rank(uint32_t rank, uint32_t n_ranks)
+{
+    pthread_mutex_lock(&sm_file_lock);
+    __atomic_store_n(&sm_spill_rank, rank, __ATOMIC_RELAXED);
+    __atomic_store_n(&sm_spill_n_ranks, n_ranks, __ATOMIC_RELAXED);
+    /* A file made before the rank was known gets it now (a failure leaves
+     * the rank unknown there: the merge then goes by job, host and pid). */
+    if (sm_spill_fd >= 0 && !sm_discard && sm_spill_fd_checked() >= 0) {
+        sm_spill_fhdr_t h;
+        sm_spill_header(&h);
+        (void)sm_pwrite_all(sm_spill_fd, &h, sizeof h, 0);
+    }
+    pthread_mutex_unlock(&sm_file_lock);
+}
+
 /* The spill file, created at the first spill.  Under sm_file_lock. */
 static int sm_spill_open(void)
 {
@@ -459,13 +511,7 @@ static int sm_spill_open(void)
     int fd = sm_fs_create(path, O_RDWR, 0644); /* new, in a folder of ours (fs.h) */
     struct stat st;
     sm_spill_fhdr_t h;
-    memset(&h, 0, sizeof h);
-    memcpy(h.magic, SM_SPILL_MAGIC, sizeof h.magic);
-    h.version = sm_crash ? SM_SPILL_VERSION_SLOTS : SM_SPILL_VERSION;
-    h.size = sizeof h;
-    h.pid = getpid();
-    snprintf(h.job, sizeof h.job, "%s", sm_job_id());
-    h.check = sm_sum64(&h, offsetof(sm_spill_fhdr_t, check));
+    sm_spill_header(&h);
     sm_slots_hdr_t sh = {sm_slot_bytes, SM_SLOTS_START, 0};
     sh.check = sm_sum64(&sh, offsetof(sm_slots_hdr_t, check));
     if (fd < 0 || fstat(fd, &st) != 0 || sm_pwrite_all(fd, &h, sizeof h, 0) != 0 ||
@@ -621,16 +667,23 @@ int sm_buffers_crash_safe(void)
     return __atomic_load_n(&sm_crash, __ATOMIC_ACQUIRE);
 }
 
-/* Fill in the frame header of chunk c (records of location loc_id). */
+/* Fill in the frame header of chunk c (records of location loc_id).  A
+ * crash-safe slot (mapped) is sealed in place once, when its thread moves
+ * on from it: its check then covers the slot's fields too. */
 static void sm_frame_seal(sm_chunk_t *c, uint32_t loc_id, uint32_t used)
 {
     sm_spill_frame_t *f = &c->frame;
+    if (c->slot_offset && f->magic == SM_FRAME_MAGIC && f->bytes == used &&
+        f->location == loc_id)
+        return; /* sealed when it was left (slots are never refilled) */
     f->magic = SM_FRAME_MAGIC;
     f->location = loc_id;
     f->bytes = used;
     f->records = sm_count_records(c->data, c->data + used);
     f->data_check = sm_sum64(c->data, used);
     f->head_check = sm_sum64(f, offsetof(sm_spill_frame_t, head_check));
+    if (c->slot_offset)
+        c->slot_pad = sm_slot_check(c, f->head_check);
 }
 
 /* Writes the frames of chunks c[0..n) (sealed) in as few system calls as
@@ -652,6 +705,7 @@ static int sm_spill_write_frames(sm_chunk_t **c, uint32_t n, uint64_t *offsets)
                 c[i]->slot_base = (uint64_t)(uintptr_t)c[i]->data;
                 c[i]->live_end = c[i]->data + c[i]->frame.bytes;
                 c[i]->slot_location = c[i]->frame.location;
+                c[i]->slot_pad = sm_slot_check(c[i], c[i]->frame.head_check);
                 c[i]->slot_magic = SM_SLOT_MAGIC;
                 if (sm_pwrite_all(fd, c[i], sizeof(sm_chunk_t) + c[i]->frame.bytes, off) != 0)
                     return -1;
@@ -743,7 +797,7 @@ static void sm_note_extent(sm_location_t *loc, uint64_t offset, const sm_spill_f
     }
     if (b->n_spilled == 0)
         sm_spill_users++;
-    b->spilled[b->n_spilled++] = (sm_spill_extent_t){offset, f->bytes, f->records, 0, seq};
+    b->spilled[b->n_spilled++] = (sm_spill_extent_t){offset, f->bytes, f->records, SM_EXTENT_SEALED, seq, 0};
     b->spilled_bytes += f->bytes;
 }
 
@@ -1216,6 +1270,11 @@ static uint8_t *sm_buffer_next_chunk_now(sm_location_t *loc)
             sm_set_pos(loc, b->current->data);
             return loc->pos;
         }
+        /* --crash-safe: the full slot is sealed now, on this thread (once
+         * per chunk: about 6 ns per region pair at the default chunk size),
+         * so that only the chunk being written at a kill lacks a checksum. */
+        if (b->current->slot_offset)
+            sm_frame_seal(b->current, loc->id, b->current->used);
         uint64_t need = SM_CHUNK_TOTAL(sm_chunk_bytes);
         if (__atomic_load_n(&sm_in_use, __ATOMIC_RELAXED) + need > sm_mark)
             return sm_buffer_hand_over(loc);
@@ -1653,8 +1712,10 @@ static int sm_run_load(sm_run_t *r, int fd, uint32_t loc_id, const sm_spill_exte
     const uint8_t *p = r->buf;
     for (uint32_t j = 0; j < k; j++) {
         const sm_spill_frame_t *f = (const sm_spill_frame_t *)p;
-        r->good[j] = e[i + j].live || /* complete records of a killed process's chunk */
-                     (sm_frame_intact(f) && f->location == loc_id && f->bytes == e[i + j].bytes &&
+        /* (a killed process's chunk: its whole records, checked when found) */
+        r->good[j] = e[i + j].live == SM_EXTENT_LIVE ||
+                     (e[i + j].live == SM_EXTENT_SEALED && sm_frame_intact(f) &&
+                      f->location == loc_id && f->bytes == e[i + j].bytes &&
                       f->data_check == sm_sum64(p + sizeof *f, f->bytes));
         p += sizeof *f + e[i + j].bytes;
     }
@@ -2290,11 +2351,57 @@ static int sm_index_order(const void *a, const void *b)
     return x->e.seq < y->e.seq ? -1 : x->e.seq > y->e.seq;
 }
 
-/* The slots of a crash-safe spill file: sealed ones are frames like any;
- * one whose frame is not sealed (the process died while it was being
- * written) gives its complete records up to its fill word.  Their data is
- * checked here (sm_spill_file_check counts them). */
-static int sm_index_build_slots(int fd, const char *path, uint64_t size)
+/* The whole records at [p, end) of a chunk a killed process was writing,
+ * in order: the end of that prefix, their number in *n.  Such a chunk has
+ * no checksum (it is sealed when its thread leaves it), but every record
+ * below its fill word is whole (the word is stored after the record), and
+ * a thread records its enters and leaves in time order: a record of no
+ * known kind, or an enter or leave earlier than the one before, is damage,
+ * and the prefix ends before both of the two (either may be the damaged
+ * one). */
+static const uint8_t *sm_live_prefix(const uint8_t *p, const uint8_t *end, uint32_t *n,
+                                     uint64_t *last_time)
+{
+    uint64_t last = 0, last_all = *last_time;
+    const uint8_t *prev = NULL; /* the last enter or leave taken */
+    uint32_t prev_n = 0;
+    uint64_t prev_all = last_all;
+    *n = 0;
+    while (p + sizeof(sm_record_t) <= end) {
+        const sm_record_t *rec = (const sm_record_t *)p;
+        if (rec->kind == 0 || rec->kind >= SM_REC_KIND_COUNT || p + sm_record_size(rec) > end)
+            break;
+        if (rec->kind == SM_REC_ENTER || rec->kind == SM_REC_LEAVE) {
+            if (rec->time < last) {
+                if (prev) {
+                    p = prev;
+                    *n = prev_n;
+                    last_all = prev_all;
+                }
+                break;
+            }
+            last = rec->time;
+            prev = p;
+            prev_n = *n;
+            prev_all = last_all;
+        }
+        if (rec->time > last_all && rec->kind != SM_REC_CALLING_CONTEXT_SAMPLE)
+            last_all = rec->time;
+        p += sm_record_size(rec);
+        ++*n;
+    }
+    *last_time = last_all;
+    return p;
+}
+
+/* The slots of a crash-safe spill file: sealed ones are frames like any
+ * (their data and the slot's own fields checked); a slot whose frame is not
+ * sealed was being written when the process died: its whole records up to
+ * its fill word, in order, are taken.  A sealed slot that fails a check is
+ * kept in the index as damaged (its events are counted lost where its
+ * location is read); a slot whose header is damaged beyond telling its
+ * owner is counted in the report. */
+static int sm_index_build_slots(int fd, const char *path, uint64_t size, uint64_t first_ok)
 {
     sm_spill_report_t *r = &sm_index.report;
     sm_slots_hdr_t sh;
@@ -2302,7 +2409,7 @@ static int sm_index_build_slots(int fd, const char *path, uint64_t size)
     if (sm_pread_all(fd, &sh, sizeof sh, sizeof(sm_spill_fhdr_t)) != 0 ||
         sh.check != sm_sum64(&sh, offsetof(sm_slots_hdr_t, check)) ||
         sh.slot_bytes < sizeof(sm_chunk_t) + 64 || sh.slot_bytes > (1ull << 31) ||
-        sh.first_slot < sizeof(sm_spill_fhdr_t) + sizeof sh) {
+        sh.first_slot < first_ok) {
         sm_error("%s: the crash-safe header is damaged: its events cannot be found", path);
         r->header_ok = 0;
         r->unreadable_bytes = size;
@@ -2314,52 +2421,66 @@ static int sm_index_build_slots(int fd, const char *path, uint64_t size)
         return -1;
     uint64_t cap = 0;
     uint64_t cap_bytes = sh.slot_bytes - sizeof(sm_chunk_t);
+    static const sm_spill_frame_t no_frame;
     for (uint64_t off = sh.first_slot; off + sizeof(sm_chunk_t) <= size; off += sh.slot_bytes) {
         uint64_t len = size - off < sh.slot_bytes ? size - off : sh.slot_bytes;
         if (sm_pread_all(fd, buf, len, off) != 0)
             break;
         const sm_chunk_t *c = (const sm_chunk_t *)buf;
-        if (c->slot_magic != SM_SLOT_MAGIC)
+        if (c->slot_magic == 0)
             continue; /* never used */
         const sm_spill_frame_t *f = &c->frame;
         uint64_t at = off + offsetof(sm_chunk_t, frame);
-        if (sm_frame_intact(f) && f->bytes <= cap_bytes && sizeof(sm_chunk_t) + f->bytes <= len) {
-            if (f->data_check == sm_sum64(c->data, f->bytes)) {
+        int sealed = sm_frame_intact(f);
+        int slot_ok = c->slot_magic == SM_SLOT_MAGIC &&
+                      (c->slot_pad == sm_slot_check(c, 0) ||
+                       (sealed && c->slot_pad == sm_slot_check(c, f->head_check)));
+        if (sealed) {
+            /* Its location is the frame's (checked); its place the slot's. */
+            int ok = slot_ok && f->location == c->slot_location && f->bytes <= cap_bytes &&
+                     sizeof(sm_chunk_t) + f->bytes <= len &&
+                     f->data_check == sm_sum64(c->data, f->bytes);
+            if (ok) {
                 r->frames++;
                 r->records += f->records;
-                sm_spill_extent_t e = {at, f->bytes, f->records, 0, c->slot_seq};
-                if (sm_index_add(&cap, f->location, e) != 0)
-                    break;
             } else {
                 r->damaged_frames++;
                 r->lost_records += f->records;
             }
+            /* A damaged one stays in the index (without its bytes), so that
+             * its location's reader counts its events as lost; its place is
+             * its slot's, or after the location's others when that is
+             * damaged too. */
+            sm_spill_extent_t e = {at, ok ? f->bytes : 0, f->records,
+                                   ok ? SM_EXTENT_SEALED : SM_EXTENT_DAMAGED,
+                                   slot_ok ? c->slot_seq : UINT32_MAX, 0};
+            if (sm_index_add(&cap, f->location, e) != 0)
+                break;
             continue;
         }
-        /* Being written at the end: its complete records. */
+        if (!slot_ok || (memcmp(f, &no_frame, sizeof *f) != 0 && c->slot_pad != sm_slot_check(c, 0))) {
+            /* Neither sealed nor a slot being written: its owner is unknown. */
+            r->damaged_frames++;
+            r->damaged_unowned++;
+            continue;
+        }
+        /* Being written at the end: its whole records, in order. */
         uint64_t fill = (uint64_t)(uintptr_t)c->live_end - c->slot_base;
         if ((uint64_t)(uintptr_t)c->live_end < c->slot_base || fill > cap_bytes)
             fill = 0;
         if (sizeof(sm_chunk_t) + fill > len)
             fill = len - sizeof(sm_chunk_t);
-        const uint8_t *p = c->data, *end = c->data + fill;
         uint32_t n = 0;
-        while (p + sizeof(sm_record_t) <= end) {
-            const sm_record_t *rec = (const sm_record_t *)p;
-            if (rec->kind == 0 || rec->kind >= SM_REC_KIND_COUNT || p + sm_record_size(rec) > end)
-                break;
-            if (rec->time > r->last_time && rec->kind != SM_REC_CALLING_CONTEXT_SAMPLE)
-                r->last_time = rec->time;
-            p += sm_record_size(rec);
-            n++;
-        }
-        if (!n)
+        const uint8_t *p = sm_live_prefix(c->data, c->data + fill, &n, &r->last_time);
+        uint32_t cut = (uint32_t)(c->data + fill - p);
+        r->live_cut_bytes += cut;
+        if (!n && !cut)
             continue;
         r->frames++;
         r->records += n;
         r->live_chunks++;
         r->live_records += n;
-        sm_spill_extent_t e = {at, (uint32_t)(p - c->data), n, 1, c->slot_seq};
+        sm_spill_extent_t e = {at, (uint32_t)(p - c->data), n, SM_EXTENT_LIVE, c->slot_seq, cut};
         if (sm_index_add(&cap, c->slot_location, e) != 0)
             break;
     }
@@ -2369,8 +2490,91 @@ static int sm_index_build_slots(int fd, const char *path, uint64_t size)
     return 0;
 }
 
+void sm_spill_image_fix_checks(uint8_t *data, size_t len, int slots)
+{
+    sm_spill_fhdr_t h;
+    if (len < sizeof h)
+        return;
+    memcpy(&h, data, sizeof h);
+    if (slots)
+        h.version = SM_SPILL_VERSION_SLOTS;
+    h.size = sizeof h;
+    h.check = sm_sum64(&h, offsetof(sm_spill_fhdr_t, check));
+    memcpy(data, &h, sizeof h);
+    if (h.version != SM_SPILL_VERSION_SLOTS) {
+        for (uint64_t off = sizeof h; off + sizeof(sm_spill_frame_t) <= len;) {
+            sm_spill_frame_t f;
+            memcpy(&f, data + off, sizeof f);
+            if (off + sizeof f + f.bytes <= len)
+                f.data_check = sm_sum64(data + off + sizeof f, f.bytes);
+            f.head_check = sm_sum64(&f, offsetof(sm_spill_frame_t, head_check));
+            memcpy(data + off, &f, sizeof f);
+            off += sizeof f + f.bytes;
+        }
+        return;
+    }
+    sm_slots_hdr_t sh;
+    if (len < sizeof h + sizeof sh)
+        return;
+    memcpy(&sh, data + sizeof h, sizeof sh);
+    sh.check = sm_sum64(&sh, offsetof(sm_slots_hdr_t, check));
+    memcpy(data + sizeof h, &sh, sizeof sh);
+    if (sh.slot_bytes < sizeof(sm_chunk_t) + 64 || sh.slot_bytes > (1ull << 31) ||
+        sh.first_slot < sizeof h + sizeof sh)
+        return;
+    for (uint64_t off = sh.first_slot; off + sizeof(sm_chunk_t) <= len; off += sh.slot_bytes) {
+        sm_chunk_t c;
+        memcpy(&c, data + off, sizeof c);
+        sm_spill_frame_t *f = &c.frame;
+        uint64_t head = 0;
+        if (f->magic == SM_FRAME_MAGIC) {
+            if (off + sizeof c + f->bytes <= len)
+                f->data_check = sm_sum64(data + off + sizeof c, f->bytes);
+            f->head_check = sm_sum64(f, offsetof(sm_spill_frame_t, head_check));
+            head = f->head_check;
+        }
+        c.slot_pad = sm_slot_check(&c, head);
+        memcpy(data + off, &c, sizeof c);
+    }
+}
+
+/* What the header h says into r (header_ok, identity). */
+static void sm_spill_header_read(sm_spill_fhdr_t *h, sm_spill_report_t *r)
+{
+    r->header_ok = h->size == sizeof *h && h->check == sm_sum64(h, offsetof(sm_spill_fhdr_t, check));
+    r->rank = SM_SPILL_NO_RANK;
+    if (!r->header_ok)
+        return;
+    memcpy(r->job, h->job, sizeof r->job);
+    r->job[sizeof r->job - 1] = '\0';
+    memcpy(r->host, h->host, sizeof r->host);
+    r->host[sizeof r->host - 1] = '\0';
+    r->pid = h->pid;
+    r->rank = h->rank;
+    r->n_ranks = h->n_ranks;
+    r->crash_safe = h->version == SM_SPILL_VERSION_SLOTS;
+}
+
+int sm_spill_file_identity(const char *path, sm_spill_report_t *id)
+{
+    memset(id, 0, sizeof *id);
+    id->rank = SM_SPILL_NO_RANK;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    struct stat st;
+    sm_spill_fhdr_t h;
+    int ok = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+             sm_pread_all(fd, &h, sizeof h, 0) == 0 && memcmp(h.magic, SM_SPILL_MAGIC, 8) == 0 &&
+             (h.version == SM_SPILL_VERSION || h.version == SM_SPILL_VERSION_SLOTS);
+    if (fd >= 0)
+        close(fd);
+    if (!ok)
+        return -1;
+    sm_spill_header_read(&h, id);
+    return id->header_ok ? 0 : -1;
+}
+
 /* Reads the frame headers of fd into sm_index. */
-static int sm_index_build(int fd, const char *path, const struct stat *st)
+static int sm_index_build(int fd, const char *path, const struct stat *st, int say)
 {
     sm_spill_report_t *r = &sm_index.report;
     memset(r, 0, sizeof *r);
@@ -2379,25 +2583,28 @@ static int sm_index_build(int fd, const char *path, const struct stat *st)
     sm_index.n = 0;
     sm_spill_fhdr_t h;
     if (sm_pread_all(fd, &h, sizeof h, 0) != 0 || memcmp(h.magic, SM_SPILL_MAGIC, 8) != 0) {
-        sm_error("%s is not a sysmeasure spill file (or of another version)", path);
+        if (say)
+            sm_error("%s is not a sysmeasure spill file (or it is truncated)", path);
+        return -1;
+    }
+    if (h.version != SM_SPILL_VERSION && h.version != SM_SPILL_VERSION_SLOTS) {
+        if (say)
+            sm_error("%s is a spill file of another sysmeasure version, or its header is damaged "
+                 "(format %u; this one reads %u and %u): its events cannot be read", path,
+                 (unsigned)h.version, (unsigned)SM_SPILL_VERSION,
+                 (unsigned)SM_SPILL_VERSION_SLOTS);
         return -1;
     }
     uint64_t cap = 0;
     uint64_t off = sizeof h;
-    r->header_ok = (h.version == SM_SPILL_VERSION || h.version == SM_SPILL_VERSION_SLOTS) &&
-                   h.size == sizeof h &&
-                   h.check == sm_sum64(&h, offsetof(sm_spill_fhdr_t, check));
-    if (r->header_ok) {
-        memcpy(r->job, h.job, sizeof r->job);
-        r->job[sizeof r->job - 1] = '\0';
-        r->pid = h.pid;
-    }
+    /* A damaged header leaves the file's owner unknown; its frames, each
+     * checked, are still read. */
+    sm_spill_header_read(&h, r);
     uint64_t size = (uint64_t)st->st_size;
     sm_index.tail_bad = 0;
     sm_index.tail_lost = 0;
-    if (r->header_ok && h.version == SM_SPILL_VERSION_SLOTS)
-        return sm_index_build_slots(fd, path, size);
-    r->header_ok &= h.version == SM_SPILL_VERSION;
+    if (h.version == SM_SPILL_VERSION_SLOTS)
+        return sm_index_build_slots(fd, path, size, sizeof h + sizeof(sm_slots_hdr_t));
     while (off < size) {
         sm_spill_frame_t f;
         if (off + sizeof f > size || sm_pread_all(fd, &f, sizeof f, off) != 0 ||
@@ -2417,21 +2624,31 @@ static int sm_index_build(int fd, const char *path, const struct stat *st)
         if (sm_index.n == cap && SM_GROW(sm_index.entries, cap, 256) != 0)
             return -1;
         sm_index.entries[sm_index.n++] =
-            (sm_spill_index_entry_t){f.location, {off, f.bytes, f.records, 0, 0}};
+            (sm_spill_index_entry_t){f.location, {off, f.bytes, f.records, SM_EXTENT_SEALED, 0, 0}};
         off += sizeof f + f.bytes;
     }
     return 0;
 }
 
 /* sm_index for path (index lock held): built unless it is that file, unchanged. */
+/* The last file that could not be read: said once, however often its
+ * locations are asked for (index lock held). */
+static char *sm_index_failed;
+
 static int sm_index_get(const char *path, int *fd_out)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int say = !sm_index_failed || strcmp(sm_index_failed, path) != 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        sm_error("cannot open spill file %s: %s", path, strerror(errno));
+    int plain = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    if (!plain) {
+        if (say)
+            sm_error("cannot open spill file %s: %s", path,
+                     fd < 0 ? strerror(errno) : "not a regular file");
         if (fd >= 0)
             close(fd);
+        free(sm_index_failed);
+        sm_index_failed = strdup(path);
         return -1;
     }
     if (!(sm_index.path && !strcmp(sm_index.path, path) && sm_index.dev == st.st_dev &&
@@ -2440,8 +2657,10 @@ static int sm_index_get(const char *path, int *fd_out)
           sm_index.mtime.tv_nsec == st.st_mtim.tv_nsec)) {
         free(sm_index.path);
         sm_index.path = NULL;
-        if (sm_index_build(fd, path, &st) != 0) {
+        if (sm_index_build(fd, path, &st, say) != 0) {
             close(fd);
+            free(sm_index_failed);
+            sm_index_failed = strdup(path);
             return -1;
         }
         sm_index.path = strdup(path);
@@ -2498,7 +2717,51 @@ int sm_spill_file_check(const char *path, sm_spill_report_t *report)
     return rc;
 }
 
+/* What was said about the files read (index lock held): each loss once,
+ * however often a location is read (the merge reads a recovered rank's
+ * twice). */
+typedef struct sm_said {
+    dev_t dev;
+    ino_t ino;
+    uint32_t location; /* UINT32_MAX: the file as a whole */
+} sm_said_t;
+static sm_said_t *sm_said;
+static uint64_t sm_n_said, sm_cap_said;
+
+/* Whether this is the first time (and then it is noted). */
+static int sm_say_once(uint32_t location)
+{
+    for (uint64_t i = 0; i < sm_n_said; i++)
+        if (sm_said[i].dev == sm_index.dev && sm_said[i].ino == sm_index.ino &&
+            sm_said[i].location == location)
+            return 0;
+    if (sm_n_said == sm_cap_said && SM_GROW(sm_said, sm_cap_said, 16) != 0)
+        return 1;
+    sm_said[sm_n_said++] = (sm_said_t){sm_index.dev, sm_index.ino, location};
+    return 1;
+}
+
+/* " (rank R, pid P)": the rank the file's header names, or owner. */
+static void sm_spill_whose(const sm_spill_report_t *r, const char *owner, char *buf, size_t len)
+{
+    if (r->header_ok && r->rank != SM_SPILL_NO_RANK)
+        snprintf(buf, len, " (rank %u, pid %lld)", (unsigned)r->rank, (long long)r->pid);
+    else if (r->header_ok)
+        snprintf(buf, len, " (%s%spid %lld)", owner ? owner : "", owner ? ", " : "",
+                 (long long)r->pid);
+    else if (owner)
+        snprintf(buf, len, " (%s)", owner);
+    else
+        buf[0] = '\0';
+}
+
 int sm_spill_file_for_each(const char *path, uint32_t location, sm_record_fn fn, void *arg)
+{
+    return sm_spill_file_for_each_of(path, location, NULL, fn, arg);
+}
+
+int sm_spill_file_for_each_of(const char *path, uint32_t location, const char *owner,
+                              sm_record_fn fn, void *arg)
 {
     sm_replay_t rp = {.fn = fn, .arg = arg};
     pthread_mutex_lock(&sm_index_lock);
@@ -2511,14 +2774,21 @@ int sm_spill_file_for_each(const char *path, uint32_t location, sm_record_fn fn,
     for (uint64_t i = 0; i < sm_index.n; i++)
         n += sm_index.entries[i].location == location;
     sm_spill_extent_t *e = malloc((n ? n : 1) * sizeof *e);
+    uint32_t *e_cut = calloc(n ? n : 1, sizeof *e_cut);
     n = 0;
-    for (uint64_t i = 0; e && i < sm_index.n; i++)
-        if (sm_index.entries[i].location == location)
+    for (uint64_t i = 0; e && e_cut && i < sm_index.n; i++)
+        if (sm_index.entries[i].location == location) {
+            e_cut[n] = sm_index.entries[i].e.cut;
             e[n++] = sm_index.entries[i].e;
+        }
     int tail_damaged = sm_index.tail_bad;
     uint64_t tail_lost = sm_index.tail_lost, tail_bytes = sm_index.report.unreadable_bytes;
+    const sm_spill_report_t rep = sm_index.report;
+    int say_file = sm_say_once(UINT32_MAX);
     pthread_mutex_unlock(&sm_index_lock);
-    if (!e) {
+    if (!e || !e_cut) {
+        free(e);
+        free(e_cut);
         close(fd);
         return -1;
     }
@@ -2527,20 +2797,67 @@ int sm_spill_file_for_each(const char *path, uint32_t location, sm_record_fn fn,
     close(fd);
     free(e);
     rc = sm_replay_end(&rp, rc);
+    char whose[160];
+    sm_spill_whose(&rep, owner, whose, sizeof whose);
+    /* The chunk a killed process was writing, damaged after its first
+     * whole records (see sm_live_prefix). */
+    uint64_t cut = 0, cut_events = 0;
+    for (uint64_t i = 0; i < n; i++)
+        if (e_cut[i]) {
+            cut += e_cut[i];
+            cut_events += (e_cut[i] + sizeof(sm_record_t) - 1) / sizeof(sm_record_t);
+        }
+    free(e_cut);
+    if (cut) {
+        pthread_mutex_lock(&sm_index_lock);
+        int say = sm_index.path && !strcmp(sm_index.path, path) ? sm_say_once(location) : 1;
+        pthread_mutex_unlock(&sm_index_lock);
+        if (say)
+            sm_error("crash-safe file %s%s: the chunk of location %u being written at the "
+                     "kill is damaged after its whole events: %llu bytes of records (up to "
+                     "%llu events) lost", path, whose, location, (unsigned long long)cut,
+                     (unsigned long long)cut_events);
+        if (rc == 0)
+            rc = -1;
+    }
     if (lost_frames) {
-        sm_error("spill file %s: %llu chunk%s of location %u damaged; %llu events lost", path,
-                 (unsigned long long)lost_frames, lost_frames == 1 ? "" : "s", location,
-                 (unsigned long long)lost);
+        pthread_mutex_lock(&sm_index_lock);
+        int say = sm_index.path && !strcmp(sm_index.path, path) ? sm_say_once(location) : 1;
+        pthread_mutex_unlock(&sm_index_lock);
+        if (say && rep.crash_safe)
+            sm_error("crash-safe file %s%s: %llu sealed chunk%s of location %u damaged (%s); "
+                     "%llu events lost", path, whose, (unsigned long long)lost_frames,
+                     lost_frames == 1 ? "" : "s", location,
+                     lost_frames == 1 ? "it fails its checksum" : "they fail their checksums",
+                     (unsigned long long)lost);
+        else if (say)
+            sm_error("spill file %s%s: %llu chunk%s of location %u damaged; %llu events lost",
+                     path, whose, (unsigned long long)lost_frames, lost_frames == 1 ? "" : "s",
+                     location, (unsigned long long)lost);
+        if (rc == 0)
+            rc = -1;
+    }
+    /* Chunks whose own header is damaged: their location, and so which
+     * thread lost what, cannot be told.  Said once per file. */
+    if (rep.damaged_unowned) {
+        if (say_file)
+            sm_error("crash-safe file %s%s: %llu chunk%s damaged beyond telling whose %s "
+                     "(%s header fails its check); %s events lost", path, whose,
+                     (unsigned long long)rep.damaged_unowned, rep.damaged_unowned == 1 ? "" : "s",
+                     rep.damaged_unowned == 1 ? "it is" : "they are",
+                     rep.damaged_unowned == 1 ? "its" : "their",
+                     rep.damaged_unowned == 1 ? "its" : "their");
         if (rc == 0)
             rc = -1;
     }
     /* The end of the file is cut or overwritten: which location lost what
-     * is unknown beyond the frame headers still readable; say it once per
-     * file (location 0 is always the first asked). */
-    if (tail_damaged && location == 0) {
-        sm_error("spill file %s is truncated or damaged at its end: %llu bytes unreadable "
-                 "(%llu events of a cut chunk, and whatever followed it, lost)", path,
-                 (unsigned long long)tail_bytes, (unsigned long long)tail_lost);
+     * is unknown beyond the frame headers still readable; said once per
+     * file. */
+    if (tail_damaged) {
+        if (say_file)
+            sm_error("spill file %s%s is truncated or damaged at its end: %llu bytes unreadable "
+                     "(%llu events of a cut chunk, and whatever followed it, lost)", path, whose,
+                     (unsigned long long)tail_bytes, (unsigned long long)tail_lost);
         if (rc == 0)
             rc = -1;
     }

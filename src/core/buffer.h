@@ -12,7 +12,8 @@
  * trace.  A thread that ends while memory is tight hands over its chunks too.
  *
  * All locations of a process share one spill file, <spill dir>/<pid>.events:
- * a header naming the job (sm_job_id) and the process, then frames, each one
+ * a header naming the job (sm_job_id), host, pid and rank of the process
+ * (sysmeasure-merge places a file by it, whatever its name), then frames, each one
  * chunk of one location with its own checksums.  The file descriptor is
  * checked (device and inode recorded at open) before every use and reopened
  * by path when the application closed or reused its number.  Writers read a
@@ -34,14 +35,24 @@
 typedef struct sm_chunk sm_chunk_t;
 struct sm_location;
 
+/* What a frame of a file left behind is (sm_spill_extent_t.live). */
+enum {
+    SM_EXTENT_SEALED = 0, /* checksummed: checked when read */
+    SM_EXTENT_LIVE,       /* a chunk a killed process was writing (crash-safe file): no
+                           * checksum, its whole records in order up to its fill word */
+    SM_EXTENT_DAMAGED     /* a sealed crash-safe chunk that fails its checks: its
+                           * `records` are lost */
+};
+
 /* One frame of a location in the spill file. */
 typedef struct sm_spill_extent {
     uint64_t offset; /* of the frame header */
     uint32_t bytes;  /* payload bytes */
     uint32_t records;
-    uint32_t live;   /* a chunk a killed process was writing (crash-safe file):
-                      * no checksum, its complete records up to its fill word */
+    uint32_t live;   /* SM_EXTENT_* */
     uint32_t seq;    /* its place among its location's chunks (crash-safe file) */
+    uint32_t cut;    /* SM_EXTENT_LIVE: bytes after its whole records in order, up to
+                      * its fill word: damaged (their events lost) */
 } sm_spill_extent_t;
 
 typedef struct sm_buffer {
@@ -116,6 +127,10 @@ void sm_buffers_crash_safe_done(void) SM_HIDDEN;
 /* The crash-safe spill file moves into folder dir (renamed: the mapped
  * chunks stay as they are).  0 or -1 (errno). */
 int sm_buffers_crash_safe_move(const char *dir) SM_HIDDEN;
+/* The process's rank, for the spill file's header (written again when the
+ * file exists already). */
+#define SM_SPILL_NO_RANK UINT32_MAX
+void sm_buffers_set_rank(uint32_t rank, uint32_t n_ranks) SM_HIDDEN;
 /* Folder for spill files, created (with parents) at the first spill. */
 void sm_buffers_set_spill_dir(const char *dir) SM_HIDDEN;
 /* Or ask `provider` at the first spill (the runtime: it creates the output
@@ -256,6 +271,8 @@ int sm_buffer_save(struct sm_location *loc) SM_HIDDEN;
 typedef struct sm_spill_report {
     char job[128];            /* the job identity in its header ("" if unreadable) */
     int64_t pid;              /* the process that wrote it */
+    char host[64];            /* its host (gethostname) */
+    uint32_t rank, n_ranks;   /* its rank (SM_SPILL_NO_RANK: not known when written) */
     int header_ok;            /* the file header is intact */
     uint64_t frames;          /* intact chunks */
     uint64_t records;         /* records in them */
@@ -267,6 +284,10 @@ typedef struct sm_spill_report {
     int crash_safe;           /* a --crash-safe file (slots) */
     uint64_t live_chunks;     /* of a killed process: recovered to their fill */
     uint64_t live_records;    /* complete records in them (in `records` too) */
+    uint64_t live_cut_bytes;  /* bytes after them up to their fill words (a record
+                                 cut by the kill, or out of order: damaged) */
+    uint64_t damaged_unowned; /* crash-safe slots whose own header is damaged (in
+                                 damaged_frames; their records are unknown) */
     uint64_t last_time;       /* latest record time seen (ticks; crash-safe files) */
 } sm_spill_report_t;
 
@@ -275,6 +296,15 @@ typedef struct sm_spill_report {
  * damaged or missing (see the report), -1 when it cannot be opened or is not
  * a spill file (message printed). */
 int sm_spill_file_check(const char *path, sm_spill_report_t *report) SM_HIDDEN;
+/* Recomputes every check of a spill file held in memory (header, slots,
+ * frames as far as their lengths allow), so that crafted contents reach
+ * the readers beyond the checks, as a file made with intent would (the
+ * fuzz harnesses, tests/fuzz).  slots: force the crash-safe format. */
+void sm_spill_image_fix_checks(uint8_t *data, size_t len, int slots) SM_HIDDEN;
+/* Only the header's identity (job, host, pid, rank, crash_safe) into *id:
+ * 0, or -1 when path is not a spill file of this version or its header is
+ * damaged. */
+int sm_spill_file_identity(const char *path, sm_spill_report_t *id) SM_HIDDEN;
 
 /* Every record of location `location` in the spill file at path, in order
  * (sysmeasure-merge).  Damaged chunks are skipped and reported in one line
@@ -282,6 +312,10 @@ int sm_spill_file_check(const char *path, sm_spill_report_t *report) SM_HIDDEN;
  * read; otherwise 0 or fn's non-zero value. */
 int sm_spill_file_for_each(const char *path, uint32_t location, sm_record_fn fn, void *arg)
     SM_HIDDEN;
+/* The same, naming the file's process `owner` (e.g. "rank 3") in what it
+ * says where the file's header does not know its rank. */
+int sm_spill_file_for_each_of(const char *path, uint32_t location, const char *owner,
+                              sm_record_fn fn, void *arg) SM_HIDDEN;
 
 /* Number of records of loc (memory and spill file). */
 uint64_t sm_buffer_record_count(struct sm_location *loc) SM_HIDDEN;

@@ -146,7 +146,7 @@ void sm_journal_add(uint32_t kind, const void *head, uint32_t head_len, const vo
     }
     sm_journal_head_t *h = sm_j_head();
     uint64_t fill = h->fill, len = (uint64_t)head_len + tail_len;
-    uint64_t at = SM_JOURNAL_HEAD + fill, step = (8 + len + 7) & ~7ull;
+    uint64_t at = SM_JOURNAL_HEAD + fill, step = (sizeof(sm_journal_entry_t) + len + 7) & ~7ull;
     if (len > UINT32_MAX - 16 || sm_j_reserve(at + step) != 0) {
         if (!sm_j_full_said++)
             sm_warning("--crash-safe: the definitions journal %s cannot grow (%s); "
@@ -156,12 +156,15 @@ void sm_journal_add(uint32_t kind, const void *head, uint32_t head_len, const vo
         return;
     }
     uint8_t *p = sm_j_map + at;
-    uint32_t w[2] = {kind, (uint32_t)len};
-    memcpy(p, w, 8);
+    sm_journal_entry_t e = {kind, (uint32_t)len, 0};
+    e.check = sm_fnv(&e, offsetof(sm_journal_entry_t, check), SM_FNV_START);
+    e.check = sm_fnv(head, head_len, e.check);
+    e.check = sm_fnv(tail, tail_len, e.check);
+    memcpy(p, &e, sizeof e);
     if (head_len)
-        memcpy(p + 8, head, head_len);
+        memcpy(p + sizeof e, head, head_len);
     if (tail_len)
-        memcpy(p + 8 + head_len, tail, tail_len);
+        memcpy(p + sizeof e + head_len, tail, tail_len);
     /* The entry is complete before the fill word says so. */
     __atomic_store_n(&h->fill, fill + step, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&sm_j_lock);
@@ -220,10 +223,70 @@ void sm_journal_after_fork_child(void)
     sm_j_path = NULL;
 }
 
-int sm_journal_read(const char *path, sm_journal_head_t *head, sm_journal_fn fn, void *arg,
-                    char *err, size_t errlen)
+void sm_journal_image_fix_checks(uint8_t *data, size_t len)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    sm_journal_head_t h;
+    if (len < SM_JOURNAL_HEAD)
+        return;
+    memcpy(&h, data, sizeof h);
+    h.check = sm_j_check(&h);
+    memcpy(data, &h, sizeof h);
+    uint64_t end = h.fill < len - SM_JOURNAL_HEAD ? SM_JOURNAL_HEAD + h.fill : len;
+    for (uint64_t at = SM_JOURNAL_HEAD; at + sizeof(sm_journal_entry_t) <= end;) {
+        sm_journal_entry_t e;
+        memcpy(&e, data + at, sizeof e);
+        if (e.len > end - at - sizeof e)
+            break;
+        e.check = sm_fnv(&e, offsetof(sm_journal_entry_t, check), SM_FNV_START);
+        e.check = sm_fnv(data + at + sizeof e, e.len, e.check);
+        memcpy(data + at, &e, sizeof e);
+        at += (sizeof e + (uint64_t)e.len + 7) & ~7ull;
+    }
+}
+
+int sm_journal_peek(const char *path, sm_journal_head_t *head, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    struct stat st;
+    sm_journal_head_t h;
+    ssize_t n = -1;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+        n = pread(fd, &h, sizeof h, 0);
+    if (fd >= 0)
+        close(fd);
+    if (n != (ssize_t)sizeof h || memcmp(h.magic, SM_JOURNAL_MAGIC, sizeof h.magic) != 0 ||
+        h.check != sm_j_check(&h)) {
+        snprintf(err, errlen, "%s is not a sysmeasure definitions journal of this version, or "
+                 "its header is damaged: the events of the process that wrote it cannot be "
+                 "named; left out", path);
+        return -1;
+    }
+    h.job[sizeof h.job - 1] = h.host[sizeof h.host - 1] = h.program[sizeof h.program - 1] = '\0';
+    *head = h;
+    return 0;
+}
+
+/* Whether a whole entry whose check holds starts at data + at (end: the
+ * end of the complete entries); its length in *len. */
+static int sm_j_entry_ok(const uint8_t *data, uint64_t at, uint64_t end, sm_journal_entry_t *e)
+{
+    if (at + sizeof *e > end)
+        return 0;
+    memcpy(e, data + at, sizeof *e);
+    if (e->kind == 0 || e->len > end - at - sizeof *e)
+        return 0;
+    uint64_t check = sm_fnv(e, offsetof(sm_journal_entry_t, check), SM_FNV_START);
+    return sm_fnv(data + at + sizeof *e, e->len, check) == e->check;
+}
+
+int sm_journal_read(const char *path, sm_journal_head_t *head, sm_journal_fn fn, void *arg,
+                    sm_journal_damage_t *damage, char *err, size_t errlen)
+{
+    sm_journal_damage_t none;
+    if (!damage)
+        damage = &none;
+    memset(damage, 0, sizeof *damage);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         snprintf(err, errlen, "cannot read %s: %s", path, fd < 0 ? strerror(errno)
@@ -232,7 +295,10 @@ int sm_journal_read(const char *path, sm_journal_head_t *head, sm_journal_fn fn,
             close(fd);
         return -1;
     }
+    /* No journal is larger than the space it is written in. */
     uint64_t size = (uint64_t)st.st_size;
+    if (size > SM_JOURNAL_SPACE)
+        size = SM_JOURNAL_SPACE;
     uint8_t *data = size >= SM_JOURNAL_HEAD ? malloc(size) : NULL;
     uint64_t have = 0;
     while (data && have < size) {
@@ -251,6 +317,12 @@ int sm_journal_read(const char *path, sm_journal_head_t *head, sm_journal_fn fn,
         return -1;
     }
     memcpy(&h, data, sizeof h);
+    if (memcmp(h.magic, "SMJRNL", 6) == 0 && memcmp(h.magic, SM_JOURNAL_MAGIC, sizeof h.magic)) {
+        snprintf(err, errlen, "%s is a definitions journal of another sysmeasure version "
+                 "(%.8s; this one reads %s)", path, h.magic, SM_JOURNAL_MAGIC);
+        free(data);
+        return -1;
+    }
     if (memcmp(h.magic, SM_JOURNAL_MAGIC, sizeof h.magic) != 0 || h.check != sm_j_check(&h)) {
         snprintf(err, errlen, "%s is not a sysmeasure definitions journal, or its header is "
                  "damaged", path);
@@ -260,17 +332,36 @@ int sm_journal_read(const char *path, sm_journal_head_t *head, sm_journal_fn fn,
     h.job[sizeof h.job - 1] = h.host[sizeof h.host - 1] = h.program[sizeof h.program - 1] = '\0';
     if (head)
         *head = h;
-    uint64_t end = SM_JOURNAL_HEAD + h.fill;
-    if (end > have)
-        end = have;
+    /* The fill word is not covered by the header's check: a damaged one
+     * reads at most the whole file, each entry still checked. */
+    uint64_t end = h.fill < have - SM_JOURNAL_HEAD ? SM_JOURNAL_HEAD + h.fill : have;
     int rc = 0;
-    for (uint64_t at = SM_JOURNAL_HEAD; at + 8 <= end && rc == 0;) {
-        uint32_t w[2];
-        memcpy(w, data + at, 8);
-        if (at + 8 + w[1] > end)
-            break;
-        rc = fn(w[0], data + at + 8, w[1], arg);
-        at += (8 + (uint64_t)w[1] + 7) & ~7ull;
+    for (uint64_t at = SM_JOURNAL_HEAD; at + sizeof(sm_journal_entry_t) <= end && rc == 0;) {
+        sm_journal_entry_t e;
+        if (!sm_j_entry_ok(data, at, end, &e)) {
+            /* Damaged: the next whole entry is looked for, 8 bytes on at a
+             * time (entries are 8-byte aligned; a false match would need
+             * a 64-bit check to hold by chance). */
+            uint64_t from = at;
+            do
+                at += 8;
+            while (at + sizeof(sm_journal_entry_t) <= end && !sm_j_entry_ok(data, at, end, &e));
+            int found = at + sizeof(sm_journal_entry_t) <= end;
+            uint64_t to = found ? at : end;
+            int unused = !found; /* zeros to the end: room never written (a fill
+                                  * word damaged upwards), not damage */
+            for (uint64_t k = from; unused && k < to; k++)
+                unused = data[k] == 0;
+            if (unused)
+                break;
+            if (!damage->damaged_runs++)
+                damage->first_damaged = from;
+            damage->damaged_bytes += to - from;
+            continue;
+        }
+        damage->entries++;
+        rc = fn(e.kind, data + at + sizeof e, e.len, arg);
+        at += (sizeof e + (uint64_t)e.len + 7) & ~7ull;
     }
     free(data);
     return rc < 0 ? rc : 0;

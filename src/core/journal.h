@@ -6,7 +6,8 @@
  *     <spill dir>/<job hash>.<host>.<pid>.defs
  *
  * A header (job, pid, host, program, start) and entries {kind, length,
- * payload}; the header's fill word is stored (release) after each entry is
+ * check, payload}, each with its own checksum (a damaged entry is skipped
+ * and said, never read as a definition); the header's fill word is stored (release) after each entry is
  * complete, so a process killed without warning leaves every entry it
  * finished in the kernel's page cache.  sysmeasure-merge reads it with the
  * process's crash-safe spill file (buffer.h) when the process left no
@@ -50,7 +51,7 @@ typedef struct sm_journal_location {
     char name[64];
 } sm_journal_location_t;
 
-#define SM_JOURNAL_MAGIC "SMJRNL01"
+#define SM_JOURNAL_MAGIC "SMJRNL02" /* 02: entries checked */
 #define SM_JOURNAL_HEAD 512u /* entries start here */
 
 typedef struct sm_journal_head {
@@ -81,11 +82,34 @@ void sm_journal_done(void) SM_HIDDEN;
 /* In a forked child: its own definitions never reach the parent's file. */
 void sm_journal_after_fork_child(void) SM_HIDDEN;
 
-/* Reading one back (sysmeasure-merge): fn for every complete entry, in
- * order; stops at fn's non-zero value.  0, or -1 with err when the file is
- * not a journal or its header is damaged. */
+/* An entry's head in the file: kind, payload length, check (FNV-1a of
+ * kind, length and payload); the payload follows, padded to 8 bytes. */
+typedef struct sm_journal_entry {
+    uint32_t kind, len;
+    uint64_t check;
+} sm_journal_entry_t;
+
+/* What reading a journal found beside its entries. */
+typedef struct sm_journal_damage {
+    uint64_t entries;       /* entries read */
+    uint64_t damaged_bytes; /* bytes of entries that fail their checks (skipped) */
+    uint64_t first_damaged; /* offset of the first of them */
+    uint32_t damaged_runs;  /* places where entries were skipped */
+} sm_journal_damage_t;
+
+/* Reading one back (sysmeasure-merge): fn for every complete entry whose
+ * check holds, in order; entries that fail it are skipped (the reader finds
+ * the next whole entry) and counted in *damage (may be NULL); stops at fn's
+ * non-zero value.  0, or -1 with err when the file is not a journal (of
+ * this version) or its header is damaged.  The file is read up to
+ * SM_JOURNAL_SPACE bytes. */
+/* Recomputes the header's and every entry's check of a journal held in
+ * memory (the fuzz harnesses: crafted journals whose checks hold). */
+void sm_journal_image_fix_checks(uint8_t *data, size_t len) SM_HIDDEN;
+/* The header alone, checked: 0, or -1 with err. */
+int sm_journal_peek(const char *path, sm_journal_head_t *head, char *err, size_t errlen) SM_HIDDEN;
 typedef int (*sm_journal_fn)(uint32_t kind, const uint8_t *p, uint32_t len, void *arg);
 int sm_journal_read(const char *path, sm_journal_head_t *head, sm_journal_fn fn, void *arg,
-                    char *err, size_t errlen) SM_HIDDEN;
+                    sm_journal_damage_t *damage, char *err, size_t errlen) SM_HIDDEN;
 
 #endif

@@ -301,6 +301,7 @@ void sm_runtime_set_process_group(const sm_procs_t *procs)
     sm_run.rank = procs ? procs->rank : 0;
     sm_run.n_ranks = procs ? procs->size : 1;
     sm_space_set_rank(sm_run.rank);
+    sm_buffers_set_rank(sm_run.rank, sm_run.n_ranks); /* the spill file's header */
     if (sm_journal_on()) {
         uint32_t r[2] = {sm_run.rank, sm_run.n_ranks};
         sm_journal_add(SM_J_RANK, r, sizeof r, NULL, 0);
@@ -995,7 +996,9 @@ int sm_runtime_finalize_as(const char *reason, int how)
 /* ---------------------------------------------------------------- declared metadata */
 
 /* Few pairs, set rarely: an array under a lock.  Replaced values are not
- * freed, so that a pointer handed to the writer stays valid. */
+ * freed, so that a pointer handed to the writer stays valid: they are kept
+ * in sm_meta_old (still reachable, not leaked; sysmeasure-merge sets the
+ * pairs of every job it merges). */
 typedef struct sm_meta_pair {
     char *key;
     char *value;
@@ -1004,6 +1007,8 @@ typedef struct sm_meta_pair {
 static pthread_mutex_t sm_meta_lock = PTHREAD_MUTEX_INITIALIZER;
 static sm_meta_pair_t *sm_meta;
 static uint32_t sm_meta_n, sm_meta_cap;
+static char **sm_meta_old;
+static uint32_t sm_meta_n_old, sm_meta_cap_old;
 
 void sm_runtime_metadata_set(const char *key, const char *value)
 {
@@ -1027,8 +1032,17 @@ void sm_runtime_metadata_set(const char *key, const char *value)
             return;
         }
         sm_meta[i].key = k;
+        sm_meta[i].value = NULL;
         sm_meta_n++;
     }
+    if (sm_meta[i].value && !strcmp(sm_meta[i].value, v)) { /* the same again */
+        pthread_mutex_unlock(&sm_meta_lock);
+        free(v);
+        return;
+    }
+    if (sm_meta[i].value && (sm_meta_n_old < sm_meta_cap_old ||
+                             SM_GROW(sm_meta_old, sm_meta_cap_old, 8) == 0))
+        sm_meta_old[sm_meta_n_old++] = sm_meta[i].value;
     sm_meta[i].value = v;
     pthread_mutex_unlock(&sm_meta_lock);
 }

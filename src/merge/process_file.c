@@ -341,10 +341,19 @@ void sm_process_file_free(sm_process_file_t *f)
     free(f);
 }
 
+void sm_process_file_fix_checks(uint8_t *data, size_t len)
+{
+    if (len < SM_PF_HEAD)
+        return;
+    uint64_t total = len, sum = sm_fnv(data + SM_PF_OFF_RANK, len - SM_PF_OFF_RANK, SM_FNV_START);
+    memcpy(data + SM_PF_OFF_LEN, &total, sizeof total);
+    memcpy(data + SM_PF_OFF_SUM, &sum, sizeof sum);
+}
+
 /* The whole file, if it is a regular file; NULL with err otherwise. */
 static uint8_t *sm_pf_slurp(const char *path, size_t *len, char *err, size_t errlen)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
         snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
@@ -563,10 +572,19 @@ static int sm_pf_location(void *ctx, uint32_t i, sm_image_location_t *out)
 
 static int sm_pf_records(void *ctx, uint32_t i, sm_record_fn fn, void *arg)
 {
-    const sm_process_file_t *f = ctx;
+    sm_process_file_t *f = ctx;
     if (i >= f->n_locations)
         return -1;
-    return f->events[i] ? sm_spill_file_for_each(f->events[i], f->locations[i].id, fn, arg) : 0;
+    char owner[32];
+    snprintf(owner, sizeof owner, "rank %u", (unsigned)f->rank);
+    int rc = f->events[i] ? sm_spill_file_for_each_of(f->events[i], f->locations[i].id, owner,
+                                                      fn, arg)
+                          : 0;
+    if (rc < 0) { /* damaged chunks: said (what was lost, and whose), the rest is written */
+        f->damaged++;
+        rc = 0;
+    }
+    return rc;
 }
 
 /* A GPU stream's records in time order (its batches arrived in any order). */

@@ -48,6 +48,10 @@ typedef struct sm_process_file {
     sm_image_location_t *locations;
     char **events;              /* per location: spill file path, or NULL (no events) */
     sm_id_maps_t maps;          /* filled by the merge */
+    /* Filled while it is read and merged: */
+    uint32_t damaged;           /* damaged parts found (each said in one line) */
+    uint64_t live_chunks, live_records, live_cut_bytes; /* recovered: its chunks being
+                                                          * written at the kill (sm_spill_report_t) */
 } sm_process_file_t;
 
 /* In the ending process, after its locations are closed.  0 or -1 (message
@@ -70,6 +74,9 @@ void sm_process_file_remove(const sm_run_info_t *run) SM_HIDDEN;
 sm_process_file_t *sm_process_file_read(const char *path, sm_process_file_head_t *head,
                                         char *err, size_t errlen) SM_HIDDEN;
 void sm_process_file_free(sm_process_file_t *f) SM_HIDDEN;
+/* Recomputes the length and checksum of a process file held in memory
+ * (the fuzz harnesses: crafted files whose checks hold). */
+void sm_process_file_fix_checks(uint8_t *data, size_t len) SM_HIDDEN;
 /* The file as an image for the OTF2 writer (maps must be filled). */
 void sm_process_file_image(sm_process_file_t *f, sm_image_t *img) SM_HIDDEN;
 

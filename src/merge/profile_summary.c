@@ -1066,6 +1066,8 @@ sm_profile_summary_t *sm_profile_summary_from_blobs(const void *seq, uint64_t le
         goto fail;
     }
     for (uint32_t r = 0; r < n_ranks; r++) {
+        if (!heads[r].blob) /* a rank without a summary (a partial merge) */
+            continue;
         sm_rbuf_t cr = {.p = heads[r].counter_names, .end = heads[r].blob + heads[r].len};
         for (uint32_t k = 0; heads[r].blob && k < heads[r].n_counters; k++) {
             char name[SM_SUMMARY_COUNTER_NAME];

@@ -4,6 +4,7 @@
 #include "recover.h"
 
 #include <limits.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,8 @@
 
 /* ---------------------------------------------------------------- the journal */
 
+#define SM_REC_MAX_RANKS (1u << 24)
+
 typedef struct sm_rec_state {
     sm_defs_lists_t l;
     uint32_t cap_strings, cap_regions, cap_attributes, cap_comms, cap_metrics, cap_contexts;
@@ -28,12 +31,18 @@ typedef struct sm_rec_state {
     uint64_t point_ticks[2], point_ns[2]; /* first and last calibration points */
     int points;
     int oom;
+    uint64_t invalid; /* entries whose check holds but whose contents do not */
+    uint32_t max_id;  /* no id reaches it: the entries the file can hold */
 } sm_rec_state_t;
 
-/* Makes room for index id in a table (entries zeroed); -1 out of memory. */
-static int sm_rec_grow(void **table, uint32_t *n, uint32_t *cap, size_t size, uint32_t id)
+/* Makes room for index id in a table (entries zeroed); -1 out of memory,
+ * or an id no journal of max_id entries can hold (ids are dense: every
+ * definition has an entry of its own, so a larger one is damage or
+ * crafted, and would only cost memory). */
+static int sm_rec_grow(void **table, uint32_t *n, uint32_t *cap, size_t size, uint32_t id,
+                       uint32_t max_id)
 {
-    if (id >= (1u << 26))
+    if (id >= (1u << 26) || id >= max_id)
         return -1;
     if (id >= *cap) {
         uint32_t c = *cap ? *cap : 64;
@@ -53,7 +62,21 @@ static int sm_rec_grow(void **table, uint32_t *n, uint32_t *cap, size_t size, ui
 
 #define SM_REC_GROW(s, field, capfield, id)                                                    \
     sm_rec_grow((void **)&(s)->l.field, &(s)->l.n_##field, &(s)->capfield, sizeof *(s)->l.field, \
-                (id))
+                (id), (s)->max_id)
+
+/* Whether clock parameters from a journal can be used: a tick between
+ * 1 ps and 1 ms, offsets of less than a day (a crafted or damaged entry
+ * would otherwise put the events anywhere in 2^64 ns). */
+static int sm_rec_clock_ok(const sm_clock_params_t *c)
+{
+    if (!(c->ns_per_tick > 1e-3 && c->ns_per_tick < 1e6))
+        return 0;
+    for (int k = 0; k < 2; k++)
+        if (c->have_offset[k] && (c->offset_ns[k] > 86400000000000ll ||
+                                  c->offset_ns[k] < -86400000000000ll))
+            return 0;
+    return 1;
+}
 
 static int sm_rec_entry(uint32_t kind, const uint8_t *p, uint32_t len, void *arg)
 {
@@ -69,8 +92,15 @@ static int sm_rec_entry(uint32_t kind, const uint8_t *p, uint32_t len, void *arg
         s->l.strings[id] = strndup((const char *)p + 4, len - 4);
         break;
     case SM_J_REGION:
-        if (len >= 4 + sizeof(sm_region_def_t) && SM_REC_GROW(s, regions, cap_regions, id) == 0)
-            memcpy(&s->l.regions[id], p + 4, sizeof(sm_region_def_t));
+        if (len >= 4 + sizeof(sm_region_def_t) && SM_REC_GROW(s, regions, cap_regions, id) == 0) {
+            sm_region_def_t *r = &s->l.regions[id];
+            memcpy(r, p + 4, sizeof *r);
+            if (r->paradigm >= SM_PARADIGM_COUNT || r->role >= SM_ROLE_COUNT) {
+                s->invalid++; /* named, but of no known kind */
+                r->paradigm = r->paradigm < SM_PARADIGM_COUNT ? r->paradigm : 0;
+                r->role = r->role < SM_ROLE_COUNT ? r->role : SM_ROLE_CODE;
+            }
+        }
         break;
     case SM_J_ATTRIBUTE:
         if (len >= 4 + sizeof(sm_attribute_def_t) &&
@@ -82,6 +112,11 @@ static int sm_rec_entry(uint32_t kind, const uint8_t *p, uint32_t len, void *arg
         if (len < sizeof e)
             break;
         memcpy(&e, p, sizeof e);
+        /* Members: all of them (size) or none. */
+        if ((e.n_members && e.n_members != e.size) || e.size > (1u << 26)) {
+            s->invalid++;
+            break;
+        }
         if ((uint64_t)len < sizeof e + 4ull * e.n_members || SM_REC_GROW(s, comms, cap_comms, e.id))
             break;
         sm_comm_def_t *c = &s->l.comms[e.id];
@@ -111,7 +146,12 @@ static int sm_rec_entry(uint32_t kind, const uint8_t *p, uint32_t len, void *arg
         if (len < sizeof e)
             break;
         memcpy(&e, p, sizeof e);
-        if (sm_rec_grow((void **)&s->locs, &s->n_locs, &s->cap_locs, sizeof *s->locs, e.id) != 0)
+        if (e.type > SM_LOCATION_METRIC) {
+            s->invalid++;
+            break;
+        }
+        if (sm_rec_grow((void **)&s->locs, &s->n_locs, &s->cap_locs, sizeof *s->locs, e.id,
+                        s->max_id) != 0)
             break;
         sm_image_location_t *l = &s->locs[e.id];
         l->id = e.id;
@@ -123,21 +163,43 @@ static int sm_rec_entry(uint32_t kind, const uint8_t *p, uint32_t len, void *arg
     }
     case SM_J_RANK:
         if (len >= 8) {
-            memcpy(&s->rank, p, 4);
-            memcpy(&s->n_ranks, p + 4, 4);
+            uint32_t r[2];
+            memcpy(r, p, sizeof r);
+            if (r[0] < r[1] && r[1] <= SM_REC_MAX_RANKS) {
+                s->rank = r[0];
+                s->n_ranks = r[1];
+            } else {
+                s->invalid++;
+            }
         }
         break;
     case SM_J_CLOCK:
         if (len >= sizeof s->clock) {
-            memcpy(&s->clock, p, sizeof s->clock);
-            s->have_clock = 1;
+            sm_clock_params_t c;
+            memcpy(&c, p, sizeof c);
+            if (sm_rec_clock_ok(&c)) {
+                s->clock = c;
+                s->have_clock = 1;
+            } else {
+                s->invalid++;
+            }
         }
         break;
     case SM_J_CLOCK_POINT:
         if (len >= 16) {
+            uint64_t ticks, ns;
+            memcpy(&ticks, p, 8);
+            memcpy(&ns, p + 8, 8);
+            /* Points come in time order: one that goes back (or leaps more
+             * than a year ahead) is not the process's. */
+            if (s->points && (ticks < s->point_ticks[1] || ns < s->point_ns[1] ||
+                              ns - s->point_ns[1] > 366ull * 86400000000000ull)) {
+                s->invalid++;
+                break;
+            }
             int k = s->points ? 1 : 0;
-            memcpy(&s->point_ticks[k], p, 8);
-            memcpy(&s->point_ns[k], p + 8, 8);
+            s->point_ticks[k] = ticks;
+            s->point_ns[k] = ns;
             if (!s->points) {
                 s->point_ticks[1] = s->point_ticks[0];
                 s->point_ns[1] = s->point_ns[0];
@@ -166,17 +228,11 @@ static void sm_rec_lists_free(sm_defs_lists_t *l)
 }
 
 int sm_recover_peek(const char *journal_path, char *job, size_t job_len, int64_t *pid,
-                    char *host, size_t host_len)
+                    char *host, size_t host_len, char *err, size_t errlen)
 {
-    FILE *f = fopen(journal_path, "rb");
     sm_journal_head_t h;
-    int ok = f && fread(&h, sizeof h, 1, f) == 1 &&
-             memcmp(h.magic, SM_JOURNAL_MAGIC, sizeof h.magic) == 0;
-    if (f)
-        fclose(f);
-    if (!ok)
+    if (sm_journal_peek(journal_path, &h, err, errlen) != 0)
         return -1;
-    h.job[sizeof h.job - 1] = h.host[sizeof h.host - 1] = '\0';
     snprintf(job, job_len, "%s", h.job);
     snprintf(host, host_len, "%s", h.host);
     *pid = h.pid;
@@ -239,24 +295,44 @@ static int sm_rec_profile_record(const sm_record_t *r, void *arg)
 
 /* ---------------------------------------------------------------- rebuilding */
 
-sm_process_file_t *sm_recover_process(const char *journal_path, uint64_t *events, char *err,
-                                      size_t errlen)
+sm_process_file_t *sm_recover_process(const char *journal_path, const char *events_path,
+                                      uint64_t *events, char *err, size_t errlen)
 {
     *events = 0;
     sm_rec_state_t s;
     memset(&s, 0, sizeof s);
     s.n_ranks = 1;
+    struct stat jst;
+    uint64_t entries = stat(journal_path, &jst) == 0 && jst.st_size > 0
+                           ? (uint64_t)jst.st_size / sizeof(sm_journal_entry_t) : 0;
+    s.max_id = entries < (1u << 26) ? (uint32_t)entries : (1u << 26);
     sm_journal_head_t head;
-    if (sm_journal_read(journal_path, &head, sm_rec_entry, &s, err, errlen) != 0) {
+    sm_journal_damage_t damage;
+    if (sm_journal_read(journal_path, &head, sm_rec_entry, &s, &damage, err, errlen) != 0) {
         sm_rec_lists_free(&s.l);
         free(s.locs);
         return NULL;
     }
     sm_process_file_t *f = calloc(1, sizeof *f);
-    char events_path[PATH_MAX];
-    size_t n = strlen(journal_path);
-    snprintf(events_path, sizeof events_path, "%.*s.events",
-             (int)(n > 5 && !strcmp(journal_path + n - 5, ".defs") ? n - 5 : n), journal_path);
+    if (f && (damage.damaged_runs || s.invalid)) {
+        /* What is left of the definitions is used; the damage is said, and
+         * the merge ends with 1. */
+        char what[160] = "";
+        if (damage.damaged_runs)
+            snprintf(what, sizeof what, "%llu bytes of entries fail their checks (from offset "
+                     "%llu, %u place%s)", (unsigned long long)damage.damaged_bytes,
+                     (unsigned long long)damage.first_damaged, (unsigned)damage.damaged_runs,
+                     damage.damaged_runs == 1 ? "" : "s");
+        if (s.invalid)
+            snprintf(what + strlen(what), sizeof what - strlen(what), "%s%llu entr%s hold "
+                     "impossible values", damage.damaged_runs ? ", " : "",
+                     (unsigned long long)s.invalid, s.invalid == 1 ? "y" : "ies");
+        sm_error("definitions journal %s (rank %u, pid %lld on %s) is damaged: %s; the "
+                 "definitions in them are left out (regions, threads or the clock may be "
+                 "unnamed or estimated)", journal_path, (unsigned)s.rank, (long long)head.pid,
+                 head.host, what);
+        f->damaged++;
+    }
     if (!f) {
         snprintf(err, errlen, "recovering %s: out of memory", journal_path);
         sm_rec_lists_free(&s.l);
@@ -320,8 +396,10 @@ sm_process_file_t *sm_recover_process(const char *journal_path, uint64_t *events
     }
     sm_spill_report_t report;
     memset(&report, 0, sizeof report);
-    int have_events = access(events_path, F_OK) == 0 &&
-                      sm_spill_file_check(events_path, &report) >= 0;
+    int have_events = events_path && sm_spill_file_check(events_path, &report) >= 0;
+    f->damaged += events_path && !have_events; /* said by the check */
+    char owner[32];
+    snprintf(owner, sizeof owner, "rank %u", (unsigned)f->rank);
     uint64_t last = f->start_ticks;
     uint32_t n_threads = 0;
     for (uint32_t i = 0; i < s.n_locs; i++) {
@@ -335,7 +413,7 @@ sm_process_file_t *sm_recover_process(const char *journal_path, uint64_t *events
         f->events[i] = strdup(events_path);
         sm_rec_thread_t *t = &threads[i];
         sm_profile_init(&t->profile);
-        sm_spill_file_for_each(events_path, i, sm_rec_profile_record, t);
+        sm_spill_file_for_each_of(events_path, i, owner, sm_rec_profile_record, t);
         *events += t->events;
         while (t->depth) /* open at the kill: left at the last event */
             sm_rec_leave(t, t->last);
@@ -368,10 +446,9 @@ sm_process_file_t *sm_recover_process(const char *journal_path, uint64_t *events
     free(st);
     sm_rec_lists_free(&s.l);
     free(s.locs);
-    if (report.live_chunks)
-        sm_info(1, "%s: %llu chunk%s being written at the kill, %llu complete events in them",
-                events_path, (unsigned long long)report.live_chunks,
-                report.live_chunks == 1 ? "" : "s", (unsigned long long)report.live_records);
+    f->live_chunks = report.live_chunks;
+    f->live_records = report.live_records;
+    f->live_cut_bytes = report.live_cut_bytes;
     return f;
 }
 
@@ -409,7 +486,14 @@ static int sm_rec_for_each(void *ctx, uint32_t i, sm_record_fn fn, void *arg)
     if (i >= f->n_locations || !f->events[i])
         return 0;
     sm_rec_close_t c = {.fn = fn, .arg = arg};
-    int rc = sm_spill_file_for_each(f->events[i], f->locations[i].id, sm_rec_close_record, &c);
+    char owner[32];
+    snprintf(owner, sizeof owner, "rank %u", (unsigned)f->rank);
+    int rc = sm_spill_file_for_each_of(f->events[i], f->locations[i].id, owner,
+                                       sm_rec_close_record, &c);
+    if (rc < 0) { /* damaged chunks: said, and counted for the merge's status */
+        ((sm_process_file_t *)ctx)->damaged++;
+        rc = 0;
+    }
     while (rc >= 0 && c.depth && !c.oom) {
         sm_record_t leave = {.time = c.last, .kind = SM_REC_LEAVE, .ref = c.open[--c.depth]};
         int r2 = fn(&leave, arg);

@@ -16,15 +16,18 @@
 #include "../core/compiler.h"
 #include "process_file.h"
 
-/* The process file rebuilt from the journal at path (events from the spill
- * file beside it); *events gets the number of events recovered.  NULL with
- * err when the journal cannot be read. */
-sm_process_file_t *sm_recover_process(const char *journal_path, uint64_t *events, char *err,
-                                      size_t errlen) SM_HIDDEN;
+/* The process file rebuilt from the journal at path, its events from the
+ * crash-safe spill file events_path (NULL: none; the caller has checked
+ * that its header names the journal's process); *events gets the number of
+ * events recovered.  NULL with err when the journal cannot be read.  Damage
+ * in the journal is said (one line) and counted in f->damaged. */
+sm_process_file_t *sm_recover_process(const char *journal_path, const char *events_path,
+                                      uint64_t *events, char *err, size_t errlen) SM_HIDDEN;
 
-/* The journal's job, pid and host without reading the rest; 0 or -1. */
+/* The journal's job, pid and host without reading the rest (its header
+ * checked); 0, or -1 with err. */
 int sm_recover_peek(const char *journal_path, char *job, size_t job_len, int64_t *pid,
-                    char *host, size_t host_len) SM_HIDDEN;
+                    char *host, size_t host_len, char *err, size_t errlen) SM_HIDDEN;
 
 /* The image of a recovered process file: as sm_process_file_image, and
  * regions still open at the end of a location's records are left at its

@@ -434,7 +434,7 @@ static uint32_t sm_map_id(const uint32_t *map, uint32_t n, uint32_t id, int *bad
 {
     if (id == SM_INVALID_ID)
         return id;
-    if (id >= n) {
+    if (id >= n || !map) { /* (no map: its count was impossible, nothing was read) */
         *bad = 1;
         return SM_INVALID_ID;
     }
@@ -443,6 +443,8 @@ static uint32_t sm_map_id(const uint32_t *map, uint32_t n, uint32_t id, int *bad
 
 int sm_defset_merge_blob(sm_defset_t *d, const void *blob, uint64_t len, sm_id_maps_t *maps)
 {
+    if (!blob) /* (a file that had none) */
+        return -1;
     sm_rbuf_t r = {blob, (const uint8_t *)blob + len, 0};
     sm_id_maps_t m = {0};
     int bad = 0;

@@ -20,6 +20,7 @@
 #include "../util/bytes.h"
 #include "../util/json.h"
 #include "../util/log.h"
+#include "summary_common.h"
 
 /* ISO 8601 in UTC with milliseconds: 2024-05-01T12:34:56.789Z */
 static void sm_meta_date(sm_json_t *j, const char *key, uint64_t epoch_ns)
@@ -232,7 +233,8 @@ static void sm_meta_metrics(sm_json_t *j, const sm_job_t *job)
     sm_json_key(j, "metrics");
     sm_json_array_begin(j);
     if (job && job->metrics) {
-        uint32_t n = job->procs ? job->procs->size : 1;
+        /* (sysmeasure-merge: one process holds every rank's metrics) */
+        uint32_t n = job->n_ranks ? job->n_ranks : job->procs ? job->procs->size : 1;
         const uint8_t **blobs = calloc(n, sizeof *blobs);
         uint64_t *lens = calloc(n, sizeof *lens);
         const uint8_t *p = job->metrics, *end = p + job->metrics_len, *blob;
@@ -258,19 +260,38 @@ static void sm_meta_metrics(sm_json_t *j, const sm_job_t *job)
     sm_json_array_end(j);
 }
 
-/* The processes of the job: rank, pid, host. */
+/* The processes of the job: rank, pid, host; ranks that left no data
+ * (sysmeasure-merge) are listed apart with the reason, never as processes. */
 static void sm_meta_processes(sm_json_t *j, const sm_run_info_t *run, const sm_job_t *job)
 {
     uint32_t n = job && job->n_ranks ? job->n_ranks : job && job->procs ? job->procs->size : 1;
+    uint32_t present = sm_job_ranks_present(job);
     sm_json_field_uint(j, "ranks", n);
+    if (present != n)
+        sm_json_field_uint(j, "ranks_merged", present);
     sm_json_key(j, "processes");
     sm_json_array_begin(j);
     for (uint32_t r = 0; r < n; r++) {
         const sm_job_process_t *p = job && job->processes ? &job->processes[r] : NULL;
+        if (sm_job_missing(job, r))
+            continue;
         sm_json_object_begin_inline(j);
         sm_json_field_uint(j, "rank", r);
         sm_json_field_int(j, "pid", p ? p->pid : (int64_t)run->pid);
         sm_json_field_string(j, "host", p ? p->hostname : run->hostname);
+        sm_json_object_end(j);
+    }
+    sm_json_array_end(j);
+    if (present == n)
+        return;
+    sm_json_key(j, "missing_ranks");
+    sm_json_array_begin(j);
+    for (uint32_t r = 0; r < n; r++) {
+        if (!sm_job_missing(job, r))
+            continue;
+        sm_json_object_begin_inline(j);
+        sm_json_field_uint(j, "rank", r);
+        sm_json_field_string(j, "reason", sm_job_missing(job, r));
         sm_json_object_end(j);
     }
     sm_json_array_end(j);

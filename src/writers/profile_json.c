@@ -39,6 +39,8 @@ static void sm_pjson_processes(sm_json_t *j, const sm_job_t *job, uint32_t n)
     sm_json_array_begin(j);
     for (uint32_t r = 0; job && job->processes && r < n; r++) {
         const sm_job_process_t *p = &job->processes[r];
+        if (sm_job_missing(job, r)) /* no data (sysmeasure-merge): in metadata.json's missing_ranks */
+            continue;
         sm_json_object_begin_inline(j);
         sm_json_field_uint(j, "rank", p->rank);
         sm_json_field_int(j, "pid", p->pid);

@@ -718,6 +718,17 @@ static uint32_t sm_text_hosts(const sm_job_t *job, uint32_t n)
     return hosts;
 }
 
+/* The rank whose pid, host and threads the header shows: rank 0, or after
+ * a partial merge the first rank with data (the one run describes). */
+static uint32_t sm_text_first_rank(const sm_job_t *job)
+{
+    uint32_t n = sm_job_ranks(job);
+    for (uint32_t r = 0; job && job->missing && r < n; r++)
+        if (!sm_job_missing(job, r))
+            return r;
+    return 0;
+}
+
 static void sm_text_header(const sm_text_t *x)
 {
     sm_out_t *o = x->o;
@@ -728,18 +739,32 @@ static void sm_text_header(const sm_text_t *x)
     sm_text_name(o, run->program, "(unknown)");
     sm_out_printf(o, "\ncommand     : ");
     sm_text_command(o, run->argc, run->argv);
-    if (x->multi) {
+    uint32_t present = sm_job_ranks_present(x->job);
+    if (x->multi || present != sm_job_ranks(x->job)) {
         uint32_t hosts = sm_text_hosts(x->job, sm_job_ranks(x->job));
-        sm_out_printf(o, "ranks       : %u", (unsigned)s->n_ranks);
+        if (present != sm_job_ranks(x->job)) /* a partial merge says so first */
+            sm_out_printf(o, "ranks       : %u of %u", (unsigned)present,
+                          (unsigned)sm_job_ranks(x->job));
+        else
+            sm_out_printf(o, "ranks       : %u", (unsigned)s->n_ranks);
         if (hosts)
             sm_out_printf(o, " on %u host%s", (unsigned)hosts, hosts == 1 ? "" : "s");
-        sm_out_printf(o, "\npid         : %ld (rank 0)\n", (long)run->pid);
+        if (present != sm_job_ranks(x->job)) {
+            char missing[1024];
+            sm_job_missing_text(x->job, missing, sizeof missing);
+            sm_out_printf(o, "\nmissing     : %s", missing);
+        }
+        sm_out_printf(o, "\npid         : %ld (rank %u)\n", (long)run->pid,
+                      (unsigned)sm_text_first_rank(x->job));
     } else {
         sm_out_printf(o, "pid         : %ld\n", (long)run->pid);
     }
     sm_out_printf(o, "host        : ");
     sm_text_name(o, run->hostname, "(unknown)");
-    sm_out_printf(o, "%s\nthreads     : %u\n", x->multi ? " (rank 0)" : "", (unsigned)s->n_members);
+    char whose[32] = "";
+    if (x->multi || present != sm_job_ranks(x->job))
+        snprintf(whose, sizeof whose, " (rank %u)", (unsigned)sm_text_first_rank(x->job));
+    sm_out_printf(o, "%s\nthreads     : %u\n", whose, (unsigned)s->n_members);
     sm_out_printf(o, "time source : %s (1 tick = %.6g ns%s)\n",
                   run->clock_source ? run->clock_source : "unknown", s->ns_per_tick,
                   x->multi ? " on rank 0" : "");

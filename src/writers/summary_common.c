@@ -122,6 +122,62 @@ uint32_t sm_job_ranks(const sm_job_t *job)
     return job && job->procs && job->procs->size ? job->procs->size : 1;
 }
 
+uint32_t sm_job_ranks_present(const sm_job_t *job)
+{
+    uint32_t n = sm_job_ranks(job), m = n;
+    for (uint32_t r = 0; job && job->missing && r < n; r++)
+        m -= sm_job_missing(job, r) != NULL;
+    return m;
+}
+
+void sm_job_missing_text(const sm_job_t *job, char *buf, size_t len)
+{
+    size_t o = 0;
+    uint32_t n = sm_job_ranks(job);
+    if (!len)
+        return;
+    buf[0] = '\0';
+    if (!job || !job->missing)
+        return;
+    /* Each reason once, in the order of its first rank, its ranks as ranges
+     * (a job of 10^4 ranks keeps one short line): O(ranks x reasons). */
+    uint8_t *done = calloc(n ? n : 1, 1);
+    if (!done)
+        return;
+    for (uint32_t r = 0; r < n && o + 1 < len; r++) {
+        const char *why = sm_job_missing(job, r);
+        if (!why || done[r])
+            continue;
+        uint32_t count = 0;
+        for (uint32_t k = r; k < n; k++)
+            if (sm_job_missing(job, k) && !strcmp(sm_job_missing(job, k), why)) {
+                done[k] = 2; /* this reason's */
+                count++;
+            }
+        o += (size_t)snprintf(buf + o, len - o, "%s%s ", o ? "; " : "", count == 1 ? "rank" : "ranks");
+        int any = 0;
+        for (uint32_t k = r; k < n; k++) {
+            if (done[k] != 2)
+                continue;
+            uint32_t e = k;
+            while (e + 1 < n && done[e + 1] == 2)
+                e++;
+            if (o < len)
+                o += (size_t)snprintf(buf + o, len - o, e > k ? "%s%u-%u" : "%s%u",
+                                      any ? ", " : "", (unsigned)k, (unsigned)e);
+            any = 1;
+            for (uint32_t x = k; x <= e; x++)
+                done[x] = 1;
+            k = e;
+        }
+        if (o < len)
+            o += (size_t)snprintf(buf + o, len - o, " (%s)", why);
+    }
+    free(done);
+    if (o >= len && len > 4)
+        memcpy(buf + len - 4, "...", 4);
+}
+
 /* ---------------------------------------------------------------- derived figures */
 
 /* PAPI presets for misses: a miss count per 1000 instructions says how

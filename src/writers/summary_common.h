@@ -47,6 +47,17 @@ void sm_json_spread(sm_json_t *j, const char *key, sm_spread_t sp, const char *w
 
 /* Ranks of the job: job->n_ranks, else procs->size, else 1. */
 uint32_t sm_job_ranks(const sm_job_t *job) SM_HIDDEN;
+/* Why rank r has no data (sysmeasure-merge), or NULL. */
+static inline const char *sm_job_missing(const sm_job_t *job, uint32_t r)
+{
+    return job && job->missing ? job->missing[r] : NULL;
+}
+/* Ranks of the job that have data (sysmeasure-merge: the others missing). */
+uint32_t sm_job_ranks_present(const sm_job_t *job) SM_HIDDEN;
+/* The missing ranks and why, grouped by reason, ranks as ranges:
+ * "ranks 1, 3-5 (no process file ...); rank 7 (...)" into buf ("" when
+ * none); cut with "..." where buf is too small. */
+void sm_job_missing_text(const sm_job_t *job, char *buf, size_t len) SM_HIDDEN;
 
 /* ---- figures derived from two counters ---- */
 

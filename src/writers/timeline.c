@@ -114,11 +114,20 @@ static void sm_tl_cover(sm_timeline_t *t, uint64_t ns)
  * they cost no division. */
 static void sm_tl_add(sm_timeline_t *t, uint64_t a, uint64_t b, int kind)
 {
-    if (b <= a)
+    if (a < t->origin)
+        a = t->origin;
+    uint64_t bin = (a - t->origin) / t->width;
+    if (b <= a || bin >= SM_TL_FINE) {
+        /* Beyond the bins (times the widest bins cannot cover, which only
+         * damaged or crafted input has): nothing to add, and the bin of
+         * the last interval is forgotten, so that sm_timeline_until never
+         * writes past bins[]. */
+        t->cur_width = 0;
         return;
+    }
     t->used |= 1u << kind;
     if (t->cur_width != t->width || a < t->cur_lo || a - t->cur_lo >= t->width) {
-        t->cur = (uint32_t)((a - t->origin) / t->width);
+        t->cur = (uint32_t)bin;
         t->cur_lo = t->origin + (uint64_t)t->cur * t->width;
         t->cur_width = t->width;
     }
@@ -128,6 +137,10 @@ static void sm_tl_add(sm_timeline_t *t, uint64_t a, uint64_t b, int kind)
         t->bins[i][kind] += e - a;
         a = e;
         if (a < b) {
+            if (i + 1 == SM_TL_FINE) { /* the rest is beyond the last bin */
+                t->cur_width = 0;
+                break;
+            }
             t->cur = (uint32_t)i + 1;
             t->cur_lo = hi;
         }

@@ -31,6 +31,10 @@ typedef struct sm_job {
     const sm_id_maps_t *maps;  /* this process's ids -> defs */
     /* Rank 0 only: every process, in rank order (n = procs->size). */
     const sm_job_process_t *processes;
+    /* sysmeasure-merge: per rank, why it has no data (NULL: it has; the
+     * array NULL: every rank has).  Such a rank is listed as missing, with
+     * the reason, never as a process. */
+    const char *const *missing;
     /* Rank 0 only: the point-to-point communication matrix, row = sender,
      * column = receiver (world ranks), n x n each; NULL without messages. */
     const uint64_t *matrix_messages;

@@ -28,7 +28,9 @@ def merged(out, what, n=4):
     check([r.split(".")[0] for r in ranks] == ["rank-%d" % r for r in range(n)] and
           len({r.split(".")[1] for r in ranks}) == 1, "%s: a process file per rank: %s" % (what, ranks))
     check(not os.path.exists(os.path.join(out, "traces.otf2")), "%s: no archive before the merge" % what)
-    proc = subprocess.run([MERGE, out], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # --keep: the abort case's files are merged again below, without rank 2
+    proc = subprocess.run([MERGE, "--keep", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
     check(proc.returncode == 0, "%s: sysmeasure-merge exits 0: %s" % (what, proc.stderr))
     check("%d of %d ranks merged" % (n, n) in proc.stderr, "%s: merge says so: %s" % (what, proc.stderr))
     trace = Trace(out)

@@ -169,7 +169,7 @@ check(job_a in proc.stderr and job_b in proc.stderr and "--job" in proc.stderr,
       "mixed jobs: both named, --job suggested: %s" % proc.stderr)
 check(not os.path.exists(os.path.join(mixed, "traces.otf2")), "mixed jobs: nothing written")
 for job, aborted in ((job_a, False), (job_b, True)):
-    proc = merge(["--job", job, mixed])
+    proc = merge(["--keep", "--job", job, mixed])  # (the folder is merged again below)
     check(proc.returncode == 0 and "2 of 2 ranks merged" in proc.stderr,
           "--job %s: merged: %d %s" % (job, proc.returncode, proc.stderr))
     t = Trace(mixed)

@@ -105,10 +105,13 @@ static void check_damage(const char *dir, const char *path)
     snprintf(flipped, sizeof flipped, "%s/flipped.events", dir);
     snprintf(cut, sizeof cut, "%s/cut.events", dir);
     FILE *out = fopen(flipped, "wb");
-    bytes[160 + 32 + 100] ^= 0x40; /* file header, frame header, into the first chunk */
+    uint32_t head = 0; /* the file header's size, in its own field */
+    memcpy(&head, bytes + 12, sizeof head);
+    CHECK(head >= 160 && head < 4096);
+    bytes[head + 32 + 100] ^= 0x40; /* file header, frame header, into the first chunk */
     fwrite(bytes, 1, n, out);
     fclose(out);
-    bytes[160 + 32 + 100] ^= 0x40;
+    bytes[head + 32 + 100] ^= 0x40;
     out = fopen(cut, "wb");
     fwrite(bytes, 1, n - 1000, out);
     fclose(out);
