@@ -19,7 +19,8 @@ import subprocess
 import time
 
 import otf2
-from smtest import (BUILD, LAUNCHER, MPIRUN, callpath, check, clean_env, finish, load_json,
+import smtest
+from smtest import (BUILD, LAUNCHER, MPIRUN, callpath, check, clean_env, load_json,
                     mpi_env, program, run, workdir)
 
 MERGE = os.path.join(BUILD, "sysmeasure-merge")
@@ -94,22 +95,23 @@ def check_recovered(out, what, completed, rank=None, n_ranks=1):
 
 
 # ---- a normal end: the crash-safe files go, the output is as without it.
-out = os.path.join(workdir("crash-normal"), "out")
-counter = new_counter(os.path.dirname(out))
-proc = run([program("crash-victim"), counter, "0", "3000"], launcher_args=["--output", out,
-                                                                          "--crash-safe"])
-check(proc.returncode == 0, "normal end: exit 0: %s" % proc.stderr)
-check(not os.path.exists(os.path.join(out, ".spill")),
-      "normal end: no crash-safe files left: %s" % os.listdir(out))
-check(steps_in_archive(out) == (3000, 3000), "normal end: 3000 steps in the archive")
-meta = load_json(out, "metadata.json")
-check(meta["configuration"]["SYSMEASURE_CRASH_SAFE"]["value"] == "yes",
-      "the option reaches the configuration: %s" % meta["configuration"]["SYSMEASURE_CRASH_SAFE"])
+def test_normal_end():
+    out = os.path.join(workdir("crash-normal"), "out")
+    counter = new_counter(os.path.dirname(out))
+    proc = run([program("crash-victim"), counter, "0", "3000"], launcher_args=["--output", out,
+                                                                              "--crash-safe"])
+    check(proc.returncode == 0, "normal end: exit 0: %s" % proc.stderr)
+    check(not os.path.exists(os.path.join(out, ".spill")),
+          "normal end: no crash-safe files left: %s" % os.listdir(out))
+    check(steps_in_archive(out) == (3000, 3000), "normal end: 3000 steps in the archive")
+    meta = load_json(out, "metadata.json")
+    check(meta["configuration"]["SYSMEASURE_CRASH_SAFE"]["value"] == "yes",
+          "the option reaches the configuration: %s" % meta["configuration"]["SYSMEASURE_CRASH_SAFE"])
+
 
 # ---- a single process killed (5 times; twice with a small budget and
 # chunks, so that sealed chunks, spilled while it ran, precede the live one).
-for i in range(5):
-    small = i >= 3
+def kill_single(i, small):
     folder = workdir("crash-single-%d" % i)
     out = os.path.join(folder, "out")
     counter = new_counter(folder)
@@ -122,7 +124,7 @@ for i in range(5):
     pid = wait_for_pid(counter, victim)
     if not check(pid, "single %d: the victim started" % i):
         victim.kill()
-        continue
+        return
     time.sleep(random.uniform(0.05, 0.4))
     os.kill(pid, signal.SIGKILL)
     victim.wait(timeout=60)
@@ -133,29 +135,44 @@ for i in range(5):
                                                        completed)
     check_recovered(out, what, completed)
 
+
+def test_single_killed():
+    for i in range(3):
+        kill_single(i, small=False)
+
+
+def test_single_killed_small_budget():
+    for i in range(3, 5):
+        kill_single(i, small=True)
+
+
 # ---- one rank of a 4-rank MPI job killed at a random moment, 20 times; the
 # others are torn down by mpirun (they write their process files).
-kills = []
-for i in range(20):
-    folder = workdir("crash-mpi-%d" % i)
-    out = os.path.join(folder, "out")
-    counter = new_counter(folder)
-    victim_rank = random.randrange(4)
-    cmd = [MPIRUN, "-np", "4", "--oversubscribe", LAUNCHER, "--crash-safe", "--output", out,
-           "--", program("crash-victim-mpi"), counter, str(victim_rank), STEPS]
-    job = subprocess.Popen(cmd, env=clean_env(mpi_env()), stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
-    pid = wait_for_pid(counter, job)
-    if not check(pid, "mpi %d: the victim rank started" % i):
-        job.kill()
-        job.communicate()
-        continue
-    time.sleep(random.uniform(0.0, 0.3))
-    os.kill(pid, signal.SIGKILL)
-    _, err = job.communicate(timeout=120)
-    _, completed = read_counter(counter)
-    what = "mpi %d (rank %d killed after %d steps)" % (i, victim_rank, completed)
-    got = check_recovered(out, what, completed, rank=victim_rank, n_ranks=4)
-    kills.append((completed, got))
-print("kills (steps completed, steps in the archive): %s" % kills)
-finish()
+def test_mpi_rank_killed():
+    kills = []
+    for i in range(20):
+        folder = workdir("crash-mpi-%d" % i)
+        out = os.path.join(folder, "out")
+        counter = new_counter(folder)
+        victim_rank = random.randrange(4)
+        cmd = [MPIRUN, "-np", "4", "--oversubscribe", LAUNCHER, "--crash-safe", "--output", out,
+               "--", program("crash-victim-mpi"), counter, str(victim_rank), STEPS]
+        job = subprocess.Popen(cmd, env=clean_env(mpi_env()), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+        pid = wait_for_pid(counter, job)
+        if not check(pid, "mpi %d: the victim rank started" % i):
+            job.kill()
+            job.communicate()
+            continue
+        time.sleep(random.uniform(0.0, 0.3))
+        os.kill(pid, signal.SIGKILL)
+        _, err = job.communicate(timeout=120)
+        _, completed = read_counter(counter)
+        what = "mpi %d (rank %d killed after %d steps)" % (i, victim_rank, completed)
+        got = check_recovered(out, what, completed, rank=victim_rank, n_ranks=4)
+        kills.append((completed, got))
+    print("kills (steps completed, steps in the archive): %s" % kills)
+
+
+if __name__ == "__main__":
+    smtest.run_cases(globals())
