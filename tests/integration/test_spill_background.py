@@ -14,8 +14,9 @@ import os
 import subprocess
 
 import otf2
-from smtest import (BUILD, Trace, check, check_trace_consistent, finish, load_json, measure,
-                    mpi_measure, program)
+import smtest
+from smtest import (BUILD, Trace, check, check_trace_consistent, load_json, measure,
+                    mpi_measure, program, workdir)
 
 SMALL = {"SYSMEASURE_BUFFER_SIZE": "256K", "SYSMEASURE_BUFFER_CHUNK_SIZE": "16K"}
 
@@ -31,64 +32,78 @@ def spilled_cleanly(out, what):
 
 # ---- threads ending in waves while the main thread records too
 WAVES, PER_WAVE, PAIRS = 6, 8, 3000
-out, proc = measure([program("spill-stress"), "threads", str(WAVES), str(PER_WAVE), str(PAIRS)],
-                    "spill-waves", env=SMALL)
-b = spilled_cleanly(out, "waves")
-trace = Trace(out)
-visits = check_trace_consistent(trace)
-check(visits.get("worker") == WAVES * PER_WAVE * PAIRS, "worker visits: %s" % visits.get("worker"))
-check(visits.get("main") == WAVES * PAIRS, "main visits: %s" % visits.get("main"))
-flushes = trace.of_type(otf2.events.BufferFlush)
-check(len(flushes) <= b["spills"], "a BufferFlush only for a wait: %d <= %d" % (len(flushes), b["spills"]))
-check(all(e.stop_time >= e.time for _, e in flushes), "flush stop >= start")
-ends = trace.of_type(otf2.events.ThreadEnd)
-check(len(ends) >= WAVES * PER_WAVE, "every worker's end is there: %d" % len(ends))
+
+
+def test_waves():
+    out, proc = measure([program("spill-stress"), "threads", str(WAVES), str(PER_WAVE), str(PAIRS)],
+                        "spill-waves", env=SMALL)
+    b = spilled_cleanly(out, "waves")
+    trace = Trace(out)
+    visits = check_trace_consistent(trace)
+    check(visits.get("worker") == WAVES * PER_WAVE * PAIRS, "worker visits: %s" % visits.get("worker"))
+    check(visits.get("main") == WAVES * PAIRS, "main visits: %s" % visits.get("main"))
+    flushes = trace.of_type(otf2.events.BufferFlush)
+    check(len(flushes) <= b["spills"], "a BufferFlush only for a wait: %d <= %d" % (len(flushes), b["spills"]))
+    check(all(e.stop_time >= e.time for _, e in flushes), "flush stop >= start")
+    ends = trace.of_type(otf2.events.ThreadEnd)
+    check(len(ends) >= WAVES * PER_WAVE, "every worker's end is there: %d" % len(ends))
+
 
 # ---- 4,000 short threads, 200 alive at once, 4M budget
-out, proc = measure([program("spill-stress"), "threads", "20", "200", "40"], "spill-4000",
-                    env={"SYSMEASURE_BUFFER_SIZE": "4M"})
-hwm = [int(l.split()[1]) for l in proc.stdout.splitlines() if l.startswith("vmhwm_kb")]
-# 4M of budget, plus one 256K chunk for each of the 200 live threads (a
-# thread always gets its first chunk), plus the program and its stacks.
-check(hwm and hwm[0] < 160 * 1024, "resident memory bounded: %s KiB" % hwm)
-meta = load_json(out, "metadata.json")
-check(meta["buffers"]["dropped_records"] == 0, "4000 threads: nothing dropped")
-trace = Trace(out)
-visits = check_trace_consistent(trace)
-check(visits.get("worker") == 4000 * 40, "4000 threads: worker visits %s" % visits.get("worker"))
-check(len(trace.locations) >= 4001, "4000 threads: a location each: %d" % len(trace.locations))
+def test_many_short_threads():
+    out, proc = measure([program("spill-stress"), "threads", "20", "200", "40"], "spill-4000",
+                        env={"SYSMEASURE_BUFFER_SIZE": "4M"})
+    hwm = [int(l.split()[1]) for l in proc.stdout.splitlines() if l.startswith("vmhwm_kb")]
+    # 4M of budget, plus one 256K chunk for each of the 200 live threads (a
+    # thread always gets its first chunk), plus the program and its stacks.
+    check(hwm and hwm[0] < 160 * 1024, "resident memory bounded: %s KiB" % hwm)
+    meta = load_json(out, "metadata.json")
+    check(meta["buffers"]["dropped_records"] == 0, "4000 threads: nothing dropped")
+    trace = Trace(out)
+    visits = check_trace_consistent(trace)
+    check(visits.get("worker") == 4000 * 40, "4000 threads: worker visits %s" % visits.get("worker"))
+    check(len(trace.locations) >= 4001, "4000 threads: a location each: %d" % len(trace.locations))
+
 
 # ---- the program closes our descriptors and reuses the numbers
-data = os.path.join(os.path.dirname(out), "own-data.txt")
-out, proc = measure([program("spill-stress"), "closefrom", "40000", data], "spill-closefrom",
-                    env=SMALL, launcher_args=["-v"])
-check(proc.returncode == 0, "the program's own file is intact (exit %d)" % proc.returncode)
-with open(data) as f:
-    lines = f.read().splitlines()
-check(lines == ["line %d of the program's own data" % i for i in range(100)],
-      "own data file holds exactly its 100 lines (%d lines)" % len(lines))
-check("opened again" in proc.stderr, "the spill file was opened again: %s" % proc.stderr[-600:])
-spilled_cleanly(out, "closefrom")
-visits = check_trace_consistent(Trace(out))
-check(visits.get("before") == 40000 and visits.get("after") == 40000,
-      "closefrom: every event there: %s" % visits)
+def test_closefrom():
+    data = os.path.join(workdir("spill-own-data"), "own-data.txt")
+    out, proc = measure([program("spill-stress"), "closefrom", "40000", data], "spill-closefrom",
+                        env=SMALL, launcher_args=["-v"])
+    check(proc.returncode == 0, "the program's own file is intact (exit %d)" % proc.returncode)
+    with open(data) as f:
+        lines = f.read().splitlines()
+    check(lines == ["line %d of the program's own data" % i for i in range(100)],
+          "own data file holds exactly its 100 lines (%d lines)" % len(lines))
+    check("opened again" in proc.stderr, "the spill file was opened again: %s" % proc.stderr[-600:])
+    spilled_cleanly(out, "closefrom")
+    visits = check_trace_consistent(Trace(out))
+    check(visits.get("before") == 40000 and visits.get("after") == 40000,
+          "closefrom: every event there: %s" % visits)
+
 
 # ---- fork without exec
-out, proc = measure([program("spill-stress"), "fork", "20000"], "spill-fork", env=SMALL)
-spilled_cleanly(out, "fork")
-visits = check_trace_consistent(Trace(out))
-check(visits.get("parent") == 40000, "fork: the parent's events: %s" % visits.get("parent"))
-check("child" not in visits, "fork: no child events in the parent's archive")
+def test_fork():
+    out, proc = measure([program("spill-stress"), "fork", "20000"], "spill-fork", env=SMALL)
+    spilled_cleanly(out, "fork")
+    visits = check_trace_consistent(Trace(out))
+    check(visits.get("parent") == 40000, "fork: the parent's events: %s" % visits.get("parent"))
+    check("child" not in visits, "fork: no child events in the parent's archive")
+
 
 # ---- MPI without MPI_Finalize, then sysmeasure-merge
-out, proc = mpi_measure(2, [program("spill-stress-mpi"), "mpi", "30000"], "spill-nofinalize",
-                        env=SMALL, expect_rc=None)
-spill_dir = os.path.join(out, ".spill")
-check(os.path.isdir(spill_dir) and len(os.listdir(spill_dir)) == 2,
-      "one spill file per rank: %s" % (os.listdir(spill_dir) if os.path.isdir(spill_dir) else None))
-m = subprocess.run([os.path.join(BUILD, "sysmeasure-merge"), out], stdout=subprocess.PIPE,
-                   stderr=subprocess.PIPE, text=True)
-check(m.returncode == 0, "merge exits 0: %s" % m.stderr)
-visits = check_trace_consistent(Trace(out))
-check(visits.get("rank-work") == 2 * 30000, "merged: every rank's events: %s" % visits.get("rank-work"))
-finish()
+def test_mpi_nofinalize():
+    out, proc = mpi_measure(2, [program("spill-stress-mpi"), "mpi", "30000"], "spill-nofinalize",
+                            env=SMALL, expect_rc=None)
+    spill_dir = os.path.join(out, ".spill")
+    check(os.path.isdir(spill_dir) and len(os.listdir(spill_dir)) == 2,
+          "one spill file per rank: %s" % (os.listdir(spill_dir) if os.path.isdir(spill_dir) else None))
+    m = subprocess.run([os.path.join(BUILD, "sysmeasure-merge"), out], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    check(m.returncode == 0, "merge exits 0: %s" % m.stderr)
+    visits = check_trace_consistent(Trace(out))
+    check(visits.get("rank-work") == 2 * 30000, "merged: every rank's events: %s" % visits.get("rank-work"))
+
+
+if __name__ == "__main__":
+    smtest.run_cases(globals())
