@@ -11,7 +11,8 @@ import sys
 
 import otf2
 
-from smtest import (BUILD, Trace, callpath, check, check_trace_consistent, clean_env, finish,
+import smtest
+from smtest import (BUILD, Trace, callpath, check, check_trace_consistent, clean_env,
                     load_json, location_rank, measure, mpi_measure, program, region_visits_by_rank,
                     workdir)
 
@@ -123,68 +124,90 @@ def run_alone(out=None, env=None, cwd=None):
 
 
 # ---- Kokkos alone loads the library; the core comes up by itself
-alone = os.path.join(workdir("kokkos-alone"), "out")
-proc = run_alone(alone)
-check(proc.returncode == 0, "alone: exit 0: %d %s" % (proc.returncode, proc.stderr))
-check(proc.stdout.startswith("total "), "alone: the program's output is its own: %r" % proc.stdout)
-check(proc.stderr.count("sysmeasure:") == 1 and alone in proc.stderr,
-      "alone: one closing line naming the folder: %s" % proc.stderr)
-check_patterns(alone, "alone")
+@smtest.fixture
+def alone():
+    """The run with only KOKKOS_PROFILE_LIBRARY: (its folder, the process)."""
+    out = os.path.join(workdir("kokkos-alone"), "out")
+    return out, run_alone(out)
+
+
+def test_alone():
+    alone_out, proc = alone()
+    check(proc.returncode == 0, "alone: exit 0: %d %s" % (proc.returncode, proc.stderr))
+    check(proc.stdout.startswith("total "), "alone: the program's output is its own: %r" % proc.stdout)
+    check(proc.stderr.count("sysmeasure:") == 1 and alone_out in proc.stderr,
+          "alone: one closing line naming the folder: %s" % proc.stderr)
+    check_patterns(alone_out, "alone")
+
 
 # ... into the default folder, named as under the launcher
-cwd = workdir("kokkos-default")
-proc = run_alone(cwd=cwd)
-folders = glob.glob(os.path.join(cwd, "sysmeasure-kokkos-patterns-*"))
-check(proc.returncode == 0 and len(folders) == 1, "alone: one default folder: %s %s" % (folders, proc.stderr))
+def test_default_folder():
+    cwd = workdir("kokkos-default")
+    proc = run_alone(cwd=cwd)
+    folders = glob.glob(os.path.join(cwd, "sysmeasure-kokkos-patterns-*"))
+    check(proc.returncode == 0 and len(folders) == 1, "alone: one default folder: %s %s" % (folders, proc.stderr))
+
 
 # ... and not at all when SYSMEASURE_ENABLE=no says so
-cwd = workdir("kokkos-disabled")
-proc = run_alone(cwd=cwd, env={"SYSMEASURE_ENABLE": "no"})
-check(proc.returncode == 0 and proc.stdout.startswith("total ") and not os.listdir(cwd)
-      and "sysmeasure" not in proc.stderr,
-      "SYSMEASURE_ENABLE=no: the program runs unmeasured: %s %s" % (os.listdir(cwd), proc.stderr))
+def test_disabled():
+    cwd = workdir("kokkos-disabled")
+    proc = run_alone(cwd=cwd, env={"SYSMEASURE_ENABLE": "no"})
+    check(proc.returncode == 0 and proc.stdout.startswith("total ") and not os.listdir(cwd)
+          and "sysmeasure" not in proc.stderr,
+          "SYSMEASURE_ENABLE=no: the program runs unmeasured: %s %s" % (os.listdir(cwd), proc.stderr))
+
 
 # ---- under the launcher, which names the library itself
-launched, proc = measure([PROG], "kokkos-launcher")
-check_patterns(launched, "launcher")
-check(sorted(os.listdir(launched)) == sorted(os.listdir(alone)),
-      "the same files with and without the launcher: %s / %s" % (os.listdir(launched), os.listdir(alone)))
+def test_launcher():
+    launched, proc = measure([PROG], "kokkos-launcher")
+    check_patterns(launched, "launcher")
+    unlaunched = alone()[0]
+    check(sorted(os.listdir(launched)) == sorted(os.listdir(unlaunched)),
+          "the same files with and without the launcher: %s / %s"
+          % (os.listdir(launched), os.listdir(unlaunched)))
+
 
 # ... not with --no-kokkos
-out, proc = measure([PROG], "kokkos-off", launcher_args=["--no-kokkos"])
-check_patterns(out, "--no-kokkos", kokkos=False)
+def test_no_kokkos():
+    out, proc = measure([PROG], "kokkos-off", launcher_args=["--no-kokkos"])
+    check_patterns(out, "--no-kokkos", kokkos=False)
+
 
 # ---- in front of a second tool (the user's), which sees every callback
-probe_out = os.path.join(workdir("kokkos-chain"), "probe.txt")
-chained, proc = measure([PROG], "kokkos-chain",
-                        env={"KOKKOS_PROFILE_LIBRARY": PROBE, "KP_PROBE_OUT": probe_out})
-trace = check_patterns(chained, "chained")
-counts = {}
-if check(os.path.exists(probe_out), "the second tool ran to its finalize: %s" % proc.stderr):
-    for line in open(probe_out):
-        k, v = line.split()
-        counts[k] = int(v)
-kernels = sum(1 for _, e in trace.of_type(otf2.events.Enter)
-              if e.region.paradigm == otf2.Paradigm.KOKKOS and e.region.region_role == otf2.RegionRole.LOOP)
-got = counts.get("begin_for", 0) + counts.get("begin_reduce", 0) + counts.get("begin_scan", 0)
-check(got == kernels, "the second tool saw every kernel: %d of %d" % (got, kernels))
-for b, e in (("begin_for", "end_for"), ("begin_reduce", "end_reduce"), ("begin_scan", "end_scan"),
-             ("push", "pop"), ("begin_copy", "end_copy"), ("begin_fence", "end_fence")):
-    check(counts.get(b, -1) == counts.get(e, -2), "second tool: %s == %s: %s" % (b, e, counts))
-check(counts.get("load_seq") == 1 and counts.get("init") == 1 and counts.get("finalize") == 1,
-      "second tool loaded behind ours (load sequence 1): %s" % counts)
-check(counts.get("bad_id") == 0, "second tool got its own kernel and section ids back: %s" % counts)
-check(counts.get("push") == 2 and counts.get("begin_copy") == 2 and counts.get("begin_fence", 0) >= 1,
-      "second tool: regions, deep copies, fence: %s" % counts)
-check(counts.get("create_section") == 1 and counts.get("start_section") == 1 and counts.get("event") == 1,
-      "second tool: section and event: %s" % counts)
-# (Kokkos frees its scratch memory after the tools' finalize)
-check(counts.get("alloc", 0) >= 3 and counts.get("dealloc", 0) >= 3 and counts.get("metadata", 0) >= 2, "second tool: allocations, metadata: %s" % counts)
-meta = load_json(chained, "metadata.json")
-check(meta["metadata"].get("kokkosp.next_tool") == PROBE, "metadata names the second tool")
+def test_chained():
+    probe_out = os.path.join(workdir("kokkos-chain"), "probe.txt")
+    chained, proc = measure([PROG], "kokkos-chain",
+                            env={"KOKKOS_PROFILE_LIBRARY": PROBE, "KP_PROBE_OUT": probe_out})
+    trace = check_patterns(chained, "chained")
+    counts = {}
+    if check(os.path.exists(probe_out), "the second tool ran to its finalize: %s" % proc.stderr):
+        for line in open(probe_out):
+            k, v = line.split()
+            counts[k] = int(v)
+    kernels = sum(1 for _, e in trace.of_type(otf2.events.Enter)
+                  if e.region.paradigm == otf2.Paradigm.KOKKOS and e.region.region_role == otf2.RegionRole.LOOP)
+    got = counts.get("begin_for", 0) + counts.get("begin_reduce", 0) + counts.get("begin_scan", 0)
+    check(got == kernels, "the second tool saw every kernel: %d of %d" % (got, kernels))
+    for b, e in (("begin_for", "end_for"), ("begin_reduce", "end_reduce"), ("begin_scan", "end_scan"),
+                 ("push", "pop"), ("begin_copy", "end_copy"), ("begin_fence", "end_fence")):
+        check(counts.get(b, -1) == counts.get(e, -2), "second tool: %s == %s: %s" % (b, e, counts))
+    check(counts.get("load_seq") == 1 and counts.get("init") == 1 and counts.get("finalize") == 1,
+          "second tool loaded behind ours (load sequence 1): %s" % counts)
+    check(counts.get("bad_id") == 0, "second tool got its own kernel and section ids back: %s" % counts)
+    check(counts.get("push") == 2 and counts.get("begin_copy") == 2 and counts.get("begin_fence", 0) >= 1,
+          "second tool: regions, deep copies, fence: %s" % counts)
+    check(counts.get("create_section") == 1 and counts.get("start_section") == 1 and counts.get("event") == 1,
+          "second tool: section and event: %s" % counts)
+    # (Kokkos frees its scratch memory after the tools' finalize)
+    check(counts.get("alloc", 0) >= 3 and counts.get("dealloc", 0) >= 3 and counts.get("metadata", 0) >= 2, "second tool: allocations, metadata: %s" % counts)
+    meta = load_json(chained, "metadata.json")
+    check(meta["metadata"].get("kokkosp.next_tool") == PROBE, "metadata names the second tool")
+
 
 # ---- Kokkos + MPI under mpirun -np 2 sysmeasure: one archive, one summary
-if os.environ.get("SM_HAVE_MPI", "yes") == "yes":
+def test_mpi():
+    if os.environ.get("SM_HAVE_MPI", "yes") != "yes":
+        smtest.skip("built without MPI")
     mpi_prog = program("kokkos-mpi")
     out, proc = mpi_measure(2, [mpi_prog], "kokkos-mpi")
     trace = Trace(out)
@@ -220,4 +243,6 @@ if os.environ.get("SM_HAVE_MPI", "yes") == "yes":
     check(sorted(hwm) == [0, 1] and all(8192 * (r + 1) <= hwm[r] < 8192 * (r + 1) + MIB // 4 for r in hwm),
           "kokkos-mpi: each rank's high-water mark in metadata.json: %s" % hwm)
 
-finish()
+
+if __name__ == "__main__":
+    smtest.run_cases(globals())
