@@ -767,7 +767,7 @@ static int sm_otf2_background_wanted(void)
 static int sm_runtime_write_report(const char *dir)
 {
     char err[512];
-    int rc = sm_report_write_html(dir, err, sizeof err);
+    int rc = sm_report_write_html(dir, SM_FS_INPUT_OWN, err, sizeof err);
     if (rc == SM_REPORT_NOT_OUTPUT)
         sm_error("writing %s/report.html failed: %s", dir, err);
     return rc != 0;

@@ -456,7 +456,7 @@ int main(int argc, char **argv)
     failures += meta_failed;
     if (!meta_failed && (!run.config || run.config->report)) { /* it reads the files just written */
         char err[PATH_MAX + 200];
-        int rc = sm_report_write_html(folder, err, sizeof err);
+        int rc = sm_report_write_html(folder, SM_FS_INPUT_OWN, err, sizeof err);
         if (rc == SM_REPORT_NOT_OUTPUT)
             sm_error("writing %s/report.html failed: %s", folder, err);
         failures += rc != 0;
