@@ -1,6 +1,7 @@
 /* Region filters: parsing the filter file, matching a region once. */
 #include "filter.h"
 #include "fs.h"
+#include "log.h"
 #include "grow.h"
 
 #include <ctype.h>
@@ -81,6 +82,7 @@ static void sm_filter_error(char *err, size_t errlen, const char *origin, unsign
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     snprintf(err, errlen, "%s:%u: %s", origin, line, msg);
+    sm_log_one_line(err); /* (the file's words: control characters in them) */
 }
 
 /* Next whitespace-separated token of *s (a backslash keeps the next

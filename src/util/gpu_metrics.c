@@ -11,6 +11,7 @@
 
 #include "fs.h"
 #include "json_read.h"
+#include "log.h"
 #include "grow.h"
 
 /* Compiled filters, kept apart from the spec (which is copied around). */
@@ -30,8 +31,10 @@ static void sm_gpu_fail(char *err, size_t errlen, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    if (err && errlen)
+    if (err && errlen) {
         vsnprintf(err, errlen, fmt, ap);
+        sm_log_one_line(err); /* (names and regular expressions of the file) */
+    }
     va_end(ap);
 }
 

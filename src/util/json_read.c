@@ -1,6 +1,7 @@
 /* A small recursive-descent JSON reader: see json_read.h. */
 #include "json_read.h"
 #include "grow.h"
+#include "log.h"
 
 #include <errno.h>
 #include <locale.h>
@@ -44,8 +45,10 @@ static void sm_jp_fail(sm_jp_t *jp, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    if (jp->err && jp->errlen)
+    if (jp->err && jp->errlen) {
         snprintf(jp->err, jp->errlen, "line %u: %s", line, what);
+        sm_log_one_line(jp->err); /* (what quotes the text: '\<line break>') */
+    }
 }
 
 static void sm_jp_space(sm_jp_t *jp)
