@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "../util/fs.h"
+#include "../util/log.h"
 #include "../util/utf8.h"
 #include "../util/mpi_groups.h"
 #include "../util/gpu_metrics.h"
@@ -382,6 +383,7 @@ int sm_config_set(sm_config_t *cfg, const sm_config_var_t *var, const char *valu
     if (sm_config_apply(cfg, var, value, source, why, sizeof why) == 0)
         return 0;
     sm_quote_value(value ? value : "", quoted, sizeof quoted);
+    sm_log_one_line(why); /* (the reason may quote the value as it is) */
     snprintf(err, errlen, "bad value '%s' for %s: %s", quoted,
              source == SM_CONFIG_FROM_FILE ? var->key : var->env, why);
     return -1;
@@ -574,6 +576,7 @@ int sm_config_read_file(sm_config_t *cfg, const char *path, char *err, size_t er
             char qkey[128];
             sm_quote_value(key, qkey, sizeof qkey);
             sm_quote_value(value, quoted, sizeof quoted);
+            sm_log_one_line(why); /* (the reason may quote the value as it is) */
             snprintf(err, errlen, "%s:%lu: bad value '%s' for %s: %s", path, lineno, quoted,
                      qkey, why);
             rc = -1;
