@@ -29,7 +29,8 @@
 /* Beyond these a number in the files is damage, not a job: */
 #define SM_REPORT_MAX_RANKS (1u << 20)  /* ranks */
 #define SM_REPORT_MAX_DEPTH (1u << 20)  /* call-path depth */
-#define SM_REPORT_TL_MAX_BINS 100000    /* columns of timeline.json */
+#define SM_REPORT_TL_MAX_BINS 10000     /* columns of timeline.json (it has 300) */
+#define SM_REPORT_TL_MAX_CELLS (1u << 21) /* lanes x columns (512 x 300 at most) */
 
 /* Where time goes: the kinds of work of timeline.h (sm_tl_*), one list for
  * the bars, the timeline and timeline.json. */
@@ -158,6 +159,25 @@ static void sm_legend(sm_out_t *o, const bool *used)
 
 /* ---------------------------------------------------------------- the run */
 
+/* A process's host, for the list of hosts. */
+typedef struct sm_host {
+    const char *name;
+    uint32_t rank;
+} sm_host_t;
+
+static int sm_host_by_name(const void *a, const void *b)
+{
+    const sm_host_t *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+static int sm_host_by_rank(const void *a, const void *b)
+{
+    const sm_host_t *x = a, *y = b;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
 static void sm_report_run(sm_report_t *r)
 {
     sm_out_t *o = &r->o;
@@ -181,23 +201,33 @@ static void sm_report_run(sm_report_t *r)
                      "%u thread%s (%u in all)</dd>\n",
                   (unsigned)r->n_ranks, r->n_ranks == 1 ? "" : "s", (unsigned)max_threads,
                   max_threads == 1 ? "" : "s", (unsigned)threads);
-    /* Hosts, each once, in rank order. */
+    /* Hosts, each once, in rank order (sorted, not searched: a job may
+     * have 10^5 processes). */
     const sm_jv_t *procs = sm_jv_get(m, "processes");
     uint32_t np = sm_jv_len(procs), n_hosts = 0;
     sm_out_printf(o, "<dt>Hosts</dt><dd>");
-    for (uint32_t i = 0; i < np; i++) {
+    sm_host_t *hosts = malloc((np ? np : 1) * sizeof *hosts);
+    if (!hosts)
+        sm_out_fail(o, ENOMEM);
+    uint32_t nh = 0;
+    for (uint32_t i = 0; hosts && i < np; i++) {
         const char *h = sm_jv_str(sm_jv_at(procs, i), "host");
-        bool seen = false;
-        for (uint32_t k = 0; k < i && !seen && h; k++) {
-            const char *e = sm_jv_str(sm_jv_at(procs, k), "host");
-            seen = e && !strcmp(e, h);
+        if (h && *h)
+            hosts[nh++] = (sm_host_t){h, i};
+    }
+    if (hosts) {
+        qsort(hosts, nh, sizeof *hosts, sm_host_by_name); /* each name's first rank first */
+        uint32_t first = 0;
+        for (uint32_t i = 0; i < nh; i++)
+            if (i == 0 || strcmp(hosts[i].name, hosts[first - 1].name) != 0)
+                hosts[first++] = hosts[i];
+        n_hosts = first;
+        qsort(hosts, n_hosts, sizeof *hosts, sm_host_by_rank);
+        for (uint32_t i = 0; i < n_hosts && i < 32; i++) {
+            sm_out_printf(o, i ? ", " : "");
+            sm_html(o, hosts[i].name);
         }
-        if (!h || seen || !*h)
-            continue;
-        if (n_hosts++ < 32) {
-            sm_out_printf(o, n_hosts > 1 ? ", " : "");
-            sm_html(o, h);
-        }
+        free(hosts);
     }
     if (n_hosts > 32)
         sm_out_printf(o, " &hellip; (%u hosts in all)", (unsigned)n_hosts);
@@ -995,12 +1025,23 @@ static void sm_report_counters(sm_report_t *r, sm_rpath_t **sorted)
 typedef struct sm_hot {
     const char *name, *file;
     double line, samples;
+    uint32_t order; /* where it first comes in profile.json */
 } sm_hot_t;
 
 static int sm_hot_by_samples(const void *a, const void *b)
 {
     const sm_hot_t *x = a, *y = b;
-    return x->samples < y->samples ? 1 : x->samples > y->samples ? -1 : 0;
+    if (x->samples != y->samples)
+        return x->samples < y->samples ? 1 : -1;
+    return (x->order > y->order) - (x->order < y->order);
+}
+
+/* By name (an unnamed one is a name of its own), then by order. */
+static int sm_hot_by_name(const void *a, const void *b)
+{
+    const sm_hot_t *x = a, *y = b;
+    int c = x->name && y->name ? strcmp(x->name, y->name) : !x->name - !y->name;
+    return c ? c : (x->order > y->order) - (x->order < y->order);
 }
 
 /* The call-path tree as a flame graph: width inclusive time (all ranks),
@@ -1080,20 +1121,27 @@ static void sm_report_sampling(sm_report_t *r)
             const char *name = sm_jv_str(f, "function");
             double samples = sm_jv_num(ar, "mean", 0) * sm_jv_num(ar, "n", 0);
             all += samples;
-            uint32_t h = 0;
-            while (h < n && !(name && hot[h].name && !strcmp(hot[h].name, name)))
-                h++;
-            if (h == n) {
-                if (n == cap && SM_GROW(hot, cap, 64) != 0) {
-                    free(hot);
-                    sm_out_fail(o, ENOMEM);
-                    return;
-                }
-                hot[n++] = (sm_hot_t){name, sm_jv_str(f, "file"), sm_jv_num(f, "line", 0), 0};
+            if (n == cap && SM_GROW(hot, cap, 64) != 0) {
+                free(hot);
+                sm_out_fail(o, ENOMEM);
+                return;
             }
-            hot[h].samples += samples;
+            hot[n] = (sm_hot_t){name, sm_jv_str(f, "file"), sm_jv_num(f, "line", 0), samples, n};
+            n++;
         }
     }
+    /* One entry per function name, summed (sorted, not searched: a large
+     * profile has many thousands), with the file and line where it first
+     * came. */
+    qsort(hot, n, sizeof *hot, sm_hot_by_name);
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (m && hot[i].name && hot[m - 1].name && !strcmp(hot[i].name, hot[m - 1].name))
+            hot[m - 1].samples += hot[i].samples;
+        else
+            hot[m++] = hot[i];
+    }
+    n = m;
     qsort(hot, n, sizeof *hot, sm_hot_by_samples);
     sm_out_printf(o, "<h2 id=sampling>Sampled hot functions</h2>\n<p>Call-stack sampling at "
                      "%.0f Hz (%s time): the functions the samples landed in (the 30 with the "
@@ -1338,6 +1386,12 @@ static int sm_report_check_timeline(const sm_jv_t *tl, char *err, size_t errlen)
         sm_jv_finite(tl, "", "bin_ns", 0, &d, err, errlen))
         return -1;
     const sm_jv_t *lanes = sm_jv_get(tl, "lanes");
+    /* (each cell can be a rectangle on the page: the page stays bounded) */
+    if ((uint64_t)sm_jv_len(lanes) * bins > SM_REPORT_TL_MAX_CELLS) {
+        snprintf(err, errlen, "%u lanes of %llu columns are more than a page draws (%u cells)",
+                 (unsigned)sm_jv_len(lanes), (unsigned long long)bins, SM_REPORT_TL_MAX_CELLS);
+        return -1;
+    }
     for (uint32_t i = 0; i < sm_jv_len(lanes); i++) {
         const sm_jv_t *pm = sm_jv_get(sm_jv_at(lanes, i), "per_mille");
         if (pm && pm->type != SM_JV_OBJECT) {
@@ -1407,7 +1461,8 @@ static sm_jv_t *sm_report_read(const char *dir, const char *name, sm_fs_input_t 
     snprintf(path, sizeof path, "%s/%s", dir, name);
     sm_jv_t *v = sm_jv_parse_file(path, how, skip, why, sizeof why, &unread);
     int e = errno;
-    *refused = !v && !(unread && (e == ENOENT || (how == SM_FS_INPUT_OWN && sm_fs_input_refused(e))));
+    int absent = unread && (e == ENOENT || (how == SM_FS_INPUT_OWN && sm_fs_input_refused(e)));
+    *refused = !v && !absent;
     if (!v)
         snprintf(err, errlen, unread ? "%s" : "is damaged (%s)", why);
     return v;

@@ -7,7 +7,10 @@ exit code and output.
 - sysmeasure-report on a real 2-rank MPI folder with "ranks": -3 in
   profile.json (it divided by zero in the communication matrix's heat map)
   and in metadata.json (it looped over 4,294,967,293 ranks): one line, exit 2;
-- sysmeasure-report with a FIFO as profile.json: one line, no hang;
+- sysmeasure-report with a FIFO as profile.json: one line, no hang; with
+  200,000 hosts in metadata.json or 200,000 sampled functions in
+  profile.json: the page in well under a second (it compared each name
+  with every one before it: minutes);
 - sysmeasure-convert --perfetto on an anchor file (traces.otf2) with 8
   bytes 0xff over its number of properties (libotf2 looped, its memory
   growing): one line, exit 2, at once;
@@ -144,6 +147,56 @@ def test_report_fifo_profile():
                 "profile.json is a FIFO, not a regular file")
 
 
+def test_report_many_hosts():
+    """metadata.json of 200,000 processes, each on a host of its own: the
+    list of hosts compared each with all before it (2 x 10^10 string
+    compares, minutes)."""
+    if not check(job is not None, "sysmeasure is built with MPI (the case needs a 2-rank job)"):
+        return
+    folder = job_copy("many-hosts")
+    n = 200000
+
+    def hosts(doc):
+        doc["ranks"] = n
+        doc["processes"] = [{"rank": i, "pid": 1000 + i, "host": "node%06d" % i}
+                            for i in range(n)]
+    rewrite_json(folder, "metadata.json", hosts)
+    code, _, err, took = bounded([REPORT, folder], 20)
+    check(code == 0 and took < 10, "report of 200,000 hosts: rc %r in %.1f s (at most 10): %r"
+          % (code, took, err[-500:]))
+    if code == 0:
+        with open(os.path.join(folder, "report.html"), encoding="utf-8") as f:
+            page = f.read()
+        check("node000000, node000001, node000002" in page and "node000031 &hellip; "
+              "(200000 hosts in all)" in page, "the first 32 hosts in rank order, then the count")
+
+
+def test_report_many_sampled_functions():
+    """profile.json with 200,000 sampled functions: the hot-function table
+    searched every name before it for each (minutes)."""
+    if not check(job is not None, "sysmeasure is built with MPI (the case needs a 2-rank job)"):
+        return
+    folder = job_copy("many-functions")
+    n = 200000
+
+    def functions(doc):
+        # function i: (1 + i % 7) x 2 samples; the most (14): i = 6, 13, 20, ...
+        doc["sampling"] = {"frequency_hz": 1000, "clock": "cpu", "callpaths": [
+            {"functions": [{"function": "fn_%06d" % i, "file": "hot.c", "line": i,
+                            "across_ranks": {"mean": 1 + i % 7, "n": 2}} for i in range(n)]}]}
+    rewrite_json(folder, "profile.json", functions)
+    code, _, err, took = bounded([REPORT, folder], 20)
+    check(code == 0 and took < 10, "report of 200,000 sampled functions: rc %r in %.1f s (at "
+          "most 10): %r" % (code, took, err[-500:]))
+    if code == 0:
+        with open(os.path.join(folder, "report.html"), encoding="utf-8") as f:
+            page = f.read()
+        table = page[page.find("id=hot-table"):]
+        first = table.find("fn_")
+        check(table[first:first + 9] == "fn_000006" and "hot.c:6<" in table,
+              "the hottest function first, with its file and line: %r" % table[first:first + 200])
+
+
 def test_convert_damaged_anchor():
     """traces.otf2 with 8 bytes 0xff over its number of properties: libotf2
     allocated and looped for minutes, its memory growing (otf2-print failed
@@ -264,7 +317,8 @@ def test_config_fifo():
 
 
 for case in (test_report_profile_ranks_negative, test_report_metadata_ranks_negative,
-             test_report_fifo_profile, test_convert_damaged_anchor, test_fifo_as_profile_json,
+             test_report_fifo_profile, test_report_many_hosts, test_report_many_sampled_functions,
+             test_convert_damaged_anchor, test_fifo_as_profile_json,
              test_symlink_dev_zero_as_profile_json, test_filter_dev_zero, test_filter_fifo,
              test_gpu_metrics_file_dev_zero, test_gpu_metrics_file_fifo, test_config_fifo):
     print("case:", case.__name__)
