@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 int sm_mkdir_p_created(const char *path, char *created, size_t len)
@@ -334,37 +335,66 @@ const char *sm_fs_why(int err)
 /* ---------------------------------------------------------------- input files */
 
 /* The outputs this process opened in this run (sm_fs_open_output_at), by
- * device and inode, for SM_FS_INPUT_OWN: a ring written without a lock (an
- * output may be written at a fatal signal, on any thread).  A run writes a
- * few dozen outputs; one that wrote more than the ring holds reads its
- * oldest back as not its own, which only leaves them out. */
+ * device, inode and birth time (where the file system keeps one: an inode
+ * freed and given to a file put in its place is another file), for
+ * SM_FS_INPUT_OWN: a ring written without a lock (an output may be written
+ * at a fatal signal, on any thread).  A run writes a few dozen outputs; one
+ * that wrote more than the ring holds reads its oldest back as not its
+ * own, which only leaves them out. */
 #define SM_FS_OWN_SLOTS 256
 static struct sm_fs_own {
-    uint64_t dev, ino;
+    uint64_t dev, ino, born; /* born: birth time in ns, 0 unknown */
     uint32_t ready;
 } sm_fs_own[SM_FS_OWN_SLOTS];
 static uint32_t sm_fs_own_next;
 
+/* fd's device, inode and birth time (0 where the file system has none). */
+static int sm_fs_identity(int fd, uint64_t *dev, uint64_t *ino, uint64_t *born)
+{
+    struct statx sx;
+    if (statx(fd, "", AT_EMPTY_PATH, STATX_INO | STATX_BTIME, &sx) != 0) {
+        /* (no statx: an old kernel, a container's filter) */
+        struct stat st;
+        if (fstat(fd, &st) != 0)
+            return -1;
+        *dev = (uint64_t)major(st.st_dev) << 32 | minor(st.st_dev);
+        *ino = st.st_ino;
+        *born = 0;
+        return 0;
+    }
+    *dev = (uint64_t)sx.stx_dev_major << 32 | sx.stx_dev_minor;
+    *ino = sx.stx_ino;
+    *born = sx.stx_mask & STATX_BTIME
+                ? (uint64_t)sx.stx_btime.tv_sec * 1000000000u + sx.stx_btime.tv_nsec + 1
+                : 0;
+    return 0;
+}
+
 static void sm_fs_own_note(int fd)
 {
-    struct stat st;
-    if (fstat(fd, &st) != 0)
+    uint64_t dev, ino, born;
+    if (sm_fs_identity(fd, &dev, &ino, &born) != 0)
         return;
     struct sm_fs_own *o =
         &sm_fs_own[__atomic_fetch_add(&sm_fs_own_next, 1, __ATOMIC_RELAXED) % SM_FS_OWN_SLOTS];
     __atomic_store_n(&o->ready, 0, __ATOMIC_RELEASE);
-    __atomic_store_n(&o->dev, (uint64_t)st.st_dev, __ATOMIC_RELAXED);
-    __atomic_store_n(&o->ino, (uint64_t)st.st_ino, __ATOMIC_RELAXED);
+    __atomic_store_n(&o->dev, dev, __ATOMIC_RELAXED);
+    __atomic_store_n(&o->ino, ino, __ATOMIC_RELAXED);
+    __atomic_store_n(&o->born, born, __ATOMIC_RELAXED);
     __atomic_store_n(&o->ready, 1, __ATOMIC_RELEASE);
 }
 
-static int sm_fs_own_is(const struct stat *st)
+static int sm_fs_own_is(int fd)
 {
+    uint64_t dev, ino, born;
+    if (sm_fs_identity(fd, &dev, &ino, &born) != 0)
+        return 0;
     for (uint32_t i = 0; i < SM_FS_OWN_SLOTS; i++) {
         const struct sm_fs_own *o = &sm_fs_own[i];
         if (__atomic_load_n(&o->ready, __ATOMIC_ACQUIRE) &&
-            __atomic_load_n(&o->dev, __ATOMIC_RELAXED) == (uint64_t)st->st_dev &&
-            __atomic_load_n(&o->ino, __ATOMIC_RELAXED) == (uint64_t)st->st_ino)
+            __atomic_load_n(&o->dev, __ATOMIC_RELAXED) == dev &&
+            __atomic_load_n(&o->ino, __ATOMIC_RELAXED) == ino &&
+            __atomic_load_n(&o->born, __ATOMIC_RELAXED) == born)
             return 1;
     }
     return 0;
@@ -401,7 +431,7 @@ int sm_fs_open_input(const char *path, sm_fs_input_t how, struct stat *st)
         e = errno;
     else if ((e = sm_fs_input_kind(&now)) != 0)
         ;
-    else if (how == SM_FS_INPUT_OWN && !sm_fs_own_is(&now))
+    else if (how == SM_FS_INPUT_OWN && !sm_fs_own_is(fd))
         e = SM_FS_NOT_THIS_RUN;
     else if (fcntl(fd, F_SETFL, 0) != 0) /* blocking again, for stdio */
         e = errno;

@@ -408,10 +408,11 @@ uint32_t sm_jv_len(const sm_jv_t *v)
     return v && v->type == SM_JV_ARRAY ? v->n : 0;
 }
 
-/* "where.key" or "key" for a message. */
+/* 'where: "key"' or '"key"' for a message. */
 static void sm_jv_place(char *buf, size_t len, const char *where, const char *key)
 {
-    snprintf(buf, len, "%s%s\"%s\"", where && *where ? where : "", where && *where ? "." : "", key);
+    snprintf(buf, len, "%s%s\"%s\"", where && *where ? where : "", where && *where ? ": " : "",
+             key);
 }
 
 /* What x is, for a message: its value, or its kind. */

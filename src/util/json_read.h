@@ -59,8 +59,8 @@ uint32_t sm_jv_len(const sm_jv_t *v) SM_HIDDEN;
  * used (a file can say "ranks": -3).  The number at key of v, where is the
  * place of v for the message ("callpaths[3]", or ""): absent or null gives
  * dflt; else it must be a whole number from lo to hi.  0 with *out, or -1
- * with err saying what is wrong ("callpaths[3].depth is -1 (expected a whole
- * number from 0 to 1048576)"). */
+ * with err saying what is wrong ('callpaths[3]: "depth" is -1 (expected a
+ * whole number from 0 to 1048576)'). */
 int sm_jv_whole(const sm_jv_t *v, const char *where, const char *key, uint64_t lo, uint64_t hi,
                 uint64_t dflt, uint64_t *out, char *err, size_t errlen) SM_HIDDEN;
 /* The same for a finite number (any value; absent or null: dflt). */
