@@ -82,7 +82,8 @@ static int sm_pf_check_anchor(const char *dir, char *err, size_t errlen)
     char anchor[PATH_MAX + 16], why[300];
     snprintf(anchor, sizeof anchor, "%s/traces.otf2", dir);
     size_t len = 0;
-    uint8_t *data = (uint8_t *)sm_fs_read_input(anchor, SM_FS_INPUT_FOUND, SM_OTF2_ANCHOR_MAX, &len);
+    uint8_t *data =
+        (uint8_t *)sm_fs_read_input(anchor, SM_FS_INPUT_FOUND, SM_OTF2_ANCHOR_MAX, &len);
     if (!data) {
         int e = errno;
         if (e == ENOENT)
