@@ -11,9 +11,6 @@ set -u
 build=$1 src=$2 seconds=$3
 shift 3
 failed=0
-# Leaks are failures too, except those of libraries named in lsan.supp.
-LSAN_OPTIONS="suppressions=$src/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
-export LSAN_OPTIONS
 for name in "$@"; do
     work="$build/work/$name"
     regress="$src/regress/$name"
