@@ -29,6 +29,7 @@
 /* Beyond these a number in the files is damage, not a job: */
 #define SM_REPORT_MAX_RANKS (1u << 20)  /* ranks */
 #define SM_REPORT_MAX_DEPTH (1u << 20)  /* call-path depth */
+#define SM_REPORT_MAX_COUNT ((uint64_t)1 << 53) /* a count of events (a double's integers) */
 #define SM_REPORT_TL_MAX_BINS 10000     /* columns of timeline.json (it has 300) */
 #define SM_REPORT_TL_MAX_CELLS (1u << 21) /* lanes x columns (512 x 300 at most) */
 
@@ -1319,6 +1320,13 @@ static int sm_report_check(sm_report_t *r, const char **file, char *err, size_t 
         return -1;
     r->n_ranks = (uint32_t)meta_ranks;
     r->duration_ns = d;
+    /* The counts the notes give. */
+    const sm_jv_t *buf = sm_jv_get(r->meta, "buffers");
+    if (sm_jv_whole(buf, "buffers", "dropped_records", 0, SM_REPORT_MAX_COUNT, 0, &x, err,
+                    errlen) ||
+        sm_jv_whole(buf, "buffers", "spills", 0, SM_REPORT_MAX_COUNT, 0, &x, err, errlen) ||
+        sm_jv_whole(r->meta, "", "unmatched_leaves", 0, SM_REPORT_MAX_COUNT, 0, &x, err, errlen))
+        return -1;
     if (!r->prof)
         return 0;
     *file = "profile.json";
