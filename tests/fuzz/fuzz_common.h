@@ -7,6 +7,7 @@
 #define SM_FUZZ_COMMON_H
 
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,15 +32,20 @@
 
 static char sm_fuzz_dir_path[256];
 
+/* The scratch folder and what the harness put there (files only). */
 static inline void sm_fuzz_dir_remove(void)
 {
-    static const char *const names[] = {"metadata.json", "profile.json", "timeline.json",
-                                        "report.html", "input", "traces.otf2", NULL};
+    DIR *d = opendir(sm_fuzz_dir_path);
+    struct dirent *e;
     char path[512];
-    for (const char *const *n = names; *n; n++) {
-        snprintf(path, sizeof path, "%s/%s", sm_fuzz_dir_path, *n);
+    while (d && (e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        snprintf(path, sizeof path, "%s/%s", sm_fuzz_dir_path, e->d_name);
         unlink(path);
     }
+    if (d)
+        closedir(d);
     rmdir(sm_fuzz_dir_path);
 }
 
