@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../util/fs.h"
+#include "../util/log.h"
 #include "../util/utf8.h"
 #include "../util/mpi_groups.h"
 #include "../util/gpu_metrics.h"
@@ -432,6 +434,7 @@ int sm_config_set(sm_config_t *cfg, const sm_config_var_t *var, const char *valu
     if (sm_config_apply(cfg, var, value, source, why, sizeof why) == 0)
         return 0;
     sm_quote_value(value ? value : "", quoted, sizeof quoted);
+    sm_log_one_line(why); /* (the reason may quote the value as it is) */
     snprintf(err, errlen, "bad value '%s' for %s: %s", quoted,
              source == SM_CONFIG_FROM_FILE ? var->key : var->env, why);
     return -1;
@@ -510,69 +513,29 @@ static char *sm_trim(char *s)
     return s;
 }
 
-/* A config file is a few lines: anything longer is not one (/dev/zero,
- * a log, a binary), and reading it must not grow without bound. */
-#define SM_CONFIG_FILE_MAX (1u << 20)
+/* A config file is a few lines: anything longer is not one (a log, a
+ * binary), and reading it must not grow without bound. */
+#define SM_CONFIG_FILE_MAX ((size_t)1 << 20)
 
-/* The whole file into a malloc'd, NUL-terminated buffer of at most
+/* The whole file (the path the user named: a regular file, its links
+ * followed; fs.h) into a malloc'd, NUL-terminated buffer of at most
  * SM_CONFIG_FILE_MAX bytes; NULL with err. */
 static char *sm_config_slurp(const char *path, size_t *len, char *err, size_t errlen)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        snprintf(err, errlen, "cannot read config file %s: %s", path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return NULL;
-    }
-    if (S_ISDIR(st.st_mode)) {
-        snprintf(err, errlen, "config file %s is a folder", path);
-        close(fd);
-        return NULL;
-    }
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap + 1);
-    while (buf) {
-        if (n == cap) {
-            if (cap > SM_CONFIG_FILE_MAX)
-                break;
-            char *more = realloc(buf, 2 * cap + 1);
-            if (!more) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = more;
-            cap *= 2;
-        }
-        ssize_t k = read(fd, buf + n, cap - n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k < 0) {
-            snprintf(err, errlen, "cannot read config file %s: %s", path, strerror(errno));
-            free(buf);
-            close(fd);
-            return NULL;
-        }
-        if (k == 0)
-            break;
-        n += (size_t)k;
-    }
-    close(fd);
-    if (!buf) {
-        snprintf(err, errlen, "cannot read config file %s: out of memory", path);
-        return NULL;
-    }
-    if (n > SM_CONFIG_FILE_MAX) {
-        snprintf(err, errlen, "config file %s is larger than %uM (it is not a config file?)",
+    char *buf = sm_fs_read_input(path, SM_FS_INPUT_NAMED, SM_CONFIG_FILE_MAX, len);
+    if (buf)
+        return buf;
+    int e = errno;
+    char why[200];
+    if (e == SM_FS_TOO_LARGE)
+        snprintf(err, errlen, "config file %s is larger than %zuM (it is not a config file?)",
                  path, SM_CONFIG_FILE_MAX >> 20);
-        free(buf);
-        return NULL;
-    }
-    buf[n] = '\0';
-    *len = n;
-    return buf;
+    else if (sm_fs_input_refused(e))
+        snprintf(err, errlen, "config file %s %s", path,
+                 sm_fs_input_why(path, SM_FS_INPUT_NAMED, e, SM_CONFIG_FILE_MAX, why, sizeof why));
+    else
+        snprintf(err, errlen, "cannot read config file %s: %s", path, strerror(e));
+    return NULL;
 }
 
 /* What is not text: a byte-order mark, NUL bytes, control characters and
@@ -664,6 +627,7 @@ int sm_config_read_file(sm_config_t *cfg, const char *path, char *err, size_t er
             char qkey[128];
             sm_quote_value(key, qkey, sizeof qkey);
             sm_quote_value(value, quoted, sizeof quoted);
+            sm_log_one_line(why); /* (the reason may quote the value as it is) */
             snprintf(err, errlen, "%s:%lu: bad value '%s' for %s: %s", path, lineno, quoted,
                      qkey, why);
             rc = -1;

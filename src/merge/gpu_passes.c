@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../util/fs.h"
 #include "../util/json.h"
 #include "../util/log.h"
 #include "../writers/gpu_counter_table.h"
@@ -107,12 +108,29 @@ static void sm_gp_pass_free(sm_gp_pass_t *p)
     free(p->rows);
 }
 
-/* One counter_collection*.csv into p: 0; -1 after one line. */
+/* Bytes of the largest counter table read (its rows are kept: 4M rows,
+ * SM_GPU_COUNTER_ROWS_MAX, of long kernel names stay below). */
+#define SM_GP_FILE_MAX ((size_t)4 << 30)
+
+/* One counter_collection*.csv into p: 0; -1 after one line.  (Found in a
+ * pass's folder: never through a link, a regular file of bounded size.) */
 static int sm_gp_read_file(const char *path, uint32_t pass, sm_gp_pass_t *p)
 {
-    FILE *f = fopen(path, "r");
+    struct stat st;
+    char why[200];
+    int fd = sm_fs_open_input(path, SM_FS_INPUT_FOUND, &st);
+    if (fd >= 0 && (uint64_t)st.st_size > SM_GP_FILE_MAX) {
+        close(fd);
+        fd = -1;
+        errno = SM_FS_TOO_LARGE;
+    }
+    FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
     if (!f) {
-        sm_error("cannot read %s: %s", path, strerror(errno));
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        sm_error("%s %s", path, sm_fs_input_why(path, SM_FS_INPUT_FOUND, e, SM_GP_FILE_MAX, why,
+                                                 sizeof why));
         return -1;
     }
     char *line = NULL;

@@ -103,7 +103,7 @@ static uint32_t sm_passes_count(const char *out)
 {
     char path[PATH_MAX + 32], err[256];
     snprintf(path, sizeof path, "%s/pass0/metadata.json", out);
-    sm_jv_t *doc = sm_jv_parse_file(path, NULL, err, sizeof err);
+    sm_jv_t *doc = sm_jv_parse_file(path, SM_FS_INPUT_FOUND, NULL, err, sizeof err, NULL);
     const char *v = doc ? sm_jv_str(sm_jv_get(doc, "metadata"), "gpu_passes") : NULL;
     char *end = NULL;
     unsigned long n = v ? strtoul(v, &end, 10) : 0;

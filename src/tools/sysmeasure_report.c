@@ -36,7 +36,7 @@ int main(int argc, char **argv)
         return 2;
     }
     char err[4400];
-    int rc = sm_report_write_html(argv[1], err, sizeof err);
+    int rc = sm_report_write_html(argv[1], SM_FS_INPUT_FOUND, err, sizeof err);
     if (rc == SM_REPORT_NOT_OUTPUT) {
         sm_error("%s", err);
         return 2;

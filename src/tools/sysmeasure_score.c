@@ -95,6 +95,13 @@ typedef struct sm_score {
     uint64_t messages;  /* from the communication matrix (older folders) */
 } sm_score_t;
 
+/* A count of the files as a whole number (a damaged value: 0, or the
+ * largest; a conversion out of range would be undefined). */
+static uint64_t sm_score_count(double x)
+{
+    return !(x > 0) ? 0 : x >= 0x1p64 ? UINT64_MAX : (uint64_t)x;
+}
+
 static int sm_score_fail(const char *fmt, const char *a, const char *b)
 {
     sm_error(fmt, a, b);
@@ -186,34 +193,43 @@ static int sm_by_name(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* The regions of profile.json, merged over call paths and threads. */
-static int sm_score_read(sm_score_t *s, const sm_jv_t *profile)
+/* The most ranks a profile.json may name (a larger number is damage). */
+#define SM_SCORE_MAX_RANKS (1u << 20)
+
+/* The regions of profile.json, merged over call paths and threads: 0; -1
+ * out of memory; -2 with err when a number in it cannot be (damage). */
+static int sm_score_read(sm_score_t *s, const sm_jv_t *profile, char *err, size_t errlen)
 {
-    s->n_ranks = (uint32_t)sm_jv_num(profile, "ranks", 1);
-    if (s->n_ranks < 1)
-        s->n_ranks = 1;
+    uint64_t x, rank, visits, line;
+    if (sm_jv_whole(profile, "", "ranks", 1, SM_SCORE_MAX_RANKS, 1, &x, err, errlen) != 0)
+        return -2;
+    s->n_ranks = (uint32_t)x;
     const sm_jv_t *cps = sm_jv_get(profile, "callpaths");
     for (uint32_t i = 0; i < sm_jv_len(cps); i++) {
         const sm_jv_t *cp = sm_jv_at(cps, i);
         const char *name = sm_jv_str(cp, "region");
         const char *paradigm = sm_jv_str(cp, "paradigm");
+        char where[96];
+        snprintf(where, sizeof where, "callpaths[%u]", (unsigned)i);
         if (!name)
             continue;
+        if (sm_jv_whole(cp, where, "line", 0, INT32_MAX, 0, &line, err, errlen) != 0)
+            return -2;
         sm_score_region_t *r = sm_score_region(s, name, paradigm ? paradigm : "user",
-                                               sm_jv_str(cp, "file"),
-                                               (long)sm_jv_num(cp, "line", 0));
+                                               sm_jv_str(cp, "file"), (long)line);
         if (!r)
             return -1;
         const sm_jv_t *pt = sm_jv_get(cp, "per_thread");
         for (uint32_t k = 0; k < sm_jv_len(pt); k++) {
             const sm_jv_t *t = sm_jv_at(pt, k);
-            uint64_t v = (uint64_t)sm_jv_num(t, "visits", 0);
-            r->visits += v;
+            snprintf(where, sizeof where, "callpaths[%u].per_thread[%u]", (unsigned)i, (unsigned)k);
+            if (sm_jv_whole(t, where, "visits", 0, (uint64_t)1 << 53, 0, &visits, err, errlen) ||
+                sm_jv_whole(t, where, "rank", 0, s->n_ranks - 1, 0, &rank, err, errlen))
+                return -2;
+            r->visits += visits;
             r->incl_ns += sm_jv_num(sm_jv_get(t, "inclusive"), "sum", 0);
             r->excl_ns += sm_jv_num(sm_jv_get(t, "exclusive"), "sum", 0);
-            uint32_t rank = (uint32_t)sm_jv_num(t, "rank", 0);
-            if (rank < s->n_ranks)
-                r->rank_visits[rank] += v;
+            r->rank_visits[rank] += visits;
         }
     }
     /* Each visit lies on one call path, so the inclusive sums over paths
@@ -230,7 +246,7 @@ static int sm_score_read(sm_score_t *s, const sm_jv_t *profile)
     const sm_jv_t *m = sm_jv_get(profile, "comm_matrix");
     const sm_jv_t *msgs = sm_jv_get(m, "messages");
     if (msgs && msgs->type == SM_JV_NUMBER)
-        s->messages = (uint64_t)msgs->num;
+        s->messages = sm_score_count(msgs->num);
     return 0;
 }
 
@@ -245,8 +261,8 @@ static uint64_t sm_score_other_events(const sm_jv_t *records, uint64_t *gpu_byte
         const sm_jv_t *e = sm_jv_get(records, sm_record_kind_name((sm_record_kind_t)k));
         if (!e)
             continue;
-        uint64_t n = (uint64_t)(sm_jv_at(e, 0) ? sm_jv_at(e, 0)->num : 0);
-        uint64_t words = (uint64_t)(sm_jv_at(e, 1) ? sm_jv_at(e, 1)->num : 0);
+        uint64_t n = sm_score_count(sm_jv_at(e, 0) ? sm_jv_at(e, 0)->num : 0);
+        uint64_t words = sm_score_count(sm_jv_at(e, 1) ? sm_jv_at(e, 1)->num : 0);
         if (k == SM_REC_ENTER || k == SM_REC_LEAVE) {
             total += n * SM_ATTR_LIST + words * SM_ATTR_EACH; /* words: attributes */
             continue;
@@ -324,16 +340,22 @@ int main(int argc, char **argv)
     /* What the score does not read: the call paths' spreads and counters. */
     static const char *const skip[] = {"across_threads", "across_ranks", "counters", "derived",
                                        "mpi", "processes", "creation_path", NULL};
-    sm_jv_t *profile = sm_jv_parse_file(path, skip, err, sizeof err);
+    int unread;
+    sm_jv_t *profile = sm_jv_parse_file(path, SM_FS_INPUT_FOUND, skip, err, sizeof err, &unread);
     if (!profile)
-        return sm_score_fail("%s: %s", path, err);
+        return sm_score_fail(unread ? "%s %s" : "%s: %s", path, err);
     snprintf(path, sizeof path, "%s/metadata.json", dir);
     static const char *const meta_skip[] = {"configuration", "locations", "metadata", "metrics",
                                             NULL};
-    sm_jv_t *meta = sm_jv_parse_file(path, meta_skip, err, sizeof err); /* NULL: older folder */
+    /* (NULL: an older folder) */
+    sm_jv_t *meta = sm_jv_parse_file(path, SM_FS_INPUT_FOUND, meta_skip, err, sizeof err, NULL);
 
     sm_score_t s = {0};
-    if (sm_score_read(&s, profile) != 0) {
+    snprintf(path, sizeof path, "%s/profile.json", dir);
+    int read = sm_score_read(&s, profile, err, sizeof err);
+    if (read == -2)
+        return sm_score_fail("%s is damaged: %s", path, err);
+    if (read != 0) {
         sm_error("out of memory");
         return 2;
     }
@@ -391,7 +413,7 @@ int main(int argc, char **argv)
             mem_rank = k;
         }
     }
-    mem_max += (uint64_t)sm_jv_num(meta, "records_bytes_max_process", 0);
+    mem_max += sm_score_count(sm_jv_num(meta, "records_bytes_max_process", 0));
 
     char b1[32], b2[32];
     const char *program = sm_jv_str(profile, "program");

@@ -1,5 +1,7 @@
 /* Region filters: parsing the filter file, matching a region once. */
 #include "filter.h"
+#include "fs.h"
+#include "log.h"
 #include "grow.h"
 
 #include <ctype.h>
@@ -80,6 +82,7 @@ static void sm_filter_error(char *err, size_t errlen, const char *origin, unsign
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     snprintf(err, errlen, "%s:%u: %s", origin, line, msg);
+    sm_log_one_line(err); /* (the file's words: control characters in them) */
 }
 
 /* Next whitespace-separated token of *s (a backslash keeps the next
@@ -253,34 +256,19 @@ fail:
 
 sm_filter_t *sm_filter_read(const char *path, char *err, size_t errlen)
 {
-    FILE *fp = fopen(path, "r");
-    if (!fp) {
-        snprintf(err, errlen, "filter file %s: %s", path, strerror(errno));
+    size_t n = 0;
+    char *text = sm_fs_read_input(path, SM_FS_INPUT_NAMED, SM_FILTER_FILE_MAX, &n);
+    if (!text) {
+        int e = errno;
+        char why[200];
+        if (sm_fs_input_refused(e))
+            snprintf(err, errlen, "filter file %s %s", path,
+                     sm_fs_input_why(path, SM_FS_INPUT_NAMED, e, SM_FILTER_FILE_MAX, why,
+                                     sizeof why));
+        else
+            snprintf(err, errlen, "filter file %s: %s", path, strerror(e));
         return NULL;
     }
-    size_t cap = 4096, n = 0;
-    char *text = malloc(cap);
-    size_t got;
-    while (text && (got = fread(text + n, 1, cap - n - 1, fp)) > 0) {
-        n += got;
-        if (n + 1 == cap) {
-            char *bigger = realloc(text, cap * 2);
-            if (!bigger) {
-                free(text);
-                text = NULL;
-            }
-            text = bigger;
-            cap *= 2;
-        }
-    }
-    int bad = ferror(fp);
-    fclose(fp);
-    if (!text || bad) {
-        snprintf(err, errlen, "filter file %s: %s", path, text ? "read error" : "out of memory");
-        free(text);
-        return NULL;
-    }
-    text[n] = '\0';
     if (memchr(text, '\0', n)) {
         snprintf(err, errlen, "filter file %s: not a text file", path);
         free(text);

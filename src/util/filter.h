@@ -28,7 +28,13 @@
 
 typedef struct sm_filter sm_filter_t;
 
-/* NULL with "FILE:LINE: problem" (one line) in err. */
+/* Bytes of the largest filter file read (a list of every function of a
+ * large code stays below; /dev/zero or a log is no filter file). */
+#define SM_FILTER_FILE_MAX ((size_t)16 << 20)
+
+/* The filter file the user named (a regular file, its links followed, at
+ * most SM_FILTER_FILE_MAX bytes).  NULL with "FILE:LINE: problem" (one
+ * line) in err. */
 sm_filter_t *sm_filter_read(const char *path, char *err, size_t errlen);
 /* The same from text in memory; origin names it in messages. */
 sm_filter_t *sm_filter_parse(const char *text, const char *origin, char *err, size_t errlen);

@@ -5,9 +5,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 int sm_mkdir_p_created(const char *path, char *created, size_t len)
@@ -65,6 +68,7 @@ void sm_fs_remove_empty(const char *path, const char *top)
 }
 
 static int sm_fs_uid_ok(uid_t uid, int dirfd);
+static void sm_fs_own_note(int fd);
 
 void sm_fs_rmdir_own(const char *path)
 {
@@ -260,6 +264,8 @@ int sm_fs_create(const char *path, int flags, mode_t mode)
 int sm_fs_open_output_at(int dirfd, const char *name)
 {
     int fd = sm_fs_create_at(dirfd, name, O_WRONLY, 0644);
+    if (fd >= 0)
+        sm_fs_own_note(fd); /* (what a later writer may read back: SM_FS_INPUT_OWN) */
     if (fd >= 0 || errno != EEXIST)
         return fd;
     /* An earlier run's file: looked at before it is opened (opening a
@@ -298,6 +304,7 @@ int sm_fs_open_output_at(int dirfd, const char *name)
         errno = e;
         return -1;
     }
+    sm_fs_own_note(fd);
     return fd;
 }
 
@@ -323,6 +330,219 @@ const char *sm_fs_why(int err)
                "(left as it is)";
     default: return strerror(err);
     }
+}
+
+/* ---------------------------------------------------------------- input files */
+
+/* The outputs this process opened in this run (sm_fs_open_output_at), by
+ * device, inode and birth time (where the file system keeps one: an inode
+ * freed and given to a file put in its place is another file), for
+ * SM_FS_INPUT_OWN: a ring written without a lock (an output may be written
+ * at a fatal signal, on any thread).  A run writes a few dozen outputs; one
+ * that wrote more than the ring holds reads its oldest back as not its
+ * own, which only leaves them out. */
+#define SM_FS_OWN_SLOTS 256
+static struct sm_fs_own {
+    uint64_t dev, ino, born; /* born: birth time in ns, 0 unknown */
+    uint32_t ready;
+} sm_fs_own[SM_FS_OWN_SLOTS];
+static uint32_t sm_fs_own_next;
+
+/* fd's device, inode and birth time (0 where the file system has none). */
+static int sm_fs_identity(int fd, uint64_t *dev, uint64_t *ino, uint64_t *born)
+{
+    struct statx sx;
+    if (statx(fd, "", AT_EMPTY_PATH, STATX_INO | STATX_BTIME, &sx) != 0) {
+        /* (no statx: an old kernel, a container's filter) */
+        struct stat st;
+        if (fstat(fd, &st) != 0)
+            return -1;
+        *dev = (uint64_t)major(st.st_dev) << 32 | minor(st.st_dev);
+        *ino = st.st_ino;
+        *born = 0;
+        return 0;
+    }
+    *dev = (uint64_t)sx.stx_dev_major << 32 | sx.stx_dev_minor;
+    *ino = sx.stx_ino;
+    *born = sx.stx_mask & STATX_BTIME
+                ? (uint64_t)sx.stx_btime.tv_sec * 1000000000u + sx.stx_btime.tv_nsec + 1
+                : 0;
+    return 0;
+}
+
+static void sm_fs_own_note(int fd)
+{
+    uint64_t dev, ino, born;
+    if (sm_fs_identity(fd, &dev, &ino, &born) != 0)
+        return;
+    struct sm_fs_own *o =
+        &sm_fs_own[__atomic_fetch_add(&sm_fs_own_next, 1, __ATOMIC_RELAXED) % SM_FS_OWN_SLOTS];
+    __atomic_store_n(&o->ready, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&o->dev, dev, __ATOMIC_RELAXED);
+    __atomic_store_n(&o->ino, ino, __ATOMIC_RELAXED);
+    __atomic_store_n(&o->born, born, __ATOMIC_RELAXED);
+    __atomic_store_n(&o->ready, 1, __ATOMIC_RELEASE);
+}
+
+static int sm_fs_own_is(int fd)
+{
+    uint64_t dev, ino, born;
+    if (sm_fs_identity(fd, &dev, &ino, &born) != 0)
+        return 0;
+    for (uint32_t i = 0; i < SM_FS_OWN_SLOTS; i++) {
+        const struct sm_fs_own *o = &sm_fs_own[i];
+        if (__atomic_load_n(&o->ready, __ATOMIC_ACQUIRE) &&
+            __atomic_load_n(&o->dev, __ATOMIC_RELAXED) == dev &&
+            __atomic_load_n(&o->ino, __ATOMIC_RELAXED) == ino &&
+            __atomic_load_n(&o->born, __ATOMIC_RELAXED) == born)
+            return 1;
+    }
+    return 0;
+}
+
+/* errno for what st is, when it is not a regular file (0 when it is). */
+static int sm_fs_input_kind(const struct stat *st)
+{
+    if (S_ISLNK(st->st_mode))
+        return SM_FS_SYMLINK;
+    if (S_ISDIR(st->st_mode))
+        return EISDIR;
+    return S_ISREG(st->st_mode) ? 0 : SM_FS_NOT_REGULAR;
+}
+
+int sm_fs_open_input(const char *path, sm_fs_input_t how, struct stat *st)
+{
+    /* Looked at before it is opened: opening a device can have effects of
+     * its own; then the opened file itself is checked (it may have been
+     * swapped meanwhile). */
+    struct stat before, now;
+    int follow = how == SM_FS_INPUT_NAMED;
+    if ((follow ? stat(path, &before) : lstat(path, &before)) != 0)
+        return -1;
+    int e = sm_fs_input_kind(&before);
+    if (e) {
+        errno = e;
+        return -1;
+    }
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
+    if (fd < 0)
+        return -1; /* (a link put in its place meanwhile: ELOOP, SM_FS_SYMLINK) */
+    if (fstat(fd, &now) != 0)
+        e = errno;
+    else if ((e = sm_fs_input_kind(&now)) != 0)
+        ;
+    else if (how == SM_FS_INPUT_OWN && !sm_fs_own_is(fd))
+        e = SM_FS_NOT_THIS_RUN;
+    else if (fcntl(fd, F_SETFL, 0) != 0) /* blocking again, for stdio */
+        e = errno;
+    if (e) {
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    if (st)
+        *st = now;
+    return fd;
+}
+
+char *sm_fs_read_input(const char *path, sm_fs_input_t how, size_t max, size_t *len)
+{
+    struct stat st;
+    int fd = sm_fs_open_input(path, how, &st);
+    if (fd < 0)
+        return NULL;
+    if (st.st_size < 0 || (uint64_t)st.st_size > max) {
+        close(fd);
+        errno = SM_FS_TOO_LARGE;
+        return NULL;
+    }
+    /* Its size and one byte more (the end, or a file that grew), at least
+     * a page (files whose size says nothing); never beyond max + 1. */
+    size_t cap = (size_t)st.st_size + 1, n = 0;
+    if (cap < 4096)
+        cap = 4096 < max + 1 ? 4096 : max + 1;
+    char *buf = malloc(cap + 1);
+    int e = buf ? 0 : ENOMEM;
+    while (!e) {
+        if (n == cap) {
+            if (cap > max) {
+                e = SM_FS_TOO_LARGE;
+                break;
+            }
+            size_t more = cap <= (max + 1) / 2 ? 2 * cap : max + 1;
+            char *grown = realloc(buf, more + 1);
+            if (!grown) {
+                e = ENOMEM;
+                break;
+            }
+            buf = grown;
+            cap = more;
+        }
+        ssize_t k = read(fd, buf + n, cap - n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0)
+            e = errno;
+        else if (k == 0)
+            break;
+        else
+            n += (size_t)k;
+    }
+    close(fd);
+    if (!e && n > max)
+        e = SM_FS_TOO_LARGE;
+    if (e) {
+        free(buf);
+        errno = e;
+        return NULL;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+int sm_fs_input_refused(int err)
+{
+    return err == SM_FS_SYMLINK || err == EISDIR || err == SM_FS_NOT_REGULAR ||
+           err == SM_FS_TOO_LARGE || err == SM_FS_NOT_THIS_RUN;
+}
+
+const char *sm_fs_input_why(const char *path, sm_fs_input_t how, int err, size_t max, char *buf,
+                            size_t len)
+{
+    struct stat st;
+    const char *what = "something else";
+    switch (err) {
+    case SM_FS_SYMLINK:
+        snprintf(buf, len, "is a symbolic link (not followed)");
+        break;
+    case EISDIR:
+        snprintf(buf, len, "is a folder");
+        break;
+    case SM_FS_NOT_REGULAR:
+        if ((how == SM_FS_INPUT_NAMED ? stat(path, &st) : lstat(path, &st)) == 0)
+            what = S_ISFIFO(st.st_mode)  ? "a FIFO"
+                   : S_ISCHR(st.st_mode) ? "a character device"
+                   : S_ISBLK(st.st_mode) ? "a block device"
+                   : S_ISSOCK(st.st_mode) ? "a socket"
+                                          : what;
+        snprintf(buf, len, "is %s, not a regular file", what);
+        break;
+    case SM_FS_TOO_LARGE:
+        if (max >= (1u << 30) && max % (1u << 30) == 0)
+            snprintf(buf, len, "is larger than %zu GiB", max >> 30);
+        else if (max >= (1u << 20) && max % (1u << 20) == 0)
+            snprintf(buf, len, "is larger than %zu MiB", max >> 20);
+        else
+            snprintf(buf, len, "is larger than %zu bytes", max);
+        break;
+    case SM_FS_NOT_THIS_RUN:
+        snprintf(buf, len, "was not written by this run (not read)");
+        break;
+    default:
+        snprintf(buf, len, "cannot be read: %s", strerror(err));
+    }
+    return buf;
 }
 
 /* See fs.h. */

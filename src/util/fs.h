@@ -10,7 +10,9 @@
 #ifndef SM_FS_H
 #define SM_FS_H
 
+#include <errno.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include "../core/compiler.h"
 
@@ -69,6 +71,53 @@ int sm_fs_open_output(const char *dir, const char *name) SM_HIDDEN;
 /* Words for the errno of a failed sm_fs_* call: "it is a symbolic link
  * (not followed)", "it belongs to another user", or strerror(err). */
 const char *sm_fs_why(int err) SM_HIDDEN;
+
+/* ---- input files ----
+ * Every file sysmeasure reads (a config, filter or GPU metrics file, the
+ * JSON files of an output folder, an OTF2 anchor, a counter table) is
+ * opened here: without blocking (a FIFO or a device in its place costs
+ * nothing), checked to be a regular file, and read up to a size cap, so
+ * that no file can hang a reader or grow its memory without bound. */
+
+/* How an input file may be reached. */
+typedef enum sm_fs_input {
+    /* A path the user named (--config, --filter, ...): symbolic links are
+     * followed (the user chose the path), the file they lead to must be a
+     * regular file. */
+    SM_FS_INPUT_NAMED,
+    /* A file sysmeasure looks up by name in a folder (profile.json of an
+     * output folder): never through a symbolic link. */
+    SM_FS_INPUT_FOUND,
+    /* A file this process wrote in this run (sm_fs_open_output*), read back
+     * by a later writer: as FOUND, and only that very file (device and
+     * inode); whatever else is in its place is not read. */
+    SM_FS_INPUT_OWN
+} sm_fs_input_t;
+
+/* errno values of the input calls beside SM_FS_SYMLINK and the system's. */
+#define SM_FS_NOT_REGULAR EINVAL  /* a FIFO, a device, a socket */
+#define SM_FS_TOO_LARGE EFBIG     /* larger than the reader's cap */
+#define SM_FS_NOT_THIS_RUN ESTALE /* SM_FS_INPUT_OWN: not written by this process in this run */
+
+/* path opened for reading (O_RDONLY, close-on-exec, blocking again after
+ * the checks) as how allows, *st its fstat.  Descriptor or -1 with errno
+ * (EISDIR for a folder). */
+int sm_fs_open_input(const char *path, sm_fs_input_t how, struct stat *st) SM_HIDDEN;
+
+/* The whole file at path (sm_fs_open_input) in a malloc'd buffer with a NUL
+ * after its *len bytes, or NULL with errno (SM_FS_TOO_LARGE beyond max
+ * bytes, also for a file that grows while it is read). */
+char *sm_fs_read_input(const char *path, sm_fs_input_t how, size_t max, size_t *len) SM_HIDDEN;
+
+/* Words for the errno of a failed input call, to follow the file's name:
+ * "is a symbolic link (not followed)", "is a FIFO, not a regular file",
+ * "is a folder", "is larger than 1 MiB", "was not written by this run",
+ * or "cannot be read: " and strerror(err).  buf holds them. */
+const char *sm_fs_input_why(const char *path, sm_fs_input_t how, int err, size_t max, char *buf,
+                            size_t len) SM_HIDDEN;
+
+/* Whether err is one of the input calls' own (not a system error). */
+int sm_fs_input_refused(int err) SM_HIDDEN;
 
 /* One of sysmeasure's libraries: the build tree's (.libs beside the running
  * executable), then the one installed beside it (../lib), then the one in

@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs.h"
 #include "json_read.h"
+#include "log.h"
 #include "grow.h"
 
 /* Compiled filters, kept apart from the spec (which is copied around). */
@@ -29,8 +31,10 @@ static void sm_gpu_fail(char *err, size_t errlen, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    if (err && errlen)
+    if (err && errlen) {
         vsnprintf(err, errlen, fmt, ap);
+        sm_log_one_line(err); /* (names and regular expressions of the file) */
+    }
     va_end(ap);
 }
 
@@ -731,33 +735,17 @@ int sm_gpu_spec_parse_text(const char *text, size_t len, sm_gpu_spec_t *s, char 
 
 int sm_gpu_spec_read_file(const char *path, sm_gpu_spec_t *s, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        sm_gpu_fail(err, errlen, "cannot read %s: %s", path, strerror(errno));
-        return -1;
-    }
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (len < cap)
-            break;
-        if (cap >= (16u << 20)) {
-            free(buf);
-            fclose(f);
-            sm_gpu_fail(err, errlen, "%s: larger than 16 MiB", path);
-            return -1;
-        }
-        char *grown = realloc(buf, cap * 2);
-        if (!grown)
-            free(buf);
-        buf = grown;
-        cap *= 2;
-    }
-    fclose(f);
+    size_t len = 0;
+    char *buf = sm_fs_read_input(path, SM_FS_INPUT_NAMED, SM_GPU_SPEC_FILE_MAX, &len);
     if (!buf) {
-        sm_gpu_fail(err, errlen, "out of memory");
+        int e = errno;
+        char why[200];
+        if (sm_fs_input_refused(e))
+            sm_gpu_fail(err, errlen, "%s %s", path,
+                        sm_fs_input_why(path, SM_FS_INPUT_NAMED, e, SM_GPU_SPEC_FILE_MAX, why,
+                                        sizeof why));
+        else
+            sm_gpu_fail(err, errlen, "cannot read %s: %s", path, strerror(e));
         return -1;
     }
     char why[700];

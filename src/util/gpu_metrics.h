@@ -61,6 +61,10 @@ int sm_gpu_spec_parse_list(const char *text, sm_gpu_spec_t *s, char *err,
  * character and its lines) into s.  0, or -1 with "line N: ..." in err. */
 int sm_gpu_spec_parse_text(const char *text, size_t len, sm_gpu_spec_t *s, char *err,
                            size_t errlen) SM_HIDDEN;
+/* Bytes of the largest GPU metrics file read. */
+#define SM_GPU_SPEC_FILE_MAX ((size_t)16 << 20)
+/* The file the user named (a regular file, its links followed, at most
+ * SM_GPU_SPEC_FILE_MAX bytes) into s.  0, or -1 with the problem in err. */
 int sm_gpu_spec_read_file(const char *path, sm_gpu_spec_t *s, char *err,
                           size_t errlen) SM_HIDDEN;
 /* The configuration's list and file together: 0, or -1 with err. */

@@ -1,9 +1,11 @@
 /* A small recursive-descent JSON reader: see json_read.h. */
 #include "json_read.h"
 #include "grow.h"
+#include "log.h"
 
 #include <errno.h>
 #include <locale.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,8 +45,10 @@ static void sm_jp_fail(sm_jp_t *jp, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    if (jp->err && jp->errlen)
+    if (jp->err && jp->errlen) {
         snprintf(jp->err, jp->errlen, "line %u: %s", line, what);
+        sm_log_one_line(jp->err); /* (what quotes the text: '\<line break>') */
+    }
 }
 
 static void sm_jp_space(sm_jp_t *jp)
@@ -338,32 +342,18 @@ sm_jv_t *sm_jv_parse(const char *text, size_t len, const char *const *skip, char
     return v;
 }
 
-sm_jv_t *sm_jv_parse_file(const char *path, const char *const *skip, char *err, size_t errlen)
+sm_jv_t *sm_jv_parse_file(const char *path, sm_fs_input_t how, const char *const *skip, char *err,
+                          size_t errlen, int *unread)
 {
-    FILE *f = fopen(path, "re");
-    if (!f) {
-        snprintf(err, errlen, "%s", strerror(errno));
-        return NULL;
-    }
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len == cap && SM_GROW(buf, cap, (size_t)1 << 16) != 0) {
-            snprintf(err, errlen, "%s", strerror(ENOMEM));
-            free(buf);
-            fclose(f);
-            return NULL;
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0)
-            break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        snprintf(err, errlen, "read error");
-        free(buf);
+    size_t len = 0;
+    char *buf = sm_fs_read_input(path, how, SM_JV_FILE_MAX, &len);
+    if (unread)
+        *unread = !buf;
+    if (!buf) {
+        int e = errno;
+        char why[200];
+        snprintf(err, errlen, "%s", sm_fs_input_why(path, how, e, SM_JV_FILE_MAX, why, sizeof why));
+        errno = e;
         return NULL;
     }
     sm_jv_t *v = sm_jv_parse(buf, len, skip, err, errlen);
@@ -416,4 +406,64 @@ const sm_jv_t *sm_jv_at(const sm_jv_t *v, uint32_t i)
 uint32_t sm_jv_len(const sm_jv_t *v)
 {
     return v && v->type == SM_JV_ARRAY ? v->n : 0;
+}
+
+/* 'where: "key"' or '"key"' for a message. */
+static void sm_jv_place(char *buf, size_t len, const char *where, const char *key)
+{
+    snprintf(buf, len, "%s%s\"%s\"", where && *where ? where : "", where && *where ? ": " : "",
+             key);
+}
+
+/* What x is, for a message: its value, or its kind. */
+static void sm_jv_describe(const sm_jv_t *x, char *buf, size_t len)
+{
+    static const char *const kind[] = {"null", "false", "true", "a number", "a string",
+                                       "an array", "an object"};
+    if (x->type == SM_JV_NUMBER)
+        snprintf(buf, len, "%.17g", x->num);
+    else
+        snprintf(buf, len, "%s", kind[x->type]);
+}
+
+int sm_jv_whole(const sm_jv_t *v, const char *where, const char *key, uint64_t lo, uint64_t hi,
+                uint64_t dflt, uint64_t *out, char *err, size_t errlen)
+{
+    const sm_jv_t *x = sm_jv_get(v, key);
+    if (!x || x->type == SM_JV_NULL) {
+        *out = dflt;
+        return 0;
+    }
+    /* (compared as doubles before any conversion: a conversion of a value
+     * out of range is undefined) */
+    if (x->type == SM_JV_NUMBER && x->num >= (double)lo && x->num <= (double)hi &&
+        x->num == (double)(uint64_t)x->num) {
+        *out = (uint64_t)x->num;
+        return 0;
+    }
+    char place[160], is[64];
+    sm_jv_place(place, sizeof place, where, key);
+    sm_jv_describe(x, is, sizeof is);
+    snprintf(err, errlen, "%s is %s (expected a whole number from %llu to %llu)", place, is,
+             (unsigned long long)lo, (unsigned long long)hi);
+    return -1;
+}
+
+int sm_jv_finite(const sm_jv_t *v, const char *where, const char *key, double dflt, double *out,
+                 char *err, size_t errlen)
+{
+    const sm_jv_t *x = sm_jv_get(v, key);
+    if (!x || x->type == SM_JV_NULL) {
+        *out = dflt;
+        return 0;
+    }
+    if (x->type == SM_JV_NUMBER && isfinite(x->num)) {
+        *out = x->num;
+        return 0;
+    }
+    char place[160], is[64];
+    sm_jv_place(place, sizeof place, where, key);
+    sm_jv_describe(x, is, sizeof is);
+    snprintf(err, errlen, "%s is %s (expected a finite number)", place, is);
+    return -1;
 }

@@ -22,6 +22,13 @@ int sm_log_verbosity(void)
     return sm_verbosity;
 }
 
+void sm_log_one_line(char *text)
+{
+    for (unsigned char *p = (unsigned char *)text; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            *p = '?';
+}
+
 static void sm_log_line(const char *kind, const char *fmt, va_list ap)
 {
     int saved_errno = errno;
@@ -32,6 +39,7 @@ static void sm_log_line(const char *kind, const char *fmt, va_list ap)
     int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
     if (m < 0)
         m = 0;
+    sm_log_one_line(line);
     size_t len = strlen(line);
     if (len + 1 >= sizeof line)
         len = sizeof line - 2;

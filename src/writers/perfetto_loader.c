@@ -9,13 +9,16 @@
 #include "../util/log.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "../util/fs.h"
+#include "../util/otf2_anchor.h"
 
 static pthread_once_t sm_pf_once = PTHREAD_ONCE_INIT;
 static sm_perfetto_convert_fn sm_pf_convert;
@@ -71,13 +74,45 @@ int sm_perfetto_available(void)
     return sm_pf_convert != NULL;
 }
 
+/* What is handed to libotf2 is checked first: the anchor file, read here
+ * (never through a link, a regular file, bounded) and walked as libotf2
+ * walks it (otf2_anchor.h), since libotf2 trusts its counts.  0; or
+ * SM_PERFETTO_NOT_OUTPUT with err.  A missing anchor is left to the
+ * converter, which says the folder holds no archive. */
+static int sm_pf_check_anchor(const char *dir, char *err, size_t errlen)
+{
+    char anchor[PATH_MAX + 16], why[300];
+    snprintf(anchor, sizeof anchor, "%s/traces.otf2", dir);
+    size_t len = 0;
+    uint8_t *data =
+        (uint8_t *)sm_fs_read_input(anchor, SM_FS_INPUT_FOUND, SM_OTF2_ANCHOR_MAX, &len);
+    if (!data) {
+        int e = errno;
+        if (e == ENOENT)
+            return 0;
+        snprintf(err, errlen, "the OTF2 archive's anchor file %s %s", anchor,
+                 sm_fs_input_why(anchor, SM_FS_INPUT_FOUND, e, SM_OTF2_ANCHOR_MAX, why,
+                                 sizeof why));
+        return SM_PERFETTO_NOT_OUTPUT;
+    }
+    int rc = sm_otf2_anchor_check(data, len, NULL, why, sizeof why);
+    free(data);
+    if (rc != 0) {
+        snprintf(err, errlen, "the OTF2 archive %s is damaged: its anchor file cannot be read "
+                 "(%s)", anchor, why);
+        return SM_PERFETTO_NOT_OUTPUT;
+    }
+    return 0;
+}
+
 int sm_perfetto_write(const char *dir, sm_perfetto_stats_t *stats, char *err, size_t errlen)
 {
     if (!sm_perfetto_available()) {
         snprintf(err, errlen, "%s", sm_pf_why);
         return SM_PERFETTO_UNAVAILABLE;
     }
-    return sm_pf_convert(dir, stats, err, errlen);
+    int rc = sm_pf_check_anchor(dir, err, errlen);
+    return rc ? rc : sm_pf_convert(dir, stats, err, errlen);
 }
 
 static bool sm_perfetto_wanted(const sm_finalize_t *f)

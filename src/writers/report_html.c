@@ -6,9 +6,10 @@
  *
  * The page stays small for large jobs: tables and per-rank plots are capped
  * (SM_REPORT_MAX_*) and the page says what was left out. */
-#include "summary_common.h"
+#include "out_file.h"
 #include "../finalize/pipeline.h"
 #include "timeline.h"
+#include "writers.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -27,6 +28,12 @@
 #define SM_REPORT_RANK_BARS 32       /* per-rank bars up to this many ranks */
 #define SM_REPORT_MAX_RANK_ROWS 512  /* ranks drawn in "where the time went" */
 #define SM_REPORT_MATRIX_CELLS 64    /* heat-map cells per side (ranks binned beyond) */
+/* Beyond these a number in the files is damage, not a job: */
+#define SM_REPORT_MAX_RANKS (1u << 20)  /* ranks */
+#define SM_REPORT_MAX_DEPTH (1u << 20)  /* call-path depth */
+#define SM_REPORT_MAX_COUNT ((uint64_t)1 << 53) /* a count of events (a double's integers) */
+#define SM_REPORT_TL_MAX_BINS 10000     /* columns of timeline.json (it has 300) */
+#define SM_REPORT_TL_MAX_CELLS (1u << 21) /* lanes x columns (512 x 300 at most) */
 
 /* Where time goes: the kinds of work of timeline.h (sm_tl_*), one list for
  * the bars, the timeline and timeline.json. */
@@ -155,6 +162,25 @@ static void sm_legend(sm_out_t *o, const bool *used)
 
 /* ---------------------------------------------------------------- the run */
 
+/* A process's host, for the list of hosts. */
+typedef struct sm_host {
+    const char *name;
+    uint32_t rank;
+} sm_host_t;
+
+static int sm_host_by_name(const void *a, const void *b)
+{
+    const sm_host_t *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+static int sm_host_by_rank(const void *a, const void *b)
+{
+    const sm_host_t *x = a, *y = b;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
 static void sm_report_run(sm_report_t *r)
 {
     sm_out_t *o = &r->o;
@@ -178,23 +204,33 @@ static void sm_report_run(sm_report_t *r)
                      "%u thread%s (%u in all)</dd>\n",
                   (unsigned)r->n_ranks, r->n_ranks == 1 ? "" : "s", (unsigned)max_threads,
                   max_threads == 1 ? "" : "s", (unsigned)threads);
-    /* Hosts, each once, in rank order. */
+    /* Hosts, each once, in rank order (sorted, not searched: a job may
+     * have 10^5 processes). */
     const sm_jv_t *procs = sm_jv_get(m, "processes");
     uint32_t np = sm_jv_len(procs), n_hosts = 0;
     sm_out_printf(o, "<dt>Hosts</dt><dd>");
-    for (uint32_t i = 0; i < np; i++) {
+    sm_host_t *hosts = malloc((np ? np : 1) * sizeof *hosts);
+    if (!hosts)
+        sm_out_fail(o, ENOMEM);
+    uint32_t nh = 0;
+    for (uint32_t i = 0; hosts && i < np; i++) {
         const char *h = sm_jv_str(sm_jv_at(procs, i), "host");
-        bool seen = false;
-        for (uint32_t k = 0; k < i && !seen && h; k++) {
-            const char *e = sm_jv_str(sm_jv_at(procs, k), "host");
-            seen = e && !strcmp(e, h);
+        if (h && *h)
+            hosts[nh++] = (sm_host_t){h, i};
+    }
+    if (hosts) {
+        qsort(hosts, nh, sizeof *hosts, sm_host_by_name); /* each name's first rank first */
+        uint32_t first = 0;
+        for (uint32_t i = 0; i < nh; i++)
+            if (i == 0 || strcmp(hosts[i].name, hosts[first - 1].name) != 0)
+                hosts[first++] = hosts[i];
+        n_hosts = first;
+        qsort(hosts, n_hosts, sizeof *hosts, sm_host_by_rank);
+        for (uint32_t i = 0; i < n_hosts && i < 32; i++) {
+            sm_out_printf(o, i ? ", " : "");
+            sm_html(o, hosts[i].name);
         }
-        if (!h || seen || !*h)
-            continue;
-        if (n_hosts++ < 32) {
-            sm_out_printf(o, n_hosts > 1 ? ", " : "");
-            sm_html(o, h);
-        }
+        free(hosts);
     }
     if (n_hosts > 32)
         sm_out_printf(o, " &hellip; (%u hosts in all)", (unsigned)n_hosts);
@@ -703,13 +739,19 @@ static void sm_report_matrix(sm_report_t *r)
 
 #define SM_REPORT_TL_W 800 /* px of the time axis */
 
-/* The kind holding most time in bin b of a lane, and its share (per mille
- * of the lane's time); -1 when the lane is idle there. */
-static int sm_tl_top(const sm_jv_t *pm, const int *kind_of, uint32_t b, double *share)
+/* Members of a lane's per_mille object the page looks at (the kinds of
+ * timeline.h; a later sysmeasure may write more, which are not drawn). */
+#define SM_REPORT_TL_KEYS 32
+
+/* The kind holding most time in bin b of a lane (its first nk members,
+ * whose kinds are kind_of[]), and its share (per mille of the lane's
+ * time); -1 when the lane is idle there. */
+static int sm_tl_top(const sm_jv_t *pm, uint32_t nk, const int *kind_of, uint32_t b,
+                     double *share)
 {
     int best = -1;
     double top = 0;
-    for (uint32_t k = 0; pm && k < pm->n; k++) {
+    for (uint32_t k = 0; k < nk; k++) {
         const sm_jv_t *a = pm->items[k];
         double v = b < sm_jv_len(a) ? sm_jv_at(a, b)->num : 0;
         if (v > top && kind_of[k] >= 0) {
@@ -735,7 +777,7 @@ static void sm_report_timeline(sm_report_t *r)
     }
     uint32_t n = sm_jv_len(lanes), bins = (uint32_t)sm_jv_num(tl, "bins", 0);
     double bin_ns = sm_jv_num(tl, "bin_ns", 0);
-    if (!bins || bins > 100000)
+    if (!bins || bins > SM_REPORT_TL_MAX_BINS)
         return;
     const int L = 170, H = n > 64 ? 5 : 14, G = n > 64 ? 1 : 3;
     double bw = (double)SM_REPORT_TL_W / bins;
@@ -749,7 +791,7 @@ static void sm_report_timeline(sm_report_t *r)
     bool used[SM_TL_COUNT] = {false};
     for (uint32_t i = 0; i < n; i++) {
         const sm_jv_t *pm = sm_jv_get(sm_jv_at(lanes, i), "per_mille");
-        for (uint32_t k = 0; pm && k < pm->n; k++)
+        for (uint32_t k = 0; pm && pm->type == SM_JV_OBJECT && k < pm->n; k++)
             for (int c = 0; c < SM_TL_COUNT; c++)
                 used[c] |= !strcmp(pm->keys[k], sm_tl_name[c]);
     }
@@ -759,10 +801,12 @@ static void sm_report_timeline(sm_report_t *r)
                   L + SM_REPORT_TL_W + 10, (unsigned)(n * (H + G) + 24));
     for (uint32_t i = 0; i < n && !o->err; i++) {
         const sm_jv_t *lane = sm_jv_at(lanes, i), *pm = sm_jv_get(lane, "per_mille");
-        int kind_of[SM_TL_COUNT + 1];
+        int kind_of[SM_REPORT_TL_KEYS];
         double lane_sum[SM_TL_COUNT] = {0};
         uint32_t nk = pm && pm->type == SM_JV_OBJECT ? pm->n : 0;
-        for (uint32_t k = 0; k < nk && k < SM_TL_COUNT; k++) {
+        if (nk > SM_REPORT_TL_KEYS)
+            nk = SM_REPORT_TL_KEYS;
+        for (uint32_t k = 0; k < nk; k++) {
             kind_of[k] = -1;
             for (int c = 0; c < SM_TL_COUNT; c++)
                 if (!strcmp(pm->keys[k], sm_tl_name[c]))
@@ -792,7 +836,7 @@ static void sm_report_timeline(sm_report_t *r)
         double share_sum = 0;
         for (uint32_t b = 0; b <= bins; b++) {
             double share = 0;
-            int k = b < bins ? sm_tl_top(pm, kind_of, b, &share) : -2;
+            int k = b < bins ? sm_tl_top(pm, nk, kind_of, b, &share) : -2;
             int lv = share >= 750 ? 3 : share >= 400 ? 2 : 1;
             if (b < bins && k == kind && lv == level) {
                 share_sum += share;
@@ -984,12 +1028,23 @@ static void sm_report_counters(sm_report_t *r, sm_rpath_t **sorted)
 typedef struct sm_hot {
     const char *name, *file;
     double line, samples;
+    uint32_t order; /* where it first comes in profile.json */
 } sm_hot_t;
 
 static int sm_hot_by_samples(const void *a, const void *b)
 {
     const sm_hot_t *x = a, *y = b;
-    return x->samples < y->samples ? 1 : x->samples > y->samples ? -1 : 0;
+    if (x->samples != y->samples)
+        return x->samples < y->samples ? 1 : -1;
+    return (x->order > y->order) - (x->order < y->order);
+}
+
+/* By name (an unnamed one is a name of its own), then by order. */
+static int sm_hot_by_name(const void *a, const void *b)
+{
+    const sm_hot_t *x = a, *y = b;
+    int c = x->name && y->name ? strcmp(x->name, y->name) : !x->name - !y->name;
+    return c ? c : (x->order > y->order) - (x->order < y->order);
 }
 
 /* The call-path tree as a flame graph: width inclusive time (all ranks),
@@ -1069,20 +1124,27 @@ static void sm_report_sampling(sm_report_t *r)
             const char *name = sm_jv_str(f, "function");
             double samples = sm_jv_num(ar, "mean", 0) * sm_jv_num(ar, "n", 0);
             all += samples;
-            uint32_t h = 0;
-            while (h < n && !(name && hot[h].name && !strcmp(hot[h].name, name)))
-                h++;
-            if (h == n) {
-                if (n == cap && SM_GROW(hot, cap, 64) != 0) {
-                    free(hot);
-                    sm_out_fail(o, ENOMEM);
-                    return;
-                }
-                hot[n++] = (sm_hot_t){name, sm_jv_str(f, "file"), sm_jv_num(f, "line", 0), 0};
+            if (n == cap && SM_GROW(hot, cap, 64) != 0) {
+                free(hot);
+                sm_out_fail(o, ENOMEM);
+                return;
             }
-            hot[h].samples += samples;
+            hot[n] = (sm_hot_t){name, sm_jv_str(f, "file"), sm_jv_num(f, "line", 0), samples, n};
+            n++;
         }
     }
+    /* One entry per function name, summed (sorted, not searched: a large
+     * profile has many thousands), with the file and line where it first
+     * came. */
+    qsort(hot, n, sizeof *hot, sm_hot_by_name);
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (m && hot[i].name && hot[m - 1].name && !strcmp(hot[i].name, hot[m - 1].name))
+            hot[m - 1].samples += hot[i].samples;
+        else
+            hot[m++] = hot[i];
+    }
+    n = m;
     qsort(hot, n, sizeof *hot, sm_hot_by_samples);
     sm_out_printf(o, "<h2 id=sampling>Sampled hot functions</h2>\n<p>Call-stack sampling at "
                      "%.0f Hz (%s time): the functions the samples landed in (the 30 with the "
@@ -1244,27 +1306,135 @@ static void sm_report_page(sm_report_t *r)
                   sm_report_js);
 }
 
-/* Per path: sums over ranks; threads per rank. */
+/* The numbers of the files that size or index the page's tables (ranks,
+ * threads, depths, matrix cells, timeline bins), checked before anything
+ * is drawn: a file written by sysmeasure always passes; a damaged or
+ * crafted one is refused with what is wrong.  0, or -1 with err (and which
+ * file in *file). */
+static int sm_report_check(sm_report_t *r, const char **file, char *err, size_t errlen)
+{
+    uint64_t meta_ranks, prof_ranks, x;
+    double d;
+    char where[96];
+    *file = "metadata.json";
+    if (sm_jv_whole(r->meta, "", "ranks", 1, SM_REPORT_MAX_RANKS, 1, &meta_ranks, err, errlen) ||
+        sm_jv_finite(r->meta, "", "duration_ns", 0, &d, err, errlen))
+        return -1;
+    r->n_ranks = (uint32_t)meta_ranks;
+    r->duration_ns = d;
+    /* The counts the notes give. */
+    const sm_jv_t *buf = sm_jv_get(r->meta, "buffers");
+    if (sm_jv_whole(buf, "buffers", "dropped_records", 0, SM_REPORT_MAX_COUNT, 0, &x, err,
+                    errlen) ||
+        sm_jv_whole(buf, "buffers", "spills", 0, SM_REPORT_MAX_COUNT, 0, &x, err, errlen) ||
+        sm_jv_whole(r->meta, "", "unmatched_leaves", 0, SM_REPORT_MAX_COUNT, 0, &x, err, errlen))
+        return -1;
+    if (!r->prof)
+        return 0;
+    *file = "profile.json";
+    if (sm_jv_whole(r->prof, "", "ranks", 1, SM_REPORT_MAX_RANKS, 1, &prof_ranks, err, errlen))
+        return -1;
+    if (prof_ranks > r->n_ranks)
+        r->n_ranks = (uint32_t)prof_ranks;
+    const sm_jv_t *th = sm_jv_get(r->prof, "threads");
+    for (uint32_t i = 0; i < sm_jv_len(th); i++) {
+        snprintf(where, sizeof where, "threads[%u]", (unsigned)i);
+        if (sm_jv_whole(sm_jv_at(th, i), where, "rank", 0, r->n_ranks - 1, 0, &x, err, errlen))
+            return -1;
+    }
+    const sm_jv_t *cps = sm_jv_get(r->prof, "callpaths");
+    if (cps->type != SM_JV_ARRAY) {
+        snprintf(err, errlen, "\"callpaths\" is not an array");
+        return -1;
+    }
+    for (uint32_t i = 0; i < cps->n; i++) {
+        const sm_jv_t *cp = cps->items[i], *pr = sm_jv_get(cp, "per_rank");
+        snprintf(where, sizeof where, "callpaths[%u]", (unsigned)i);
+        if (sm_jv_whole(cp, where, "depth", 0, SM_REPORT_MAX_DEPTH, 0, &x, err, errlen))
+            return -1;
+        for (uint32_t k = 0; k < sm_jv_len(pr); k++) {
+            const sm_jv_t *e = sm_jv_at(pr, k);
+            snprintf(where, sizeof where, "callpaths[%u].per_rank[%u]", (unsigned)i, (unsigned)k);
+            if (sm_jv_whole(e, where, "rank", 0, r->n_ranks - 1, 0, &x, err, errlen) ||
+                sm_jv_finite(e, where, "inclusive", 0, &d, err, errlen) ||
+                sm_jv_finite(e, where, "exclusive", 0, &d, err, errlen) ||
+                sm_jv_finite(e, where, "visits", 0, &d, err, errlen))
+                return -1;
+        }
+    }
+    const sm_jv_t *cm = sm_jv_get(r->prof, "comm_matrix");
+    if (cm && cm->type == SM_JV_OBJECT) {
+        uint64_t n;
+        if (sm_jv_whole(cm, "comm_matrix", "ranks", 0, r->n_ranks, 0, &n, err, errlen))
+            return -1;
+        const sm_jv_t *pairs = sm_jv_get(cm, "pairs");
+        for (uint32_t i = 0; i < sm_jv_len(pairs); i++) {
+            snprintf(where, sizeof where, "comm_matrix.pairs[%u]", (unsigned)i);
+            if (!n) {
+                snprintf(err, errlen, "%s: a pair of a matrix of 0 ranks", where);
+                return -1;
+            }
+            if (sm_jv_whole(sm_jv_at(pairs, i), where, "sender", 0, n - 1, 0, &x, err, errlen) ||
+                sm_jv_whole(sm_jv_at(pairs, i), where, "receiver", 0, n - 1, 0, &x, err, errlen))
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* timeline.json's numbers (bins, the lanes' shares): 0, or -1 with err. */
+static int sm_report_check_timeline(const sm_jv_t *tl, char *err, size_t errlen)
+{
+    uint64_t bins;
+    double d;
+    char where[64];
+    if (tl->type != SM_JV_OBJECT) {
+        snprintf(err, errlen, "it is not an object");
+        return -1;
+    }
+    if (sm_jv_whole(tl, "", "bins", 0, SM_REPORT_TL_MAX_BINS, 0, &bins, err, errlen) ||
+        sm_jv_finite(tl, "", "bin_ns", 0, &d, err, errlen))
+        return -1;
+    const sm_jv_t *lanes = sm_jv_get(tl, "lanes");
+    /* (each cell can be a rectangle on the page: the page stays bounded) */
+    if ((uint64_t)sm_jv_len(lanes) * bins > SM_REPORT_TL_MAX_CELLS) {
+        snprintf(err, errlen, "%u lanes of %llu columns are more than a page draws (%u cells)",
+                 (unsigned)sm_jv_len(lanes), (unsigned long long)bins, SM_REPORT_TL_MAX_CELLS);
+        return -1;
+    }
+    for (uint32_t i = 0; i < sm_jv_len(lanes); i++) {
+        const sm_jv_t *pm = sm_jv_get(sm_jv_at(lanes, i), "per_mille");
+        if (pm && pm->type != SM_JV_OBJECT) {
+            snprintf(err, errlen, "lanes[%u].per_mille is not an object", (unsigned)i);
+            return -1;
+        }
+        for (uint32_t k = 0; pm && k < pm->n; k++)
+            for (uint32_t b = 0; b < sm_jv_len(pm->items[k]); b++) {
+                const sm_jv_t *v = sm_jv_at(pm->items[k], b);
+                if (v->type != SM_JV_NUMBER || !(v->num >= 0 && v->num <= 1000)) {
+                    snprintf(where, sizeof where, "lanes[%u].per_mille", (unsigned)i);
+                    snprintf(err, errlen, "%s has a share that is no number from 0 to 1000",
+                             where);
+                    return -1;
+                }
+            }
+    }
+    return 0;
+}
+
+/* Per path: sums over ranks; threads per rank (after sm_report_check). */
 static int sm_report_prepare(sm_report_t *r)
 {
-    r->n_ranks = (uint32_t)sm_jv_num(r->meta, "ranks", 0);
-    if (r->prof && sm_jv_num(r->prof, "ranks", 0) > r->n_ranks)
-        r->n_ranks = (uint32_t)sm_jv_num(r->prof, "ranks", 0);
-    if (!r->n_ranks)
-        r->n_ranks = 1;
-    r->duration_ns = sm_jv_num(r->meta, "duration_ns", 0);
     r->threads = calloc(r->n_ranks, sizeof *r->threads);
     r->main_threads = calloc(r->n_ranks, sizeof *r->main_threads);
     if (!r->threads || !r->main_threads)
         return -1;
     const sm_jv_t *th = sm_jv_get(r->prof, "threads");
     for (uint32_t i = 0; i < sm_jv_len(th); i++) {
-        double rank = sm_jv_num(sm_jv_at(th, i), "rank", -1);
+        uint32_t rank = (uint32_t)sm_jv_num(sm_jv_at(th, i), "rank", 0);
         const sm_jv_t *by = sm_jv_get(sm_jv_at(th, i), "created_by");
-        if (rank >= 0 && rank < r->n_ranks) {
-            r->threads[(uint32_t)rank]++;
-            r->main_threads[(uint32_t)rank] += !by || by->type == SM_JV_NULL;
-        }
+        r->threads[rank]++;
+        r->main_threads[rank] += !by || by->type == SM_JV_NULL;
     }
     if (!th) /* no profile: rank 0's threads from metadata.json */
         r->threads[0] = sm_jv_len(sm_jv_get(r->meta, "locations"));
@@ -1289,51 +1459,80 @@ static int sm_report_prepare(sm_report_t *r)
     return 0;
 }
 
-int sm_report_write_html(const char *dir, char *err, size_t errlen)
+/* One of the folder's JSON files, as how allows: the document, or NULL
+ * with err words to follow its path and *refused clear when the file is
+ * as good as absent (not there; for a file of this run, not this run's:
+ * its writer said why it did not write it), set when it must be said. */
+static sm_jv_t *sm_report_read(const char *dir, const char *name, sm_fs_input_t how,
+                               const char *const *skip, int *refused, char *err, size_t errlen)
 {
-    char path[4096], why[256];
-    snprintf(path, sizeof path, "%s/metadata.json", dir);
-    sm_jv_t *meta = sm_jv_parse_file(path, NULL, why, sizeof why);
+    char path[4200], why[400];
+    int unread;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    sm_jv_t *v = sm_jv_parse_file(path, how, skip, why, sizeof why, &unread);
+    int e = errno;
+    int absent = unread && (e == ENOENT || (how == SM_FS_INPUT_OWN && sm_fs_input_refused(e)));
+    *refused = !v && !absent;
+    if (!v)
+        snprintf(err, errlen, unread ? "%s" : "is damaged (%s)", why);
+    return v;
+}
+
+int sm_report_write_html(const char *dir, sm_fs_input_t how, char *err, size_t errlen)
+{
+    char why[512];
+    int refused;
+    sm_jv_t *meta = sm_report_read(dir, "metadata.json", how, NULL, &refused, why, sizeof why);
     if (!meta || !sm_jv_str(meta, "sysmeasure_version")) {
-        snprintf(err, errlen, "%s is not a sysmeasure output folder (metadata.json: %s)", dir,
-                 meta ? "not written by sysmeasure" : why);
+        if (!meta && (refused || how == SM_FS_INPUT_OWN))
+            snprintf(err, errlen, "%s/metadata.json %s", dir, why);
+        else
+            snprintf(err, errlen, "%s is not a sysmeasure output folder (metadata.json %s)", dir,
+                     meta ? "was not written by sysmeasure" : why);
         sm_jv_free(meta);
         return SM_REPORT_NOT_OUTPUT;
     }
     /* The per-thread records are the bulk of a large job's profile.json
      * and the page does not use them. */
     static const char *const skip[] = {"per_thread", NULL};
-    snprintf(path, sizeof path, "%s/profile.json", dir);
-    sm_jv_t *prof = NULL;
-    if (access(path, F_OK) == 0) {
-        prof = sm_jv_parse_file(path, skip, why, sizeof why);
-        if (!prof || !sm_jv_get(prof, "callpaths")) {
-            snprintf(err, errlen, "%s/profile.json is damaged (%s)", dir,
-                     prof ? "no call paths" : why);
-            sm_jv_free(meta);
-            sm_jv_free(prof);
-            return SM_REPORT_NOT_OUTPUT;
-        }
+    sm_jv_t *prof = sm_report_read(dir, "profile.json", how, skip, &refused, why, sizeof why);
+    if (refused || (prof && !sm_jv_get(prof, "callpaths"))) {
+        snprintf(err, errlen, "%s/profile.json %s", dir,
+                 refused ? why : "is damaged (no call paths)");
+        sm_jv_free(meta);
+        sm_jv_free(prof);
+        return SM_REPORT_NOT_OUTPUT;
     }
     /* timeline.json: written with the trace; a damaged one costs only the
-     * timeline (said on the page), not the report. */
-    snprintf(path, sizeof path, "%s/timeline.json", dir);
-    sm_jv_t *tl = access(path, F_OK) == 0 ? sm_jv_parse_file(path, NULL, why, sizeof why) : NULL;
+     * timeline (said on the page and in one line), not the report. */
+    sm_jv_t *tl = sm_report_read(dir, "timeline.json", how, NULL, &refused, why, sizeof why);
+    char bad[400];
+    if (tl && sm_report_check_timeline(tl, bad, sizeof bad) != 0) {
+        snprintf(why, sizeof why, "is damaged: %s", bad);
+        sm_jv_free(tl);
+        tl = NULL;
+        refused = 1;
+    }
+    if (refused)
+        sm_warning("%s/timeline.json %s: report.html has no timeline", dir, why);
     /* One left by an earlier run in a reused --output folder (this one
      * traced nothing, or failed before it) is older than this run's start. */
     struct stat st;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/timeline.json", dir);
     double started = sm_jv_num(meta, "start_time_ns", 0) / 1e9;
-    if (tl && stat(path, &st) == 0 && started > 0 && (double)st.st_mtime + 1 < started) {
-        sm_jv_free(tl);
-        tl = NULL;
-    }
-    if (tl && tl->type != SM_JV_OBJECT) {
+    if (tl && how != SM_FS_INPUT_OWN && stat(path, &st) == 0 && started > 0 &&
+        (double)st.st_mtime + 1 < started) {
         sm_jv_free(tl);
         tl = NULL;
     }
     sm_report_t r = {.meta = meta, .prof = prof, .tl = tl};
+    const char *file;
     int rc = -1;
-    if (sm_report_prepare(&r) != 0) {
+    if (sm_report_check(&r, &file, why, sizeof why) != 0) {
+        snprintf(err, errlen, "%s/%s is damaged: %s", dir, file, why);
+        rc = SM_REPORT_NOT_OUTPUT;
+    } else if (sm_report_prepare(&r) != 0) {
         sm_error("writing %s/report.html failed: %s", dir, strerror(ENOMEM));
     } else if (sm_out_open(&r.o, dir, "report.html") == 0) { /* (failures printed there) */
         sm_report_page(&r);
@@ -1356,7 +1555,7 @@ static bool sm_report_wanted(const sm_finalize_t *f)
 static int sm_report_output(sm_finalize_t *f)
 {
     char err[PATH_MAX + 512];
-    int rc = sm_report_write_html(f->run->output_dir, err, sizeof err);
+    int rc = sm_report_write_html(f->run->output_dir, SM_FS_INPUT_OWN, err, sizeof err);
     if (rc == SM_REPORT_NOT_OUTPUT)
         sm_error("writing %s/report.html failed: %s", f->run->output_dir, err);
     return rc == 0 ? 0 : -1;

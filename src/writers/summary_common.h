@@ -1,6 +1,6 @@
 /* Helpers shared by the summary writers (profile.txt, profile.json,
- * profile.csv, comm_matrix.csv/.json): output files with one error report,
- * CSV fields, names from the job's definitions, the communication matrix. */
+ * profile.csv, comm_matrix.csv/.json): CSV fields, names from the job's
+ * definitions, the communication matrix (output files: out_file.h). */
 #ifndef SM_SUMMARY_COMMON_H
 #define SM_SUMMARY_COMMON_H
 
@@ -8,27 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "out_file.h"
 #include "writers.h"
-
-/* A text file of the output folder.  Numbers print in the C locale (the
- * application may use a decimal comma); the first failed write is kept and
- * later writes are skipped (the file is incomplete anyway). */
-typedef struct sm_out {
-    FILE *f;
-    char *path;
-    int err;
-    locale_t c_locale, old_locale;
-} sm_out_t;
-
-/* dir/name: 0, or -1 after one line naming the file. */
-int sm_out_open(sm_out_t *o, const char *dir, const char *name) SM_HIDDEN;
-void sm_out_printf(sm_out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)))
-    SM_HIDDEN;
-void sm_out_repeat(sm_out_t *o, char c, size_t n) SM_HIDDEN;
-/* Record an error of our own (ENOMEM) as the file's failure. */
-void sm_out_fail(sm_out_t *o, int err) SM_HIDDEN;
-/* Flush and close: 0, or -1 after one line naming the file and the error. */
-int sm_out_close(sm_out_t *o) SM_HIDDEN;
 
 /* One CSV field (RFC 4180): quoted when it holds a comma, a quote or a line
  * break; control characters become '?' so that every row is one line. */

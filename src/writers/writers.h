@@ -13,6 +13,7 @@
 #include "../core/procs.h"
 #include "../merge/profile_summary.h"
 #include "../merge/unify.h"
+#include "../util/fs.h"
 #include "../util/json.h"
 
 /* One process of the job as rank 0 reports it (metadata, system tree). */
@@ -79,13 +80,17 @@ int sm_comm_matrix_write(const sm_run_info_t *run, const sm_job_t *job) SM_HIDDE
  * dates, threads. */
 int sm_metadata_write_json(const sm_run_info_t *run, const sm_job_t *job) SM_HIDDEN;
 
-/* report.html in dir, from the folder's metadata.json and profile.json (so
- * that sysmeasure-report can rebuild it from any output folder): 0; -1
- * after one line naming the problem (a full disk); SM_REPORT_NOT_OUTPUT
- * with the problem in err, not printed, when dir holds no sysmeasure output
- * or its files are damaged. */
+/* report.html in dir, from the folder's metadata.json, profile.json and
+ * timeline.json (so that sysmeasure-report can rebuild it from any output
+ * folder), read as how allows: SM_FS_INPUT_OWN at the end of a run and in
+ * sysmeasure-merge (only the files this process wrote: a writer never
+ * reads back what it did not write), SM_FS_INPUT_FOUND in
+ * sysmeasure-report.  Every number that sizes or indexes the page is
+ * checked first.  0; -1 after one line naming the problem (a full disk);
+ * SM_REPORT_NOT_OUTPUT with the problem in err, not printed, when dir holds
+ * no sysmeasure output or its files are damaged or refused. */
 #define SM_REPORT_NOT_OUTPUT (-2)
-int sm_report_write_html(const char *dir, char *err, size_t errlen) SM_HIDDEN;
+int sm_report_write_html(const char *dir, sm_fs_input_t how, char *err, size_t errlen) SM_HIDDEN;
 
 /* The "buffers" object (budget, chunk size, spills, dropped events) and
  * "unmatched_leaves", shared by profile.json and metadata.json. */

@@ -4,7 +4,7 @@
  * In the mode that recomputes the checks the header is kept in the
  * crash-safe format, so that the fuzzer's changes reach the slots.  See
  * fuzz_common.h for the mode byte. */
-#include "fuzz_common.h"
+#include "fuzz_merge_common.h"
 
 #include "fuzz_spill.h"
 

@@ -3,7 +3,7 @@
  * process file rebuilt from its entries (definitions, locations, rank,
  * clock; no events file), then its definitions merged into the job's, as
  * the merge does.  See fuzz_common.h for the mode byte. */
-#include "fuzz_common.h"
+#include "fuzz_merge_common.h"
 
 #include "../../src/core/journal.h"
 #include "../../src/merge/image.h"

@@ -9,7 +9,7 @@
  *     u8 kind (0: .ranks, 1: .spill events, 2: .spill journal)
  *     u8 name length, name, u32 size, bytes
  * tests/fuzz/pack_folder.py packs a folder a job left into one. */
-#include "fuzz_common.h"
+#include "fuzz_merge_common.h"
 
 #include "../../src/core/buffer.h"
 #include "../../src/core/journal.h"

@@ -3,7 +3,7 @@
  * writing (definitions merged, locations as an image, profile remapped and
  * summarised, sampled metrics).  Its events are in spill files: see
  * fuzz_spill_file.c.  See fuzz_common.h for the mode byte. */
-#include "fuzz_common.h"
+#include "fuzz_merge_common.h"
 
 #include "../../src/core/metrics.h"
 #include "../../src/merge/image.h"

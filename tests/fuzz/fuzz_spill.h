@@ -4,7 +4,7 @@
 #ifndef SM_FUZZ_SPILL_H
 #define SM_FUZZ_SPILL_H
 
-#include "fuzz_common.h"
+#include "fuzz_merge_common.h"
 
 #include "../../src/core/buffer.h"
 

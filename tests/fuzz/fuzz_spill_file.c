@@ -3,7 +3,7 @@
  * file, and every location's records replayed in order.  The crash-safe
  * form of the file has its own harness (fuzz_crash_events.c); this one
  * keeps the version the input has.  See fuzz_common.h for the mode byte. */
-#include "fuzz_common.h"
+#include "fuzz_merge_common.h"
 
 #include "fuzz_spill.h"
 

@@ -1,5 +1,5 @@
 """Hostile inputs to the launcher, and the weak messages of before: a config
-file that never ends (/dev/zero), one too large, one with NUL bytes, control
+file that is no regular file (/dev/zero), one too large, one with NUL bytes, control
 characters, invalid UTF-8 or a byte-order mark -- one line naming it, exit 2,
 the program not run; a key given twice is warned about (the last counts).
 --help=foo, an empty program name, output folders left behind on bad input,
@@ -41,7 +41,7 @@ def config(name, data):
 
 # ---- config files that are not config files
 one_error(launch(["--config", "/dev/zero", EXIT, "0"]), "/dev/zero", "/dev/zero",
-          "larger than 1M")
+          "is a character device, not a regular file")
 one_error(launch(["--config", config("big.conf", b"# padding\n" * 150000), EXIT, "0"]),
           "a 1.5 MB file", "larger than 1M")
 one_error(launch(["--config", config("nul.conf", b"trace = yes\nprofile\0 = no\n"), EXIT, "0"]),
@@ -60,7 +60,7 @@ proc = subprocess.run([EXIT, "0"], env=clean_env({"SYSMEASURE_ENABLE": "yes",
                                                   "SYSMEASURE_CONFIG_FILE": "/dev/zero",
                                                   "LD_PRELOAD": os.path.join(os.path.dirname(LAUNCHER), ".libs", "libsysmeasure.so")}),
                       cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
-check(proc.returncode == 0 and "larger than 1M" in proc.stderr and "not measured" in proc.stderr,
+check(proc.returncode == 0 and "not a regular file" in proc.stderr and "not measured" in proc.stderr,
       "runtime with /dev/zero as config: one line, the program runs: %d %r" % (proc.returncode, proc.stderr))
 
 # ---- a key given twice: a warning, the last value counts, the program runs

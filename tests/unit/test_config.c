@@ -448,7 +448,7 @@ static void test_inputs(void)
                       "%s:1: binary data (byte 0xe9 at column 6, not UTF-8): not a config file?");
     char envp0[] = "SYSMEASURE_CONFIG_FILE=/dev/zero";
     char *envp[] = {envp0, NULL};
-    expect_load_error(envp, "config file /dev/zero is larger than 1M (it is not a config file?)");
+    expect_load_error(envp, "config file /dev/zero is a character device, not a regular file");
 
     /* Tabs, CRLF and valid UTF-8 in comments are text. */
     const char *ok = write_file("ok.conf", "# na\xc3\xafve \xe2\x82\xac\r\n\ttrace = no\r\n");

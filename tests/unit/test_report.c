@@ -207,7 +207,7 @@ static void test_large_job(void)
     char err[512] = "";
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    CHECK(sm_report_write_html(dir, err, sizeof err) == 0);
+    CHECK(sm_report_write_html(dir, SM_FS_INPUT_FOUND, err, sizeof err) == 0);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     size_t len = 0, json_len = 0;
     char *html = slurp(dir, "report.html", &len);
@@ -242,15 +242,15 @@ static void test_large_job(void)
      * damaged profile.json. */
     char empty[] = "/tmp/sm-test-report-empty-XXXXXX";
     CHECK(mkdtemp(empty) != NULL);
-    CHECK(sm_report_write_html(empty, err, sizeof err) == SM_REPORT_NOT_OUTPUT);
+    CHECK(sm_report_write_html(empty, SM_FS_INPUT_FOUND, err, sizeof err) == SM_REPORT_NOT_OUTPUT);
     CHECK(strstr(err, "is not a sysmeasure output folder") != NULL);
     put(empty, "metadata.json", "{\"name\": \"something else\"}\n");
-    CHECK(sm_report_write_html(empty, err, sizeof err) == SM_REPORT_NOT_OUTPUT);
+    CHECK(sm_report_write_html(empty, SM_FS_INPUT_FOUND, err, sizeof err) == SM_REPORT_NOT_OUTPUT);
     char *meta = slurp(dir, "metadata.json", NULL);
     put(empty, "metadata.json", meta ? meta : "");
     free(meta);
     put(empty, "profile.json", "{\"callpaths\": [ {\"path\": [\"a\"]");
-    CHECK(sm_report_write_html(empty, err, sizeof err) == SM_REPORT_NOT_OUTPUT);
+    CHECK(sm_report_write_html(empty, SM_FS_INPUT_FOUND, err, sizeof err) == SM_REPORT_NOT_OUTPUT);
     CHECK(strstr(err, "profile.json is damaged") != NULL);
     char path[512];
     CHECK(access(strcat(strcpy(path, empty), "/report.html"), F_OK) != 0);

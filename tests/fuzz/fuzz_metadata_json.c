@@ -1,0 +1,10 @@
+/* Fuzz harness: metadata.json as sysmeasure-report reads it (fuzz_report.h). */
+#include "fuzz_report.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    sm_fuzz_report("metadata.json", data, size);
+    return 0;
+}
