@@ -25,7 +25,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
-static char fuzz_dir[PATH_MAX];
+static char fuzz_dir[256]; /* a short folder of /tmp (paths built on it stay well below PATH_MAX) */
 
 /* Removes folder path and everything in it (the harness's own files). */
 static void fuzz_rm_rf(const char *path)
@@ -74,7 +74,8 @@ static int fuzz_write(const char *dir, const char *name, const uint8_t *data, si
                       char *out, size_t len)
 {
     mkdir(dir, 0755);
-    snprintf(out, len, "%s/%s", dir, name);
+    if ((size_t)snprintf(out, len, "%s/%s", dir, name) >= len)
+        return -1; /* (never: the folder is short) */
     unlink(out);
     int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
