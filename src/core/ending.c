@@ -81,6 +81,11 @@ static struct sigaction sm_app_view[SM_NSIG];
 static volatile int sm_signals_on;
 static struct sigaction sm_our_action;
 
+bool sm_ending_stands_for(int sig)
+{
+    return sig > 0 && sig < SM_NSIG && __atomic_load_n(&sm_ours[sig], __ATOMIC_ACQUIRE);
+}
+
 /* Every signal whose default action ends the process (not SIGKILL/SIGSTOP,
  * which cannot be caught, nor the ones that stop or are ignored). */
 static bool sm_terminating(int sig)

@@ -13,6 +13,7 @@
 #include "clock.h"
 #include "events.h"
 #include "runtime.h"
+#include "sig_hold.h"
 #ifdef SM_HAVE_PAPI
 #include "../papi/papi_counters.h"
 #endif
@@ -42,10 +43,18 @@ static void sm_location_thread_exit(void *arg)
 {
     sm_location_t *loc = arg;
     if (loc && !loc->closed) {
+        sm_sig_hold(SM_SIG_LOCKS_IO);
         sm_location_close(loc, sm_clock_now());
         /* Thousands of short threads must not hold the budget's memory. */
         sm_buffer_thread_ended(loc);
+        sm_sig_release();
     }
+}
+
+void sm_locations_after_daemon_child(void)
+{
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    sm_loc_lock = m; /* a thread of the parent may have held it */
 }
 
 int sm_locations_init(void)
@@ -67,7 +76,20 @@ sm_location_t *sm_location_get(uint32_t id)
     return sm_loc_blocks[id >> SM_LOC_BLOCK_BITS][id & (SM_LOC_BLOCK - 1)];
 }
 
+static sm_location_t *sm_location_alloc_held(sm_location_type_t type);
+
+/* On the application's threads (a thread's first event, a new thread, a
+ * GPU stream): malloc and the registry's lock, which no signal handler may
+ * jump out of (sig_hold.h). */
 static sm_location_t *sm_location_alloc(sm_location_type_t type)
+{
+    sm_sig_hold(SM_SIG_LOCKS);
+    sm_location_t *loc = sm_location_alloc_held(type);
+    sm_sig_release();
+    return loc;
+}
+
+static sm_location_t *sm_location_alloc_held(sm_location_type_t type)
 {
     sm_location_t *loc = aligned_alloc(64, (sizeof *loc + 63) & ~(size_t)63);
     if (!loc)
@@ -165,7 +187,19 @@ void sm_location_bind_current(sm_location_t *loc)
  * closed location swallows its events). */
 static sm_location_t sm_inactive_location = {.closed = 1};
 
+static sm_location_t *sm_location_for_thread_held(void);
+
+/* A thread's first event: the location is made and bound (the registry's
+ * lock, malloc, the sampling timer) with signals held (sig_hold.h). */
 sm_location_t *sm_location_for_thread_slow(void)
+{
+    sm_sig_hold(SM_SIG_LOCKS);
+    sm_location_t *loc = sm_location_for_thread_held();
+    sm_sig_release();
+    return loc;
+}
+
+static sm_location_t *sm_location_for_thread_held(void)
 {
     if (!sm_runtime_active) {
         if (!sm_inactive_location.stack) {
@@ -244,6 +278,9 @@ sm_frame_t *sm_location_grow_stack(sm_location_t *loc)
         cap = sm_trace_max_depth + 2;
     if (cap <= loc->stack_capacity)
         cap = loc->stack_capacity + 2;
+    /* No signal handler may jump out of malloc's lock, nor leave the stack
+     * pointing at freed memory (sig_hold.h). */
+    sm_sig_hold(SM_SIG_LOCKS);
     sm_frame_t *s = realloc(loc->stack, cap * sizeof *s);
     if (!s)
         abort(); /* cannot record this enter, and the leave would unbalance */
@@ -251,6 +288,7 @@ sm_frame_t *sm_location_grow_stack(sm_location_t *loc)
     loc->stack_capacity = cap;
     loc->sp = s + depth;
     loc->stack_limit = s + (cap == sm_trace_max_depth + 2 ? cap - 2 : cap - 1);
+    sm_sig_release();
     return loc->sp + 1;
 }
 

@@ -29,6 +29,7 @@
 #include "metrics.h"
 #include "region_filter.h"
 #include "sampler.h"
+#include "sig_hold.h"
 #include "../merge/profile_summary.h"
 #include "../merge/process_file.h"
 #include "../merge/unify.h"
@@ -387,14 +388,115 @@ static void sm_runtime_at_quick_exit(void)
     sm_runtime_finalize_as(NULL, 0);
 }
 
-/* In a forked child the parent's data is not ours to write again. */
+/* ---------------------------------------------------------------- fork and daemon() */
+
+/* daemon() forks; the parent then ends inside the C library (its _exit is
+ * not ours to see) and the child goes on as the program.  So the child
+ * goes on measuring, with everything recorded before (it has the parent's
+ * memory), and writes the output at its end: the parent writes nothing.
+ * Set on the thread that calls daemon(), for the atfork handlers. */
+static __thread bool sm_daemon_forking;
+static pthread_mutex_t sm_meta_lock; /* (declared metadata, below) */
+static uint64_t sm_daemon_time; /* when the fork was (ticks) */
+static pid_t sm_daemon_parent;
+
+bool sm_runtime_forking_daemon(void)
+{
+    return sm_daemon_forking;
+}
+
+/* In a forked child the parent's data is not ours to write again, unless
+ * the child goes on after daemon(). */
 static void sm_runtime_after_fork_child(void)
 {
+    sm_ending_after_fork_child();
+    if (sm_daemon_forking) {
+        /* The locks a thread of the parent may have held, made new. */
+        pthread_mutex_t r = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+        pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+        sm_runtime_lock = r;
+        sm_meta_lock = m;
+        sm_definitions_after_daemon_child();
+        sm_locations_after_daemon_child();
+        sm_journal_after_daemon_child();
+        sm_buffers_resume(1);
+        /* Said now, while stderr is still the parent's (daemon() points it
+         * at /dev/null next). */
+        sm_info(0, "daemon(): the program goes on in process %d, which measures on (the "
+                "events before daemon() included) and writes the output to %s at its end",
+                (int)getpid(), sm_outdir);
+        return;
+    }
     sm_runtime_discard = 1;
     sm_runtime_active = 0;
     sm_journal_after_fork_child();
     sm_buffers_after_fork_child();
-    sm_ending_after_fork_child();
+}
+
+/* The child that goes on after daemon(), out of the fork: the process's
+ * identity, the threads the fork left behind, the background threads. */
+static void sm_runtime_after_daemon(void)
+{
+    pid_t pid = getpid();
+    sm_run.pid = pid;
+    sm_cfg.launched_pid = pid; /* the program itself, not a process it started */
+    /* The parent's other threads are not in the child: their locations end
+     * at the fork, what they left open closed there. */
+    sm_location_t *me = sm_tls_location;
+    uint32_t n = sm_location_count(), ended = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        sm_location_t *loc = sm_location_get(i);
+        if (loc && loc != me && loc->type == SM_LOCATION_CPU_THREAD && loc->tid != 0 &&
+            !__atomic_load_n(&loc->closed, __ATOMIC_ACQUIRE)) {
+            sm_location_close(loc, sm_daemon_time);
+            ended++;
+        }
+    }
+    if (me)
+        me->tid = gettid();
+    sm_samplers_after_daemon();
+    sm_callstack_after_daemon();
+    char note[200];
+    snprintf(note, sizeof note, "the program called daemon(): measured in process %d up to it, "
+             "then in process %d%s", (int)sm_daemon_parent, (int)pid,
+             ended ? "; the threads of the first process ended there" : "");
+    sm_runtime_add_note(note);
+}
+
+typedef int (*sm_daemon_fn)(int, int);
+
+SM_EXPORT int daemon(int nochdir, int noclose);
+int daemon(int nochdir, int noclose)
+{
+    static sm_daemon_fn real;
+    sm_daemon_fn fn = __atomic_load_n(&real, __ATOMIC_ACQUIRE);
+    if (!fn) {
+        fn = (sm_daemon_fn)dlsym(RTLD_NEXT, "daemon");
+        __atomic_store_n(&real, fn, __ATOMIC_RELEASE);
+    }
+    if (!fn) {
+        errno = ENOSYS;
+        return -1;
+    }
+    pid_t parent = getpid();
+    if (!sm_runtime_active || sm_runtime_discard || sm_ending_phase() != SM_END_RUNNING ||
+        sm_procs) /* (an MPI rank: the job's end is MPI_Finalize's) */
+        return fn(nochdir, noclose);
+    /* No write of the writer thread under way at the fork. */
+    sm_buffers_pause();
+    sm_daemon_parent = parent;
+    sm_daemon_time = sm_clock_now();
+    sm_daemon_forking = true;
+    int rc = fn(nochdir, noclose); /* the parent ends in there, unless the fork failed */
+    int saved_errno = errno;
+    sm_daemon_forking = false;
+    bool child = getpid() != parent;
+    if (!child)
+        sm_buffers_resume(0);
+    else
+        sm_runtime_after_daemon();
+    errno = saved_errno;
+    return rc;
 }
 
 #ifdef SM_HAVE_PAPI
@@ -960,17 +1062,31 @@ static int sm_runtime_write_rank_file(const char *reason)
 static int sm_runtime_rank_file_saved; /* written at the start of MPI_Finalize */
 static int sm_runtime_presaved;        /* the end began there */
 
+/* The end of the write: signals held since its start are delivered now
+ * (one that ends the process is held by ending.c until the write is over,
+ * then ends it). */
+static void sm_runtime_end_write(bool at_exit)
+{
+    sm_sig_release();
+    sm_ending_end_write(at_exit);
+}
+
 int sm_runtime_save_before_finalize(void)
 {
     if (!sm_procs)
         return 0;
+    /* No handler of the program may jump out of the write, and a file
+     * size limit fails our writes, not the program (sig_hold.h). */
+    sm_sig_hold(SM_SIG_END_WRITE);
     int began = sm_runtime_begin_end(NULL);
-    if (began != 0)
+    if (began != 0) {
+        sm_sig_release();
         return 0;
+    }
     sm_finalizing_job = 1;
     sm_runtime_presaved = 1;
     if (sm_runtime_discard) {
-        sm_ending_end_write(false);
+        sm_runtime_end_write(false);
         return 0;
     }
     /* Should the job be torn down while this rank waits for the others,
@@ -979,6 +1095,7 @@ int sm_runtime_save_before_finalize(void)
     int rc = sm_runtime_write_rank_file("ended inside MPI_Finalize (the job was torn down)");
     sm_end_step("saving this rank's data");
     sm_runtime_rank_file_saved = rc == 0;
+    sm_sig_release();
     sm_ending_saved();
     return rc;
 }
@@ -1001,9 +1118,14 @@ int sm_runtime_finalize(void)
 int sm_runtime_finalize_as(const char *reason, int how)
 {
     int saved_errno = errno;
+    /* No handler of the program may jump out of the write, and a file size
+     * limit fails our writes, not the program (sig_hold.h). */
+    sm_sig_hold(SM_SIG_END_WRITE);
     if (!(sm_finalizing_job && sm_runtime_presaved && sm_ending_phase() == SM_END_SAVED &&
           sm_ending_writer_is_self())) {
         int began = sm_runtime_begin_end(reason);
+        if (began != 0)
+            sm_sig_release();
         if (began == 1) {
             errno = saved_errno;
             return 0;
@@ -1022,7 +1144,7 @@ int sm_runtime_finalize_as(const char *reason, int how)
     }
     bool at_exit = how == 2;
     if (sm_runtime_discard) {
-        sm_ending_end_write(at_exit);
+        sm_runtime_end_write(at_exit);
         errno = saved_errno;
         return 0;
     }
@@ -1038,7 +1160,7 @@ int sm_runtime_finalize_as(const char *reason, int how)
         if (rc == 0 && sm_run.rank == 0)
             sm_warning("rank 0 ended without MPI_Finalize (%s): each rank left its data in %s; "
                        "after the job, run: sysmeasure-merge %s", why, sm_outdir, sm_outdir);
-        sm_ending_end_write(at_exit);
+        sm_runtime_end_write(at_exit);
         errno = saved_errno;
         return rc;
     }
@@ -1052,7 +1174,7 @@ int sm_runtime_finalize_as(const char *reason, int how)
     if (sm_runtime_make_output_dir(err, sizeof err) != 0) {
         sm_error("%s; no output written", err);
         if (procs->size == 1) {
-            sm_ending_end_write(at_exit);
+            sm_runtime_end_write(at_exit);
             errno = saved_errno;
             return 1;
         }
@@ -1100,7 +1222,7 @@ int sm_runtime_finalize_as(const char *reason, int how)
                  sm_runtime_rank_file_saved ? ", and the rank files in .ranks for "
                                               "sysmeasure-merge" : "");
     }
-    sm_ending_end_write(at_exit);
+    sm_runtime_end_write(at_exit);
     errno = saved_errno;
     return failures;
 }

@@ -103,6 +103,10 @@ int sm_runtime_on_finalize(sm_finalize_hook_t hook) SM_HIDDEN;
  * copied.  Nothing is printed: the caller says it on stderr itself. */
 void sm_runtime_add_note(const char *text) SM_HIDDEN;
 
+/* Inside the fork of daemon() (on the forking thread, in its atfork
+ * handlers): the child goes on as the measured process, the parent ends. */
+bool sm_runtime_forking_daemon(void) SM_HIDDEN;
+
 /* Suppress the output for a process (fork child, tests of the core). */
 void sm_runtime_discard_output(void) SM_HIDDEN;
 

@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -321,8 +322,21 @@ const char *sm_fs_why(int err)
     case SM_FS_NOT_PLAIN:
         return "something that is not a plain file or folder of this user is in its place "
                "(left as it is)";
+    case EFBIG: return sm_fs_size_limit_text();
     default: return strerror(err);
     }
+}
+
+const char *sm_fs_size_limit_text(void)
+{
+    static __thread char text[128];
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY)
+        snprintf(text, sizeof text, "File too large: past the file size limit of this process "
+                 "(ulimit -f), %llu bytes", (unsigned long long)lim.rlim_cur);
+    else
+        snprintf(text, sizeof text, "%s", strerror(EFBIG));
+    return text;
 }
 
 /* See fs.h. */
