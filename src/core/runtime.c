@@ -15,7 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,6 +65,8 @@ static int sm_finalizing_job;          /* finalize runs collectively (MPI_Finali
 static char sm_end_reason[128];        /* why the process ends early, when it does */
 static char **sm_saved_argv;
 static sm_finalize_hook_t sm_finalize_hooks[8];
+static bool sm_runtime_data_saved;   /* this rank's process file is written */
+static uint64_t sm_signal_arrival_ns; /* a fatal signal came (monotonic); 0: none */
 static uint32_t sm_n_finalize_hooks;
 
 const sm_config_t *sm_runtime_config(void)
@@ -278,9 +283,95 @@ void sm_runtime_emergency_write(const char *reason)
  * 0, or -1 when another thread writes already. */
 int sm_runtime_finalize_for_signal(int sig)
 {
+    if (!sm_signal_arrival_ns)
+        sm_signal_arrival_ns = sm_clock_monotonic_ns();
     char reason[sizeof sm_end_reason];
     snprintf(reason, sizeof reason, "signal %d (%s)", sig, strsignal(sig));
     return sm_runtime_finalize_as(reason, 1) == -2 ? -1 : 0;
+}
+
+/* ---------------------------------------------------------------- a job torn down */
+
+/* Open MPI tears a job down with SIGTERM to every rank and SIGKILL
+ * odls_base_sigkill_timeout seconds later (1) -- but its daemon's sleep
+ * between the two is cut short when one of its ranks exits: the first rank
+ * of a node to end has every other rank of the node that is still writing
+ * its data killed at once (under load, 1 or 2 of 8 lost theirs).  So a rank
+ * whose data is on disk, ending by such a signal, waits before it dies
+ * until each rank of its node has saved its own, at most that timeout from
+ * the signal's arrival (the SIGKILL comes then anyway).  A rank says that
+ * its data is saved by a name in the node's abstract socket namespace,
+ * which it holds until it dies: no file to leave behind, and the others
+ * look only at their own node's names. */
+
+static long sm_env_long(const char *name, long fallback);
+
+static void sm_runtime_saved_name(struct sockaddr_un *a, socklen_t *len, long local_rank)
+{
+    memset(a, 0, sizeof *a);
+    a->sun_family = AF_UNIX;
+    /* Abstract (a leading NUL), per user, job and local rank. */
+    int n = snprintf(a->sun_path + 1, sizeof a->sun_path - 1, "sysmeasure-saved-%u-%016llx-%ld",
+                     (unsigned)getuid(), (unsigned long long)sm_job_hash(), local_rank);
+    *len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+/* Whether the rank of this node with local_rank has said it saved. */
+static bool sm_runtime_saved_on_node(long local_rank)
+{
+    struct sockaddr_un a;
+    socklen_t len;
+    sm_runtime_saved_name(&a, &len, local_rank);
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    bool saved = fd >= 0 && connect(fd, (struct sockaddr *)&a, len) == 0;
+    if (fd >= 0)
+        close(fd);
+    return saved;
+}
+
+/* This rank's data is on disk: said to the node (Open MPI, more than one
+ * rank on the node), once. */
+static void sm_runtime_say_saved(void)
+{
+    static bool said;
+    sm_runtime_data_saved = true;
+    long local = sm_env_long("OMPI_COMM_WORLD_LOCAL_SIZE", 0);
+    long me = sm_env_long("OMPI_COMM_WORLD_LOCAL_RANK", -1);
+    if (said || !sm_procs || local < 2 || me < 0 || me >= local)
+        return;
+    said = true;
+    int saved_errno = errno;
+    struct sockaddr_un a;
+    socklen_t len;
+    sm_runtime_saved_name(&a, &len, me);
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, len) != 0)
+        close(fd);
+    /* (else kept open until the process ends) */
+    errno = saved_errno;
+}
+
+void sm_runtime_before_signal_death(int sig)
+{
+    if (!sm_procs || !sm_runtime_data_saved || (sig != SIGTERM && sig != SIGINT && sig != SIGHUP))
+        return;
+    long local = sm_env_long("OMPI_COMM_WORLD_LOCAL_SIZE", 0);
+    long me = sm_env_long("OMPI_COMM_WORLD_LOCAL_RANK", -1);
+    if (local < 2 || me < 0 || me >= local)
+        return; /* not Open MPI, or alone on the node */
+    int saved_errno = errno;
+    uint64_t start = sm_signal_arrival_ns ? sm_signal_arrival_ns : sm_clock_monotonic_ns();
+    uint64_t limit = (uint64_t)sm_env_long("OMPI_MCA_odls_base_sigkill_timeout", 1) * 1000000000u;
+    long next = 0; /* the ranks below it said so */
+    while (sm_clock_monotonic_ns() - start < limit) {
+        while (next < local && (next == me || sm_runtime_saved_on_node(next)))
+            next++;
+        if (next == local)
+            break;
+        struct timespec ms = {0, 10000000};
+        nanosleep(&ms, NULL);
+    }
+    errno = saved_errno;
 }
 
 /* A rank whose data is on disk ends by a signal inside MPI_Finalize (the
@@ -784,6 +875,15 @@ static int sm_runtime_write_profile(const sm_procs_t *procs, const sm_job_t *job
     return failures + !blob;
 }
 
+/* An integer (0 or more) from the environment, or fallback. */
+static long sm_env_long(const char *name, long fallback)
+{
+    const char *v = getenv(name);
+    char *end;
+    long n = v ? strtol(v, &end, 10) : 0;
+    return v && end != v && *end == '\0' && n >= 0 ? n : fallback;
+}
+
 /* A positive integer from the environment, or fallback. */
 static long sm_env_count(const char *name, long fallback)
 {
@@ -1052,10 +1152,23 @@ static int sm_runtime_write_rank_file(const char *reason)
 {
     char err[PATH_MAX + 256];
     int rc = sm_runtime_make_output_dir(err, sizeof err);
-    if (rc != 0)
+    if (rc != 0) {
         sm_error("%s; rank %u wrote nothing", err, (unsigned)sm_run.rank);
-    else
-        rc = sm_process_file_write(&sm_run, reason);
+        return 1;
+    }
+    sm_end_step(NULL);
+    if (sm_signal_arrival_ns) {
+        /* The job is torn down: a SIGKILL may come before the events are
+         * saved (Open MPI's comes 1 s after its SIGTERM).  The cheap part
+         * first (definitions, threads, profile, counts: milliseconds), so
+         * that the profile stays whatever happens to the events. */
+        char first[sizeof sm_end_reason + sizeof SM_PF_EVENTS_CUT];
+        snprintf(first, sizeof first, "%s" SM_PF_EVENTS_CUT, reason);
+        (void)sm_process_file_write_first(&sm_run, first);
+        sm_end_step("this rank's profile and definitions");
+    }
+    rc = sm_process_file_write(&sm_run, reason);
+    sm_end_step("this rank's events and process file");
     return rc != 0;
 }
 
@@ -1091,10 +1204,10 @@ int sm_runtime_save_before_finalize(void)
     }
     /* Should the job be torn down while this rank waits for the others,
      * its data is on disk already, for sysmeasure-merge. */
-    sm_end_step(NULL);
     int rc = sm_runtime_write_rank_file("ended inside MPI_Finalize (the job was torn down)");
-    sm_end_step("saving this rank's data");
     sm_runtime_rank_file_saved = rc == 0;
+    if (rc == 0)
+        sm_runtime_say_saved();
     sm_sig_release();
     sm_ending_saved();
     return rc;
@@ -1157,6 +1270,8 @@ int sm_runtime_finalize_as(const char *reason, int how)
     if (sm_procs && !sm_finalizing_job) {
         const char *why = sm_end_reason[0] ? sm_end_reason : "exit without MPI_Finalize";
         int rc = sm_runtime_write_rank_file(why);
+        if (rc == 0)
+            sm_runtime_say_saved();
         if (rc == 0 && sm_run.rank == 0)
             sm_warning("rank 0 ended without MPI_Finalize (%s): each rank left its data in %s; "
                        "after the job, run: sysmeasure-merge %s", why, sm_outdir, sm_outdir);

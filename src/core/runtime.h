@@ -89,6 +89,10 @@ int sm_runtime_finalize_as(const char *reason, int how) SM_HIDDEN;
  * another thread writes; a line at rank 0 when a rank ends by a signal
  * inside MPI_Finalize, its data on disk. */
 int sm_runtime_finalize_for_signal(int sig) SM_HIDDEN;
+/* A rank ending by signal sig, its data on disk: in a job that Open MPI
+ * tears down, it first waits (bounded) until the other ranks of its node
+ * have saved theirs too (runtime.c says why). */
+void sm_runtime_before_signal_death(int sig) SM_HIDDEN;
 void sm_runtime_note_signal_in_finalize(int sig) SM_HIDDEN;
 /* The process is about to end abnormally: put what was measured on disk. */
 void sm_runtime_emergency_write(const char *reason) SM_HIDDEN;

@@ -308,9 +308,14 @@ int main(int argc, char **argv)
         sm_warning("%u of the job's %u ranks left a process file; the output has only theirs "
                    "(a rank killed with SIGKILL writes nothing, unless it ran with --crash-safe)",
                    (unsigned)n_files, (unsigned)n_ranks);
-    for (uint32_t i = 0; i < n_files; i++)
+    for (uint32_t i = 0; i < n_files; i++) {
         sm_info(1, "rank %u (pid %lld on %s): %s", (unsigned)files[i]->rank,
                 (long long)files[i]->pid, files[i]->hostname, files[i]->reason);
+        if (strstr(files[i]->reason, SM_PF_EVENTS_CUT))
+            sm_warning("rank %u (pid %lld on %s) was killed while it saved its events: its "
+                       "profile is complete, its trace lacks the events it still held in memory",
+                       (unsigned)files[i]->rank, (long long)files[i]->pid, files[i]->hostname);
+    }
 
     /* Definitions, unified in rank order (rank 0's ids stay as they were). */
     sm_defset_t *defs = sm_defset_new();
