@@ -9,17 +9,19 @@
  *   process-lives write6 EVENTS       "work" > "step" x EVENTS, then writes
  *                                     6 bytes to stdout and returns 0 (run
  *                                     under a small file size limit)
- *   process-lives sigjump JUMPS       a SIGALRM handler of the program's own
+ *   process-lives sigjump JUMPS [US]  a SIGALRM handler of the program's own
  *                                     jumps (siglongjmp) out of a loop of
  *                                     "inner" regions inside "spin", JUMPS
- *                                     times; after each jump, "spin" is popped
+ *                                     times, every US microseconds (300);
+ *                                     after each jump, "spin" is popped
  *                                     (which closes what the jump left open);
  *                                     prints "jumps JUMPS"
- *   process-lives[-mpi] busy FILE     every rank records "step" regions (and,
- *                                     with MPI, a ring exchange each 1000)
- *                                     until killed; once it has recorded
- *                                     100000 steps it appends its rank to
- *                                     FILE (one line) and goes on */
+ *   process-lives[-mpi] busy FILE     every rank records "step" regions, each
+ *                                     a little work (and, with MPI, a ring
+ *                                     exchange each 1000) until killed; once
+ *                                     it has recorded 20000 steps it
+ *                                     appends its rank to FILE (one line)
+ *                                     and goes on */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
@@ -87,7 +89,7 @@ static void on_alarm(int sig)
     }
 }
 
-static int run_sigjump(long jumps)
+static int run_sigjump(long jumps, long us)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -95,9 +97,9 @@ static int run_sigjump(long jumps)
     sigemptyset(&sa.sa_mask);
     if (sigaction(SIGALRM, &sa, NULL) != 0)
         return 6;
-    /* Every 300 us: the jump lands at a random place of the loop, inside
-     * sysmeasure's enter and leave too. */
-    struct itimerval every = {{0, 300}, {0, 300}};
+    /* The jump lands at a random place of the loop, inside sysmeasure's
+     * enter and leave too. */
+    struct itimerval every = {{0, us}, {0, us}};
     volatile long done = 0;
     while (done < jumps) {
         if (sigsetjmp(jump_to, 1) == 0) {
@@ -128,6 +130,8 @@ static int run_busy(const char *file)
 #endif
     for (long i = 0;; i++) {
         sysmeasure_push_region("step");
+        for (volatile int k = 0; k < 2000; k++) /* some work: a few 100,000 events a second */
+            ;
         sysmeasure_pop_region("step");
         if (i % 1000 == 999 && size > 1) {
 #ifdef SM_WITH_MPI
@@ -136,7 +140,7 @@ static int run_busy(const char *file)
                          (rank + size - 1) % size, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 #endif
         }
-        if (i == 99999) {
+        if (i == 19999) {
             char line[32];
             int n = snprintf(line, sizeof line, "%d\n", rank);
             int fd = open(file, O_WRONLY | O_APPEND | O_CREAT, 0644);
@@ -162,7 +166,7 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "write6"))
         return run_write6(atol(argv[2]));
     if (!strcmp(mode, "sigjump"))
-        return run_sigjump(atol(argv[2]));
+        return run_sigjump(atol(argv[2]), argc > 3 ? atol(argv[3]) : 300);
     if (!strcmp(mode, "busy"))
         return run_busy(argv[2]);
     fprintf(stderr, "unknown mode %s\n", mode);
