@@ -469,6 +469,7 @@ static int sm_spill_open(void)
     sh.check = sm_sum64(&sh, offsetof(sm_slots_hdr_t, check));
     if (fd < 0 || fstat(fd, &st) != 0 || sm_pwrite_all(fd, &h, sizeof h, 0) != 0 ||
         (sm_crash && sm_pwrite_all(fd, &sh, sizeof sh, sizeof h) != 0)) {
+        sm_sig_own_write_failed(errno);
         if (sm_spill_first_error())
             sm_error("cannot create spill file %s: %s; events that do not fit in "
                      "SYSMEASURE_BUFFER_SIZE are dropped and counted", path, sm_fs_why(errno));
@@ -498,6 +499,7 @@ static int sm_crash_said;
 
 static void sm_crash_warn(const char *what, int err)
 {
+    sm_sig_own_write_failed(err);
     if (!__atomic_exchange_n(&sm_crash_said, 1, __ATOMIC_RELAXED))
         sm_warning("--crash-safe: %s (%s); events go to memory until they spill, and those a "
                    "kill catches there are lost", what, sm_fs_why(err));
@@ -735,6 +737,7 @@ static void sm_chunks_done(sm_chunk_t **c, uint32_t n, const uint64_t *offsets, 
 
 static void sm_report_write_error(int err)
 {
+    sm_sig_own_write_failed(err);
     if (sm_spill_first_error())
         sm_error("spilling events to %s failed: %s; events that do not fit in "
                  "SYSMEASURE_BUFFER_SIZE are dropped and counted",

@@ -104,6 +104,7 @@ int sm_journal_open(const char *dir, const char *program, uint64_t start_realtim
     sm_j_size = 0;
     if (sm_j_reserve(SM_JOURNAL_HEAD) != 0) {
         err = errno;
+        sm_sig_own_write_failed(err);
         munmap(map, SM_JOURNAL_SPACE);
         close(fd);
         unlink(path);
@@ -154,6 +155,7 @@ void sm_journal_add(uint32_t kind, const void *head, uint32_t head_len, const vo
     uint64_t fill = h->fill, len = (uint64_t)head_len + tail_len;
     uint64_t at = SM_JOURNAL_HEAD + fill, step = (8 + len + 7) & ~7ull;
     if (len > UINT32_MAX - 16 || sm_j_reserve(at + step) != 0) {
+        sm_sig_own_write_failed(errno);
         if (!sm_j_full_said++)
             sm_warning("--crash-safe: the definitions journal %s cannot grow (%s); "
                        "definitions made from now on are not in it", sm_j_path,

@@ -608,7 +608,19 @@ static void sm_runtime_note_counters(void)
 }
 #endif
 
+static int sm_runtime_init_held(void);
+
+/* The start creates files (the crash-safe journal, the first chunk's slot):
+ * a file size limit fails them, not the program (sig_hold.h). */
 int sm_runtime_init(void)
+{
+    sm_sig_hold(SM_SIG_LOCKS_IO);
+    int rc = sm_runtime_init_held();
+    sm_sig_release();
+    return rc;
+}
+
+static int sm_runtime_init_held(void)
 {
     pthread_mutex_lock(&sm_runtime_lock);
     if (sm_runtime_initialized) {

@@ -33,7 +33,8 @@ typedef struct sm_sig_level {
 } sm_sig_level_t;
 static __thread sm_sig_level_t sm_sig_levels[SM_SIG_LEVELS];
 static __thread unsigned sm_sig_depth;
-static __thread bool sm_sig_io;
+static __thread bool sm_sig_io;      /* an end-of-run write: look for SIGXFSZ */
+static __thread bool sm_sig_efbig;   /* a write of ours failed with EFBIG */
 static __thread sigset_t sm_sig_now; /* the thread's mask inside the sections */
 
 /* A SIGXFSZ pending for the calling thread that our own write raised while
@@ -90,11 +91,17 @@ void sm_sig_hold(sm_sig_section_t section)
             sm_sig_levels[level].before = before;
     }
     if (level == 0)
-        sm_sig_io = false;
-    if (section != SM_SIG_LOCKS)
+        sm_sig_io = sm_sig_efbig = false;
+    if (section == SM_SIG_END_WRITE)
         sm_sig_io = true;
     sm_sig_depth = level + 1;
     errno = saved_errno;
+}
+
+void sm_sig_own_write_failed(int err)
+{
+    if (err == EFBIG)
+        sm_sig_efbig = true;
 }
 
 void sm_sig_release(void)
@@ -105,7 +112,7 @@ void sm_sig_release(void)
     if (level >= SM_SIG_LEVELS || !sm_sig_levels[level].changed)
         return; /* (an outer level restores the mask) */
     int saved_errno = errno;
-    if (sm_sig_io)
+    if (sm_sig_io || sm_sig_efbig)
         sm_sig_drop_own_xfsz(&sm_sig_levels[level].before);
     sm_sig_now = sm_sig_levels[level].before;
     pthread_sigmask(SIG_SETMASK, &sm_sig_now, NULL);

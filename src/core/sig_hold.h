@@ -21,8 +21,9 @@
  * A section that writes files (io) also keeps from the program the SIGXFSZ
  * that sysmeasure's own writes raise past a file size limit (ulimit -f),
  * whose default action would end the program: the write fails with EFBIG,
- * which sysmeasure reports, and the signal is discarded.  A SIGXFSZ that the
- * program itself keeps blocked is left alone. */
+ * which sysmeasure reports, and the signal is discarded (one more system
+ * call, only after such a failure).  A SIGXFSZ that the program itself
+ * keeps blocked is left alone. */
 #ifndef SM_SIG_HOLD_H
 #define SM_SIG_HOLD_H
 
@@ -42,5 +43,9 @@ void sm_sig_let_through(int sig) SM_HIDDEN;
 /* Ends the innermost section: its signals are delivered (those of an
  * outer section when that one ends). */
 void sm_sig_release(void) SM_HIDDEN;
+/* A write of sysmeasure's on the calling thread failed with err: EFBIG
+ * raised a SIGXFSZ, which the io section drops at its end (the end-of-run
+ * write looks for one in any case: its writes are a library's too). */
+void sm_sig_own_write_failed(int err) SM_HIDDEN;
 
 #endif
