@@ -37,6 +37,7 @@
 
 #include "compiler_hooks.h"
 #include "core/clock.h"
+#include "core/sig_hold.h"
 #include "core/compiler.h"
 #include "core/config.h"
 #include "core/definitions.h"
@@ -210,6 +211,7 @@ static SM_NOINLINE sm_fn_t *sm_fn_miss(sm_location_t *loc, void *fn)
     int saved_errno = errno;
     uintptr_t addr = (uintptr_t)fn;
     sm_fn_t *e = NULL;
+    sm_sig_hold(SM_SIG_LOCKS); /* no handler may jump out of the lock (sig_hold.h) */
     pthread_mutex_lock(&sm_fn_lock);
     if (!sm_fn_table) {
         sm_fn_t *t = calloc(SM_FN_SLOTS, sizeof *t);
@@ -264,6 +266,7 @@ static SM_NOINLINE sm_fn_t *sm_fn_miss(sm_location_t *loc, void *fn)
     __atomic_store_n(&e->addr, addr, __ATOMIC_RELEASE);
 out:
     pthread_mutex_unlock(&sm_fn_lock);
+    sm_sig_release();
     errno = saved_errno;
     loc->in_compiler_hook = 0;
     return e;

@@ -23,6 +23,7 @@
 #include "location.h"
 #include "pages.h"
 #include "trace_space.h"
+#include "sig_hold.h"
 #include "../util/fs.h"
 #include "../util/log.h"
 #include "../util/grow.h"
@@ -516,6 +517,7 @@ static int sm_spill_open(void)
     sh.check = sm_sum64(&sh, offsetof(sm_slots_hdr_t, check));
     if (fd < 0 || fstat(fd, &st) != 0 || sm_pwrite_all(fd, &h, sizeof h, 0) != 0 ||
         (sm_crash && sm_pwrite_all(fd, &sh, sizeof sh, sizeof h) != 0)) {
+        sm_sig_own_write_failed(errno);
         if (sm_spill_first_error())
             sm_error("cannot create spill file %s: %s; events that do not fit in "
                      "SYSMEASURE_BUFFER_SIZE are dropped and counted", path, sm_fs_why(errno));
@@ -576,9 +578,10 @@ static int sm_crash_said;
 
 static void sm_crash_warn(const char *what, int err)
 {
+    sm_sig_own_write_failed(err);
     if (!__atomic_exchange_n(&sm_crash_said, 1, __ATOMIC_RELAXED))
         sm_warning("--crash-safe: %s (%s); events go to memory until they spill, and those a "
-                   "kill catches there are lost", what, strerror(err));
+                   "kill catches there are lost", what, sm_fs_why(err));
 }
 
 /* The offset of a new slot in the spill file, its blocks allocated (so that
@@ -822,10 +825,11 @@ static void sm_chunks_done(sm_chunk_t **c, uint32_t n, const uint64_t *offsets, 
 
 static void sm_report_write_error(int err)
 {
+    sm_sig_own_write_failed(err);
     if (sm_spill_first_error())
         sm_error("spilling events to %s failed: %s; events that do not fit in "
                  "SYSMEASURE_BUFFER_SIZE are dropped and counted",
-                 sm_spill_file ? sm_spill_file : "the spill folder", strerror(err));
+                 sm_spill_file ? sm_spill_file : "the spill folder", sm_fs_why(err));
 }
 
 #define SM_W_BATCH 64
@@ -962,6 +966,39 @@ void sm_buffers_quiesce(void)
         while (sm_w_started && !sm_w_joined)
             pthread_cond_wait(&sm_w_room, &sm_w_lock);
     }
+    pthread_mutex_unlock(&sm_w_lock);
+}
+
+/* Whether the writer thread was in use before sm_buffers_pause. */
+static int sm_w_sync_before_pause;
+
+void sm_buffers_pause(void)
+{
+    pthread_mutex_lock(&sm_w_lock);
+    sm_w_sync_before_pause = sm_w_sync;
+    pthread_mutex_unlock(&sm_w_lock);
+    sm_buffers_quiesce();
+}
+
+void sm_buffers_resume(int child)
+{
+    if (child) {
+        /* Only the calling thread is in the child: a lock another thread
+         * held at the fork would stay taken. */
+        pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+        pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+        sm_w_lock = m;
+        sm_file_lock = m;
+        sm_free_lock = m;
+        sm_spill_dir_lock = m;
+        sm_enc_lock = m;
+        sm_w_work = cv;
+        sm_w_room = cv;
+        sm_room_waiters = 0;
+    }
+    pthread_mutex_lock(&sm_w_lock);
+    sm_w_started = sm_w_stop = sm_w_claimed = sm_w_joined = 0;
+    sm_w_sync = sm_w_sync_before_pause;
     pthread_mutex_unlock(&sm_w_lock);
 }
 
@@ -1414,7 +1451,7 @@ static uint8_t *sm_buffer_stop_close(sm_location_t *loc)
     return sm_buffer_untraced_room(loc);
 }
 
-uint8_t *sm_buffer_next_chunk(sm_location_t *loc, size_t bytes)
+static uint8_t *sm_buffer_next_chunk_held(sm_location_t *loc, size_t bytes)
 {
     sm_buffer_t *b = &loc->buffer;
     if (bytes + sizeof(sm_record_t) + 8 > sm_chunk_bytes)
@@ -1449,8 +1486,26 @@ uint64_t sm_buffer_untraced(sm_location_t *loc)
         n += sm_count_records(s->data, pos);
     return n;
 }
+/* On the application's thread, with locks taken: no signal handler may jump
+ * out of it (sig_hold.h); a spill written here may meet a file size limit. */
+uint8_t *sm_buffer_next_chunk(sm_location_t *loc, size_t bytes)
+{
+    sm_sig_hold(SM_SIG_LOCKS_IO);
+    uint8_t *pos = sm_buffer_next_chunk_held(loc, bytes);
+    sm_sig_release();
+    return pos;
+}
+
+static void sm_buffer_thread_ended_held(sm_location_t *loc);
 
 void sm_buffer_thread_ended(sm_location_t *loc)
+{
+    sm_sig_hold(SM_SIG_LOCKS);
+    sm_buffer_thread_ended_held(loc);
+    sm_sig_release();
+}
+
+static void sm_buffer_thread_ended_held(sm_location_t *loc)
 {
     sm_buffer_t *b = &loc->buffer;
     if (!b->current || sm_discard)

@@ -167,6 +167,15 @@ void sm_buffers_release(void) SM_HIDDEN;
  * written by the thread that needs room.  Idempotent; called before the
  * buffers are read at the end. */
 void sm_buffers_quiesce(void) SM_HIDDEN;
+/* daemon(): the process goes on in a forked child, the parent ends.
+ * pause, before the fork: the writer thread stops after the write it is
+ * doing, so that none is under way at the fork.  resume, after it, in the
+ * child (child: the locks made new, their holders are not there) or in the
+ * parent when the fork failed: the writer thread may start again.  The
+ * spill file, the crash-safe slots and every location's chunks stay the
+ * process's, which goes on. */
+void sm_buffers_pause(void) SM_HIDDEN;
+void sm_buffers_resume(int child) SM_HIDDEN;
 /* In a forked child: the writer thread is not there and the spill file is
  * the parent's.  The child's events are discarded (the runtime writes
  * nothing for it): full chunks are simply reused. */

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "journal.h"
+#include "sig_hold.h"
 
 #define SM_DEF_BLOCK_BITS 10
 #define SM_DEF_BLOCK (1u << SM_DEF_BLOCK_BITS)
@@ -29,6 +30,27 @@ typedef struct sm_def_table {
 } sm_def_table_t;
 
 static pthread_mutex_t sm_def_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Definitions are made on the application's threads: no signal handler may
+ * jump out while the lock is held (sig_hold.h); with --crash-safe the
+ * journal, which grows a file, is written under it. */
+static void sm_def_lock_take(void)
+{
+    sm_sig_hold(sm_journal_on() ? SM_SIG_LOCKS_IO : SM_SIG_LOCKS);
+    pthread_mutex_lock(&sm_def_lock);
+}
+
+static void sm_def_lock_give(void)
+{
+    pthread_mutex_unlock(&sm_def_lock);
+    sm_sig_release();
+}
+
+void sm_definitions_after_daemon_child(void)
+{
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    sm_def_lock = m; /* a thread of the parent may have held it */
+}
 static sm_def_table_t sm_strings = {.entry_size = sizeof(char *)};
 static sm_def_table_t sm_regions = {.entry_size = sizeof(sm_region_def_t)};
 static sm_def_table_t sm_attributes = {.entry_size = sizeof(sm_attribute_def_t)};
@@ -157,9 +179,9 @@ sm_string_id_t sm_string_intern(const char *s)
 {
     if (!s)
         return SM_INVALID_ID;
-    pthread_mutex_lock(&sm_def_lock);
+    sm_def_lock_take();
     sm_string_id_t id = sm_string_intern_locked(s);
-    pthread_mutex_unlock(&sm_def_lock);
+    sm_def_lock_give();
     return id;
 }
 
@@ -224,9 +246,9 @@ static const sm_filter_t *sm_def_filter;
 
 void sm_definitions_set_filter(const struct sm_filter *filter)
 {
-    pthread_mutex_lock(&sm_def_lock);
+    sm_def_lock_take();
     sm_def_filter = filter;
-    pthread_mutex_unlock(&sm_def_lock);
+    sm_def_lock_give();
 }
 
 sm_region_id_t sm_region_define(const char *name, const char *file, uint32_t line,
@@ -241,7 +263,7 @@ sm_region_id_t sm_region_define_mangled(const char *name, const char *mangled, c
 {
     if (!name)
         return SM_INVALID_ID;
-    pthread_mutex_lock(&sm_def_lock);
+    sm_def_lock_take();
     uint32_t before = sm_regions.count;
     sm_region_id_t id = SM_INVALID_ID;
     sm_region_def_t key = {
@@ -264,7 +286,7 @@ sm_region_id_t sm_region_define_mangled(const char *name, const char *mangled, c
         if (def->filtered)
             id |= SM_REGION_FILTERED;
     }
-    pthread_mutex_unlock(&sm_def_lock);
+    sm_def_lock_give();
     return id;
 }
 
@@ -304,13 +326,13 @@ sm_attribute_id_t sm_attribute_define(const char *name, sm_attr_type_t type)
 {
     if (!name)
         return SM_INVALID_ID;
-    pthread_mutex_lock(&sm_def_lock);
+    sm_def_lock_take();
     sm_attribute_id_t id = SM_INVALID_ID;
     sm_attribute_def_t key = {.name = sm_string_intern_locked(name), .type = (uint8_t)type};
     if (key.name != SM_INVALID_ID)
         id = sm_def_intern_locked(&sm_attributes, &key, sm_attribute_hash_of(&key),
                                   sm_attribute_equal, sm_attribute_hash_id);
-    pthread_mutex_unlock(&sm_def_lock);
+    sm_def_lock_give();
     return id;
 }
 
@@ -347,7 +369,7 @@ static int sm_comm_equal(const sm_def_table_t *t, uint32_t id, const void *key)
 sm_comm_id_t sm_comm_define(sm_comm_key_t key, const char *name, uint32_t size,
                             const uint32_t *members, sm_comm_id_t parent)
 {
-    pthread_mutex_lock(&sm_def_lock);
+    sm_def_lock_take();
     sm_comm_def_t def = {.key = key, .name = SM_INVALID_ID, .size = size, .parent = parent};
     if (name)
         def.name = sm_string_intern_locked(name);
@@ -374,7 +396,7 @@ sm_comm_id_t sm_comm_define(sm_comm_key_t key, const char *name, uint32_t size,
     } else if (id == SM_INVALID_ID) {
         free(def.members);
     }
-    pthread_mutex_unlock(&sm_def_lock);
+    sm_def_lock_give();
     return id;
 }
 

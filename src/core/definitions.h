@@ -73,6 +73,8 @@ typedef struct sm_attribute_def {
 } sm_attribute_def_t;
 
 int sm_definitions_init(void) SM_HIDDEN;
+/* In the child that goes on after daemon(): the lock made new. */
+void sm_definitions_after_daemon_child(void) SM_HIDDEN;
 
 sm_string_id_t sm_string_intern(const char *s) SM_HIDDEN;
 const char *sm_string_get(sm_string_id_t id) SM_HIDDEN;

@@ -81,6 +81,11 @@ static struct sigaction sm_app_view[SM_NSIG];
 static volatile int sm_signals_on;
 static struct sigaction sm_our_action;
 
+bool sm_ending_stands_for(int sig)
+{
+    return sig > 0 && sig < SM_NSIG && __atomic_load_n(&sm_ours[sig], __ATOMIC_ACQUIRE);
+}
+
 /* Every signal whose default action ends the process (not SIGKILL/SIGSTOP,
  * which cannot be caught, nor the ones that stop or are ignored). */
 static bool sm_terminating(int sig)
@@ -175,6 +180,7 @@ static void sm_ending_signal(int sig, siginfo_t *info, void *uc)
         /* The data is on disk; what is left waits on other processes, which
          * may never come: end now. */
         sm_runtime_note_signal_in_finalize(sig);
+        sm_runtime_before_signal_death(sig);
         sm_die_by(sig);
     }
     if (phase == SM_END_RUNNING && sm_runtime_active) {
@@ -358,6 +364,7 @@ void sm_ending_saved(void)
     int sig = __atomic_load_n(&sm_end_pending, __ATOMIC_ACQUIRE);
     if (sig) {
         sm_runtime_note_signal_in_finalize(sig);
+        sm_runtime_before_signal_death(sig);
         sm_die_by(sig);
     }
 }
@@ -377,6 +384,7 @@ void sm_ending_end_write(bool at_exit)
      * streams before the signal came. */
     if (at_exit)
         fflush(NULL);
+    sm_runtime_before_signal_death(sig);
     sm_die_by(sig);
 }
 

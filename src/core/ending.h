@@ -32,6 +32,10 @@ enum {
  * SIG_DFL (the runtime calls it once, at init). */
 void sm_ending_install(void) SM_HIDDEN;
 
+/* Whether sysmeasure's handler stands for sig's default action now (the
+ * program set no handler of its own). */
+bool sm_ending_stands_for(int sig) SM_HIDDEN;
+
 /* The calling thread starts the end-of-run write: 0, or -1 when another
  * thread already did (then the caller must not write). */
 int sm_ending_begin_write(void) SM_HIDDEN;

@@ -1,6 +1,7 @@
 /* The crash-safe definitions journal (see journal.h). */
 #define _GNU_SOURCE
 #include "journal.h"
+#include "sig_hold.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -103,6 +104,7 @@ int sm_journal_open(const char *dir, const char *program, uint64_t start_realtim
     sm_j_size = 0;
     if (sm_j_reserve(SM_JOURNAL_HEAD) != 0) {
         err = errno;
+        sm_sig_own_write_failed(err);
         munmap(map, SM_JOURNAL_SPACE);
         close(fd);
         unlink(path);
@@ -139,20 +141,27 @@ void sm_journal_add(uint32_t kind, const void *head, uint32_t head_len, const vo
 {
     if (!sm_journal_on())
         return;
+    /* On the application's threads (definitions, new threads, new chunks):
+     * no handler may jump out while the lock is held, and growing the file
+     * may meet a file size limit (sig_hold.h). */
+    sm_sig_hold(SM_SIG_LOCKS_IO);
     pthread_mutex_lock(&sm_j_lock);
     if (!sm_j_map) {
         pthread_mutex_unlock(&sm_j_lock);
+        sm_sig_release();
         return;
     }
     sm_journal_head_t *h = sm_j_head();
     uint64_t fill = h->fill, len = (uint64_t)head_len + tail_len;
     uint64_t at = SM_JOURNAL_HEAD + fill, step = (sizeof(sm_journal_entry_t) + len + 7) & ~7ull;
     if (len > UINT32_MAX - 16 || sm_j_reserve(at + step) != 0) {
+        sm_sig_own_write_failed(errno);
         if (!sm_j_full_said++)
             sm_warning("--crash-safe: the definitions journal %s cannot grow (%s); "
                        "definitions made from now on are not in it", sm_j_path,
                        strerror(errno));
         pthread_mutex_unlock(&sm_j_lock);
+        sm_sig_release();
         return;
     }
     uint8_t *p = sm_j_map + at;
@@ -168,6 +177,7 @@ void sm_journal_add(uint32_t kind, const void *head, uint32_t head_len, const vo
     /* The entry is complete before the fill word says so. */
     __atomic_store_n(&h->fill, fill + step, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&sm_j_lock);
+    sm_sig_release();
 }
 
 int sm_journal_move(const char *dir)
@@ -204,6 +214,12 @@ void sm_journal_done(void)
     free(sm_j_path);
     sm_j_path = NULL;
     pthread_mutex_unlock(&sm_j_lock);
+}
+
+void sm_journal_after_daemon_child(void)
+{
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    sm_j_lock = m;
 }
 
 void sm_journal_after_fork_child(void)

@@ -79,6 +79,9 @@ void sm_journal_add(uint32_t kind, const void *head, uint32_t head_len, const vo
 int sm_journal_move(const char *dir) SM_HIDDEN;
 /* The output is complete: the journal is removed. */
 void sm_journal_done(void) SM_HIDDEN;
+/* In the child that goes on after daemon(): the journal is its own (the
+ * parent ends); only the lock is made new. */
+void sm_journal_after_daemon_child(void) SM_HIDDEN;
 /* In a forked child: its own definitions never reach the parent's file. */
 void sm_journal_after_fork_child(void) SM_HIDDEN;
 

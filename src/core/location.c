@@ -15,6 +15,7 @@
 #include "runtime.h"
 #include "counters.h"
 #include "subsystem.h"
+#include "sig_hold.h"
 
 SM_TLS sm_location_t *sm_tls_location;
 
@@ -41,10 +42,18 @@ static void sm_location_thread_exit(void *arg)
 {
     sm_location_t *loc = arg;
     if (loc && !loc->closed) {
+        sm_sig_hold(SM_SIG_LOCKS_IO);
         sm_location_close(loc, sm_clock_now());
         /* Thousands of short threads must not hold the budget's memory. */
         sm_buffer_thread_ended(loc);
+        sm_sig_release();
     }
+}
+
+void sm_locations_after_daemon_child(void)
+{
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    sm_loc_lock = m; /* a thread of the parent may have held it */
 }
 
 int sm_locations_init(void)
@@ -66,7 +75,20 @@ sm_location_t *sm_location_get(uint32_t id)
     return sm_loc_blocks[id >> SM_LOC_BLOCK_BITS][id & (SM_LOC_BLOCK - 1)];
 }
 
+static sm_location_t *sm_location_alloc_held(sm_location_type_t type);
+
+/* On the application's threads (a thread's first event, a new thread, a
+ * GPU stream): malloc and the registry's lock, which no signal handler may
+ * jump out of (sig_hold.h). */
 static sm_location_t *sm_location_alloc(sm_location_type_t type)
+{
+    sm_sig_hold(SM_SIG_LOCKS);
+    sm_location_t *loc = sm_location_alloc_held(type);
+    sm_sig_release();
+    return loc;
+}
+
+static sm_location_t *sm_location_alloc_held(sm_location_type_t type)
 {
     sm_location_t *loc = aligned_alloc(64, (sizeof *loc + 63) & ~(size_t)63);
     if (!loc)
@@ -152,7 +174,19 @@ void sm_location_bind_current(sm_location_t *loc)
  * closed location swallows its events). */
 static sm_location_t sm_inactive_location = {.closed = 1};
 
+static sm_location_t *sm_location_for_thread_held(void);
+
+/* A thread's first event: the location is made and bound (the registry's
+ * lock, malloc, the sampling timer) with signals held (sig_hold.h). */
 sm_location_t *sm_location_for_thread_slow(void)
+{
+    sm_sig_hold(SM_SIG_LOCKS);
+    sm_location_t *loc = sm_location_for_thread_held();
+    sm_sig_release();
+    return loc;
+}
+
+static sm_location_t *sm_location_for_thread_held(void)
 {
     if (!sm_runtime_active) {
         if (!sm_inactive_location.stack) {
@@ -231,6 +265,9 @@ sm_frame_t *sm_location_grow_stack(sm_location_t *loc)
         cap = sm_trace_max_depth + 2;
     if (cap <= loc->stack_capacity)
         cap = loc->stack_capacity + 2;
+    /* No signal handler may jump out of malloc's lock, nor leave the stack
+     * pointing at freed memory (sig_hold.h). */
+    sm_sig_hold(SM_SIG_LOCKS);
     sm_frame_t *s = realloc(loc->stack, cap * sizeof *s);
     if (!s)
         abort(); /* cannot record this enter, and the leave would unbalance */
@@ -238,6 +275,7 @@ sm_frame_t *sm_location_grow_stack(sm_location_t *loc)
     loc->stack_capacity = cap;
     loc->sp = s + depth;
     loc->stack_limit = s + (cap == sm_trace_max_depth + 2 ? cap - 2 : cap - 1);
+    sm_sig_release();
     return loc->sp + 1;
 }
 

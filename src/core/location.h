@@ -111,6 +111,8 @@ int sm_internal_thread_create(pthread_t *thread, size_t stack, void *(*start)(vo
                               void *arg) SM_HIDDEN;
 
 int sm_locations_init(void) SM_HIDDEN;
+/* In the child that goes on after daemon(): the registry's lock made new. */
+void sm_locations_after_daemon_child(void) SM_HIDDEN;
 
 /* The calling thread's location, created on first use. */
 sm_location_t *sm_location_for_thread_slow(void) SM_HIDDEN;

@@ -1,5 +1,6 @@
 /* Call-path tree storage and statistics. */
 #include "profile.h"
+#include "sig_hold.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -67,6 +68,8 @@ sm_profile_node_t *sm_profile_child(sm_profile_t *p, sm_profile_node_t *parent,
         /* A node is needed for correctness: without memory we cannot go on
          * counting this path, so abort loudly rather than corrupt the tree. */
         sm_profile_block_t *b = NULL; /* cache-line aligned, as the nodes */
+        /* (No signal handler may jump out of malloc's lock: sig_hold.h.) */
+        sm_sig_hold(SM_SIG_LOCKS);
         if (posix_memalign((void **)&b, 64, sizeof *b) != 0)
             abort();
         b->counters = NULL;
@@ -74,6 +77,7 @@ sm_profile_node_t *sm_profile_child(sm_profile_t *p, sm_profile_node_t *parent,
             !(b->counters = malloc(sizeof *b->counters * 2u * p->n_counters *
                                    SM_PROFILE_BLOCK_NODES)))
             abort();
+        sm_sig_release();
         b->next = p->blocks;
         p->blocks = b;
         p->free_in_block = SM_PROFILE_BLOCK_NODES;

@@ -17,7 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,6 +36,7 @@
 #include "sampler.h"
 #include "subsystem.h"
 #include "trace_space.h"
+#include "sig_hold.h"
 #include "../util/fs.h"
 #include "../util/log.h"
 #include "../util/grow.h"
@@ -56,6 +60,8 @@ static const sm_procs_t *sm_procs;     /* the job's processes; NULL: on our own 
 static int sm_finalizing_job;          /* finalize runs collectively (MPI_Finalize) */
 static char sm_end_reason[128];        /* why the process ends early, when it does */
 static char **sm_saved_argv;
+static bool sm_runtime_data_saved;   /* this rank's process file is written */
+static uint64_t sm_signal_arrival_ns; /* a fatal signal came (monotonic); 0: none */
 
 const sm_config_t *sm_runtime_config(void)
 {
@@ -394,9 +400,95 @@ void sm_runtime_emergency_write(const char *reason)
  * 0, or -1 when another thread writes already. */
 int sm_runtime_finalize_for_signal(int sig)
 {
+    if (!sm_signal_arrival_ns)
+        sm_signal_arrival_ns = sm_clock_monotonic_ns();
     char reason[sizeof sm_end_reason];
     snprintf(reason, sizeof reason, "signal %d (%s)", sig, strsignal(sig));
     return sm_runtime_finalize_as(reason, 1) == -2 ? -1 : 0;
+}
+
+/* ---------------------------------------------------------------- a job torn down */
+
+/* Open MPI tears a job down with SIGTERM to every rank and SIGKILL
+ * odls_base_sigkill_timeout seconds later (1) -- but its daemon's sleep
+ * between the two is cut short when one of its ranks exits: the first rank
+ * of a node to end has every other rank of the node that is still writing
+ * its data killed at once (under load, 1 or 2 of 8 lost theirs).  So a rank
+ * whose data is on disk, ending by such a signal, waits before it dies
+ * until each rank of its node has saved its own, at most that timeout from
+ * the signal's arrival (the SIGKILL comes then anyway).  A rank says that
+ * its data is saved by a name in the node's abstract socket namespace,
+ * which it holds until it dies: no file to leave behind, and the others
+ * look only at their own node's names. */
+
+static long sm_env_long(const char *name, long fallback);
+
+static void sm_runtime_saved_name(struct sockaddr_un *a, socklen_t *len, long local_rank)
+{
+    memset(a, 0, sizeof *a);
+    a->sun_family = AF_UNIX;
+    /* Abstract (a leading NUL), per user, job and local rank. */
+    int n = snprintf(a->sun_path + 1, sizeof a->sun_path - 1, "sysmeasure-saved-%u-%016llx-%ld",
+                     (unsigned)getuid(), (unsigned long long)sm_job_hash(), local_rank);
+    *len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+/* Whether the rank of this node with local_rank has said it saved. */
+static bool sm_runtime_saved_on_node(long local_rank)
+{
+    struct sockaddr_un a;
+    socklen_t len;
+    sm_runtime_saved_name(&a, &len, local_rank);
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    bool saved = fd >= 0 && connect(fd, (struct sockaddr *)&a, len) == 0;
+    if (fd >= 0)
+        close(fd);
+    return saved;
+}
+
+/* This rank's data is on disk: said to the node (Open MPI, more than one
+ * rank on the node), once. */
+static void sm_runtime_say_saved(void)
+{
+    static bool said;
+    sm_runtime_data_saved = true;
+    long local = sm_env_long("OMPI_COMM_WORLD_LOCAL_SIZE", 0);
+    long me = sm_env_long("OMPI_COMM_WORLD_LOCAL_RANK", -1);
+    if (said || !sm_procs || local < 2 || me < 0 || me >= local)
+        return;
+    said = true;
+    int saved_errno = errno;
+    struct sockaddr_un a;
+    socklen_t len;
+    sm_runtime_saved_name(&a, &len, me);
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, len) != 0)
+        close(fd);
+    /* (else kept open until the process ends) */
+    errno = saved_errno;
+}
+
+void sm_runtime_before_signal_death(int sig)
+{
+    if (!sm_procs || !sm_runtime_data_saved || (sig != SIGTERM && sig != SIGINT && sig != SIGHUP))
+        return;
+    long local = sm_env_long("OMPI_COMM_WORLD_LOCAL_SIZE", 0);
+    long me = sm_env_long("OMPI_COMM_WORLD_LOCAL_RANK", -1);
+    if (local < 2 || me < 0 || me >= local)
+        return; /* not Open MPI, or alone on the node */
+    int saved_errno = errno;
+    uint64_t start = sm_signal_arrival_ns ? sm_signal_arrival_ns : sm_clock_monotonic_ns();
+    uint64_t limit = (uint64_t)sm_env_long("OMPI_MCA_odls_base_sigkill_timeout", 1) * 1000000000u;
+    long next = 0; /* the ranks below it said so */
+    while (sm_clock_monotonic_ns() - start < limit) {
+        while (next < local && (next == me || sm_runtime_saved_on_node(next)))
+            next++;
+        if (next == local)
+            break;
+        struct timespec ms = {0, 10000000};
+        nanosleep(&ms, NULL);
+    }
+    errno = saved_errno;
 }
 
 /* A rank whose data is on disk ends by a signal inside MPI_Finalize (the
@@ -504,20 +596,133 @@ static void sm_runtime_at_quick_exit(void)
     sm_runtime_finalize_as(NULL, 0);
 }
 
-/* In a forked child the parent's data is not ours to write again. */
+/* ---------------------------------------------------------------- fork and daemon() */
+
+/* daemon() forks; the parent then ends inside the C library (its _exit is
+ * not ours to see) and the child goes on as the program.  So the child
+ * goes on measuring, with everything recorded before (it has the parent's
+ * memory), and writes the output at its end: the parent writes nothing.
+ * Set on the thread that calls daemon(), for the atfork handlers. */
+static __thread bool sm_daemon_forking;
+static pthread_mutex_t sm_meta_lock; /* (declared metadata, below) */
+static uint64_t sm_daemon_time; /* when the fork was (ticks) */
+static pid_t sm_daemon_parent;
+
+bool sm_runtime_forking_daemon(void)
+{
+    return sm_daemon_forking;
+}
+
+/* In a forked child the parent's data is not ours to write again, unless
+ * the child goes on after daemon(). */
 static void sm_runtime_after_fork_child(void)
 {
+    sm_ending_after_fork_child();
+    if (sm_daemon_forking) {
+        /* The locks a thread of the parent may have held, made new. */
+        pthread_mutex_t r = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+        pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+        sm_runtime_lock = r;
+        sm_meta_lock = m;
+        sm_definitions_after_daemon_child();
+        sm_locations_after_daemon_child();
+        sm_journal_after_daemon_child();
+        sm_buffers_resume(1);
+        /* Said now, while stderr is still the parent's (daemon() points it
+         * at /dev/null next). */
+        sm_info(0, "daemon(): the program goes on in process %d, which measures on (the "
+                "events before daemon() included) and writes the output to %s at its end",
+                (int)getpid(), sm_outdir);
+        return;
+    }
     sm_runtime_discard = 1;
     sm_runtime_active = 0;
     sm_journal_after_fork_child();
     sm_buffers_after_fork_child();
-    sm_ending_after_fork_child();
+}
+
+/* The child that goes on after daemon(), out of the fork: the process's
+ * identity, the threads the fork left behind, the background threads. */
+static void sm_runtime_after_daemon(void)
+{
+    pid_t pid = getpid();
+    sm_run.pid = pid;
+    sm_cfg.launched_pid = pid; /* the program itself, not a process it started */
+    /* The parent's other threads are not in the child: their locations end
+     * at the fork, what they left open closed there. */
+    sm_location_t *me = sm_tls_location;
+    uint32_t n = sm_location_count(), ended = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        sm_location_t *loc = sm_location_get(i);
+        if (loc && loc != me && loc->type == SM_LOCATION_CPU_THREAD && loc->tid != 0 &&
+            !__atomic_load_n(&loc->closed, __ATOMIC_ACQUIRE)) {
+            sm_location_close(loc, sm_daemon_time);
+            ended++;
+        }
+    }
+    if (me)
+        me->tid = gettid();
+    sm_samplers_after_daemon();
+    sm_subsystems_after_daemon();
+    char note[200];
+    snprintf(note, sizeof note, "the program called daemon(): measured in process %d up to it, "
+             "then in process %d%s", (int)sm_daemon_parent, (int)pid,
+             ended ? "; the threads of the first process ended there" : "");
+    sm_runtime_add_note(note);
+}
+
+typedef int (*sm_daemon_fn)(int, int);
+
+SM_EXPORT int daemon(int nochdir, int noclose);
+int daemon(int nochdir, int noclose)
+{
+    static sm_daemon_fn real;
+    sm_daemon_fn fn = __atomic_load_n(&real, __ATOMIC_ACQUIRE);
+    if (!fn) {
+        fn = (sm_daemon_fn)dlsym(RTLD_NEXT, "daemon");
+        __atomic_store_n(&real, fn, __ATOMIC_RELEASE);
+    }
+    if (!fn) {
+        errno = ENOSYS;
+        return -1;
+    }
+    pid_t parent = getpid();
+    if (!sm_runtime_active || sm_runtime_discard || sm_ending_phase() != SM_END_RUNNING ||
+        sm_procs) /* (an MPI rank: the job's end is MPI_Finalize's) */
+        return fn(nochdir, noclose);
+    /* No write of the writer thread under way at the fork. */
+    sm_buffers_pause();
+    sm_daemon_parent = parent;
+    sm_daemon_time = sm_clock_now();
+    sm_daemon_forking = true;
+    int rc = fn(nochdir, noclose); /* the parent ends in there, unless the fork failed */
+    int saved_errno = errno;
+    sm_daemon_forking = false;
+    bool child = getpid() != parent;
+    if (!child)
+        sm_buffers_resume(0);
+    else
+        sm_runtime_after_daemon();
+    errno = saved_errno;
+    return rc;
 }
 
 
+static int sm_runtime_init_as_held(int argc, char **argv);
+
 /* argv: from the library's constructor (the launcher's environment), which
- * may start the program again with the MPI wrappers (adapter_load.h). */
+ * may start the program again with the MPI wrappers (adapter_load.h).  The
+ * start creates files (the crash-safe journal, the first chunk's slot): a
+ * file size limit fails them, not the program (sig_hold.h). */
 static int sm_runtime_init_as(int argc, char **argv)
+{
+    sm_sig_hold(SM_SIG_LOCKS_IO);
+    int rc = sm_runtime_init_as_held(argc, argv);
+    sm_sig_release();
+    return rc;
+}
+
+static int sm_runtime_init_as_held(int argc, char **argv)
 {
     pthread_mutex_lock(&sm_runtime_lock);
     if (sm_runtime_initialized) {
@@ -661,6 +866,15 @@ __attribute__((constructor)) static void sm_runtime_constructor(int argc, char *
 }
 
 /* ---------------------------------------------------------------- finalize */
+
+/* An integer (0 or more) from the environment, or fallback. */
+static long sm_env_long(const char *name, long fallback)
+{
+    const char *v = getenv(name);
+    char *end;
+    long n = v ? strtol(v, &end, 10) : 0;
+    return v && end != v && *end == '\0' && n >= 0 ? n : fallback;
+}
 
 /* A positive integer from the environment, or fallback. */
 static long sm_env_count(const char *name, long fallback)
@@ -823,35 +1037,63 @@ static int sm_runtime_write_rank_file(const char *reason)
 {
     char err[PATH_MAX + 256];
     int rc = sm_runtime_make_output_dir(err, sizeof err);
-    if (rc != 0)
+    if (rc != 0) {
         sm_error("%s; rank %u wrote nothing", err, (unsigned)sm_run.rank);
-    else
-        rc = sm_end_layer.save_process(&sm_run, reason);
+        return 1;
+    }
+    sm_log_step(NULL);
+    if (sm_signal_arrival_ns) {
+        /* The job is torn down: a SIGKILL may come before the events are
+         * saved (Open MPI's comes 1 s after its SIGTERM).  The cheap part
+         * first (definitions, threads, profile, counts: milliseconds), so
+         * that the profile stays whatever happens to the events. */
+        char first[sizeof sm_end_reason + sizeof SM_END_EVENTS_CUT];
+        snprintf(first, sizeof first, "%s" SM_END_EVENTS_CUT, reason);
+        (void)sm_end_layer.save_process_first(&sm_run, first);
+        sm_log_step("this rank's profile and definitions");
+    }
+    rc = sm_end_layer.save_process(&sm_run, reason);
+    sm_log_step("this rank's events and process file");
     return rc != 0;
 }
 
 static int sm_runtime_rank_file_saved; /* written at the start of MPI_Finalize */
 static int sm_runtime_presaved;        /* the end began there */
 
+/* The end of the write: signals held since its start are delivered now
+ * (one that ends the process is held by ending.c until the write is over,
+ * then ends it). */
+static void sm_runtime_end_write(bool at_exit)
+{
+    sm_sig_release();
+    sm_ending_end_write(at_exit);
+}
+
 int sm_runtime_save_before_finalize(void)
 {
     if (!sm_procs)
         return 0;
+    /* No handler of the program may jump out of the write, and a file
+     * size limit fails our writes, not the program (sig_hold.h). */
+    sm_sig_hold(SM_SIG_END_WRITE);
     int began = sm_runtime_begin_end(NULL);
-    if (began != 0)
+    if (began != 0) {
+        sm_sig_release();
         return 0;
+    }
     sm_finalizing_job = 1;
     sm_runtime_presaved = 1;
     if (sm_runtime_discard) {
-        sm_ending_end_write(false);
+        sm_runtime_end_write(false);
         return 0;
     }
     /* Should the job be torn down while this rank waits for the others,
      * its data is on disk already, for sysmeasure-merge. */
-    sm_log_step(NULL);
     int rc = sm_runtime_write_rank_file("ended inside MPI_Finalize (the job was torn down)");
-    sm_log_step("saving this rank's data");
     sm_runtime_rank_file_saved = rc == 0;
+    if (rc == 0)
+        sm_runtime_say_saved();
+    sm_sig_release();
     sm_ending_saved();
     return rc;
 }
@@ -874,9 +1116,14 @@ int sm_runtime_finalize(void)
 int sm_runtime_finalize_as(const char *reason, int how)
 {
     int saved_errno = errno;
+    /* No handler of the program may jump out of the write, and a file size
+     * limit fails our writes, not the program (sig_hold.h). */
+    sm_sig_hold(SM_SIG_END_WRITE);
     if (!(sm_finalizing_job && sm_runtime_presaved && sm_ending_phase() == SM_END_SAVED &&
           sm_ending_writer_is_self())) {
         int began = sm_runtime_begin_end(reason);
+        if (began != 0)
+            sm_sig_release();
         if (began == 1) {
             errno = saved_errno;
             return 0;
@@ -895,7 +1142,7 @@ int sm_runtime_finalize_as(const char *reason, int how)
     }
     bool at_exit = how == 2;
     if (sm_runtime_discard) {
-        sm_ending_end_write(at_exit);
+        sm_runtime_end_write(at_exit);
         errno = saved_errno;
         return 0;
     }
@@ -917,10 +1164,12 @@ int sm_runtime_finalize_as(const char *reason, int how)
             sm_runtime_metadata_set("trace_stopped", note);
         }
         int rc = sm_runtime_write_rank_file(why);
+        if (rc == 0)
+            sm_runtime_say_saved();
         if (rc == 0 && sm_run.rank == 0)
             sm_warning("rank 0 ended without MPI_Finalize (%s): each rank left its data in %s; "
                        "after the job, run: sysmeasure-merge %s", why, sm_outdir, sm_outdir);
-        sm_ending_end_write(at_exit);
+        sm_runtime_end_write(at_exit);
         errno = saved_errno;
         return rc;
     }
@@ -937,7 +1186,7 @@ int sm_runtime_finalize_as(const char *reason, int how)
         sm_error("%s; no output written", err);
         if (procs->size == 1) {
             sm_output_release();
-            sm_ending_end_write(at_exit);
+            sm_runtime_end_write(at_exit);
             errno = saved_errno;
             return 1;
         }
@@ -988,7 +1237,7 @@ int sm_runtime_finalize_as(const char *reason, int how)
     /* Every process of the job has written its part (the sum above): the
      * folder is free for the next writer. */
     sm_output_release();
-    sm_ending_end_write(at_exit);
+    sm_runtime_end_write(at_exit);
     errno = saved_errno;
     return failures;
 }

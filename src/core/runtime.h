@@ -78,12 +78,20 @@ typedef struct sm_end_layer {
     /* This process's data for sysmeasure-merge (it ends alone, or before
      * waiting in MPI_Finalize): 0, or -1 after one line. */
     int (*save_process)(const sm_run_info_t *run, const char *reason);
+    /* ... its cheap part first (definitions, threads, profile, counts:
+     * milliseconds), for a job being torn down; the events follow with
+     * save_process.  0, or -1 after one line. */
+    int (*save_process_first)(const sm_run_info_t *run, const char *reason);
     /* ... removed again: the job wrote its output together after all. */
     void (*remove_process)(const sm_run_info_t *run);
     /* A group of one process (the end of a process on its own). */
     const sm_procs_t *(*single_process)(void);
 } sm_end_layer_t;
 extern const sm_end_layer_t sm_end_layer SM_HIDDEN;
+/* Appended to the reason of a process file whose events may be cut short
+ * (save_process_first, then a kill): sysmeasure-merge says so. */
+#define SM_END_EVENTS_CUT "; killed while it saved its events (those in memory then are missing)"
+
 
 /* Idempotent.  0 when measuring, -1 when the configuration is unusable
  * (message printed). */
@@ -119,6 +127,10 @@ int sm_runtime_finalize_as(const char *reason, int how) SM_HIDDEN;
  * another thread writes; a line at rank 0 when a rank ends by a signal
  * inside MPI_Finalize, its data on disk. */
 int sm_runtime_finalize_for_signal(int sig) SM_HIDDEN;
+/* A rank ending by signal sig, its data on disk: in a job that Open MPI
+ * tears down, it first waits (bounded) until the other ranks of its node
+ * have saved theirs too (runtime.c says why). */
+void sm_runtime_before_signal_death(int sig) SM_HIDDEN;
 void sm_runtime_note_signal_in_finalize(int sig) SM_HIDDEN;
 /* The process is about to end abnormally: put what was measured on disk. */
 void sm_runtime_emergency_write(const char *reason) SM_HIDDEN;
@@ -126,6 +138,10 @@ void sm_runtime_emergency_write(const char *reason) SM_HIDDEN;
 /* A note for the run's summary (see sm_run_info_t.notes); the text is
  * copied.  Nothing is printed: the caller says it on stderr itself. */
 void sm_runtime_add_note(const char *text) SM_HIDDEN;
+
+/* Inside the fork of daemon() (on the forking thread, in its atfork
+ * handlers): the child goes on as the measured process, the parent ends. */
+bool sm_runtime_forking_daemon(void) SM_HIDDEN;
 
 /* Suppress the output for a process (fork child, tests of the core). */
 void sm_runtime_discard_output(void) SM_HIDDEN;

@@ -217,13 +217,28 @@ static void *sm_samplers_main(void *arg)
 
 static void sm_samplers_after_fork_child(void)
 {
-    /* The thread is not in the child; the child is not measured either. */
+    /* The thread is not in the child; the child is not measured either,
+     * unless it goes on after daemon(): then its samplers stay, idle, for
+     * sm_samplers_after_daemon. */
     sm_samplers_started = 0;
-    sm_samplers_n = 0;
+    if (!sm_runtime_forking_daemon())
+        sm_samplers_n = 0;
+    for (uint32_t i = 0; i < sm_samplers_n; i++) /* (a read the fork cut short) */
+        sm_samplers[i].busy = sm_samplers[i].busy_tid = 0;
     sm_samplers_done = 0;
     pthread_mutex_init(&sm_samplers_lock, NULL);
     pthread_cond_init(&sm_samplers_done_cond, NULL);
     pthread_cond_init(&sm_samplers_idle_cond, NULL);
+}
+
+static int sm_samplers_start_thread(void);
+
+void sm_samplers_after_daemon(void)
+{
+    pthread_mutex_lock(&sm_samplers_lock);
+    if (sm_samplers_n && !sm_samplers_started && !sm_samplers_stopping)
+        (void)sm_samplers_start_thread(); /* (says so when it cannot) */
+    pthread_mutex_unlock(&sm_samplers_lock);
 }
 
 /* Under the lock.  An internal thread: not measured, no signals. */

@@ -74,6 +74,10 @@ void sm_samplers_set_default_period(uint64_t period_ns) SM_HIDDEN;
  * Idempotent. */
 void sm_samplers_stop(void) SM_HIDDEN;
 
+/* In the child that goes on after daemon(): the sampler thread again, for
+ * the samplers the parent had. */
+void sm_samplers_after_daemon(void) SM_HIDDEN;
+
 /* The thread's own CPU time so far in ns (for the benchmark); 0 when none. */
 uint64_t sm_samplers_cpu_ns(void) SM_HIDDEN;
 

@@ -31,6 +31,11 @@ void sm_subsystems_thread_end(sm_location_t *loc)
         SM_EACH_SUBSYSTEM(thread_end, loc);
 }
 
+void sm_subsystems_after_daemon(void)
+{
+    SM_EACH_SUBSYSTEM(after_daemon);
+}
+
 void sm_subsystems_stop(void)
 {
     SM_EACH_SUBSYSTEM(stop);

@@ -21,6 +21,10 @@ typedef struct sm_subsystem {
     /* When a CPU thread's location closes: on the thread, or on the thread
      * that ends the run. */
     void (*thread_end)(sm_location_t *loc);
+    /* In the child that carries the measurement on after daemon() (the
+     * fork's parent ends there): what is per thread and not inherited
+     * (timers) made again for the calling thread. */
+    void (*after_daemon)(void);
     /* The end of the run begins: produce nothing more (timers off). */
     void (*stop)(void);
     /* Then, before the threads' open regions are closed: hand over what is
@@ -40,6 +44,7 @@ extern const sm_subsystem_t *const sm_subsystems[] SM_HIDDEN;
 void sm_subsystems_init(const sm_config_t *cfg) SM_HIDDEN;
 void sm_subsystems_thread_begin(sm_location_t *loc) SM_HIDDEN;
 void sm_subsystems_thread_end(sm_location_t *loc) SM_HIDDEN;
+void sm_subsystems_after_daemon(void) SM_HIDDEN;
 void sm_subsystems_stop(void) SM_HIDDEN;
 void sm_subsystems_flush(const sm_run_info_t *run) SM_HIDDEN;
 void sm_subsystems_end(void) SM_HIDDEN;

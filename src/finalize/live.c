@@ -204,6 +204,7 @@ const sm_end_layer_t sm_end_layer = {
     .trace_during_run = sm_otf2_background,
     .write_job = sm_finalize_live,
     .save_process = sm_process_file_write,
+    .save_process_first = sm_process_file_write_first,
     .remove_process = sm_process_file_remove,
     .single_process = sm_procs_single,
 };

@@ -762,9 +762,15 @@ sm_merge_status_t sm_merge_folder(const char *folder, const sm_merge_options_t *
                 "crash-safe files; missing: %s\n", (unsigned)m.n_files, (unsigned)n_ranks,
                 missing);
     }
-    for (uint32_t i = 0; i < m.n_files; i++)
+    for (uint32_t i = 0; i < m.n_files; i++) {
         sm_info(1, "rank %u (pid %lld on %s): %s", (unsigned)m.files[i]->rank,
                 (long long)m.files[i]->pid, m.files[i]->hostname, m.files[i]->reason);
+        if (strstr(m.files[i]->reason, SM_PF_EVENTS_CUT))
+            sm_warning("rank %u (pid %lld on %s) was killed while it saved its events: its "
+                       "profile is complete, its trace lacks the events it still held in memory",
+                       (unsigned)m.files[i]->rank, (long long)m.files[i]->pid,
+                       m.files[i]->hostname);
+    }
 
     int failures = sm_merge_write(&m, opt, n_ranks, processes,
                                   m.n_files < n_ranks ? missing : NULL);

@@ -93,14 +93,26 @@ void sm_process_file_remove(const sm_run_info_t *run)
     sm_fs_rmdir_own(dir); /* the last rank to get here removes it */
 }
 
+static int sm_pf_write(const sm_run_info_t *run, const char *reason, int save_events);
+
 int sm_process_file_write(const sm_run_info_t *run, const char *reason)
+{
+    return sm_pf_write(run, reason, 1);
+}
+
+int sm_process_file_write_first(const sm_run_info_t *run, const char *reason)
+{
+    return sm_pf_write(run, reason, 0);
+}
+
+static int sm_pf_write(const sm_run_info_t *run, const char *reason, int save_events)
 {
     char dir[PATH_MAX], path[PATH_MAX + 64], tmp[PATH_MAX + 200];
     uint32_t n_locations = sm_location_count();
     int failed = 0;
 
     /* Events first: every location's records into its spill file. */
-    for (uint32_t i = 0; i < n_locations; i++) {
+    for (uint32_t i = 0; save_events && i < n_locations; i++) {
         sm_location_t *loc = sm_location_get(i);
         if (loc->tracing && sm_buffer_save(loc) != 0)
             failed = 1;

@@ -57,6 +57,13 @@ typedef struct sm_process_file {
 /* In the ending process, after its locations are closed.  0 or -1 (message
  * printed). */
 int sm_process_file_write(const sm_run_info_t *run, const char *reason) SM_HIDDEN;
+/* The same without saving the events still in memory first (those spilled
+ * during the run are named): the cheap part, written first by a rank that a
+ * SIGKILL may cut short while it saves its events; the full file replaces
+ * it.  reason says so. */
+int sm_process_file_write_first(const sm_run_info_t *run, const char *reason) SM_HIDDEN;
+/* The end of such a first file's reason (the merge says so). */
+#define SM_PF_EVENTS_CUT SM_END_EVENTS_CUT
 
 /* What the head of a process file says, even when the rest is damaged. */
 typedef struct sm_process_file_head {

@@ -1,6 +1,7 @@
 /* Call-stack sampling (callstack.h). */
 #define _GNU_SOURCE
 #include "callstack.h"
+#include "../core/sig_hold.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -280,6 +281,35 @@ static int sm_cs_is_runtime_thread(const sm_location_t *loc)
     return 0;
 }
 
+/* The calling thread's timer for t (not started yet): 0, or -1 (said). */
+static int sm_cs_timer_make(sm_cs_thread_t *t)
+{
+    struct sigevent sev;
+    memset(&sev, 0, sizeof sev);
+    sev.sigev_notify = SIGEV_THREAD_ID;
+    sev.sigev_signo = sm_cs_signal;
+    sev.sigev_value.sival_ptr = t;
+    sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+    clockid_t clock = sm_cs_clock_cpu ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
+    if (timer_create(clock, &sev, &t->timer) != 0) {
+        sm_cs_timer_failed("timer_create", errno);
+        return -1;
+    }
+    t->have_timer = 1;
+    return 0;
+}
+
+/* t's timer ticking at the sampling period. */
+static void sm_cs_timer_arm(sm_cs_thread_t *t)
+{
+    struct itimerspec its;
+    its.it_interval.tv_sec = sm_cs_period_ns / 1000000000L;
+    its.it_interval.tv_nsec = sm_cs_period_ns % 1000000000L;
+    its.it_value = its.it_interval;
+    if (timer_settime(t->timer, 0, &its, NULL) != 0)
+        sm_cs_timer_failed("timer_settime", errno);
+}
+
 /* On the thread, right after it is bound to loc. */
 static void sm_cs_thread_start(sm_location_t *loc)
 {
@@ -300,18 +330,8 @@ static void sm_cs_thread_start(sm_location_t *loc)
         sm_cs_timer_failed("reserving the thread's tables", ENOMEM);
         return; /* what was mapped stays: the process is small enough to ignore it */
     }
-    struct sigevent sev;
-    memset(&sev, 0, sizeof sev);
-    sev.sigev_notify = SIGEV_THREAD_ID;
-    sev.sigev_signo = sm_cs_signal;
-    sev.sigev_value.sival_ptr = t;
-    sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
-    clockid_t clock = sm_cs_clock_cpu ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
-    if (timer_create(clock, &sev, &t->timer) != 0) {
-        sm_cs_timer_failed("timer_create", errno);
+    if (sm_cs_timer_make(t) != 0)
         return;
-    }
-    t->have_timer = 1;
     /* The thread's unwind cache is made now, not in the first tick. */
     void *warm[8];
     (void)sm_unw.backtrace(warm, 8);
@@ -321,12 +341,15 @@ static void sm_cs_thread_start(sm_location_t *loc)
         t->next = head;
     while (!__atomic_compare_exchange_n(&sm_cs_threads, &head, t, true, __ATOMIC_RELEASE,
                                         __ATOMIC_RELAXED));
-    struct itimerspec its;
-    its.it_interval.tv_sec = sm_cs_period_ns / 1000000000L;
-    its.it_interval.tv_nsec = sm_cs_period_ns % 1000000000L;
-    its.it_value = its.it_interval;
-    if (timer_settime(t->timer, 0, &its, NULL) != 0)
-        sm_cs_timer_failed("timer_settime", errno);
+    sm_cs_timer_arm(t);
+}
+
+void sm_callstack_after_daemon(void)
+{
+    /* The calling thread's timer is not inherited: a new one. */
+    sm_cs_thread_t *t = sm_cs_tls;
+    if (sm_cs_on && t && !t->have_timer && sm_cs_timer_make(t) == 0)
+        sm_cs_timer_arm(t);
 }
 
 /* The thread's location closes (it ends, or the run does): no more ticks. */
@@ -389,6 +412,7 @@ int sm_callstack_init(const sm_config_t *cfg)
         return -1;
     }
     sm_cs_installed = sa;
+    sm_sig_let_through(sm_cs_signal); /* its handler takes no lock (sig_hold.h) */
     pthread_atfork(NULL, NULL, sm_cs_after_fork_child);
     sm_cs_on = 1;
     if (sm_tls_location) /* bound before us */
@@ -703,6 +727,7 @@ const sm_subsystem_t sm_callstack_subsystem = {
 #ifdef SM_HAVE_LIBUNWIND
     .thread_begin = sm_cs_thread_start, /* a timer per thread */
     .thread_end = sm_cs_thread_stop,
+    .after_daemon = sm_callstack_after_daemon, /* the calling thread's timer */
 #endif
     .stop = sm_callstack_stop,
     .end = sm_callstack_finish, /* samples into profile nodes and records */

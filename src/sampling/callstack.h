@@ -31,6 +31,9 @@ extern const sm_subsystem_t sm_callstack_subsystem SM_HIDDEN;
 int sm_callstack_init(const sm_config_t *cfg) SM_HIDDEN;
 /* Every timer off, no sample from now on (the start of finalize). */
 void sm_callstack_stop(void) SM_HIDDEN;
+/* In the child that goes on after daemon(): the calling thread samples
+ * again (a forked child has no timers). */
+void sm_callstack_after_daemon(void) SM_HIDDEN;
 /* After the locations closed: symbols, profile nodes, contexts, records. */
 void sm_callstack_finish(void) SM_HIDDEN;
 

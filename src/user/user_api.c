@@ -13,6 +13,7 @@
 #include "core/events.h"
 #include "core/location.h"
 #include "core/runtime.h"
+#include "core/sig_hold.h"
 
 #define SM_API SM_EXPORT
 
@@ -50,15 +51,19 @@ static int sm_address_is_readonly(const void *p)
     return q.readonly;
 }
 
+/* The definition's lock and the loader's (dl_iterate_phdr): no signal
+ * handler of the program may jump out of them (sig_hold.h). */
 static SM_NOINLINE sm_region_id_t sm_user_region_miss(sm_location_t *loc, const char *name,
                                                       unsigned slot)
 {
+    sm_sig_hold(SM_SIG_LOCKS);
     sm_region_id_t r = sm_region_define(name, NULL, 0, SM_PARADIGM_USER, SM_ROLE_CODE);
     if (r != SM_INVALID_ID) {
         loc->name_cache[slot].name = name;
         loc->name_cache[slot].region = r;
         loc->name_cache[slot].immutable = (uint32_t)sm_address_is_readonly(name);
     }
+    sm_sig_release();
     return r;
 }
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -328,6 +329,7 @@ const char *sm_fs_why(int err)
     case SM_FS_NOT_PLAIN:
         return "something that is not a plain file or folder of this user is in its place "
                "(left as it is)";
+    case EFBIG: return sm_fs_size_limit_text();
     default: return strerror(err);
     }
 }
@@ -543,6 +545,18 @@ const char *sm_fs_input_why(const char *path, sm_fs_input_t how, int err, size_t
         snprintf(buf, len, "cannot be read: %s", strerror(err));
     }
     return buf;
+}
+
+const char *sm_fs_size_limit_text(void)
+{
+    static __thread char text[128];
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY)
+        snprintf(text, sizeof text, "File too large: past the file size limit of this process "
+                 "(ulimit -f), %llu bytes", (unsigned long long)lim.rlim_cur);
+    else
+        snprintf(text, sizeof text, "%s", strerror(EFBIG));
+    return text;
 }
 
 /* See fs.h. */

@@ -69,7 +69,8 @@ int sm_fs_open_output_at(int dirfd, const char *name) SM_HIDDEN;
 int sm_fs_open_output(const char *dir, const char *name) SM_HIDDEN;
 
 /* Words for the errno of a failed sm_fs_* call: "it is a symbolic link
- * (not followed)", "it belongs to another user", or strerror(err). */
+ * (not followed)", "it belongs to another user", for EFBIG the file size
+ * limit (sm_fs_size_limit_text), or strerror(err). */
 const char *sm_fs_why(int err) SM_HIDDEN;
 
 /* ---- input files ----
@@ -118,6 +119,10 @@ const char *sm_fs_input_why(const char *path, sm_fs_input_t how, int err, size_t
 
 /* Whether err is one of the input calls' own (not a system error). */
 int sm_fs_input_refused(int err) SM_HIDDEN;
+
+/* Why a write failed with EFBIG: "File too large: past the file size limit
+ * of this process (ulimit -f), N bytes" (the limit read now). */
+const char *sm_fs_size_limit_text(void) SM_HIDDEN;
 
 /* One of sysmeasure's libraries: the build tree's (.libs beside the running
  * executable), then the one installed beside it (../lib), then the one in

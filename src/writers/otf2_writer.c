@@ -42,6 +42,7 @@
 #include "../util/fs.h"
 #include "../util/log.h"
 #include "timeline.h"
+#include "nesting.h"
 #include "writers.h"
 #include "../util/grow.h"
 
@@ -173,6 +174,8 @@ typedef struct sm_otf2_writer {
      * made and moved already (NULL: none). */
     uint64_t def_chunk;
     uint8_t *def_made;
+    /* The location's enters and leaves kept well nested (nesting.h). */
+    sm_nesting_t nest;
 } sm_otf2_writer_t;
 
 /* A location's global OTF2 id: the rank in the high half leaves each rank its
@@ -382,7 +385,8 @@ static void sm_otf2_report_failure(const sm_otf2_writer_t *w)
     if (e->code != OTF2_SUCCESS) {
         /* OTF2's description names the problem ("No space left on device"),
          * its message the object (the file). */
-        const char *desc = OTF2_Error_GetDescription(e->code);
+        const char *desc = e->code == OTF2_ERROR_EFBIG ? sm_fs_size_limit_text()
+                                                       : OTF2_Error_GetDescription(e->code);
         if (e->message[0])
             sm_error("writing OTF2 archive %s/%s.otf2 failed: %s (%s)", dir, SM_OTF2_ARCHIVE_NAME,
                      desc, e->message);
@@ -390,11 +394,22 @@ static void sm_otf2_report_failure(const sm_otf2_writer_t *w)
             sm_error("writing OTF2 archive %s/%s.otf2 failed: %s", dir, SM_OTF2_ARCHIVE_NAME, desc);
     } else if (w->failed_code != OTF2_SUCCESS) {
         sm_error("writing OTF2 archive %s/%s.otf2 failed: %s", dir, SM_OTF2_ARCHIVE_NAME,
-                 OTF2_Error_GetDescription(w->failed_code));
+                 w->failed_code == OTF2_ERROR_EFBIG ? sm_fs_size_limit_text()
+                                                    : OTF2_Error_GetDescription(w->failed_code));
     } else {
         sm_error("writing OTF2 archive %s/%s.otf2 failed: %s", dir, SM_OTF2_ARCHIVE_NAME,
                  w->failed_reason ? w->failed_reason : "unknown error");
     }
+}
+
+/* What keeping the enters and leaves nested changed (nesting.h), with -v. */
+static void sm_otf2_note_nesting(const sm_nesting_t *n)
+{
+    if (n->dropped || n->closed)
+        sm_info(1, "OTF2: %" PRIu64 " leaves of regions whose enter was not recorded left out, "
+                "%" PRIu64 " regions left with the region around them (a signal handler of the "
+                "program jumped out of sysmeasure's recording of an event)", n->dropped,
+                n->closed);
 }
 
 /* ---------------------------------------------------------------- events */
@@ -849,13 +864,25 @@ static int sm_otf2_record(const sm_record_t *rec, void *arg)
         }
         uint32_t region = sm_otf2_region(w, rec->ref);
         if (rec->kind == SM_REC_ENTER) {
+            sm_nesting_enter(&w->nest, rec->ref);
             rc = OTF2_EvtWriter_Enter(w->evt, al, t, region);
             sm_timeline_enter(w->timeline, t, region < w->n_region_kinds
                                                   ? w->region_kind[region] : SM_TL_OTHER);
-        } else {
-            rc = OTF2_EvtWriter_Leave(w->evt, al, t, region);
-            sm_timeline_leave(w->timeline, t);
+            break;
         }
+        int64_t above = sm_nesting_leave(&w->nest, rec->ref);
+        if (above < 0)
+            break; /* its enter was never recorded */
+        for (int64_t k = 0; k < above && rc == OTF2_SUCCESS; k++) {
+            rc = OTF2_EvtWriter_Leave(w->evt, NULL, t, sm_otf2_region(w, sm_nesting_top(&w->nest)));
+            sm_timeline_leave(w->timeline, t);
+            sm_nesting_pop(&w->nest);
+        }
+        if (rc != OTF2_SUCCESS)
+            break;
+        sm_nesting_pop(&w->nest);
+        rc = OTF2_EvtWriter_Leave(w->evt, al, t, region);
+        sm_timeline_leave(w->timeline, t);
         break;
     }
     case SM_RECORD_FAMILY_CONTROL:
@@ -946,6 +973,7 @@ static bool sm_otf2_encode_location(sm_otf2_writer_t *w, uint32_t i, uint64_t *n
     w->loc_has_time = false;
     w->gpu_last_end = 0;
     w->n_samples = w->next_sample = 0;
+    sm_nesting_reset(&w->nest);
     sm_timeline_begin(w->timeline, w->loc.id, w->loc.type, w->loc.name);
     int rc = 0;
     if (w->n_contexts && img->maps->n_contexts) {
@@ -959,6 +987,15 @@ static bool sm_otf2_encode_location(sm_otf2_writer_t *w, uint32_t i, uint64_t *n
         return false;
     if (rc > 0)
         return false; /* OTF2 failure, already noted */
+    /* Left open by a leave that was never recorded (nesting.h): left at the
+     * location's last time. */
+    for (; sm_nesting_top(&w->nest) != UINT32_MAX; sm_nesting_pop(&w->nest)) {
+        w->nest.closed++;
+        if (!sm_otf2_ok(w, OTF2_EvtWriter_Leave(w->evt, NULL, w->last_ns,
+                                                sm_otf2_region(w, sm_nesting_top(&w->nest)))))
+            return false;
+        sm_timeline_leave(w->timeline, w->last_ns);
+    }
     if (rc < 0 && w->spill_failures++ == 0) {
         /* The rest of the archive is still worth having: go on, report later. */
         w->spill_failure_index = i;
@@ -1189,6 +1226,9 @@ static void sm_otf2_encoder_done(sm_otf2_writer_t *w, sm_otf2_encoder_t *e)
         memcpy(w->first_spill_failure, x->first_spill_failure, sizeof w->first_spill_failure);
     }
     w->spill_failures += x->spill_failures;
+    w->nest.dropped += x->nest.dropped;
+    w->nest.closed += x->nest.closed;
+    sm_nesting_free(&x->nest);
     OTF2_AttributeList_Delete(x->attrs);
     free(x->loc.creation_path);
     free(x->samples);
@@ -2271,6 +2311,7 @@ typedef struct sm_otf2_bg_loc {
     uint64_t *comms;         /* bit per local communicator used */
     uint32_t comm_words;
     sm_timeline_t *timeline; /* binned in ticks */
+    sm_nesting_t nest;       /* its enters and leaves kept nested (nesting.h) */
 } sm_otf2_bg_loc_t;
 
 static struct {
@@ -2476,9 +2517,19 @@ static void *sm_otf2_bg_open(sm_location_t *loc)
 
 static void sm_otf2_bg_settle_size(sm_otf2_bg_loc_t *st);
 
-/* st's event writer closed (its file complete), its count of events kept. */
+/* st's event writer closed (its file complete), its count of events kept;
+ * regions left open by a leave that was never recorded (nesting.h) are left
+ * at its last time first. */
 static bool sm_otf2_bg_close_evt(sm_otf2_bg_loc_t *st)
 {
+    for (; sm_nesting_top(&st->nest) != UINT32_MAX; sm_nesting_pop(&st->nest)) {
+        st->nest.closed++;
+        if (!sm_otf2_bg_ok(OTF2_EvtWriter_Leave(st->evt, NULL, st->last,
+                                                sm_nesting_top(&st->nest))))
+            return false;
+        sm_timeline_leave(st->timeline, st->last);
+    }
+    sm_nesting_free(&st->nest);
     if (!sm_otf2_bg_ok(OTF2_EvtWriter_GetNumberOfEvents(st->evt, &st->n_events)) ||
         !sm_otf2_bg_ok(OTF2_Archive_CloseEvtWriter(sm_bg.archive, st->evt)))
         return false;
@@ -2622,11 +2673,18 @@ static int sm_otf2_bg_record(const sm_record_t *rec, void *arg)
         if (rec->ref >= st->max_region)
             st->max_region = rec->ref + 1;
         if (rec->kind == SM_REC_ENTER) {
+            sm_nesting_enter(&st->nest, rec->ref);
             rc = OTF2_EvtWriter_Enter(e, NULL, t, rec->ref);
             sm_timeline_enter(st->timeline, t, sm_otf2_bg_kind(rec->ref));
-        } else {
-            rc = OTF2_EvtWriter_Leave(e, NULL, t, rec->ref);
+            break;
+        }
+        int64_t above = sm_nesting_leave(&st->nest, rec->ref);
+        if (above < 0)
+            break; /* its enter was never recorded */
+        for (int64_t k = 0; k <= above && rc == OTF2_SUCCESS; k++) {
+            rc = OTF2_EvtWriter_Leave(e, NULL, t, sm_nesting_top(&st->nest));
             sm_timeline_leave(st->timeline, t);
+            sm_nesting_pop(&st->nest);
         }
         break;
     case SM_REC_BUFFER_FLUSH: {
@@ -2840,6 +2898,8 @@ static bool sm_otf2_bg_take(sm_otf2_writer_t *w, uint64_t *n_events)
             return false;
     if (!st->closed && !sm_otf2_bg_close_evt(st))
         return false;
+    w->nest.dropped += st->nest.dropped;
+    w->nest.closed += st->nest.closed;
     uint64_t n = st->n_events;
     char dir[4400];
     snprintf(dir, sizeof dir, "%s/%s", w->run->output_dir, SM_OTF2_ARCHIVE_NAME);
@@ -2960,6 +3020,7 @@ static void sm_otf2_bg_finish(void)
         sm_timeline_free(st->timeline);
         free(st->lane);
         free(st->comms);
+        sm_nesting_free(&st->nest);
         free(st);
         sm_bg.by_id[k] = NULL;
     }
@@ -3324,7 +3385,9 @@ int sm_otf2_write_images(const sm_run_info_t *run, const sm_job_t *job, const sm
     free(w.def_made);
     sm_timeline_free(w.timeline);
     free(w.region_kind);
+    sm_nesting_free(&w.nest);
     OTF2_Error_RegisterCallback(previous, NULL);
+    sm_otf2_note_nesting(&w.nest);
 
     if (!ok)
         return others_failed ? 0 : -1;
