@@ -2207,7 +2207,8 @@ static int sm_index_build_slots(int fd, const char *path, uint64_t size, uint64_
     uint64_t cap = 0;
     uint64_t cap_bytes = sh.slot_bytes - sizeof(sm_chunk_t);
     static const sm_spill_frame_t no_frame;
-    for (uint64_t off = sh.first_slot; off + sizeof(sm_chunk_t) <= size; off += sh.slot_bytes) {
+    for (uint64_t off = sh.first_slot; off <= size && size - off >= sizeof(sm_chunk_t);
+         off += sh.slot_bytes) {
         uint64_t len = size - off < sh.slot_bytes ? size - off : sh.slot_bytes;
         if (sm_pread_all(fd, buf, len, off) != 0)
             break;
@@ -2307,7 +2308,8 @@ void sm_spill_image_fix_checks(uint8_t *data, size_t len, int slots)
     if (sh.slot_bytes < sizeof(sm_chunk_t) + 64 || sh.slot_bytes > (1ull << 31) ||
         sh.first_slot < sizeof h + sizeof sh)
         return;
-    for (uint64_t off = sh.first_slot; off + sizeof(sm_chunk_t) <= len; off += sh.slot_bytes) {
+    for (uint64_t off = sh.first_slot; off <= len && len - off >= sizeof(sm_chunk_t);
+         off += sh.slot_bytes) {
         sm_chunk_t c;
         memcpy(&c, data + off, sizeof c);
         sm_spill_frame_t *f = &c.frame;
