@@ -2206,7 +2206,6 @@ static int sm_index_build_slots(int fd, const char *path, uint64_t size, uint64_
         return -1;
     uint64_t cap = 0;
     uint64_t cap_bytes = sh.slot_bytes - sizeof(sm_chunk_t);
-    static const sm_spill_frame_t no_frame;
     for (uint64_t off = sh.first_slot; off <= size && size - off >= sizeof(sm_chunk_t);
          off += sh.slot_bytes) {
         uint64_t len = size - off < sh.slot_bytes ? size - off : sh.slot_bytes;
@@ -2244,8 +2243,10 @@ static int sm_index_build_slots(int fd, const char *path, uint64_t size, uint64_
                 break;
             continue;
         }
-        if (!slot_ok || (memcmp(f, &no_frame, sizeof *f) != 0 && c->slot_pad != sm_slot_check(c, 0))) {
-            /* Neither sealed nor a slot being written: its owner is unknown. */
+        if (!slot_ok) {
+            /* Neither sealed nor a slot being written (its check fails):
+             * its owner is unknown.  (A frame written in part by a kill
+             * while it was sealed leaves the slot's check as it was.) */
             r->damaged_frames++;
             r->damaged_unowned++;
             continue;
