@@ -103,16 +103,28 @@ void sm_clock_job_get(sm_clock_job_t *c) SM_HIDDEN;
 
 /* The offset at local ns: linear between the two points (a constant
  * drift), extended beyond; the one known, or 0. */
+/* A double of ns as int64_t: beyond the range (only times from a damaged
+ * or crafted file get there) it is clamped, never undefined. */
+static inline int64_t sm_clock_ns_i64(double v)
+{
+    if (!(v > -9.0e18 && v < 9.0e18))
+        v = v < 0 ? -9.0e18 : 9.0e18;
+    return (int64_t)v;
+}
+
 static inline int64_t sm_clock_job_offset(const sm_clock_job_t *c, uint64_t ns)
 {
-    return c->sloped ? c->offset + (int64_t)(c->slope * (double)(int64_t)(ns - c->local0))
+    return c->sloped ? (int64_t)((uint64_t)c->offset +
+                                 (uint64_t)sm_clock_ns_i64(c->slope *
+                                                           (double)(int64_t)(ns - c->local0)))
                      : c->offset;
 }
 
 static inline uint64_t sm_clock_job_ns(const sm_clock_job_t *c, uint64_t ticks)
 {
     double delta = ((double)(int64_t)(ticks - c->tick0)) * c->ns_per_tick;
-    uint64_t ns = (uint64_t)(c->mono0 + (int64_t)(delta < 0 ? delta - 0.5 : delta + 0.5));
+    uint64_t ns = (uint64_t)c->mono0 + (uint64_t)sm_clock_ns_i64(delta < 0 ? delta - 0.5
+                                                                           : delta + 0.5);
     return ns + (uint64_t)sm_clock_job_offset(c, ns);
 }
 

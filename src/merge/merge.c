@@ -37,7 +37,7 @@
 #define SM_MISSING_EVENTS_ONLY "no process file, only its spill file: without the " \
                                "definitions of its process file its events cannot be named"
 
-/* A file in FOLDER/.spill and whose its header says it is. */
+/* A file in FOLDER/.spill, and whose file its header says it is. */
 typedef enum { SM_MS_EVENTS, SM_MS_JOURNAL } sm_ms_kind_t;
 typedef struct sm_ms_file {
     char *name;
@@ -327,10 +327,8 @@ static int sm_merge_load_ranks(sm_merge_t *m)
     struct dirent *e;
     char path[PATH_MAX + 300], err[PATH_MAX + 600];
     while (d && (e = readdir(d)) != NULL) {
-        size_t len = strlen(e->d_name);
         if (strncmp(e->d_name, "rank-", 5) != 0 || !sm_merge_has_suffix(e->d_name, ".smp"))
             continue;
-        (void)len;
         snprintf(path, sizeof path, "%s/%s", m->ranks_dir, e->d_name);
         sm_process_file_head_t head;
         sm_process_file_t *f = sm_process_file_read(path, &head, err, sizeof err);

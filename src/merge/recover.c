@@ -355,12 +355,15 @@ sm_process_file_t *sm_recover_process(const char *journal_path, const char *even
         f->clock = s.clock;
     /* A TSC clock is calibrated at the end of a run, which a killed process
      * never reached: its own calibration points stand in. */
+    double rate = s.points >= 2 && s.point_ticks[1] > s.point_ticks[0] + 1000
+                      ? (double)(s.point_ns[1] - s.point_ns[0]) /
+                            (double)(s.point_ticks[1] - s.point_ticks[0])
+                      : 0.0;
     if (s.points >= 2 && s.point_ticks[1] > s.point_ticks[0] + 1000 &&
-        s.point_ns[1] > s.point_ns[0] + 10000000u) {
+        s.point_ns[1] > s.point_ns[0] + 10000000u && rate > 1e-3 && rate < 1e6) {
         f->clock.tick0 = s.point_ticks[0];
         f->clock.mono0 = s.point_ns[0];
-        f->clock.ns_per_tick = (double)(s.point_ns[1] - s.point_ns[0]) /
-                               (double)(s.point_ticks[1] - s.point_ticks[0]);
+        f->clock.ns_per_tick = rate;
     } else if (s.points && f->clock.ns_per_tick <= 0) {
         f->clock.tick0 = s.point_ticks[0];
         f->clock.mono0 = s.point_ns[0];
@@ -429,8 +432,11 @@ sm_process_file_t *sm_recover_process(const char *journal_path, const char *even
     }
     f->end_ticks = last;
     double ns_per_tick = f->clock.ns_per_tick > 0 ? f->clock.ns_per_tick : 1.0;
+    /* (a duration beyond a year is not this process's: crafted or damaged
+     * times; the end is then its start) */
+    double run_ns = last > f->start_ticks ? (double)(last - f->start_ticks) * ns_per_tick : 0.0;
     f->end_realtime_ns = f->start_realtime_ns +
-                         (uint64_t)((double)(last - f->start_ticks) * ns_per_tick);
+                         (run_ns > 0 && run_ns < 366.0 * 86400e9 ? (uint64_t)run_ns : 0);
     if (n_threads) {
         sm_profile_summary_t *sum = sm_profile_summary_from_threads(st, n_threads, ns_per_tick);
         if (sum)

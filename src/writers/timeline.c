@@ -276,6 +276,8 @@ void sm_timeline_metric(sm_timeline_t *t, uint64_t ns, uint32_t id, uint64_t val
         m->width *= 2;
     }
     uint64_t i = (ns - m->origin) / m->width;
+    if (i >= SM_TL_FINE)
+        return; /* beyond the widest bins: a damaged or crafted time */
     m->sum[i] += (double)value;
     if (!m->count[i]++ || (double)value > m->max[i])
         m->max[i] = (double)value;
