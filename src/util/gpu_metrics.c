@@ -216,6 +216,127 @@ static int sm_gpu_ranges(const char *text, sm_gpu_spec_t *s, char *err, size_t e
     return 0;
 }
 
+/* ---- the size of a regular expression before it is compiled ----
+ * glibc's regcomp copies a repeated subexpression once per repetition
+ * ('+' as two copies, {m,n} as n), so nested repetitions multiply: the
+ * 60 characters "^a+++...+" took gigabytes.  A kernel filter is a few
+ * names; one whose expanded size (an upper estimate of regcomp's nodes)
+ * passes SM_GPU_RE_MAX_PARTS is refused before regcomp sees it. */
+#define SM_GPU_RE_MAX_PARTS 10000u
+#define SM_GPU_RE_MAX_DEPTH 32
+
+typedef struct sm_gpu_re_walk {
+    const char *p;
+} sm_gpu_re_walk_t;
+
+static uint64_t sm_gpu_re_cap(uint64_t x)
+{
+    return x > SM_GPU_RE_MAX_PARTS ? SM_GPU_RE_MAX_PARTS + 1 : x;
+}
+
+static uint64_t sm_gpu_re_alt(sm_gpu_re_walk_t *w, int depth);
+
+/* {m}, {m,} or {m,n} at w->p: the copies it makes (0: not an interval). */
+static uint64_t sm_gpu_re_interval(sm_gpu_re_walk_t *w)
+{
+    const char *q = w->p + 1;
+    uint64_t m = 0, n = 0;
+    int digits = 0, comma = 0, ndigits = 0;
+    for (; *q >= '0' && *q <= '9'; q++, digits++)
+        m = sm_gpu_re_cap(m * 10 + (uint64_t)(*q - '0'));
+    if (*q == ',') {
+        comma = 1;
+        for (q++; *q >= '0' && *q <= '9'; q++, ndigits++)
+            n = sm_gpu_re_cap(n * 10 + (uint64_t)(*q - '0'));
+    }
+    if (*q != '}' || (!digits && !ndigits))
+        return 0;
+    w->p = q + 1;
+    /* {m}: m copies; {m,}: m and a starred one; {m,n}: n */
+    uint64_t copies = !comma ? m : !ndigits ? m + 1 : (n > m ? n : m);
+    return copies ? copies : 1;
+}
+
+/* One atom and the repetitions after it. */
+static uint64_t sm_gpu_re_piece(sm_gpu_re_walk_t *w, int depth)
+{
+    uint64_t size = 1;
+    char c = *w->p++;
+    if (c == '(') {
+        size = sm_gpu_re_cap(sm_gpu_re_alt(w, depth + 1) + 1);
+        if (*w->p == ')')
+            w->p++;
+    } else if (c == '[') {
+        /* A bracket expression: ']' first is a member; [:x:], [.x.], [=x=]. */
+        if (*w->p == '^')
+            w->p++;
+        if (*w->p == ']')
+            w->p++;
+        while (*w->p && *w->p != ']') {
+            if (w->p[0] == '[' && (w->p[1] == ':' || w->p[1] == '.' || w->p[1] == '=')) {
+                char end = w->p[1];
+                const char *close = w->p + 2;
+                while (*close && !(close[0] == end && close[1] == ']'))
+                    close++;
+                w->p = *close ? close + 2 : close;
+            } else {
+                w->p++;
+            }
+        }
+        if (*w->p == ']')
+            w->p++;
+    } else if (c == '\\' && *w->p) {
+        w->p++;
+    }
+    for (;;) {
+        uint64_t copies;
+        if (*w->p == '*' || *w->p == '?') {
+            w->p++;
+            size = sm_gpu_re_cap(size + 1);
+        } else if (*w->p == '+') {
+            w->p++;
+            size = sm_gpu_re_cap(2 * size + 1);
+        } else if (*w->p == '{' && (copies = sm_gpu_re_interval(w)) != 0) {
+            size = sm_gpu_re_cap(size * copies + 1);
+        } else {
+            return size;
+        }
+    }
+}
+
+/* Alternatives of concatenations, up to ')' or the end. */
+static uint64_t sm_gpu_re_alt(sm_gpu_re_walk_t *w, int depth)
+{
+    if (depth > SM_GPU_RE_MAX_DEPTH)
+        return SM_GPU_RE_MAX_PARTS + 1;
+    uint64_t size = 0;
+    while (*w->p && *w->p != ')' && size <= SM_GPU_RE_MAX_PARTS) {
+        if (*w->p == '|') {
+            w->p++;
+            size = sm_gpu_re_cap(size + 1);
+            continue;
+        }
+        size = sm_gpu_re_cap(size + sm_gpu_re_piece(w, depth));
+    }
+    return size;
+}
+
+/* Whether re, once expanded, stays within SM_GPU_RE_MAX_PARTS. */
+static int sm_gpu_re_small(const char *re)
+{
+    sm_gpu_re_walk_t w = {re};
+    uint64_t size = 0;
+    /* (a ')' without its '(' is an ordinary character in ERE) */
+    while (*w.p && size <= SM_GPU_RE_MAX_PARTS) {
+        size = sm_gpu_re_cap(size + sm_gpu_re_alt(&w, 0));
+        if (*w.p == ')') {
+            w.p++;
+            size = sm_gpu_re_cap(size + 1);
+        }
+    }
+    return size <= SM_GPU_RE_MAX_PARTS;
+}
+
 static int sm_gpu_set_text(char **field, const char *value, const char *key, char *err,
                            size_t errlen)
 {
@@ -228,6 +349,12 @@ static int sm_gpu_set_text(char **field, const char *value, const char *key, cha
     }
     if (!*field && !(*field = strdup(value))) {
         sm_gpu_fail(err, errlen, "out of memory");
+        return -1;
+    }
+    if (!sm_gpu_re_small(value)) {
+        sm_gpu_fail(err, errlen, "%s '%.80s%s' repeats too much (more than %u parts once its "
+                    "repetitions are expanded): a kernel filter is a few names", key, value,
+                    strlen(value) > 80 ? "..." : "", SM_GPU_RE_MAX_PARTS);
         return -1;
     }
     regex_t re;

@@ -111,6 +111,31 @@ static void test_json(void)
     CHECK(parse("{\"jobs\": [{\"pmc\": [\"a\"], \"kernel_iteration_range\": \"[4-2]\"}]}", err,
                 sizeof err) == -1);
     CHECK(strstr(err, "low <= high") != NULL);
+    /* Kernel filters whose repetitions, expanded by regcomp, would take
+     * gigabytes (found by fuzzing) are refused before regcomp; real ones
+     * pass. */
+    static const char *const heavy[] = {
+        "^saxp++++++++++++++++++++++++++++++++++++++++++++++++++y",
+        "((((((((((((((((a+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+b", "(((a{1,100}){1,100}){1,100})",
+        "x{32767}", "[a-z]{1,200}{1,200}"};
+    static const char *const light[] = {"^(gemm|conv|reduce)_[a-z0-9]+$", "a{1,1000}",
+                                        "[]{}()+*]+x", "^void foo<.*>[(]int[*][)]", "(a|b)+c?"};
+    char doc[512];
+    for (size_t i = 0; i < sizeof heavy / sizeof heavy[0]; i++) {
+        snprintf(doc, sizeof doc,
+                 "{\"jobs\": [{\"pmc\": [\"a\"], \"kernel_include_regex\": \"%s\"}]}", heavy[i]);
+        CHECK(parse(doc, err, sizeof err) == -1);
+        if (!strstr(err, "repeats too much"))
+            fprintf(stderr, "%s: %s\n", heavy[i], err[0] ? err : "(taken)");
+        CHECK(strstr(err, "repeats too much") != NULL);
+    }
+    for (size_t i = 0; i < sizeof light / sizeof light[0]; i++) {
+        snprintf(doc, sizeof doc,
+                 "{\"jobs\": [{\"pmc\": [\"a\"], \"kernel_exclude_regex\": \"%s\"}]}", light[i]);
+        CHECK(parse(doc, err, sizeof err) == 0);
+        if (strcmp(err, ""))
+            fprintf(stderr, "%s: %s\n", light[i], err);
+    }
     CHECK(parse("{\"jobs\": [{\"pmc\": [\"a\"]}", err, sizeof err) == -1);
     CHECK(strncmp(err, "JSON: ", 6) == 0);
     CHECK(parse("{\"tracing\": true}", err, sizeof err) == -1);
