@@ -6,6 +6,7 @@
 
 #include "location.h"
 #include "runtime.h"
+#include "sig_hold.h"
 #include "util/log.h"
 
 /* Ranges overlapping more of their kind than this are not recorded: the
@@ -32,8 +33,22 @@ static void sm_async_range_lost(void)
     sm_runtime_metadata_set("async_ranges_lost", count);
 }
 
+static int sm_async_range_held(sm_region_id_t region, uint64_t start, uint64_t end,
+                                const sm_attr_value_t *attrs, uint32_t n);
+
+/* On the program's thread (its stop call), under two locks: no signal
+ * handler may jump out meanwhile (sig_hold.h). */
 int sm_async_range(sm_region_id_t region, uint64_t start, uint64_t end,
                    const sm_attr_value_t *attrs, uint32_t n)
+{
+    sm_sig_hold(SM_SIG_LOCKS);
+    int rc = sm_async_range_held(region, start, end, attrs, n);
+    sm_sig_release();
+    return rc;
+}
+
+static int sm_async_range_held(sm_region_id_t region, uint64_t start, uint64_t end,
+                                const sm_attr_value_t *attrs, uint32_t n)
 {
     if (end < start)
         end = start;

@@ -1,9 +1,12 @@
 /* Interning of strings, regions and attributes.
  *
  * Each kind is a table of blocks (entries never move, so an id handed out can
- * be read without a lock) plus an open-addressing hash index used only by the
- * definers, under one mutex.  Definitions happen once per distinct name, off
- * the hot path. */
+ * be read without a lock) plus an open-addressing hash index.  A definer
+ * first looks for what it defines without a lock (an entry and its slot are
+ * published complete, and an index that grows is replaced, never freed); only
+ * what is new takes the one mutex, with signals held meanwhile (sig_hold.h).
+ * So the callers that define on every event (NVTX ranges, annotations) pay
+ * no lock and no system call once their names are known. */
 #include "definitions.h"
 
 #include "../util/filter.h"
@@ -25,9 +28,18 @@ typedef struct sm_def_table {
     size_t entry_size;
     void *blocks[SM_DEF_MAX_BLOCKS];
     uint32_t count; /* published with release after the entry is complete */
-    uint32_t *index; /* hash -> id + 1, 0 = empty */
-    uint32_t index_size;
+    struct sm_def_index *index; /* published with release; NULL: none yet */
 } sm_def_table_t;
+
+/* hash -> id + 1 (0: empty), each slot stored with release once its entry
+ * is complete.  A larger one replaces it as the table grows; the one it
+ * replaces stays (readers without the lock may still be in it), reachable
+ * from the new one: together at most twice the last one's size. */
+typedef struct sm_def_index {
+    struct sm_def_index *replaced;
+    uint32_t size;
+    uint32_t slot[];
+} sm_def_index_t;
 
 static pthread_mutex_t sm_def_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -97,12 +109,31 @@ static uint32_t *sm_def_slot(sm_def_table_t *t, uint64_t hash, const void *key, 
 {
     if (!t->index)
         return NULL;
-    uint32_t mask = t->index_size - 1;
+    uint32_t mask = t->index->size - 1;
     for (uint32_t i = (uint32_t)hash & mask;; i = (i + 1) & mask) {
-        uint32_t v = t->index[i];
+        uint32_t v = t->index->slot[i];
         if (v == 0 || eq(t, v - 1, key))
-            return &t->index[i];
+            return &t->index->slot[i];
     }
+}
+
+/* Without the lock: the id of key, or SM_INVALID_ID when it is not (yet)
+ * there; the caller then asks again under the lock. */
+static uint32_t sm_def_find(const sm_def_table_t *t, uint64_t hash, const void *key,
+                            sm_def_equal_fn eq)
+{
+    const sm_def_index_t *ix = __atomic_load_n(&t->index, __ATOMIC_ACQUIRE);
+    if (!ix)
+        return SM_INVALID_ID;
+    uint32_t mask = ix->size - 1;
+    for (uint32_t i = (uint32_t)hash & mask, n = 0; n < ix->size; i = (i + 1) & mask, n++) {
+        uint32_t v = __atomic_load_n(&ix->slot[i], __ATOMIC_ACQUIRE);
+        if (v == 0)
+            break;
+        if (eq(t, v - 1, key))
+            return v - 1;
+    }
+    return SM_INVALID_ID;
 }
 
 typedef uint64_t (*sm_def_hash_fn)(const sm_def_table_t *t, uint32_t id);
@@ -110,21 +141,21 @@ typedef uint64_t (*sm_def_hash_fn)(const sm_def_table_t *t, uint32_t id);
 /* Caller holds the lock.  Keeps the load factor under 1/2. */
 static int sm_def_index_grow(sm_def_table_t *t, sm_def_hash_fn hash_of)
 {
-    if (t->index && (t->count + 1) * 2 < t->index_size)
+    if (t->index && (t->count + 1) * 2 < t->index->size)
         return 0;
-    uint32_t size = t->index_size ? t->index_size * 2 : 1024;
-    uint32_t *index = calloc(size, sizeof *index);
+    uint32_t size = t->index ? t->index->size * 2 : 1024;
+    sm_def_index_t *index = calloc(1, sizeof *index + sizeof *index->slot * size);
     if (!index)
         return -1;
+    index->size = size;
+    index->replaced = t->index;
     for (uint32_t id = 0; id < t->count; id++) {
         uint32_t i = (uint32_t)hash_of(t, id) & (size - 1);
-        while (index[i])
+        while (index->slot[i])
             i = (i + 1) & (size - 1);
-        index[i] = id + 1;
+        index->slot[i] = id + 1;
     }
-    free(t->index);
-    t->index = index;
-    t->index_size = size;
+    __atomic_store_n(&t->index, index, __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -168,17 +199,27 @@ static sm_string_id_t sm_string_intern_locked(const char *s)
     if (!copy)
         return SM_INVALID_ID;
     *(char **)sm_def_entry(&sm_strings, id) = copy;
-    *slot = id + 1;
     sm_def_publish(&sm_strings, id);
+    __atomic_store_n(slot, id + 1, __ATOMIC_RELEASE);
     if (sm_journal_on())
         sm_journal_add(SM_J_STRING, &id, sizeof id, copy, (uint32_t)n);
     return id;
+}
+
+/* Without the lock: s's id, or SM_INVALID_ID when it is not there (an
+ * invalid UTF-8 string is there only as its sanitized copy: the lock then). */
+static sm_string_id_t sm_string_find(const char *s)
+{
+    return sm_def_find(&sm_strings, sm_string_hash_of(s), s, sm_string_equal);
 }
 
 sm_string_id_t sm_string_intern(const char *s)
 {
     if (!s)
         return SM_INVALID_ID;
+    sm_string_id_t found = sm_string_find(s);
+    if (found != SM_INVALID_ID)
+        return found;
     sm_def_lock_take();
     sm_string_id_t id = sm_string_intern_locked(s);
     sm_def_lock_give();
@@ -236,8 +277,8 @@ static uint32_t sm_def_intern_locked(sm_def_table_t *t, const void *key, uint64_
     if (id == SM_INVALID_ID)
         return id;
     memcpy(sm_def_entry(t, id), key, t->entry_size);
-    *slot = id + 1;
     sm_def_publish(t, id);
+    __atomic_store_n(slot, id + 1, __ATOMIC_RELEASE);
     sm_def_journal(t, id);
     return id;
 }
@@ -263,29 +304,34 @@ sm_region_id_t sm_region_define_mangled(const char *name, const char *mangled, c
 {
     if (!name)
         return SM_INVALID_ID;
-    sm_def_lock_take();
-    uint32_t before = sm_regions.count;
-    sm_region_id_t id = SM_INVALID_ID;
+    /* Known already: no lock. */
     sm_region_def_t key = {
-        .name = sm_string_intern_locked(name),
-        .file = file ? sm_string_intern_locked(file) : SM_INVALID_ID,
+        .name = sm_string_find(name),
+        .file = file ? sm_string_find(file) : SM_INVALID_ID,
         .line = line,
         .paradigm = (uint8_t)paradigm,
         .role = (uint8_t)role,
     };
+    sm_region_id_t id = SM_INVALID_ID;
+    if (key.name != SM_INVALID_ID && (!file || key.file != SM_INVALID_ID))
+        id = sm_def_find(&sm_regions, sm_region_hash_of(&key), &key, sm_region_equal);
+    if (id != SM_INVALID_ID) {
+        const sm_region_def_t *def = sm_def_entry(&sm_regions, id);
+        return def->filtered ? id | SM_REGION_FILTERED : id;
+    }
+    sm_def_lock_take();
+    key.name = sm_string_intern_locked(name);
+    key.file = file ? sm_string_intern_locked(file) : SM_INVALID_ID;
+    /* Decided once, when the region is new (an entry is published whole);
+     * sysmeasure's own regions are never filtered. */
+    key.filtered = sm_def_filter && paradigm != SM_PARADIGM_MEASUREMENT &&
+                   sm_filter_excludes(sm_def_filter, name, mangled, file,
+                                      sm_paradigm_name(paradigm));
     if (key.name != SM_INVALID_ID && (!file || key.file != SM_INVALID_ID))
         id = sm_def_intern_locked(&sm_regions, &key, sm_region_hash_of(&key), sm_region_equal,
                                   sm_region_hash_id);
-    if (id != SM_INVALID_ID) {
-        sm_region_def_t *def = sm_def_entry(&sm_regions, id);
-        /* Decided once, when the region is new; sysmeasure's own regions
-         * are never filtered. */
-        if (id >= before && sm_def_filter && paradigm != SM_PARADIGM_MEASUREMENT &&
-            sm_filter_excludes(sm_def_filter, name, mangled, file, sm_paradigm_name(paradigm)))
-            def->filtered = 1;
-        if (def->filtered)
-            id |= SM_REGION_FILTERED;
-    }
+    if (id != SM_INVALID_ID && ((const sm_region_def_t *)sm_def_entry(&sm_regions, id))->filtered)
+        id |= SM_REGION_FILTERED;
     sm_def_lock_give();
     return id;
 }
@@ -326,9 +372,15 @@ sm_attribute_id_t sm_attribute_define(const char *name, sm_attr_type_t type)
 {
     if (!name)
         return SM_INVALID_ID;
+    sm_attribute_def_t key = {.name = sm_string_find(name), .type = (uint8_t)type};
+    sm_attribute_id_t id = key.name == SM_INVALID_ID
+                               ? SM_INVALID_ID
+                               : sm_def_find(&sm_attributes, sm_attribute_hash_of(&key), &key,
+                                             sm_attribute_equal);
+    if (id != SM_INVALID_ID)
+        return id; /* known already: no lock */
     sm_def_lock_take();
-    sm_attribute_id_t id = SM_INVALID_ID;
-    sm_attribute_def_t key = {.name = sm_string_intern_locked(name), .type = (uint8_t)type};
+    key.name = sm_string_intern_locked(name);
     if (key.name != SM_INVALID_ID)
         id = sm_def_intern_locked(&sm_attributes, &key, sm_attribute_hash_of(&key),
                                   sm_attribute_equal, sm_attribute_hash_id);

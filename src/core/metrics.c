@@ -3,6 +3,7 @@
  * lock. */
 #include "metrics.h"
 #include "journal.h"
+#include "sig_hold.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -29,6 +30,9 @@ sm_metric_id_t sm_metric_define_kind(const char *name, const char *unit, sm_metr
     sm_string_id_t s_unit = sm_string_intern(unit && unit[0] ? unit : "1");
     if (s_name == SM_INVALID_ID || s_unit == SM_INVALID_ID)
         return SM_INVALID_ID;
+    /* (Also on the application's threads: no handler may jump out of the
+     * lock, sig_hold.h.) */
+    sm_sig_hold(sm_journal_on() ? SM_SIG_LOCKS_IO : SM_SIG_LOCKS);
     pthread_mutex_lock(&sm_metrics_lock);
     uint32_t n = sm_metrics_n, id = SM_INVALID_ID;
     for (uint32_t i = 0; i < n && id == SM_INVALID_ID; i++)
@@ -48,6 +52,7 @@ sm_metric_id_t sm_metric_define_kind(const char *name, const char *unit, sm_metr
         }
     }
     pthread_mutex_unlock(&sm_metrics_lock);
+    sm_sig_release();
     return id;
 }
 

@@ -62,6 +62,7 @@ static char sm_end_reason[128];        /* why the process ends early, when it do
 static char **sm_saved_argv;
 static bool sm_runtime_data_saved;   /* this rank's process file is written */
 static uint64_t sm_signal_arrival_ns; /* a fatal signal came (monotonic); 0: none */
+static pthread_mutex_t sm_meta_lock;  /* (declared metadata, at the end) */
 
 const sm_config_t *sm_runtime_config(void)
 {
@@ -413,7 +414,7 @@ int sm_runtime_finalize_for_signal(int sig)
  * odls_base_sigkill_timeout seconds later (1) -- but its daemon's sleep
  * between the two is cut short when one of its ranks exits: the first rank
  * of a node to end has every other rank of the node that is still writing
- * its data killed at once (under load, 1 or 2 of 8 lost theirs).  So a rank
+ * its data killed at once (on a loaded node, most ranks lost theirs).  So a rank
  * whose data is on disk, ending by such a signal, waits before it dies
  * until each rank of its node has saved its own, at most that timeout from
  * the signal's arrival (the SIGKILL comes then anyway).  A rank says that
@@ -604,7 +605,6 @@ static void sm_runtime_at_quick_exit(void)
  * memory), and writes the output at its end: the parent writes nothing.
  * Set on the thread that calls daemon(), for the atfork handlers. */
 static __thread bool sm_daemon_forking;
-static pthread_mutex_t sm_meta_lock; /* (declared metadata, below) */
 static uint64_t sm_daemon_time; /* when the fork was (ticks) */
 static pid_t sm_daemon_parent;
 

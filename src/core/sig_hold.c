@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ending.h"
 
@@ -39,7 +40,9 @@ static __thread sigset_t sm_sig_now; /* the thread's mask inside the sections */
 
 /* A SIGXFSZ pending for the calling thread that our own write raised while
  * it was blocked, discarded; kept where the program's mask blocks it (it
- * may be the program's own). */
+ * may be the program's own).  The kernel raises it as sent by the process
+ * itself: one sent by another process (kill -XFSZ) is sent again, to be
+ * delivered as it would have been. */
 static void sm_sig_drop_own_xfsz(const sigset_t *program_mask)
 {
     if (sigismember(program_mask, SIGXFSZ))
@@ -51,8 +54,12 @@ static void sm_sig_drop_own_xfsz(const sigset_t *program_mask)
     sigemptyset(&xfsz);
     sigaddset(&xfsz, SIGXFSZ);
     const struct timespec now = {0, 0};
-    while (sigtimedwait(&xfsz, NULL, &now) < 0 && errno == EINTR)
+    siginfo_t info;
+    int got;
+    while ((got = sigtimedwait(&xfsz, &info, &now)) < 0 && errno == EINTR)
         ;
+    if (got == SIGXFSZ && !(info.si_code == SI_USER && info.si_pid == getpid()))
+        kill(getpid(), SIGXFSZ);
 }
 
 static int sm_sig_through; /* sm_sig_let_through's, or 0 */
