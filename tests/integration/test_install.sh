@@ -26,12 +26,13 @@ grep -q -- '-lsysmeasure' "$stage$libdir/pkgconfig/sysmeasure.pc" || no "pkg-con
 # Only the public API (and the pthread_create wrapper, the OMPT tool's
 # entry point, the compiler instrumentation's hooks, the wrappers that see
 # how the process ends: exit, _exit, _Exit, quick_exit, the return from
-# main, the program's signal dispositions, and the waits that call-stack
-# sampling keeps from EINTR) is exported.
+# main, daemon(), whose child carries the measurement on, the program's
+# signal dispositions, and the waits that call-stack sampling keeps from
+# EINTR) is exported.
 guarded='nanosleep|clock_nanosleep|sleep|usleep|poll|ppoll|select|pselect|epoll_wait|epoll_pwait'
 extra=$(nm -D --defined-only "$stage$libdir/libsysmeasure.so" | awk '{print $3}' |
         grep -v -E "^(sysmeasure_|pthread_create\$|ompt_start_tool\$|__cyg_profile_func_(enter|exit)\$|_init\$|_fini\$|($guarded)\$)" |
-        grep -v -E '^(exit|_exit|_Exit|quick_exit|__libc_start_main|sigaction|signal|sysv_signal|bsd_signal)$' || true)
+        grep -v -E '^(exit|_exit|_Exit|quick_exit|daemon|__libc_start_main|sigaction|signal|sysv_signal|bsd_signal)$' || true)
 grep -q "^    libdir='$libdir'" "$root/bin/sysmeasure-instrument" || no "sysmeasure-instrument does not name the installed libdir"
 [ -z "$extra" ] || no "unexpected exported symbols: $extra"
 
