@@ -28,6 +28,10 @@
 #include "recover.h"
 #include "unify.h"
 
+/* The largest job whose communication matrix the merge makes (two
+ * n x n tables of 8-byte counts: 1 GiB at this size). */
+#define SM_MERGE_MATRIX_MAX 8192u
+
 #define SM_RECOVERED_REASON "killed; recovered from its crash-safe files"
 
 /* Why a rank is missing, when nothing else is known of it. */
@@ -514,10 +518,22 @@ static int sm_merge_write(sm_merge_t *m, const sm_merge_options_t *opt, uint32_t
         }
 
     /* The job as the writers see it: one process holding every rank. */
-    uint64_t *messages = calloc((size_t)n_ranks * n_ranks, sizeof *messages);
-    uint64_t *bytes = calloc((size_t)n_ranks * n_ranks, sizeof *bytes);
+    /* The communication matrix: n_ranks^2 pairs, made only when some rank
+     * sent a message, and up to SM_MERGE_MATRIX_MAX ranks (a larger
+     * job's would take gigabytes here; the profile still counts its
+     * messages). */
+    uint64_t any_message = 0;
+    for (uint32_t i = 0; i < n_files; i++)
+        for (uint32_t k = 0; k < files[i]->n_ranks && k < n_ranks; k++)
+            any_message += files[i]->matrix_row[2 * k];
+    int matrix = any_message && n_ranks <= SM_MERGE_MATRIX_MAX;
+    if (any_message && !matrix)
+        sm_warning("the communication matrix of %u ranks is left out (more than %u ranks)",
+                   (unsigned)n_ranks, (unsigned)SM_MERGE_MATRIX_MAX);
+    uint64_t *messages = matrix ? calloc((size_t)n_ranks * n_ranks, sizeof *messages) : NULL;
+    uint64_t *bytes = matrix ? calloc((size_t)n_ranks * n_ranks, sizeof *bytes) : NULL;
     sm_image_t *imgs = calloc(n_files, sizeof *imgs);
-    if (!messages || !bytes || !imgs) {
+    if ((matrix && (!messages || !bytes)) || !imgs) {
         sm_error("out of memory");
         free(messages);
         free(bytes);
@@ -525,7 +541,6 @@ static int sm_merge_write(sm_merge_t *m, const sm_merge_options_t *opt, uint32_t
         sm_defset_free(defs);
         return 1;
     }
-    uint64_t any_message = 0;
     sm_run_info_t run;
     memset(&run, 0, sizeof run);
     run.output_dir = folder;
@@ -534,10 +549,9 @@ static int sm_merge_write(sm_merge_t *m, const sm_merge_options_t *opt, uint32_t
     run.clock_source = "merged";
     for (uint32_t i = 0; i < n_files; i++) {
         sm_process_file_t *f = files[i];
-        for (uint32_t k = 0; k < f->n_ranks && k < n_ranks; k++) {
+        for (uint32_t k = 0; matrix && k < f->n_ranks && k < n_ranks; k++) {
             messages[(size_t)f->rank * n_ranks + k] = f->matrix_row[2 * k];
             bytes[(size_t)f->rank * n_ranks + k] = f->matrix_row[2 * k + 1];
-            any_message += f->matrix_row[2 * k];
         }
         if (sm_merge_recovered(f))
             sm_recover_image(f, &imgs[i]);
@@ -598,8 +612,8 @@ static int sm_merge_write(sm_merge_t *m, const sm_merge_options_t *opt, uint32_t
             .maps = &files[0]->maps,
             .processes = processes,
             .missing = missing,
-            .matrix_messages = any_message ? messages : NULL,
-            .matrix_bytes = any_message ? bytes : NULL,
+            .matrix_messages = matrix ? messages : NULL,
+            .matrix_bytes = matrix ? bytes : NULL,
         },
         .images = imgs,
         .n_images = n_files,

@@ -449,6 +449,14 @@ sm_process_file_t *sm_process_file_read(const char *path, sm_process_file_head_t
         free(data);
         return NULL;
     }
+    /* Its checks hold: what it says must be possible too (a file made to
+     * pass them is refused here, not sized by). */
+    if (head->rank >= head->n_ranks || head->n_ranks > SM_PF_MAX_RANKS) {
+        snprintf(err, errlen, "%s is damaged (rank %u of %u ranks): its data is lost", path,
+                 (unsigned)head->rank, (unsigned)head->n_ranks);
+        free(data);
+        return NULL;
+    }
 
     sm_process_file_t *f = calloc(1, sizeof *f);
     sm_rbuf_t r = {data + SM_PF_HEAD, data + len, false};

@@ -17,6 +17,9 @@
 #include "image.h"
 
 #define SM_PROCESS_FILE_DIR ".ranks"
+/* The most ranks a job's files may claim (2^21: beyond the largest MPI
+ * jobs run; a larger count is damage, and the merge sizes tables by it). */
+#define SM_PF_MAX_RANKS (1u << 21)
 
 typedef struct sm_process_file {
     char *path;

@@ -18,7 +18,7 @@
 
 /* ---------------------------------------------------------------- the journal */
 
-#define SM_REC_MAX_RANKS (1u << 24)
+#define SM_REC_MAX_RANKS SM_PF_MAX_RANKS
 
 typedef struct sm_rec_state {
     sm_defs_lists_t l;
