@@ -510,3 +510,21 @@ int __libc_start_main(sm_main_fn main_fn, int argc, char **argv, void (*init)(vo
     sm_real_main = main_fn;
     return real(sm_main_wrapper, argc, argv, init, fini, rtld_fini, stack_end);
 }
+
+/* daemon(): its parent ends inside the C library, past the _exit above, and
+ * its child carries the measurement on (runtime.c). */
+SM_EXPORT int daemon(int nochdir, int noclose);
+int daemon(int nochdir, int noclose)
+{
+    static sm_daemon_fn real;
+    sm_daemon_fn fn = __atomic_load_n(&real, __ATOMIC_ACQUIRE);
+    if (!fn) {
+        fn = (sm_daemon_fn)dlsym(RTLD_NEXT, "daemon");
+        __atomic_store_n(&real, fn, __ATOMIC_RELEASE);
+    }
+    if (!fn) {
+        errno = ENOSYS;
+        return -1;
+    }
+    return sm_runtime_daemon(fn, nochdir, noclose);
+}

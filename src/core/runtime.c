@@ -671,21 +671,8 @@ static void sm_runtime_after_daemon(void)
     sm_runtime_add_note(note);
 }
 
-typedef int (*sm_daemon_fn)(int, int);
-
-SM_EXPORT int daemon(int nochdir, int noclose);
-int daemon(int nochdir, int noclose)
+int sm_runtime_daemon(sm_daemon_fn fn, int nochdir, int noclose)
 {
-    static sm_daemon_fn real;
-    sm_daemon_fn fn = __atomic_load_n(&real, __ATOMIC_ACQUIRE);
-    if (!fn) {
-        fn = (sm_daemon_fn)dlsym(RTLD_NEXT, "daemon");
-        __atomic_store_n(&real, fn, __ATOMIC_RELEASE);
-    }
-    if (!fn) {
-        errno = ENOSYS;
-        return -1;
-    }
     pid_t parent = getpid();
     if (!sm_runtime_active || sm_runtime_discard || sm_ending_phase() != SM_END_RUNNING ||
         sm_procs) /* (an MPI rank: the job's end is MPI_Finalize's) */

@@ -143,6 +143,12 @@ void sm_runtime_add_note(const char *text) SM_HIDDEN;
  * handlers): the child goes on as the measured process, the parent ends. */
 bool sm_runtime_forking_daemon(void) SM_HIDDEN;
 
+/* daemon() (the wrapper is ending.c's): the C library's fn, called with
+ * the writer thread paused; in the child that goes on, the measurement is
+ * carried on (the parent ends inside fn). */
+typedef int (*sm_daemon_fn)(int, int);
+int sm_runtime_daemon(sm_daemon_fn fn, int nochdir, int noclose) SM_HIDDEN;
+
 /* Suppress the output for a process (fork child, tests of the core). */
 void sm_runtime_discard_output(void) SM_HIDDEN;
 
