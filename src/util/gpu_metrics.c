@@ -221,7 +221,8 @@ static int sm_gpu_ranges(const char *text, sm_gpu_spec_t *s, char *err, size_t e
  * ('+' as two copies, {m,n} as n), so nested repetitions multiply: the
  * 60 characters "^a+++...+" took gigabytes.  A kernel filter is a few
  * names; one whose expanded size (an upper estimate of regcomp's nodes)
- * passes SM_GPU_RE_MAX_PARTS is refused before regcomp sees it. */
+ * passes SM_GPU_RE_MAX_PARTS, or that repeats a repetition, is refused
+ * before regcomp sees it. */
 #define SM_GPU_RE_MAX_PARTS 10000u
 #define SM_GPU_RE_MAX_DEPTH 32
 
@@ -288,8 +289,13 @@ static uint64_t sm_gpu_re_piece(sm_gpu_re_walk_t *w, int depth)
     } else if (c == '\\' && *w->p) {
         w->p++;
     }
-    for (;;) {
+    for (int repeats = 0;; repeats++) {
         uint64_t copies;
+        /* A repetition of a repetition (a++, a*{2}: undefined in POSIX,
+         * glibc repeats the repetition) is no filter: its closures took
+         * glibc seconds for ten of them. */
+        if (repeats == 1 && (*w->p == '*' || *w->p == '?' || *w->p == '+' || *w->p == '{'))
+            return SM_GPU_RE_MAX_PARTS + 1;
         if (*w->p == '*' || *w->p == '?') {
             w->p++;
             size = sm_gpu_re_cap(size + 1);
@@ -352,9 +358,10 @@ static int sm_gpu_set_text(char **field, const char *value, const char *key, cha
         return -1;
     }
     if (!sm_gpu_re_small(value)) {
-        sm_gpu_fail(err, errlen, "%s '%.80s%s' repeats too much (more than %u parts once its "
-                    "repetitions are expanded): a kernel filter is a few names", key, value,
-                    strlen(value) > 80 ? "..." : "", SM_GPU_RE_MAX_PARTS);
+        sm_gpu_fail(err, errlen, "%s '%.80s%s' repeats too much (a repetition of a repetition, "
+                    "or more than %u parts once its repetitions are expanded): a kernel filter "
+                    "is a few names", key, value, strlen(value) > 80 ? "..." : "",
+                    SM_GPU_RE_MAX_PARTS);
         return -1;
     }
     regex_t re;
