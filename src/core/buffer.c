@@ -980,20 +980,26 @@ void sm_buffers_pause(void)
     sm_buffers_quiesce();
 }
 
+/* In a forked child only the calling thread is left: a lock another
+ * thread held at the fork would stay taken.  Every lock and condition of
+ * the writer and the spill files, new. */
+static void sm_buffers_fresh_locks(void)
+{
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+    sm_w_lock = m;
+    sm_file_lock = m;
+    sm_free_lock = m;
+    sm_spill_dir_lock = m;
+    sm_enc_lock = m;
+    sm_w_work = cv;
+    sm_w_room = cv;
+}
+
 void sm_buffers_resume(int child)
 {
     if (child) {
-        /* Only the calling thread is in the child: a lock another thread
-         * held at the fork would stay taken. */
-        pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
-        pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-        sm_w_lock = m;
-        sm_file_lock = m;
-        sm_free_lock = m;
-        sm_spill_dir_lock = m;
-        sm_enc_lock = m;
-        sm_w_work = cv;
-        sm_w_room = cv;
+        sm_buffers_fresh_locks();
         sm_room_waiters = 0;
     }
     pthread_mutex_lock(&sm_w_lock);
@@ -1004,14 +1010,7 @@ void sm_buffers_resume(int child)
 
 void sm_buffers_after_fork_child(void)
 {
-    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
-    pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-    sm_w_lock = m;
-    sm_file_lock = m;
-    sm_free_lock = m;
-    sm_spill_dir_lock = m;
-    sm_w_work = cv;
-    sm_w_room = cv;
+    sm_buffers_fresh_locks();
     sm_q_head = sm_q_tail = NULL;
     sm_enc_ended_head = sm_enc_ended_tail = NULL;
     sm_w_started = sm_w_stop = sm_w_claimed = sm_w_joined = 0;
