@@ -272,7 +272,7 @@ __attribute__((constructor)) static void sm_hip_start(void)
     sm_hip_gpu = fd >= 0;
     if (fd >= 0)
         close(fd);
-    else
+    else if (sm_hip_rt.register_api) /* (a program without HIP hears nothing of AMD) */
         sm_warning("no AMD GPU found (/dev/kfd: %s): HIP calls are recorded only as far as the "
                    "HIP runtime reports them, and no kernels or copies", strerror(errno));
 
@@ -298,7 +298,11 @@ __attribute__((constructor)) static void sm_hip_start(void)
     api->metadata("amd_gpu", sm_hip_gpu ? "yes" : "no (/dev/kfd missing)");
     char power[8] = "yes";
     api->config_value("gpu_power", power, sizeof power);
-    sm_hip_rsmi_devices = strcmp(power, "no") != 0 ? sm_rsmi_open(0) : 0;
+    /* rocm-smi only for a program that uses HIP or on a machine with an AMD
+     * GPU, and quiet where neither (--gpu on an NVIDIA machine). */
+    sm_hip_rsmi_devices = strcmp(power, "no") != 0 && (sm_hip_rt.register_api || sm_hip_gpu)
+                              ? sm_rsmi_open(!sm_hip_rt.register_api)
+                              : 0;
     if (sm_hip_rsmi_devices) {
         sm_sampler_t sampler = {"rocm-smi", 0, NULL, sm_hip_rsmi_start, sm_hip_rsmi_read,
                                 sm_hip_rsmi_stop};

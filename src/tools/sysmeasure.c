@@ -769,33 +769,43 @@ static void sm_set_preload(const char *lib)
     free(value);
 }
 
-/* CUDA: the driver loads the library named by CUDA_INJECTION64_PATH at its
- * initialisation, NVTX the one named by NVTX_INJECTION64_PATH at its first
- * call; ours hands NVTX on to CUPTI.  Only a program that initialises CUDA
- * loads it.  A tool already named there (another profiler) keeps its place,
- * and GPU work is then not measured. */
-static void sm_set_cuda_injection(const char *program, bool asked, char *tried, size_t tlen)
+/* CUDA: the driver loads the library named by CUDA_INJECTION64_PATH when the
+ * program initialises CUDA, NVTX the one named by NVTX_INJECTION64_PATH at its
+ * first call; ours hands NVTX on to CUPTI.  So the backend is named for every
+ * program: one that never initialises CUDA never loads it, and one that loads
+ * CUDA late (dlopen by Python, Julia, a plugin) is measured all the same.
+ * `uses`: the program links CUDA or was asked for (--gpu); only then does a
+ * missing backend, driver or a place taken by another tool deserve a warning
+ * (loading the driver to check costs milliseconds, so it is done only then). */
+static void sm_set_cuda_injection(const char *program, bool asked, bool uses, char *tried,
+                                  size_t tlen)
 {
     char lib[PATH_MAX];
     if (sm_find_library("libsysmeasure-cuda.so", lib, sizeof lib, tried, tlen) != 0) {
         if (asked)
             sm_die(SM_EXIT_USAGE, "--gpu: this sysmeasure was built without the CUDA backend "
                    "(libsysmeasure-cuda.so not found; looked for %s)", tried);
-        sm_warning("%s uses CUDA, but this sysmeasure was built without the CUDA backend: its "
-                   "GPU work is not measured", program);
+        if (uses)
+            sm_warning("%s uses CUDA, but this sysmeasure was built without the CUDA backend: "
+                       "its GPU work is not measured", program);
         return;
     }
-    void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
-    if (!driver) {
-        sm_warning("GPU work of %s is not measured: no CUDA driver here (libcuda.so.1 not "
-                   "found); the program runs on and CPU measurement continues", program);
-        return;
+    if (uses) {
+        void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+        if (!driver) {
+            sm_warning("GPU work of %s is not measured: no CUDA driver here (libcuda.so.1 not "
+                       "found); the program runs on and CPU measurement continues", program);
+            return;
+        }
+        dlclose(driver);
     }
-    dlclose(driver);
     const char *old = getenv("CUDA_INJECTION64_PATH");
     if (old && old[0] && strcmp(old, lib) != 0) {
-        sm_warning("GPU work of %s is not measured: CUDA_INJECTION64_PATH already names %s "
-                   "(another tool); it is kept", program, old);
+        if (uses)
+            sm_warning("GPU work of %s is not measured: CUDA_INJECTION64_PATH already names %s "
+                       "(another tool); it is kept", program, old);
+        else
+            sm_info(1, "CUDA_INJECTION64_PATH already names %s (another tool); it is kept", old);
         return;
     }
     sm_setenv("CUDA_INJECTION64_PATH", lib);
@@ -840,18 +850,25 @@ static void sm_set_kokkos_tools(char *tried, size_t tlen)
 
 /* ------------------------------------------------------------------ AMD GPUs */
 
-/* ROCTx, HIP and HSA (gpu/rocm): the ROCTx library preloaded (it answers
- * roctx* calls before a real libroctx64), the HIP library preloaded where
- * built (it registers with libamdhip64's callback interface), and the HSA
- * tool named in HSA_TOOLS_LIB where built (the HSA runtime loads it). */
+/* ROCTx, HIP and HSA (gpu/rocm), for a program that uses them or when asked
+ * (--gpu): the ROCTx library preloaded (it answers roctx* calls before a real
+ * libroctx64), the HIP library preloaded where built (it registers with
+ * libamdhip64's callback interface).  The HSA tool is named in HSA_TOOLS_LIB
+ * for every program where built: the HSA runtime loads it only when it
+ * starts, so a program that loads HIP late (dlopen by Python) gets its
+ * kernels and copies, and one without HIP pays nothing; only a program that
+ * uses AMD's libraries hears about a missing piece. */
 static void sm_set_amd(bool asked, const sm_program_libs_t *uses, char *tried, size_t tlen)
 {
     char lib[PATH_MAX];
-    if (sm_find_library("libsysmeasure-roctx.so", lib, sizeof lib, tried, tlen) == 0)
-        sm_set_preload(lib);
-    else
-        sm_warning("libsysmeasure-roctx.so not found (looked for %s): ROCTx is not measured",
-                   tried);
+    bool amd = asked || uses->hip || uses->hsa || uses->roctx;
+    if (amd) {
+        if (sm_find_library("libsysmeasure-roctx.so", lib, sizeof lib, tried, tlen) == 0)
+            sm_set_preload(lib);
+        else
+            sm_warning("libsysmeasure-roctx.so not found (looked for %s): ROCTx is not measured",
+                       tried);
+    }
 #ifdef SM_BUILT_HIP
     if (asked || uses->hip) {
         if (sm_find_library("libsysmeasure-hip.so", lib, sizeof lib, tried, tlen) == 0)
@@ -862,31 +879,26 @@ static void sm_set_amd(bool asked, const sm_program_libs_t *uses, char *tried, s
     }
 #endif
 #ifdef SM_BUILT_HSA
-    if (asked || uses->hip || uses->hsa) {
-        if (sm_find_library("libsysmeasure-hsa.so", lib, sizeof lib, tried, tlen) == 0) {
-            /* A tool the user named stays, after ours (the runtime loads
-             * every library of the list). */
-            const char *user = getenv("HSA_TOOLS_LIB");
-            if (user && *user && !strstr(user, "libsysmeasure-hsa")) {
-                size_t n = strlen(lib) + strlen(user) + 2;
-                char *value = malloc(n);
-                if (!value)
-                    sm_die(SM_EXIT_USAGE, "out of memory");
-                snprintf(value, n, "%s %s", lib, user);
-                sm_setenv("HSA_TOOLS_LIB", value);
-                free(value);
-            } else if (!user || !*user) {
-                sm_setenv("HSA_TOOLS_LIB", lib);
-            }
-            sm_info(2, "HSA_TOOLS_LIB=%s", getenv("HSA_TOOLS_LIB"));
-        } else {
-            sm_warning("libsysmeasure-hsa.so not found (looked for %s): HSA is not measured",
-                       tried);
+    if (sm_find_library("libsysmeasure-hsa.so", lib, sizeof lib, tried, tlen) == 0) {
+        /* A tool the user named stays, after ours (the runtime loads every
+         * library of the list). */
+        const char *user = getenv("HSA_TOOLS_LIB");
+        if (user && *user && !strstr(user, "libsysmeasure-hsa")) {
+            size_t n = strlen(lib) + strlen(user) + 2;
+            char *value = malloc(n);
+            if (!value)
+                sm_die(SM_EXIT_USAGE, "out of memory");
+            snprintf(value, n, "%s %s", lib, user);
+            sm_setenv("HSA_TOOLS_LIB", value);
+            free(value);
+        } else if (!user || !*user) {
+            sm_setenv("HSA_TOOLS_LIB", lib);
         }
+        sm_info(2, "HSA_TOOLS_LIB=%s", getenv("HSA_TOOLS_LIB"));
+    } else if (asked || uses->hip || uses->hsa) {
+        sm_warning("libsysmeasure-hsa.so not found (looked for %s): HSA is not measured", tried);
     }
 #endif
-    (void)asked;
-    (void)uses;
 }
 
 /* ------------------------------------------------------------------ PAPI */
@@ -1164,12 +1176,13 @@ int main(int argc, char **argv)
         sm_set_preload(mpilib);
     if (cfg.kokkos)
         sm_set_kokkos_tools(tried, sizeof tried);
-    bool cuda = cfg.gpu == SM_GPU_YES ||
-                (cfg.gpu == SM_GPU_AUTO && (libs.cuda || sm_program_has_cuda_runtime(path)));
-    if (cuda)
-        sm_set_cuda_injection(name, cfg.gpu == SM_GPU_YES, tried, sizeof tried);
-    if (cfg.gpu == SM_GPU_YES || (cfg.gpu == SM_GPU_AUTO && (libs.hip || libs.hsa || libs.roctx)))
-        sm_set_amd(cfg.gpu == SM_GPU_YES, &libs, tried, sizeof tried);
+    if (cfg.gpu != SM_GPU_NO) {
+        bool asked = cfg.gpu == SM_GPU_YES;
+        sm_set_cuda_injection(name, asked,
+                              asked || libs.cuda || sm_program_has_cuda_runtime(path), tried,
+                              sizeof tried);
+        sm_set_amd(asked, &libs, tried, sizeof tried);
+    }
 
     if (sm_log_verbosity() >= 1) {
         char cwd[PATH_MAX] = ".";

@@ -50,11 +50,38 @@ def test_bad_gpu_value():
 
 
 def test_program_without_cuda():
-    # A program without CUDA: no injection variables, no line.
+    # Every program is given the CUDA backend (the driver loads it only when
+    # the program initialises CUDA, so one that loads CUDA late, as Python
+    # does, is measured), and a program without CUDA neither loads it nor
+    # hears of it.
     proc = run(["/usr/bin/env"])
-    check("CUDA_INJECTION64_PATH" not in proc.stdout and "NVTX_INJECTION64_PATH" not in proc.stdout,
-          "a program without CUDA got the CUDA injection")
-    check("GPU" not in proc.stderr, "a program without CUDA: %r" % proc.stderr)
+    env = dict(l.split("=", 1) for l in proc.stdout.splitlines() if "=" in l)
+    check(env.get("CUDA_INJECTION64_PATH", "").endswith("libsysmeasure-cuda.so")
+          and env.get("NVTX_INJECTION64_PATH", "").endswith("libsysmeasure-cuda.so"),
+          "the injection variables name the backend: %r" % {k: v for k, v in env.items()
+                                                           if "INJECTION" in k})
+    check("GPU" not in proc.stderr and "CUDA" not in proc.stderr,
+          "a program without CUDA hears nothing of it: %r" % proc.stderr)
+    maps = run(["/bin/cat", "/proc/self/maps"]).stdout
+    check("libsysmeasure-cuda" not in maps and "libcupti" not in maps and "libcuda." not in maps,
+          "a program without CUDA does not load the backend, CUPTI or the driver")
+
+
+def test_no_gpu_names_no_backend():
+    proc = run(["/usr/bin/env"], launcher_args=["--no-gpu"])
+    check("CUDA_INJECTION64_PATH" not in proc.stdout and "NVTX_INJECTION64_PATH" not in proc.stdout
+          and "HSA_TOOLS_LIB" not in proc.stdout,
+          "--no-gpu names no GPU backend: %r" % proc.stdout)
+
+
+def test_gpu_forced_says_nothing_of_amd():
+    # --gpu on a machine without AMD GPU, for a program that does not use
+    # AMD's libraries: the one line about the missing CUDA driver, nothing
+    # about AMD, rocm-smi or /dev/kfd.
+    proc = run(["/bin/true"], launcher_args=["--gpu"])
+    amd = [l for l in proc.stderr.splitlines()
+           if "AMD" in l or "rocm" in l or "kfd" in l or "HIP" in l or "HSA" in l]
+    check(proc.returncode == 0 and not amd, "nothing about AMD: %r" % proc.stderr)
 
 
 if __name__ == "__main__":
