@@ -56,7 +56,7 @@ echo "== building in $tree"
 # bench-spill, bench-exit run on the host without a compiler of ours; those
 # this configuration cannot build are left out).
 (cd "$tree" && make -s -k -j"$jobs" bench/bench-spill bench/bench-mpi bench/bench-pingpong \
-    bench/bench-exit-mpi bench/bench-omp bench/bench-omp-tool.so >/dev/null 2>&1) ||
+    bench/bench-exit-mpi bench/bench-scale-mpi bench/bench-omp bench/bench-omp-tool.so >/dev/null 2>&1) ||
     echo "device_bundle: warning: some benchmarks were not built in $tree" >&2
 # The dependency files name system headers (/usr/include/papi.h, otf2/...)
 # that the host lacks: make would rebuild every object that includes one.
