@@ -176,7 +176,7 @@ static void sm_gpu_prepare_locked(void)
         return;
     sm_gpu_attr_correlation = sm_attribute_define("correlation id", SM_ATTR_INT64);
     sm_gpu_attr_error = sm_attribute_define("error code", SM_ATTR_INT64);
-    /* Those of the stream side, named by the trace writer (otf2_writer.c). */
+    /* Those of the stream side, named by the trace writer (writers/otf2/archive.c). */
     static const char *const stream_attrs[] = {
         "bytes",   "grid x",  "grid y", "grid z", "block x", "block y", "block z",
         "registers per thread", "static shared memory", "dynamic shared memory"};

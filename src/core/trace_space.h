@@ -18,7 +18,7 @@
  * most every 100 ms, sooner only as the room left halves.
  *
  * It also bounds the copy of the events on disk: the staged OTF2 event
- * files that the background encoder writes during the run (otf2_writer.c)
+ * files that the background encoder writes during the run (writers/otf2/)
  * hold events whose raw records stay in the spill or crash-safe file (they
  * are the fallback at the end and what sysmeasure-merge recovers from).
  * Once both hold an eighth of the limit, the encoder takes no more chunks

@@ -53,7 +53,7 @@ typedef struct sm_job {
  * sm_otf2_write writes this process's part; sm_otf2_write_images the parts
  * of several processes from one (sysmeasure-merge). */
 int sm_otf2_write(const sm_run_info_t *run, const sm_job_t *job) SM_HIDDEN;
-/* Encode the OTF2 event files during the run (otf2_writer.c, issue 13):
+/* Encode the OTF2 event files during the run (otf2/background.c, issue 13):
  * mode 1; 2 also writes the archive wholly at the end into
  * <output>/otf2-at-end (tests); 0 off.  Before the first event. */
 void sm_otf2_background(int mode) SM_HIDDEN;
