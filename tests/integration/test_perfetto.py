@@ -22,34 +22,43 @@ import subprocess
 import sys
 
 import otf2
-
-from smtest import (BUILD, CLANG, SRC, Trace, build_program, check, check_messages, finish,
+import smtest
+from smtest import (BUILD, CLANG, SRC, Trace, build_program, check, check_messages,
                     mpi_measure, need_openmp, user_api_flags, workdir)
 
-if os.environ.get("SM_HAVE_PERFETTO") != "yes":
-    print("skipped: this build has no Perfetto writer (protobuf-c not found)")
-    sys.exit(77)
 PROTOC = os.environ.get("SM_PROTOC") or shutil.which("protoc")
 try:
     import google.protobuf  # noqa: F401 (Debian's python3-protobuf)
 except ImportError:
     PROTOC = None
-if not PROTOC or PROTOC == "no":
-    print("skipped: needs protoc and Python's google.protobuf (protobuf-compiler, python3-protobuf)")
-    sys.exit(77)
-need_openmp()
-if os.environ.get("SM_HAVE_MPI", "yes") != "yes":
-    print("skipped: built without MPI")
-    sys.exit(77)
-
-# The decoder: our .proto compiled for Python by protoc.
-gen = workdir("perfetto-proto")
-subprocess.run([PROTOC, "--proto_path=" + os.path.join(SRC, "src", "writers"),
-                "--python_out=" + gen, "perfetto_trace.proto"], check=True)
-sys.path.insert(0, gen)
-pb = importlib.import_module("perfetto_trace_pb2")
 CONVERT = os.path.join(BUILD, "sysmeasure-convert")
-TE = pb.TrackEvent
+pb = TE = None  # the decoder and its TrackEvent, once load_decoder() ran
+
+
+def need_perfetto():
+    """Skip (exit 77) unless this build writes Perfetto traces and this
+    machine can decode them; the job needs OpenMP and MPI too."""
+    if os.environ.get("SM_HAVE_PERFETTO") != "yes":
+        print("skipped: this build has no Perfetto writer (protobuf-c not found)")
+        sys.exit(77)
+    if not PROTOC or PROTOC == "no":
+        print("skipped: needs protoc and Python's google.protobuf (protobuf-compiler, python3-protobuf)")
+        sys.exit(77)
+    need_openmp()
+    if os.environ.get("SM_HAVE_MPI", "yes") != "yes":
+        print("skipped: built without MPI")
+        sys.exit(77)
+
+
+def load_decoder():
+    """The decoder: our .proto compiled for Python by protoc."""
+    global pb, TE
+    gen = workdir("perfetto-proto")
+    subprocess.run([PROTOC, "--proto_path=" + os.path.join(SRC, "src", "writers"),
+                    "--python_out=" + gen, "perfetto_trace.proto"], check=True)
+    sys.path.insert(0, gen)
+    pb = importlib.import_module("perfetto_trace_pb2")
+    TE = pb.TrackEvent
 
 
 class Pftrace:
@@ -178,148 +187,212 @@ def convert(folder):
 
 
 # ---------------------------------------------------------------- the MPI + OpenMP job
-os.environ["OMPI_CC"] = CLANG
-prog = build_program("mpicc", "perfetto_job.c", "perfetto-job",
-                     ["-fopenmp", "-O1"] + user_api_flags())
-out, proc = mpi_measure(3, [prog], "perfetto", env={"OMP_NUM_THREADS": "2"},
-                        launcher_args=["--perfetto", "--process-sampling",
-                                       "--sampling-interval", "20"])
-check("total" in proc.stdout, "the program's own output: %s" % proc.stdout)
-path = os.path.join(out, "trace.pftrace")
-if not check(os.path.exists(path), "--perfetto wrote trace.pftrace: %s" % os.listdir(out)):
-    finish()
-pf = Pftrace(path)
-trace = Trace(out)
-check(not pf.errors, "decoding: %s" % pf.errors[:5])
+class NoTrace(Exception):
+    """The job wrote no trace.pftrace: the cases that read it cannot run."""
 
-# a process track per rank, a thread track per thread
-ranks = sorted(g.name for g in trace.definitions.location_groups
-               if g.location_group_type == otf2.LocationGroupType.PROCESS)
-check(sorted(pf.process.values()) == ranks == ["MPI Rank 0", "MPI Rank 1", "MPI Rank 2"],
-      "a process per rank: %s (archive: %s)" % (sorted(pf.process.values()), ranks))
-threads = sorted((pf.process.get(td.thread.pid), td.thread.thread_name)
-                 for td in pf.tracks.values() if td.HasField("thread"))
-otf2_threads = sorted((otf2_process_name(l), l.name) for l in trace.locations
-                      if l.type == otf2.LocationType.CPU_THREAD)
-check(threads == otf2_threads, "a thread track per thread: %s, archive %s" % (threads, otf2_threads))
-check(sum(1 for _, t in threads if "OpenMP" in t or "Thread 1" in t) >= 3,
-      "the OpenMP threads of every rank have tracks: %s" % threads)
 
-# slices: the archive's enters, per rank, thread and region
-slices = pf.slices()
-enters = otf2_enters(trace)
-check(slices == enters, "slices per (rank, thread, name) equal the archive's enters: %s" %
-      sorted(set(slices.items()) ^ set(enters.items()))[:10])
-for r in range(3):
-    rank = "MPI Rank %d" % r
-    check(slices.get((rank, "Thread 0 (main)", "step")) == 5, "5 steps on rank %d" % r)
-    check(slices.get((rank, "Thread 0 (main)", "inner")) == 15 + (2 if r == 0 else 0),
-          "planted inner visits on rank %d: %s" % (r, slices.get((rank, "Thread 0 (main)", "inner"))))
-    par = {k: v for k, v in slices.items() if k[0] == rank and k[2].startswith("omp parallel")}
-    check(len(par) == 2 and set(par.values()) == {4},
-          "the parallel region 4 times on each of the 2 threads of rank %d: %s" % (r, par))
-    check(slices.get((rank, "Thread 0 (main)", "MPI_Send")) == 5 and
-          slices.get((rank, "Thread 0 (main)", "MPI_Recv")) == 5, "MPI calls on rank %d" % r)
+@smtest.fixture
+def job_program():
+    os.environ["OMPI_CC"] = CLANG
+    return build_program("mpicc", "perfetto_job.c", "perfetto-job",
+                         ["-fopenmp", "-O1"] + user_api_flags())
 
-# the annotations of "step" as arguments
-steps = []
-for uuid, evs in pf.events.items():
-    for ts, typ, name, args, *_ in evs:
-        if typ == TE.TYPE_SLICE_BEGIN and name == "step":
-            steps.append((pf.track_key(uuid)[0], args.get("step"), args.get("phase")))
-want = sorted(("MPI Rank %d" % r, s, "odd" if s % 2 else "even") for r in range(3) for s in range(5))
-check(sorted(steps) == want, "step slices carry step and phase: %s" % sorted(steps)[:6])
 
-# the annotation given at the end of "step": the value the right-hand rank sent
-got = sorted((pf.track_key(uuid)[0], args.get("received")) for uuid, evs in pf.events.items()
-             for ts, typ, name, args, *_ in evs if typ == TE.TYPE_SLICE_END and "received" in args)
-want = sorted(("MPI Rank %d" % r, ((r + 1) % 3) * 100 + s) for r in range(3) for s in range(5))
-check(got == want, "step slices end with what was received: %s" % got[:6])
+@smtest.fixture
+def job():
+    """The 3-rank job run with --perfetto and process sampling: (its folder,
+    the process, trace.pftrace's path, the trace decoded, the archive)."""
+    out, proc = mpi_measure(3, [job_program()], "perfetto", env={"OMP_NUM_THREADS": "2"},
+                            launcher_args=["--perfetto", "--process-sampling",
+                                           "--sampling-interval", "20"])
+    path = os.path.join(out, "trace.pftrace")
+    if not check(os.path.exists(path), "--perfetto wrote trace.pftrace: %s" % os.listdir(out)):
+        raise NoTrace(proc.stderr)
+    return out, proc, path, Pftrace(path), Trace(out)
 
-# flows: one per message, from the send on the sender's main thread to the
-# receive on the receiver's, in the order MPI matched them
-matched = check_messages(trace, 3)
-begins, ends = pf.flows()
-pairs = []
-for fid, (track, name, ts, args) in ends.items():
-    if not check(fid in begins, "a receive's flow %x has no send" % fid):
-        continue
-    btrack, bname, bts, bargs = begins[fid]
-    check(bname in ("MPI_Send", "MPI_Isend"), "a message flow starts at %s" % bname)
-    check(name == "MPI message received", "a message flow ends at %s" % name)
-    check(bts <= ts, "flow %x ends (%d) before it begins (%d)" % (fid, ts, bts))
-    pairs.append((btrack[0], track[0], args.get("tag"), bargs.get("tag")))
-otf2_pairs = []
-for loc, events in trace.events.items():
-    for e in events:
-        if isinstance(e, (otf2.events.MpiSend, otf2.events.MpiIsend)):
-            members = [m.group.name for m in e.communicator.group.members]
-            otf2_pairs.append((loc.group.name, members[e.receiver], e.msg_tag, e.msg_tag))
-check(matched == 30 and len(pairs) == matched and sorted(pairs) == sorted(otf2_pairs),
-      "a flow per message (%d messages in the archive, %d flows): %s vs %s"
-      % (matched, len(pairs), sorted(pairs)[:4], sorted(otf2_pairs)[:4]))
-print("MPI job: %d tracks, %d slices, %d message flows" % (len(pf.tracks), sum(slices.values()),
-                                                         len(pairs)))
 
-# counter tracks: every sampled value of the archive, per location and metric
-counts = {}
-for uuid, evs in pf.events.items():
-    for ts, typ, *_ in evs:
-        if typ == TE.TYPE_COUNTER:
-            key = pf.track_key(uuid)
-            counts[key] = counts.get(key, 0) + 1
-otf2_counts = {}
-for loc, events in trace.events.items():
-    for e in events:
-        if isinstance(e, otf2.events.Metric):
-            members = e.metric.members if hasattr(e.metric, "members") else e.metric.metric_class.members
-            for m in members[:len(e.values)]:
-                key = (otf2_process_name(loc), loc.name, m.name)
-                otf2_counts[key] = otf2_counts.get(key, 0) + 1
-check(otf2_counts and counts == otf2_counts,
-      "a counter track per metric and location with every value: %s" %
-      sorted(set(counts.items()) ^ set(otf2_counts.items()))[:6])
-print("counter values: %d on %d tracks" % (sum(counts.values()), len(counts)))
-check(any("resident" in k[2].lower() or "memory" in k[2].lower() for k in counts),
-      "process sampling's memory is a counter track: %s" % sorted(counts)[:8])
+@smtest.fixture
+def job_slices():
+    """{(process, track, name): begins} of the job's trace (the slices'
+    balance checked once, by the first case that asks)."""
+    return job()[3].slices()
 
-# interned names keep the file small: each name once per sequence
-names = sum(len(p.interned_data.event_names) for p in pf.packets if p.HasField("interned_data"))
-seqs = len({p.trusted_packet_sequence_id for p in pf.packets if p.HasField("track_event")})
-check(names <= len(trace.regions) * seqs + 5 * seqs, "names interned once per sequence: %d" % names)
 
-# sysmeasure-convert writes the same trace again
-before = os.path.getsize(path)
-res = convert(out)
-check(res.returncode == 0 and "trace.pftrace written" in res.stderr and
-      os.path.getsize(path) == before, "sysmeasure-convert: rc %d, %s" % (res.returncode, res.stderr))
+def test_job_trace_decodes():
+    _, proc, _, pf, _ = job()
+    check("total" in proc.stdout, "the program's own output: %s" % proc.stdout)
+    check(not pf.errors, "decoding: %s" % pf.errors[:5])
+
+
+def test_job_process_and_thread_tracks():
+    # a process track per rank, a thread track per thread
+    pf, trace = job()[3:]
+    ranks = sorted(g.name for g in trace.definitions.location_groups
+                   if g.location_group_type == otf2.LocationGroupType.PROCESS)
+    check(sorted(pf.process.values()) == ranks == ["MPI Rank 0", "MPI Rank 1", "MPI Rank 2"],
+          "a process per rank: %s (archive: %s)" % (sorted(pf.process.values()), ranks))
+    threads = sorted((pf.process.get(td.thread.pid), td.thread.thread_name)
+                     for td in pf.tracks.values() if td.HasField("thread"))
+    otf2_threads = sorted((otf2_process_name(l), l.name) for l in trace.locations
+                          if l.type == otf2.LocationType.CPU_THREAD)
+    check(threads == otf2_threads, "a thread track per thread: %s, archive %s" % (threads, otf2_threads))
+    check(sum(1 for _, t in threads if "OpenMP" in t or "Thread 1" in t) >= 3,
+          "the OpenMP threads of every rank have tracks: %s" % threads)
+
+
+def test_job_slices_equal_archive_enters():
+    # slices: the archive's enters, per rank, thread and region
+    slices = job_slices()
+    enters = otf2_enters(job()[4])
+    check(slices == enters, "slices per (rank, thread, name) equal the archive's enters: %s" %
+          sorted(set(slices.items()) ^ set(enters.items()))[:10])
+
+
+def test_job_planted_slices():
+    slices = job_slices()
+    for r in range(3):
+        rank = "MPI Rank %d" % r
+        check(slices.get((rank, "Thread 0 (main)", "step")) == 5, "5 steps on rank %d" % r)
+        check(slices.get((rank, "Thread 0 (main)", "inner")) == 15 + (2 if r == 0 else 0),
+              "planted inner visits on rank %d: %s" % (r, slices.get((rank, "Thread 0 (main)", "inner"))))
+        par = {k: v for k, v in slices.items() if k[0] == rank and k[2].startswith("omp parallel")}
+        check(len(par) == 2 and set(par.values()) == {4},
+              "the parallel region 4 times on each of the 2 threads of rank %d: %s" % (r, par))
+        check(slices.get((rank, "Thread 0 (main)", "MPI_Send")) == 5 and
+              slices.get((rank, "Thread 0 (main)", "MPI_Recv")) == 5, "MPI calls on rank %d" % r)
+
+
+def test_job_step_annotations():
+    # the annotations of "step" as arguments
+    pf = job()[3]
+    steps = []
+    for uuid, evs in pf.events.items():
+        for ts, typ, name, args, *_ in evs:
+            if typ == TE.TYPE_SLICE_BEGIN and name == "step":
+                steps.append((pf.track_key(uuid)[0], args.get("step"), args.get("phase")))
+    want = sorted(("MPI Rank %d" % r, s, "odd" if s % 2 else "even") for r in range(3) for s in range(5))
+    check(sorted(steps) == want, "step slices carry step and phase: %s" % sorted(steps)[:6])
+
+
+def test_job_annotation_at_slice_end():
+    # the annotation given at the end of "step": the value the right-hand rank sent
+    pf = job()[3]
+    got = sorted((pf.track_key(uuid)[0], args.get("received")) for uuid, evs in pf.events.items()
+                 for ts, typ, name, args, *_ in evs if typ == TE.TYPE_SLICE_END and "received" in args)
+    want = sorted(("MPI Rank %d" % r, ((r + 1) % 3) * 100 + s) for r in range(3) for s in range(5))
+    check(got == want, "step slices end with what was received: %s" % got[:6])
+
+
+def test_job_message_flows():
+    # flows: one per message, from the send on the sender's main thread to the
+    # receive on the receiver's, in the order MPI matched them
+    pf, trace = job()[3:]
+    matched = check_messages(trace, 3)
+    begins, ends = pf.flows()
+    pairs = []
+    for fid, (track, name, ts, args) in ends.items():
+        if not check(fid in begins, "a receive's flow %x has no send" % fid):
+            continue
+        btrack, bname, bts, bargs = begins[fid]
+        check(bname in ("MPI_Send", "MPI_Isend"), "a message flow starts at %s" % bname)
+        check(name == "MPI message received", "a message flow ends at %s" % name)
+        check(bts <= ts, "flow %x ends (%d) before it begins (%d)" % (fid, ts, bts))
+        pairs.append((btrack[0], track[0], args.get("tag"), bargs.get("tag")))
+    otf2_pairs = []
+    for loc, events in trace.events.items():
+        for e in events:
+            if isinstance(e, (otf2.events.MpiSend, otf2.events.MpiIsend)):
+                members = [m.group.name for m in e.communicator.group.members]
+                otf2_pairs.append((loc.group.name, members[e.receiver], e.msg_tag, e.msg_tag))
+    check(matched == 30 and len(pairs) == matched and sorted(pairs) == sorted(otf2_pairs),
+          "a flow per message (%d messages in the archive, %d flows): %s vs %s"
+          % (matched, len(pairs), sorted(pairs)[:4], sorted(otf2_pairs)[:4]))
+    print("MPI job: %d tracks, %d slices, %d message flows" % (len(pf.tracks), sum(job_slices().values()),
+                                                             len(pairs)))
+
+
+def test_job_counter_tracks():
+    # counter tracks: every sampled value of the archive, per location and metric
+    pf, trace = job()[3:]
+    counts = {}
+    for uuid, evs in pf.events.items():
+        for ts, typ, *_ in evs:
+            if typ == TE.TYPE_COUNTER:
+                key = pf.track_key(uuid)
+                counts[key] = counts.get(key, 0) + 1
+    otf2_counts = {}
+    for loc, events in trace.events.items():
+        for e in events:
+            if isinstance(e, otf2.events.Metric):
+                members = e.metric.members if hasattr(e.metric, "members") else e.metric.metric_class.members
+                for m in members[:len(e.values)]:
+                    key = (otf2_process_name(loc), loc.name, m.name)
+                    otf2_counts[key] = otf2_counts.get(key, 0) + 1
+    check(otf2_counts and counts == otf2_counts,
+          "a counter track per metric and location with every value: %s" %
+          sorted(set(counts.items()) ^ set(otf2_counts.items()))[:6])
+    print("counter values: %d on %d tracks" % (sum(counts.values()), len(counts)))
+    check(any("resident" in k[2].lower() or "memory" in k[2].lower() for k in counts),
+          "process sampling's memory is a counter track: %s" % sorted(counts)[:8])
+
+
+def test_job_names_interned_once():
+    # interned names keep the file small: each name once per sequence
+    pf, trace = job()[3:]
+    names = sum(len(p.interned_data.event_names) for p in pf.packets if p.HasField("interned_data"))
+    seqs = len({p.trusted_packet_sequence_id for p in pf.packets if p.HasField("track_event")})
+    check(names <= len(trace.regions) * seqs + 5 * seqs, "names interned once per sequence: %d" % names)
+
+
+def test_convert_writes_same_trace():
+    # sysmeasure-convert writes the same trace again
+    out, _, path = job()[:3]
+    before = os.path.getsize(path)
+    res = convert(out)
+    check(res.returncode == 0 and "trace.pftrace written" in res.stderr and
+          os.path.getsize(path) == before, "sysmeasure-convert: rc %d, %s" % (res.returncode, res.stderr))
+
 
 # ---------------------------------------------------------------- sysmeasure-merge --perfetto
-# A job without MPI_Finalize leaves process files; the merge writes the
-# archive and, asked to, the Perfetto trace of it.
-grace = {"OMP_NUM_THREADS": "2", "OMPI_MCA_odls_base_sigkill_timeout": "5"}
-mout, proc = mpi_measure(3, [prog, "nofinalize"], "perfetto-merge", expect_rc=None, env=grace)
-res = subprocess.run([os.path.join(BUILD, "sysmeasure-merge"), "--perfetto", mout],
-                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
-if check(res.returncode == 0 and os.path.exists(os.path.join(mout, "trace.pftrace")),
-         "sysmeasure-merge --perfetto: rc %d, %s" % (res.returncode, res.stderr[-1500:])):
-    mpf = Pftrace(os.path.join(mout, "trace.pftrace"))
-    mtrace = Trace(mout)
-    check(mpf.slices() == otf2_enters(mtrace), "merged: slices equal the archive's enters")
-    mb, me = mpf.flows()
-    check(len([f for f in me if f in mb]) == check_messages(mtrace, 3) == 30,
-          "merged: a flow per message: %d" % len([f for f in me if f in mb]))
+def test_merge_writes_perfetto():
+    # A job without MPI_Finalize leaves process files; the merge writes the
+    # archive and, asked to, the Perfetto trace of it.
+    grace = {"OMP_NUM_THREADS": "2", "OMPI_MCA_odls_base_sigkill_timeout": "5"}
+    mout, proc = mpi_measure(3, [job_program(), "nofinalize"], "perfetto-merge", expect_rc=None,
+                             env=grace)
+    res = subprocess.run([os.path.join(BUILD, "sysmeasure-merge"), "--perfetto", mout],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+    if check(res.returncode == 0 and os.path.exists(os.path.join(mout, "trace.pftrace")),
+             "sysmeasure-merge --perfetto: rc %d, %s" % (res.returncode, res.stderr[-1500:])):
+        mpf = Pftrace(os.path.join(mout, "trace.pftrace"))
+        mtrace = Trace(mout)
+        check(mpf.slices() == otf2_enters(mtrace), "merged: slices equal the archive's enters")
+        mb, me = mpf.flows()
+        check(len([f for f in me if f in mb]) == check_messages(mtrace, 3) == 30,
+              "merged: a flow per message: %d" % len([f for f in me if f in mb]))
+
 
 # ---------------------------------------------------------------- GPU streams (synthetic)
-gpu = os.path.join(workdir("perfetto-gpu"), "out")
-res = subprocess.run([os.path.join(BUILD, "tests", "unit", "test-gpu")], stdout=subprocess.PIPE,
-                     stderr=subprocess.PIPE, text=True, timeout=300,
-                     env=dict(os.environ, SM_TEST_KEEP_OUTPUT=gpu))
-if check(res.returncode == 0, "test-gpu: %s" % res.stderr[-2000:]):
-    res = convert(gpu)
+class NoGpuArchive(Exception):
+    """The GPU layer's unit test failed: no archive to convert."""
+
+
+@smtest.fixture
+def gpu():
+    """The archive test-gpu left, converted: (the trace decoded, the archive)."""
+    folder = os.path.join(workdir("perfetto-gpu"), "out")
+    res = subprocess.run([os.path.join(BUILD, "tests", "unit", "test-gpu")], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, timeout=300,
+                         env=dict(os.environ, SM_TEST_KEEP_OUTPUT=folder))
+    if not check(res.returncode == 0, "test-gpu: %s" % res.stderr[-2000:]):
+        raise NoGpuArchive(res.stderr[-2000:])
+    res = convert(folder)
     check(res.returncode == 0, "sysmeasure-convert on the GPU archive: %s" % res.stderr)
-    g = Pftrace(os.path.join(gpu, "trace.pftrace"))
-    gt = Trace(gpu)
+    return Pftrace(os.path.join(folder, "trace.pftrace")), Trace(folder)
+
+
+def test_gpu_stream_tracks():
+    g, gt = gpu()
     streams = sorted(l.name for l in gt.locations if l.type == otf2.LocationType.ACCELERATOR_STREAM)
     tracks = sorted(td.name for td in g.tracks.values()
                     if not td.HasField("thread") and not td.HasField("process")
@@ -327,9 +400,18 @@ if check(res.returncode == 0, "test-gpu: %s" % res.stderr[-2000:]):
                     and g.tracks[td.parent_uuid].HasField("process"))
     check(streams and set(streams) <= set(tracks), "a track per GPU stream under the process: "
           "%s, archive %s" % (tracks, streams))
+
+
+def test_gpu_slices_equal_archive_enters():
+    g, gt = gpu()
     gs = g.slices()
     check(gs == otf2_enters(gt), "GPU slices equal the archive's enters: %s" %
           sorted(set(gs.items()) ^ set(otf2_enters(gt).items()))[:6])
+
+
+def test_gpu_launch_flows():
+    g, gt = gpu()
+    streams = sorted(l.name for l in gt.locations if l.type == otf2.LocationType.ACCELERATOR_STREAM)
     b, e = g.flows()
     launches = [(b[f][0][1], b[f][1], e[f][0][1], e[f][1]) for f in e if f in b]
     # the archive: host calls and stream work that share a correlation id
@@ -348,17 +430,26 @@ if check(res.returncode == 0, "test-gpu: %s" % res.stderr[-2000:]):
     check(("CUDA 0 stream 7", "axpy") in [(x[2], x[3]) for x in launches] and
           any(x[1] == "cudaLaunchKernel" for x in launches), "cudaLaunchKernel -> axpy: %s" % launches)
 
+
 # ---------------------------------------------------------------- bad input
-empty = workdir("perfetto-bad")
-res = convert(empty)
-check(res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1 and
-      "traces.otf2" in res.stderr, "not an output folder: rc %d, %r" % (res.returncode, res.stderr))
-res = subprocess.run([CONVERT, empty], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-check(res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, "no format named: %r"
-      % res.stderr)
-for damage in ("anchor", "events"):
+def test_convert_not_an_output_folder():
+    res = convert(workdir("perfetto-bad"))
+    check(res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1 and
+          "traces.otf2" in res.stderr, "not an output folder: rc %d, %r" % (res.returncode, res.stderr))
+
+
+def test_convert_no_format_named():
+    res = subprocess.run([CONVERT, workdir("perfetto-bad")], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    check(res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, "no format named: %r"
+          % res.stderr)
+
+
+def convert_damaged(damage):
+    """The job's folder copied, its anchor file or its largest event file
+    damaged: one line, exit 2, nothing left behind."""
     bad = os.path.join(workdir("perfetto-" + damage), "out")
-    shutil.copytree(out, bad)
+    shutil.copytree(job()[0], bad)
     os.remove(os.path.join(bad, "trace.pftrace"))
     if damage == "anchor":
         with open(os.path.join(bad, "traces.otf2"), "wb") as f:
@@ -375,4 +466,17 @@ for damage in ("anchor", "events"):
     check(not os.path.exists(os.path.join(bad, "trace.pftrace")) and
           not [n for n in os.listdir(bad) if n.startswith(".trace.pftrace")],
           "nothing left behind after damaged %s: %s" % (damage, os.listdir(bad)))
-finish()
+
+
+def test_convert_damaged_anchor():
+    convert_damaged("anchor")
+
+
+def test_convert_damaged_events():
+    convert_damaged("events")
+
+
+if __name__ == "__main__":
+    need_perfetto()
+    load_decoder()
+    smtest.run_cases(globals())
