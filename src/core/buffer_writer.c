@@ -326,6 +326,8 @@ int sm_writer_usable_locked(void)
     return 1;
 }
 
+/* ---------------------------------------------------------------- a thread's end */
+
 static void sm_buffer_thread_ended_held(sm_location_t *loc);
 
 void sm_buffer_thread_ended(sm_location_t *loc)
