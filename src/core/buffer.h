@@ -23,7 +23,7 @@
  * When the trace must stop before a disk limit (trace_space.h), each
  * location ends its trace at its next chunk, closing the regions open
  * there, and counts its later records without keeping them
- * (sm_buffer_next_chunk, buffer.c "the trace stopped"). */
+ * (sm_buffer_next_chunk, buffer_stop.c). */
 #ifndef SM_BUFFER_H
 #define SM_BUFFER_H
 

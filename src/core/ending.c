@@ -512,7 +512,7 @@ int __libc_start_main(sm_main_fn main_fn, int argc, char **argv, void (*init)(vo
 }
 
 /* daemon(): its parent ends inside the C library, past the _exit above, and
- * its child carries the measurement on (runtime.c). */
+ * its child carries the measurement on (runtime_fork.c). */
 SM_EXPORT int daemon(int nochdir, int noclose);
 int daemon(int nochdir, int noclose)
 {

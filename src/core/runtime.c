@@ -1,43 +1,38 @@
-/* Bring-up and shutdown of the measurement of one process. */
+/* Bring-up and shutdown of the measurement of one process.  This file:
+ * the run's state and its start (configuration, the output's name, the
+ * writer thread's place); declared metadata.  The others (their shared
+ * parts in runtime_private.h):
+ *   runtime_output.c  the output folder: its name, its claim, made
+ *   runtime_fork.c    fork and daemon()
+ *   runtime_end.c     the end: a call, exit, a signal, a torn-down job */
 #define _GNU_SOURCE
-#include "runtime.h"
-#include "job.h"
-#include "journal.h"
-#include "folder_claim.h"
-#include "adapter_load.h"
+#include "runtime_private.h"
 
 #include <sched.h>
 #include <dlfcn.h>
 #include <elf.h>
-#include <errno.h>
-#include <limits.h>
 #include <link.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <stddef.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "adapter_load.h"
 #include "buffer.h"
 #include "clock.h"
+#include "counters.h"
 #include "cpus.h"
 #include "definitions.h"
 #include "ending.h"
 #include "events.h"
+#include "job.h"
+#include "journal.h"
 #include "location.h"
-#include "metrics.h"
 #include "region_filter.h"
-#include "sampler.h"
 #include "subsystem.h"
 #include "trace_space.h"
 #include "sig_hold.h"
-#include "../util/fs.h"
 #include "../util/log.h"
 #include "../util/grow.h"
 
@@ -45,24 +40,19 @@ extern char **environ;
 
 volatile int sm_runtime_active;
 
+static int sm_otf2_background_wanted(void);
 /* Recursive: a signal handler that ends the process may interrupt a thread
  * holding it (creating the output folder) and take it again. */
-static int sm_otf2_background_wanted(void);
-static pthread_mutex_t sm_runtime_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
-static int sm_runtime_initialized, sm_runtime_finalized, sm_runtime_discard;
-static sm_config_t sm_cfg;
-static char sm_outdir[PATH_MAX];
-static int sm_outdir_made;
-static char sm_program[256];
-static sm_run_info_t sm_run;
+pthread_mutex_t sm_runtime_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+static int sm_runtime_initialized;
+int sm_runtime_discard;
+sm_config_t sm_cfg;
+char sm_outdir[PATH_MAX];
+char sm_program[256];
+sm_run_info_t sm_run;
 static int sm_saved_argc;
-static const sm_procs_t *sm_procs;     /* the job's processes; NULL: on our own */
-static int sm_finalizing_job;          /* finalize runs collectively (MPI_Finalize) */
-static char sm_end_reason[128];        /* why the process ends early, when it does */
+const sm_procs_t *sm_procs; /* the job's processes; NULL: on our own */
 static char **sm_saved_argv;
-static bool sm_runtime_data_saved;   /* this rank's process file is written */
-static uint64_t sm_signal_arrival_ns; /* a fatal signal came (monotonic); 0: none */
-static pthread_mutex_t sm_meta_lock;  /* (declared metadata, at the end) */
 
 const sm_config_t *sm_runtime_config(void)
 {
@@ -87,207 +77,6 @@ void sm_runtime_add_note(const char *text)
     char *copy = strdup(text);
     if (copy)
         sm_run.notes[sm_run.n_notes++] = copy;
-}
-
-/* ---------------------------------------------------------------- output folder */
-
-/* A folder has one writer at a time (folder_claim.h).  Where this process
- * stands with the folder the user named: */
-typedef enum sm_outdir_claim {
-    SM_OUTDIR_UNCLAIMED, /* no folder named (ours is new), a launched program's
-                          * child (<output>/<program>-<pid>), or no record could be made */
-    SM_OUTDIR_HELD,      /* our record is in it: we write it */
-    SM_OUTDIR_DEFERRED,  /* rank > 0 of a launch: rank 0 claims it for the MPI job,
-                          * which this process joins at MPI_Init, or else at its end
-                          * this process takes a sub-folder */
-    SM_OUTDIR_MOVED,     /* another writer has it: a sub-folder of our own, said once */
-    SM_OUTDIR_JOB,       /* the MPI job's folder, which rank 0 claimed */
-} sm_outdir_claim_t;
-
-static sm_outdir_claim_t sm_outdir_claim;
-static char sm_outbase[PATH_MAX];      /* the folder the user named, absolute */
-static char sm_outdir_moved_why[3 * PATH_MAX]; /* the line for SM_OUTDIR_MOVED */
-static int sm_outdir_said;
-
-/* <output>/<program>-<pid>: a sub-folder no other live process can have. */
-static void sm_output_subfolder(char *dir, size_t len)
-{
-    snprintf(dir, len, "%.*s/%s-%d", PATH_MAX - 300, sm_outbase, sm_program, (int)getpid());
-}
-
-/* why: "is ...; so ..." up to the subject of "writes into". */
-static void sm_output_move_out(const char *why)
-{
-    sm_output_subfolder(sm_outdir, sizeof sm_outdir);
-    sm_outdir_made = 0;
-    sm_outdir_claim = SM_OUTDIR_MOVED;
-    snprintf(sm_outdir_moved_why, sizeof sm_outdir_moved_why, "output folder %s %s writes into %s",
-             sm_outbase, why, sm_outdir);
-}
-
-/* Claims the folder the user named (made if needed), for this process or,
- * at rank 0 of an MPI job, for the job. */
-static void sm_output_claim(sm_claim_mode_t mode)
-{
-    char holder[512], why[1024];
-    snprintf(sm_outdir, sizeof sm_outdir, "%s", sm_outbase);
-    sm_outdir_made = 0;
-    sm_outdir_claim = SM_OUTDIR_UNCLAIMED;
-    if (sm_mkdir_p(sm_outbase) != 0)
-        return; /* the first write says why */
-    switch (sm_folder_claim(sm_outbase, mode, holder, sizeof holder)) {
-    case SM_CLAIM_OURS:
-        sm_outdir_claim = SM_OUTDIR_HELD;
-        break;
-    case SM_CLAIM_TAKEN:
-        snprintf(why, sizeof why, "is being written by another process (%s, says its %s), so "
-                 "this %s (%s%s, pid %d)", holder, SM_CLAIM_FILE,
-                 mode == SM_CLAIM_JOB ? "MPI job" : "process",
-                 mode == SM_CLAIM_JOB ? "rank 0: " : "", sm_program, (int)getpid());
-        sm_output_move_out(why);
-        break;
-    case SM_CLAIM_UNCHECKED:
-        break;
-    }
-}
-
-/* sysmeasure-<program>-<date>-<time>-<pid>, in the working directory; or
- * the folder the user named, claimed now (a run that overlaps another's in
- * that folder must know before either writes). */
-static void sm_choose_output_dir(void)
-{
-    if (sm_cfg.output && sm_cfg.output[0]) {
-        if (sm_cfg.output[0] == '/' || !getcwd(sm_outbase, sizeof sm_outbase))
-            snprintf(sm_outbase, sizeof sm_outbase, "%s", sm_cfg.output);
-        else {
-            size_t n = strlen(sm_outbase);
-            snprintf(sm_outbase + n, sizeof sm_outbase - n, "/%s", sm_cfg.output);
-        }
-        snprintf(sm_outdir, sizeof sm_outdir, "%s", sm_outbase);
-        /* A process the launched program started: a folder of its own inside. */
-        if (sm_cfg.launched_pid > 0 && sm_cfg.launched_pid != getpid())
-            sm_output_subfolder(sm_outdir, sizeof sm_outdir);
-        else if (sm_job_launcher_rank() > 0)
-            sm_outdir_claim = SM_OUTDIR_DEFERRED; /* rank 0 claims it (one claim per job) */
-        else
-            sm_output_claim(SM_CLAIM_PROCESS);
-        return;
-    }
-    char cwd[PATH_MAX - 512];
-    if (!getcwd(cwd, sizeof cwd))
-        snprintf(cwd, sizeof cwd, ".");
-    time_t now = (time_t)(sm_clock_realtime_at_init_ns() / 1000000000u);
-    struct tm tm;
-    localtime_r(&now, &tm);
-    char date[32];
-    strftime(date, sizeof date, "%Y%m%d-%H%M%S", &tm);
-    snprintf(sm_outdir, sizeof sm_outdir, "%s/sysmeasure-%s-%s-%d", cwd, sm_program, date,
-             (int)getpid());
-}
-
-/* A process that writes alone: a rank > 0 of a launch that formed no MPI
- * job with rank 0 (a program without MPI under mpirun or srun) leaves the
- * folder to rank 0, which claimed it. */
-static void sm_output_settle_alone(void)
-{
-    if (sm_outdir_claim != SM_OUTDIR_DEFERRED)
-        return;
-    char why[512];
-    snprintf(why, sizeof why, "belongs to rank 0 of this launch (job %s); rank %ld (%s, pid %d) "
-             "is in no MPI job with it, so it", sm_job_id(), sm_job_launcher_rank(), sm_program,
-             (int)getpid());
-    pthread_mutex_lock(&sm_runtime_lock);
-    char old[PATH_MAX];
-    int made = sm_outdir_made;
-    snprintf(old, sizeof old, "%s", sm_outdir);
-    sm_output_move_out(why);
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", sm_outdir);
-    snprintf(sm_outdir, sizeof sm_outdir, "%s", old);
-    sm_outdir_made = made;
-    pthread_mutex_unlock(&sm_runtime_lock);
-    sm_runtime_set_output_dir(dir); /* (crash-safe files follow) */
-}
-
-/* The job's folder is settled by rank 0 after every rank dropped what it
- * claimed on its own (a rank that started as rank 0 of nothing, under a
- * launcher whose rank variable is unknown, or the process the program was
- * started through).  Collective over procs. */
-static void sm_output_claim_for_job(const sm_procs_t *procs)
-{
-    if (sm_outdir_claim == SM_OUTDIR_HELD)
-        sm_folder_release(sm_outbase);
-    (void)procs->barrier(procs->ctx);
-    if (!sm_outbase[0] || (sm_cfg.launched_pid > 0 && sm_cfg.launched_pid != getpid()))
-        return; /* no folder named, or the folder of a launched program's child */
-    if (procs->rank == 0) {
-        sm_output_claim(SM_CLAIM_JOB);
-        if (sm_outdir_claim == SM_OUTDIR_HELD)
-            sm_outdir_claim = SM_OUTDIR_JOB;
-    } else {
-        sm_outdir_claim = SM_OUTDIR_JOB; /* rank 0's folder, which it hands on */
-    }
-}
-
-/* At the end, after the last write of this process (or of the job, at rank 0). */
-static void sm_output_release(void)
-{
-    if (sm_outdir_claim == SM_OUTDIR_HELD || (sm_outdir_claim == SM_OUTDIR_JOB && sm_run.rank == 0))
-        sm_folder_release(sm_outbase);
-}
-
-int sm_runtime_make_output_dir(char *err, size_t errlen)
-{
-    pthread_mutex_lock(&sm_runtime_lock);
-    int rc = 0;
-    if (!sm_outdir_made) {
-        int explicit_dir = sm_cfg.output && sm_cfg.output[0];
-        if (explicit_dir && sm_outdir_claim == SM_OUTDIR_MOVED) {
-            rc = sm_mkdir_p(sm_outbase);
-            if (rc == 0)
-                rc = sm_fs_mkdir_own(sm_outdir); /* <output>/<program>-<pid>: ours */
-            if (rc == 0 && !sm_outdir_said++)
-                sm_warning("%s", sm_outdir_moved_why);
-        } else if (explicit_dir && sm_cfg.launched_pid > 0 && sm_cfg.launched_pid != getpid()) {
-            rc = sm_fs_mkdir_own(sm_outdir); /* <output>/<program>-<pid>: ours */
-        } else if (explicit_dir) {
-            rc = sm_mkdir_p(sm_outdir); /* the user's folder */
-        } else {
-            /* Our own name: it must be new.  Should another job have taken
-             * it (same pid and second on another host sharing the folder),
-             * add a suffix. */
-            char base[PATH_MAX];
-            snprintf(base, sizeof base, "%s", sm_outdir);
-            for (int i = 1; (rc = mkdir(sm_outdir, 0755)) != 0 && errno == EEXIST && i < 1000; i++)
-                snprintf(sm_outdir, sizeof sm_outdir, "%.*s-%d", PATH_MAX - 16, base, i);
-        }
-        if (rc != 0)
-            snprintf(err, errlen, "cannot create output folder %s: %s", sm_outdir, sm_fs_why(errno));
-        else
-            sm_outdir_made = 1;
-    }
-    pthread_mutex_unlock(&sm_runtime_lock);
-    return rc;
-}
-
-/* Spills go to <output>/.spill: the output folder is created at the first
- * spill, under the name this process claims (see above). */
-static const char *sm_runtime_spill_dir(void)
-{
-    static char dir[PATH_MAX + 8];
-    static int said;
-    char err[PATH_MAX + 256];
-    if (sm_runtime_make_output_dir(err, sizeof err) != 0) {
-        if (!said++)
-            sm_error("%s", err);
-        return NULL;
-    }
-    snprintf(dir, sizeof dir, "%s/.spill", sm_outdir);
-    /* Made by us, or ours already (another rank's); a link or someone
-     * else's folder in its place is left alone, and the spill file's own
-     * open (sm_fs_create) then fails and says so. */
-    (void)sm_fs_mkdir_own(dir);
-    return dir;
 }
 
 /* ---------------------------------------------------------------- the job */
@@ -328,183 +117,10 @@ uint32_t sm_runtime_process_count(void)
     return sm_procs ? sm_procs->size : 1;
 }
 
-int sm_runtime_set_output_dir(const char *dir)
-{
-    if (!dir || !dir[0])
-        return -1;
-    pthread_mutex_lock(&sm_runtime_lock);
-    int same = strcmp(dir, sm_outdir) == 0;
-    char old[PATH_MAX + 8];
-    snprintf(old, sizeof old, "%s", sm_outdir);
-    if (!same) {
-        snprintf(sm_outdir, sizeof sm_outdir, "%s", dir);
-        sm_outdir_made = 0;
-    }
-    pthread_mutex_unlock(&sm_runtime_lock);
-    if (same && sm_outdir_made)
-        return 0;
-    int rc;
-    if (same || sm_outdir_claim == SM_OUTDIR_MOVED) {
-        /* Rank 0's own folder, or a sub-folder of ours: made as chosen (the
-         * sub-folder says so once). */
-        char err[PATH_MAX + 256];
-        rc = sm_runtime_make_output_dir(err, sizeof err);
-        if (rc != 0)
-            sm_error("%s", err);
-    } else {
-        rc = sm_mkdir_p(sm_outdir);
-        if (rc != 0)
-            sm_error("cannot create output folder %s: %s", sm_outdir, strerror(errno));
-        else
-            sm_outdir_made = 1;
-    }
-    if (rc == 0 && !same && sm_buffers_crash_safe()) {
-        /* The crash-safe files were made in the folder this process chose
-         * at its start: they follow the job's folder. */
-        char spill[PATH_MAX + 8];
-        snprintf(spill, sizeof spill, "%s/.spill", sm_outdir);
-        if (sm_fs_mkdir_own(spill) != 0 || sm_buffers_crash_safe_move(spill) != 0 ||
-            sm_journal_move(spill) != 0)
-            sm_warning("--crash-safe: cannot move the crash-safe files into %s: %s", spill,
-                       strerror(errno));
-        /* The folder chosen at the start, empty now, goes. */
-        size_t n = strlen(old);
-        snprintf(old + n, sizeof old - n, "/.spill");
-        sm_fs_rmdir_own(old);
-        old[n] = '\0';
-        rmdir(old);
-    }
-    return rc;
-}
-
 void sm_runtime_clock_offset(int which, uint64_t local_ns, int64_t offset_ns)
 {
     sm_clock_set_offset(which, local_ns, offset_ns);
     sm_runtime_journal_clock();
-}
-
-int sm_runtime_finalize_job(void)
-{
-    sm_finalizing_job = 1;
-    return sm_runtime_finalize_as(NULL, 0);
-}
-
-void sm_runtime_emergency_write(const char *reason)
-{
-    sm_runtime_finalize_as(reason ? reason : "abnormal end", 0);
-}
-
-/* ---------------------------------------------------------------- fatal signals */
-
-/* A signal ends the process (ending.c calls this on the thread it landed
- * on): the output of a process on its own, or the process file of a rank.
- * 0, or -1 when another thread writes already. */
-int sm_runtime_finalize_for_signal(int sig)
-{
-    if (!sm_signal_arrival_ns)
-        sm_signal_arrival_ns = sm_clock_monotonic_ns();
-    char reason[sizeof sm_end_reason];
-    snprintf(reason, sizeof reason, "signal %d (%s)", sig, strsignal(sig));
-    return sm_runtime_finalize_as(reason, 1) == -2 ? -1 : 0;
-}
-
-/* ---------------------------------------------------------------- a job torn down */
-
-/* Open MPI tears a job down with SIGTERM to every rank and SIGKILL
- * odls_base_sigkill_timeout seconds later (1) -- but its daemon's sleep
- * between the two is cut short when one of its ranks exits: the first rank
- * of a node to end has every other rank of the node that is still writing
- * its data killed at once (on a loaded node, most ranks lost theirs).  So a rank
- * whose data is on disk, ending by such a signal, waits before it dies
- * until each rank of its node has saved its own, at most that timeout from
- * the signal's arrival (the SIGKILL comes then anyway).  A rank says that
- * its data is saved by a name in the node's abstract socket namespace,
- * which it holds until it dies: no file to leave behind, and the others
- * look only at their own node's names. */
-
-static long sm_env_long(const char *name, long fallback);
-
-static void sm_runtime_saved_name(struct sockaddr_un *a, socklen_t *len, long local_rank)
-{
-    memset(a, 0, sizeof *a);
-    a->sun_family = AF_UNIX;
-    /* Abstract (a leading NUL), per user, job and local rank. */
-    int n = snprintf(a->sun_path + 1, sizeof a->sun_path - 1, "sysmeasure-saved-%u-%016llx-%ld",
-                     (unsigned)getuid(), (unsigned long long)sm_job_hash(), local_rank);
-    *len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
-}
-
-/* Whether the rank of this node with local_rank has said it saved. */
-static bool sm_runtime_saved_on_node(long local_rank)
-{
-    struct sockaddr_un a;
-    socklen_t len;
-    sm_runtime_saved_name(&a, &len, local_rank);
-    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    bool saved = fd >= 0 && connect(fd, (struct sockaddr *)&a, len) == 0;
-    if (fd >= 0)
-        close(fd);
-    return saved;
-}
-
-/* This rank's data is on disk: said to the node (Open MPI, more than one
- * rank on the node), once. */
-static void sm_runtime_say_saved(void)
-{
-    static bool said;
-    sm_runtime_data_saved = true;
-    long local = sm_env_long("OMPI_COMM_WORLD_LOCAL_SIZE", 0);
-    long me = sm_env_long("OMPI_COMM_WORLD_LOCAL_RANK", -1);
-    if (said || !sm_procs || local < 2 || me < 0 || me >= local)
-        return;
-    said = true;
-    int saved_errno = errno;
-    struct sockaddr_un a;
-    socklen_t len;
-    sm_runtime_saved_name(&a, &len, me);
-    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, len) != 0)
-        close(fd);
-    /* (else kept open until the process ends) */
-    errno = saved_errno;
-}
-
-void sm_runtime_before_signal_death(int sig)
-{
-    if (!sm_procs || !sm_runtime_data_saved || (sig != SIGTERM && sig != SIGINT && sig != SIGHUP))
-        return;
-    long local = sm_env_long("OMPI_COMM_WORLD_LOCAL_SIZE", 0);
-    long me = sm_env_long("OMPI_COMM_WORLD_LOCAL_RANK", -1);
-    if (local < 2 || me < 0 || me >= local)
-        return; /* not Open MPI, or alone on the node */
-    int saved_errno = errno;
-    uint64_t start = sm_signal_arrival_ns ? sm_signal_arrival_ns : sm_clock_monotonic_ns();
-    uint64_t limit = (uint64_t)sm_env_long("OMPI_MCA_odls_base_sigkill_timeout", 1) * 1000000000u;
-    long next = 0; /* the ranks below it said so */
-    while (sm_clock_monotonic_ns() - start < limit) {
-        while (next < local && (next == me || sm_runtime_saved_on_node(next)))
-            next++;
-        if (next == local)
-            break;
-        struct timespec ms = {0, 10000000};
-        nanosleep(&ms, NULL);
-    }
-    errno = saved_errno;
-}
-
-/* A rank whose data is on disk ends by a signal inside MPI_Finalize (the
- * job is being torn down): rank 0 says where the data is. */
-void sm_runtime_note_signal_in_finalize(int sig)
-{
-    if (sm_run.rank != 0)
-        return;
-    char line[PATH_MAX * 2 + 256];
-    int n = snprintf(line, sizeof line,
-                     "sysmeasure: rank 0 ended by signal %d inside MPI_Finalize; each rank's data "
-                     "is in %s; after the job, run: sysmeasure-merge %s\n",
-                     sig, sm_outdir, sm_outdir);
-    if (n > 0 && write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1) < 0)
-        return;
 }
 
 /* ---------------------------------------------------------------- start/stop detection */
@@ -596,104 +212,6 @@ static void sm_runtime_at_quick_exit(void)
 {
     sm_runtime_finalize_as(NULL, 0);
 }
-
-/* ---------------------------------------------------------------- fork and daemon() */
-
-/* daemon() forks; the parent then ends inside the C library (its _exit is
- * not ours to see) and the child goes on as the program.  So the child
- * goes on measuring, with everything recorded before (it has the parent's
- * memory), and writes the output at its end: the parent writes nothing.
- * Set on the thread that calls daemon(), for the atfork handlers. */
-static __thread bool sm_daemon_forking;
-static uint64_t sm_daemon_time; /* when the fork was (ticks) */
-static pid_t sm_daemon_parent;
-
-bool sm_runtime_forking_daemon(void)
-{
-    return sm_daemon_forking;
-}
-
-/* In a forked child the parent's data is not ours to write again, unless
- * the child goes on after daemon(). */
-static void sm_runtime_after_fork_child(void)
-{
-    sm_ending_after_fork_child();
-    if (sm_daemon_forking) {
-        /* The locks a thread of the parent may have held, made new. */
-        pthread_mutex_t r = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
-        pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
-        sm_runtime_lock = r;
-        sm_meta_lock = m;
-        sm_definitions_after_daemon_child();
-        sm_locations_after_daemon_child();
-        sm_journal_after_daemon_child();
-        sm_buffers_resume(1);
-        /* Said now, while stderr is still the parent's (daemon() points it
-         * at /dev/null next). */
-        sm_info(0, "daemon(): the program goes on in process %d, which measures on (the "
-                "events before daemon() included) and writes the output to %s at its end",
-                (int)getpid(), sm_outdir);
-        return;
-    }
-    sm_runtime_discard = 1;
-    sm_runtime_active = 0;
-    sm_journal_after_fork_child();
-    sm_buffers_after_fork_child();
-}
-
-/* The child that goes on after daemon(), out of the fork: the process's
- * identity, the threads the fork left behind, the background threads. */
-static void sm_runtime_after_daemon(void)
-{
-    pid_t pid = getpid();
-    sm_run.pid = pid;
-    sm_cfg.launched_pid = pid; /* the program itself, not a process it started */
-    /* The parent's other threads are not in the child: their locations end
-     * at the fork, what they left open closed there. */
-    sm_location_t *me = sm_tls_location;
-    uint32_t n = sm_location_count(), ended = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        sm_location_t *loc = sm_location_get(i);
-        if (loc && loc != me && loc->type == SM_LOCATION_CPU_THREAD && loc->tid != 0 &&
-            !__atomic_load_n(&loc->closed, __ATOMIC_ACQUIRE)) {
-            sm_location_close(loc, sm_daemon_time);
-            ended++;
-        }
-    }
-    if (me)
-        me->tid = gettid();
-    sm_samplers_after_daemon();
-    sm_subsystems_after_daemon();
-    char note[200];
-    snprintf(note, sizeof note, "the program called daemon(): measured in process %d up to it, "
-             "then in process %d%s", (int)sm_daemon_parent, (int)pid,
-             ended ? "; the threads of the first process ended there" : "");
-    sm_runtime_add_note(note);
-}
-
-int sm_runtime_daemon(sm_daemon_fn fn, int nochdir, int noclose)
-{
-    pid_t parent = getpid();
-    if (!sm_runtime_active || sm_runtime_discard || sm_ending_phase() != SM_END_RUNNING ||
-        sm_procs) /* (an MPI rank: the job's end is MPI_Finalize's) */
-        return fn(nochdir, noclose);
-    /* No write of the writer thread under way at the fork. */
-    sm_buffers_pause();
-    sm_daemon_parent = parent;
-    sm_daemon_time = sm_clock_now();
-    sm_daemon_forking = true;
-    int rc = fn(nochdir, noclose); /* the parent ends in there, unless the fork failed */
-    int saved_errno = errno;
-    sm_daemon_forking = false;
-    bool child = getpid() != parent;
-    if (!child)
-        sm_buffers_resume(0);
-    else
-        sm_runtime_after_daemon();
-    errno = saved_errno;
-    return rc;
-}
-
 
 static int sm_runtime_init_as_held(int argc, char **argv);
 
@@ -852,16 +370,7 @@ __attribute__((constructor)) static void sm_runtime_constructor(int argc, char *
         sm_runtime_init_as(argc, argv);
 }
 
-/* ---------------------------------------------------------------- finalize */
-
-/* An integer (0 or more) from the environment, or fallback. */
-static long sm_env_long(const char *name, long fallback)
-{
-    const char *v = getenv(name);
-    char *end;
-    long n = v ? strtol(v, &end, 10) : 0;
-    return v && end != v && *end == '\0' && n >= 0 ? n : fallback;
-}
+/* ---------------------------------------------------------------- where the writer thread runs */
 
 /* A positive integer from the environment, or fallback. */
 static long sm_env_count(const char *name, long fallback)
@@ -944,291 +453,6 @@ static int sm_otf2_background_wanted(void)
     return place != 0;
 }
 
-/* The first step of every end: claim the write, close every thread's open
- * regions at the end time.  0: this thread writes; 1: nothing to write (not
- * measured, or a forked child); 2: another thread writes. */
-static int sm_runtime_begin_end(const char *reason)
-{
-    if (!sm_runtime_active)
-        return 1;
-    if (sm_ending_begin_write() != 0)
-        return 2;
-    pthread_mutex_lock(&sm_runtime_lock);
-    sm_runtime_finalized = 1;
-    if (reason)
-        snprintf(sm_end_reason, sizeof sm_end_reason, "%s", reason);
-    uint64_t end = sm_clock_now();
-    sm_run.end_time = end;
-    sm_run.end_realtime_ns = sm_clock_realtime_at_init_ns() +
-                             (sm_clock_monotonic_ns() - sm_clock_monotonic_at_init_ns());
-    sm_runtime_active = 0; /* threads that appear from now on are not measured */
-    pthread_mutex_unlock(&sm_runtime_lock);
-    /* No sample of our own finalize; the samplers' last values now. */
-    sm_subsystems_stop();
-    sm_samplers_stop();
-    uint64_t sampler_cpu = sm_samplers_cpu_ns();
-    if (sampler_cpu) { /* the sampler thread's own cost, for bench/ */
-        char text[32];
-        snprintf(text, sizeof text, "%llu", (unsigned long long)sampler_cpu);
-        sm_runtime_metadata_set("sampler_thread_cpu_ns", text);
-    }
-
-    if (!sm_runtime_discard)
-        sm_subsystems_flush(&sm_run);
-
-    /* Threads still running see `closed` and record nothing more. */
-    uint32_t n = sm_location_count();
-    for (uint32_t i = 0; i < n; i++) {
-        sm_location_t *loc = sm_location_get(i);
-        sm_location_close(loc, end);
-        sm_run.spills += loc->buffer.spills;
-        sm_run.spilled_bytes += loc->buffer.spilled_bytes;
-        sm_run.dropped_records += loc->buffer.dropped_records;
-        sm_run.unmatched_leaves += loc->unmatched_leaves;
-        sm_run.folded_enters += loc->profile.folded_enters;
-        for (int k = 0; k < SM_REC_KIND_COUNT; k++) {
-            sm_run.record_count[k] += loc->record_count[k];
-            sm_run.record_words[k] += loc->record_words[k];
-        }
-        sm_run.trace_folded_enters += loc->deep_enters;
-        sm_run.trace_untraced += sm_buffer_untraced(loc);
-    }
-    if (sm_run.trace_folded_enters && !sm_runtime_discard) {
-        char note[300];
-        snprintf(note, sizeof note, "trace depth limit: %llu region enters deeper than %u "
-                 "levels (SYSMEASURE_TRACE_DEPTH) counted, not recorded; as many leaves were "
-                 "matched to them by that count", (unsigned long long)sm_run.trace_folded_enters,
-                 sm_trace_max_depth);
-        sm_runtime_add_note(note);
-        sm_warning("%s", note);
-    }
-    sm_run.record_bytes_max = sm_record_count_bytes(sm_run.record_count, sm_run.record_words);
-    if (sm_run.folded_enters && !sm_runtime_discard) {
-        char note[256];
-        snprintf(note, sizeof note, "profile depth limit: %llu region enters deeper than %u "
-                 "levels (SYSMEASURE_PROFILE_DEPTH) folded into their ancestor at that depth",
-                 (unsigned long long)sm_run.folded_enters, sm_profile_max_depth);
-        sm_runtime_add_note(note);
-        sm_warning("%s", note);
-    }
-    if (!sm_runtime_discard)
-        sm_clock_finish();
-    return 0;
-}
-
-/* This rank's process file (and its events in the spill files), written
- * without waiting for any other process.  0, or 1 (message printed). */
-static char sm_job_summary_line[320]; /* the closing line's MPI share */
-
-static int sm_runtime_write_rank_file(const char *reason)
-{
-    char err[PATH_MAX + 256];
-    int rc = sm_runtime_make_output_dir(err, sizeof err);
-    if (rc != 0) {
-        sm_error("%s; rank %u wrote nothing", err, (unsigned)sm_run.rank);
-        return 1;
-    }
-    sm_log_step(NULL);
-    if (sm_signal_arrival_ns) {
-        /* The job is torn down: a SIGKILL may come before the events are
-         * saved (Open MPI's comes 1 s after its SIGTERM).  The cheap part
-         * first (definitions, threads, profile, counts: milliseconds), so
-         * that the profile stays whatever happens to the events. */
-        char first[sizeof sm_end_reason + sizeof SM_END_EVENTS_CUT];
-        snprintf(first, sizeof first, "%s" SM_END_EVENTS_CUT, reason);
-        (void)sm_end_layer.save_process_first(&sm_run, first);
-        sm_log_step("this rank's profile and definitions");
-    }
-    rc = sm_end_layer.save_process(&sm_run, reason);
-    sm_log_step("this rank's events and process file");
-    return rc != 0;
-}
-
-static int sm_runtime_rank_file_saved; /* written at the start of MPI_Finalize */
-static int sm_runtime_presaved;        /* the end began there */
-
-/* The end of the write: signals held since its start are delivered now
- * (one that ends the process is held by ending.c until the write is over,
- * then ends it). */
-static void sm_runtime_end_write(bool at_exit)
-{
-    sm_sig_release();
-    sm_ending_end_write(at_exit);
-}
-
-int sm_runtime_save_before_finalize(void)
-{
-    if (!sm_procs)
-        return 0;
-    /* No handler of the program may jump out of the write, and a file
-     * size limit fails our writes, not the program (sig_hold.h). */
-    sm_sig_hold(SM_SIG_END_WRITE);
-    int began = sm_runtime_begin_end(NULL);
-    if (began != 0) {
-        sm_sig_release();
-        return 0;
-    }
-    sm_finalizing_job = 1;
-    sm_runtime_presaved = 1;
-    if (sm_runtime_discard) {
-        sm_runtime_end_write(false);
-        return 0;
-    }
-    /* Should the job be torn down while this rank waits for the others,
-     * its data is on disk already, for sysmeasure-merge. */
-    int rc = sm_runtime_write_rank_file("ended inside MPI_Finalize (the job was torn down)");
-    sm_runtime_rank_file_saved = rc == 0;
-    if (rc == 0)
-        sm_runtime_say_saved();
-    sm_sig_release();
-    sm_ending_saved();
-    return rc;
-}
-
-/* The rank file written at the start of MPI_Finalize is not needed once the
- * job wrote everything together. */
-static void sm_runtime_remove_rank_file(void)
-{
-    sm_end_layer.remove_process(&sm_run);
-}
-
-int sm_runtime_finalize(void)
-{
-    return sm_runtime_finalize_as(NULL, 0);
-}
-
-/* how: 0 a call (MPI_Finalize, MPI_Abort, a library's end), 1 a signal
- * handler, 2 exit.  Returns the failures, or -2 when another thread writes
- * (a signal handler then waits for it). */
-int sm_runtime_finalize_as(const char *reason, int how)
-{
-    int saved_errno = errno;
-    /* No handler of the program may jump out of the write, and a file size
-     * limit fails our writes, not the program (sig_hold.h). */
-    sm_sig_hold(SM_SIG_END_WRITE);
-    if (!(sm_finalizing_job && sm_runtime_presaved && sm_ending_phase() == SM_END_SAVED &&
-          sm_ending_writer_is_self())) {
-        int began = sm_runtime_begin_end(reason);
-        if (began != 0)
-            sm_sig_release();
-        if (began == 1) {
-            errno = saved_errno;
-            return 0;
-        }
-        if (began == 2) {
-            errno = saved_errno;
-            if (how == 1)
-                return -2;
-            /* Another thread writes (exit from two threads, MPI_Finalize on
-             * another thread): the end waits for it, unless it is this very
-             * thread (an exit from inside the write). */
-            if (!sm_ending_writer_is_self())
-                sm_ending_wait_done();
-            return 0;
-        }
-    }
-    bool at_exit = how == 2;
-    if (sm_runtime_discard) {
-        sm_runtime_end_write(at_exit);
-        errno = saved_errno;
-        return 0;
-    }
-    sm_clock_finish();
-    sm_subsystems_end(); /* (call-stack samples' times need the calibrated clock) */
-
-    /* Collective only from MPI_Finalize.  A rank that ends otherwise (exit
-     * without it, MPI_Abort, a signal) is not in step with the others: it
-     * leaves a process file for sysmeasure-merge. */
-    if (sm_procs && !sm_finalizing_job) {
-        const char *why = sm_end_reason[0] ? sm_end_reason : "exit without MPI_Finalize";
-        if (sm_space_stopped()) {
-            /* The process file has no notes: its declared metadata, which
-             * sysmeasure-merge puts in metadata.json, says it. */
-            char reason[300], note[1200];
-            sm_space_reason_words(sm_space_reason(), reason, sizeof reason);
-            sm_space_note(note, sizeof note, (double)sm_space_stop_ns() / 1e9, reason,
-                          sm_run.trace_untraced, 1, 1);
-            sm_runtime_metadata_set("trace_stopped", note);
-        }
-        int rc = sm_runtime_write_rank_file(why);
-        if (rc == 0)
-            sm_runtime_say_saved();
-        if (rc == 0 && sm_run.rank == 0)
-            sm_warning("rank 0 ended without MPI_Finalize (%s): each rank left its data in %s; "
-                       "after the job, run: sysmeasure-merge %s", why, sm_outdir, sm_outdir);
-        sm_runtime_end_write(at_exit);
-        errno = saved_errno;
-        return rc;
-    }
-    const sm_procs_t *procs = sm_procs && sm_finalizing_job ? sm_procs : sm_end_layer.single_process();
-    sm_run.rank = procs->rank;
-    sm_run.n_ranks = procs->size;
-    uint32_t n = sm_location_count();
-
-    int failures = 0;
-    char err[PATH_MAX + 256];
-    if (!sm_procs)
-        sm_output_settle_alone();
-    if (sm_runtime_make_output_dir(err, sizeof err) != 0) {
-        sm_error("%s; no output written", err);
-        if (procs->size == 1) {
-            sm_output_release();
-            sm_runtime_end_write(at_exit);
-            errno = saved_errno;
-            return 1;
-        }
-        failures++; /* still take part: the other processes wait for this one */
-    }
-    failures += sm_end_layer.write_job(procs, &sm_run, sm_job_summary_line, sizeof sm_job_summary_line);
-
-    /* Spill files go only when every process wrote everything. */
-    uint64_t job_failures = (uint64_t)failures;
-    if (procs->allreduce_sum_u64(procs->ctx, &job_failures, 1) != 0) {
-        sm_error("rank %u could not learn whether the other ranks wrote their part; spill "
-                 "files, if any, are kept in %s/.spill", (unsigned)procs->rank, sm_outdir);
-        job_failures = 1;
-    }
-    if (job_failures == 0) {
-        if (sm_runtime_rank_file_saved)
-            sm_runtime_remove_rank_file();
-        /* Buffer memory stays: a thread that is still running may be
-         * finishing an append, and the process is ending anyway. */
-        for (uint32_t i = 0; i < n; i++)
-            sm_buffer_remove_spill(sm_location_get(i));
-        sm_buffers_crash_safe_done();
-        sm_journal_done();
-        char spill[PATH_MAX + 8];
-        snprintf(spill, sizeof spill, "%s/.spill", sm_outdir);
-        sm_fs_rmdir_own(spill); /* only our own, empty */
-        if (procs->rank == 0) {
-            if (sm_run.dropped_records)
-                sm_warning("%llu events were lost (spill failed); see metadata.json",
-                           (unsigned long long)sm_run.dropped_records);
-            if (procs->size > 1) {
-                sm_info(0, "%u ranks measured%s; output in %s", (unsigned)procs->size,
-                        sm_job_summary_line, sm_outdir);
-            } else {
-                uint32_t threads = 0; /* CPU threads: not metric locations (samplers) */
-                for (uint32_t i = 0; i < n; i++)
-                    threads += sm_location_get(i)->type == SM_LOCATION_CPU_THREAD;
-                sm_info(0, "%u thread%s measured, output in %s", threads, threads == 1 ? "" : "s",
-                        sm_outdir);
-            }
-        }
-    } else if (failures) {
-        sm_error("%d of the outputs in %s could not be written (see above); spill files, if "
-                 "any, are kept in %s/.spill%s", failures, sm_outdir, sm_outdir,
-                 sm_runtime_rank_file_saved ? ", and the rank files in .ranks for "
-                                              "sysmeasure-merge" : "");
-    }
-    /* Every process of the job has written its part (the sum above): the
-     * folder is free for the next writer. */
-    sm_output_release();
-    sm_runtime_end_write(at_exit);
-    errno = saved_errno;
-    return failures;
-}
-
 /* ---------------------------------------------------------------- declared metadata */
 
 /* Few pairs, set rarely: an array under a lock.  Replaced values are not
@@ -1240,7 +464,7 @@ typedef struct sm_meta_pair {
     char *value;
 } sm_meta_pair_t;
 
-static pthread_mutex_t sm_meta_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t sm_meta_lock = PTHREAD_MUTEX_INITIALIZER;
 static sm_meta_pair_t *sm_meta;
 static uint32_t sm_meta_n, sm_meta_cap;
 static char **sm_meta_old;

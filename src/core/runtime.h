@@ -129,7 +129,7 @@ int sm_runtime_finalize_as(const char *reason, int how) SM_HIDDEN;
 int sm_runtime_finalize_for_signal(int sig) SM_HIDDEN;
 /* A rank ending by signal sig, its data on disk: in a job that Open MPI
  * tears down, it first waits (bounded) until the other ranks of its node
- * have saved theirs too (runtime.c says why). */
+ * have saved theirs too (runtime_end.c says why). */
 void sm_runtime_before_signal_death(int sig) SM_HIDDEN;
 void sm_runtime_note_signal_in_finalize(int sig) SM_HIDDEN;
 /* The process is about to end abnormally: put what was measured on disk. */

@@ -1,4 +1,4 @@
-/* Encoding during the run (buffer.c, issue 13): a thread that waits for the
+/* Encoding during the run (buffer_feed.c, issue 13): a thread that waits for the
  * disk freezes its location's encoding, and its chunks go to the spill file
  * unencoded; once the writer thread is idle it takes them back from the
  * file, in order, and the encoder goes on from there.  Here the encoder is

@@ -1,0 +1,117 @@
+/* A fork: the child of a fork writes nothing; the child that daemon()
+ * leaves goes on measuring (see runtime.h, sm_runtime_daemon). */
+#define _GNU_SOURCE
+#include "runtime_private.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "buffer.h"
+#include "clock.h"
+#include "definitions.h"
+#include "ending.h"
+#include "journal.h"
+#include "location.h"
+#include "sampler.h"
+#include "subsystem.h"
+#include "../util/log.h"
+
+/* ---------------------------------------------------------------- fork and daemon() */
+
+/* daemon() forks; the parent then ends inside the C library (its _exit is
+ * not ours to see) and the child goes on as the program.  So the child
+ * goes on measuring, with everything recorded before (it has the parent's
+ * memory), and writes the output at its end: the parent writes nothing.
+ * Set on the thread that calls daemon(), for the atfork handlers. */
+static __thread bool sm_daemon_forking;
+static uint64_t sm_daemon_time; /* when the fork was (ticks) */
+static pid_t sm_daemon_parent;
+
+bool sm_runtime_forking_daemon(void)
+{
+    return sm_daemon_forking;
+}
+
+/* In a forked child the parent's data is not ours to write again, unless
+ * the child goes on after daemon(). */
+void sm_runtime_after_fork_child(void)
+{
+    sm_ending_after_fork_child();
+    if (sm_daemon_forking) {
+        /* The locks a thread of the parent may have held, made new. */
+        pthread_mutex_t r = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+        pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+        sm_runtime_lock = r;
+        sm_meta_lock = m;
+        sm_definitions_after_daemon_child();
+        sm_locations_after_daemon_child();
+        sm_journal_after_daemon_child();
+        sm_buffers_resume(1);
+        /* Said now, while stderr is still the parent's (daemon() points it
+         * at /dev/null next). */
+        sm_info(0, "daemon(): the program goes on in process %d, which measures on (the "
+                "events before daemon() included) and writes the output to %s at its end",
+                (int)getpid(), sm_outdir);
+        return;
+    }
+    sm_runtime_discard = 1;
+    sm_runtime_active = 0;
+    sm_journal_after_fork_child();
+    sm_buffers_after_fork_child();
+}
+
+/* The child that goes on after daemon(), out of the fork: the process's
+ * identity, the threads the fork left behind, the background threads. */
+static void sm_runtime_after_daemon(void)
+{
+    pid_t pid = getpid();
+    sm_run.pid = pid;
+    sm_cfg.launched_pid = pid; /* the program itself, not a process it started */
+    /* The parent's other threads are not in the child: their locations end
+     * at the fork, what they left open closed there. */
+    sm_location_t *me = sm_tls_location;
+    uint32_t n = sm_location_count(), ended = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        sm_location_t *loc = sm_location_get(i);
+        if (loc && loc != me && loc->type == SM_LOCATION_CPU_THREAD && loc->tid != 0 &&
+            !__atomic_load_n(&loc->closed, __ATOMIC_ACQUIRE)) {
+            sm_location_close(loc, sm_daemon_time);
+            ended++;
+        }
+    }
+    if (me)
+        me->tid = gettid();
+    sm_samplers_after_daemon();
+    sm_subsystems_after_daemon();
+    char note[200];
+    snprintf(note, sizeof note, "the program called daemon(): measured in process %d up to it, "
+             "then in process %d%s", (int)sm_daemon_parent, (int)pid,
+             ended ? "; the threads of the first process ended there" : "");
+    sm_runtime_add_note(note);
+}
+
+int sm_runtime_daemon(sm_daemon_fn fn, int nochdir, int noclose)
+{
+    pid_t parent = getpid();
+    if (!sm_runtime_active || sm_runtime_discard || sm_ending_phase() != SM_END_RUNNING ||
+        sm_procs) /* (an MPI rank: the job's end is MPI_Finalize's) */
+        return fn(nochdir, noclose);
+    /* No write of the writer thread under way at the fork. */
+    sm_buffers_pause();
+    sm_daemon_parent = parent;
+    sm_daemon_time = sm_clock_now();
+    sm_daemon_forking = true;
+    int rc = fn(nochdir, noclose); /* the parent ends in there, unless the fork failed */
+    int saved_errno = errno;
+    sm_daemon_forking = false;
+    bool child = getpid() != parent;
+    if (!child)
+        sm_buffers_resume(0);
+    else
+        sm_runtime_after_daemon();
+    errno = saved_errno;
+    return rc;
+}
