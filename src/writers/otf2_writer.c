@@ -1509,6 +1509,8 @@ static OTF2_Paradigm sm_otf2_paradigm(uint8_t p)
         return OTF2_PARADIGM_COMPILER;
     case SM_PARADIGM_SAMPLING:
         return OTF2_PARADIGM_SAMPLING;
+    case SM_PARADIGM_PYTHON: /* OTF2 has no Python paradigm */
+        return OTF2_PARADIGM_USER;
     default:
         return OTF2_PARADIGM_UNKNOWN;
     }
