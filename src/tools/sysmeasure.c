@@ -12,6 +12,7 @@
 #include "../sources/papi/papi_events.h"
 #include "../util/filter.h"
 #include "../util/gpu_metrics.h"
+#include "../python/module_rules.h"
 #endif
 
 #include <dlfcn.h>
@@ -838,6 +839,57 @@ static void sm_set_kokkos_tools(char *tried, size_t tlen)
     free(value);
 }
 
+/* The sysmeasure Python module (the user API, python/sysmeasure) for a
+ * Python program, or one that a script starts: its folder at the end of
+ * PYTHONPATH, after the user's own.  Where the launcher's build tree has
+ * it, beside this launcher's installation, or where it was installed. */
+static void sm_set_python_path(void)
+{
+    char exe[PATH_MAX], dir[PATH_MAX + 64], probe[PATH_MAX + 96];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = '\0';
+    const char *candidates[3][2] = {{exe, "/python"}, {exe, "/../lib/sysmeasure/python"},
+                                    {SM_PKGLIBDIR, "/python"}};
+    bool found = false;
+    for (size_t i = 0; i < 3 && !found; i++) {
+        if (!candidates[i][0][0])
+            continue;
+        snprintf(dir, sizeof dir, "%s%s", candidates[i][0], candidates[i][1]);
+        snprintf(probe, sizeof probe, "%s/sysmeasure/__init__.py", dir);
+        found = access(probe, R_OK) == 0;
+    }
+    if (!found) {
+        sm_info(1, "the sysmeasure Python module was not found (looked in %s/python, "
+                "%s/../lib/sysmeasure/python, %s/python): import sysmeasure will fail", exe, exe,
+                SM_PKGLIBDIR);
+        return;
+    }
+    char *real = realpath(dir, NULL);
+    const char *add = real ? real : dir;
+    const char *old = getenv("PYTHONPATH");
+    size_t len = strlen(add);
+    for (const char *p = old; p && *p;) { /* there already (a launcher under a launcher) */
+        size_t k = strcspn(p, ":");
+        if (k == len && !strncmp(p, add, k)) {
+            free(real);
+            return;
+        }
+        p += k + (p[k] == ':');
+    }
+    size_t size = len + (old ? strlen(old) : 0) + 2;
+    char *value = malloc(size);
+    if (!value)
+        sm_die(SM_EXIT_USAGE, "out of memory");
+    snprintf(value, size, "%s%s%s", old && *old ? old : "", old && *old ? ":" : "", add);
+    sm_setenv("PYTHONPATH", value);
+    sm_info(2, "PYTHONPATH=%s", value);
+    free(value);
+    free(real);
+}
+
 /* ------------------------------------------------------------------ AMD GPUs */
 
 /* ROCTx, HIP and HSA (gpu/rocm): the ROCTx library preloaded (it answers
@@ -1048,6 +1100,13 @@ int main(int argc, char **argv)
         sm_filter_free(filter);
     }
     sm_check_gpu_metrics(&cfg, argc, argv);
+    /* Python module rules that do not parse: one line, not a job. */
+    if (cfg.python_modules && cfg.python_modules[0]) {
+        sm_py_rules_t *rules = sm_py_rules_parse(cfg.python_modules, err, sizeof err);
+        if (!rules)
+            sm_die(SM_EXIT_USAGE, "%s", err);
+        sm_py_rules_free(rules);
+    }
 #ifndef SM_HAVE_LIBUNWIND
     /* Call-stack sampling was not built: one line, and the program runs. */
     if (cfg.sampling) {
@@ -1164,6 +1223,7 @@ int main(int argc, char **argv)
         sm_set_preload(mpilib);
     if (cfg.kokkos)
         sm_set_kokkos_tools(tried, sizeof tried);
+    sm_set_python_path(); /* the user API, with or without --python */
     bool cuda = cfg.gpu == SM_GPU_YES ||
                 (cfg.gpu == SM_GPU_AUTO && (libs.cuda || sm_program_has_cuda_runtime(path)));
     if (cuda)
