@@ -615,6 +615,56 @@ static void sm_program_libraries(const char *path, sm_program_libs_t *libs)
         waitpid(child, NULL, 0);
 }
 
+/* Whether the program is a Python interpreter: by its name (python3,
+ * python3.12, ..., also where a link leads) or, for a script, by its #!
+ * line's (#!/usr/bin/python3, #!/usr/bin/env python3). */
+static bool sm_program_is_python(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    if (!strncmp(base ? base + 1 : path, "python", 6))
+        return true;
+    char *real = realpath(path, NULL);
+    base = real ? strrchr(real, '/') : NULL;
+    bool python = base && !strncmp(base + 1, "python", 6);
+    free(real);
+    if (python)
+        return true;
+    char line[512] = "";
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (!fgets(line, sizeof line, f))
+            line[0] = '\0';
+        fclose(f);
+    }
+    if (strncmp(line, "#!", 2) != 0)
+        return false;
+    /* The interpreter, or the program env runs (after its options). */
+    char *word = strtok(line + 2, " \t\r\n");
+    for (bool env = false; word; word = strtok(NULL, " \t\r\n")) {
+        base = strrchr(word, '/');
+        base = base ? base + 1 : word;
+        if (!env && !strcmp(base, "env")) {
+            env = true;
+            continue;
+        }
+        if (env && (word[0] == '-' || strchr(word, '=')))
+            continue;
+        return !strncmp(base, "python", 6);
+    }
+    return false;
+}
+
+/* Whether an MPI launcher (Open MPI, MPICH's Hydra, PMIx) started this
+ * process as one of the ranks of a job. */
+static bool sm_under_mpi_launcher(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        if (getenv(vars[i]))
+            return true;
+    return false;
+}
+
 /* nvcc links the CUDA runtime statically by default: such a program names
  * no CUDA library, but carries the name of the driver it loads. */
 static bool sm_program_has_cuda_runtime(const char *path)
@@ -1192,9 +1242,20 @@ int main(int argc, char **argv)
     if (cfg.mpi == SM_MPI_AUTO || cfg.gpu == SM_GPU_AUTO)
         sm_program_libraries(path, &libs);
     bool mpi = cfg.mpi == SM_MPI_YES || (cfg.mpi == SM_MPI_AUTO && libs.mpi);
+    /* A Python program among the ranks of an MPI job loads MPI later
+     * (mpi4py, by dlopen), where no look at its libraries can see it: it
+     * gets the MPI wrappers (and so libmpi) from the start. */
+    bool python_rank = cfg.mpi == SM_MPI_AUTO && !mpi && sm_under_mpi_launcher() &&
+                       sm_program_is_python(path);
     char mpilib[PATH_MAX];
-    if (mpi && sm_find_library("libsysmeasure-mpi.so", mpilib, sizeof mpilib, tried,
-                               sizeof tried) != 0) {
+    if (python_rank) {
+        mpi = sm_find_library("libsysmeasure-mpi.so", mpilib, sizeof mpilib, tried,
+                              sizeof tried) == 0;
+        if (mpi)
+            sm_info(1, "%s: a Python program among the ranks of an MPI job: the MPI wrappers "
+                    "are loaded (mpi4py)", name);
+    } else if (mpi && sm_find_library("libsysmeasure-mpi.so", mpilib, sizeof mpilib, tried,
+                                      sizeof tried) != 0) {
         if (cfg.mpi == SM_MPI_YES)
             sm_die(SM_EXIT_USAGE, "--mpi: this sysmeasure was built without MPI support "
                    "(libsysmeasure-mpi.so not found; looked for %s)", tried);
