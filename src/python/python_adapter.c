@@ -773,7 +773,9 @@ static sm_py_event_t sm_py_events[] = {
 };
 #undef SM_PY_EVENT
 
-/* Our tool id: the profiler's (2) when free, else another free one. */
+/* Our tool id: one of the two that CPython reserves for no kind of tool
+ * (4, else 3), so that the program's own profiler (cProfile takes
+ * PROFILER_ID, 2, from 3.12), debugger (0) or coverage (1) still starts. */
 static int sm_py_install_monitoring(void)
 {
     int rc = -1;
@@ -785,7 +787,7 @@ static int sm_py_install_monitoring(void)
         snprintf(sm_py_problem, sizeof sm_py_problem, "no sys.monitoring");
         goto out;
     }
-    static const int ids[] = {2, 3, 4, 1, 0};
+    static const int ids[] = {4, 3};
     for (size_t i = 0; i < sizeof ids / sizeof ids[0] && sm_py_tool_id < 0; i++) {
         sm_pyobj_t *use = sm_py_attr(mon, "use_tool_id");
         r = use ? sm_py.PyObject_CallFunction(use, "is", ids[i], "sysmeasure") : NULL;

@@ -136,8 +136,7 @@ def test_other_interpreters():
     if not pythons:
         smtest.skip("SM_TEST_PYTHONS names no other interpreter")
     for python in pythons:
-        ver = run_plain([python, "-c", "import sys; print('%d %d' % sys.version_info[:2])"])
-        version = tuple(int(x) for x in ver.stdout.split())
+        version = version_of(python)
         what = "python%s (%s)" % (".".join(map(str, version)), python)
         out, _ = planted(python)
         check_planted_profile(out, what, qualname=version >= (3, 11))
@@ -146,6 +145,29 @@ def test_other_interpreters():
         want = "sys.monitoring" if version >= (3, 12) else "the profile hook"
         check(any(want in n for n in meta.get("notes", [])),
               "%s: measured through %s: %s" % (what, want, meta.get("notes")))
+        check_own_profiler(python, version, what)
+
+
+def check_own_profiler(python, version, what):
+    """cProfile still starts and sees its calls; from 3.12 sysmeasure sees
+    them too (its own sys.monitoring tool id), up to 3.11 cProfile's
+    profile hook replaces sysmeasure's on that thread (manual 8h)."""
+    out, proc = smtest.measure([python, prog("own_profiler")], "py-cprofile")
+    check(proc.stdout == "cProfile saw f: True\n",
+          "%s: the program's cProfile works under sysmeasure: %r %s"
+          % (what, proc.stdout, proc.stderr[-500:]))
+    v = check_trace_consistent(Trace(out))
+    if version >= (3, 12):
+        check(v.get("f") == 3, "%s: f measured beside cProfile: %s" % (what, v.get("f")))
+
+
+def version_of(python):
+    ver = run_plain([python, "-c", "import sys; print('%d %d' % sys.version_info[:2])"])
+    return tuple(int(x) for x in ver.stdout.split())
+
+
+def test_own_profiler():
+    check_own_profiler(PYTHON, version_of(PYTHON), PYTHON)
 
 
 def test_output_and_exit_status():
