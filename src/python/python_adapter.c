@@ -450,7 +450,8 @@ static inline sm_py_verdict_t sm_py_start(uintptr_t key, sm_pyobj_t *obj, sm_py_
     if (SM_UNLIKELY(!sm_measuring(loc) || loc->closed))
         return SM_PY_GO_ON;
     if (SM_LIKELY(state == SM_FN_TRACED)) {
-        sm_event_enter(loc, e->t.region, sm_clock_now());
+        if (!sm_event_enter_fast(loc, e->t.region))
+            sm_event_enter(loc, e->t.region, sm_clock_now());
         f->entered = 1;
     } else if (state == SM_FN_THROTTLED) {
         sm_throttle_call(loc, &e->t);
@@ -465,15 +466,22 @@ static inline sm_py_verdict_t sm_py_start(uintptr_t key, sm_pyobj_t *obj, sm_py_
 /* Leave the region of frame f (entered): the top of the location's
  * stack, or, when regions opened inside were left open (a user region),
  * those too. */
-static void sm_py_leave(const sm_py_frame_t *f)
+static inline void sm_py_leave(const sm_py_frame_t *f)
 {
     sm_location_t *loc = sm_location_current();
     if (SM_UNLIKELY(loc->closed))
         return;
-    uint64_t t = sm_clock_now();
     sm_py_fn_t *e = f->fn;
     sm_region_id_t r = e->t.region;
-    if (SM_LIKELY(loc->sp->region == r && loc->sp != loc->stack)) {
+    bool top = loc->sp->region == r && loc->sp != loc->stack;
+    /* The clock after the loads of the checks (events.h says why). */
+    uint64_t t = top ? sm_clock_tsc_or_zero() : 0;
+    if (SM_LIKELY(t && __atomic_load_n(&e->t.state, __ATOMIC_RELAXED) == SM_FN_TRACED &&
+                  sm_event_leave_top_fast(loc, t)))
+        return;
+    if (!t)
+        t = sm_clock_now();
+    if (SM_LIKELY(top)) {
         uint64_t incl = t - loc->sp->start;
         sm_event_leave_top(loc, t);
         if (SM_UNLIKELY(__atomic_load_n(&e->t.state, __ATOMIC_RELAXED) == SM_FN_COUNTING))
