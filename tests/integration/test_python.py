@@ -317,7 +317,13 @@ def test_builtin_calls():
 
 def test_fork_and_multiprocessing():
     plain = run_plain([PYTHON, prog("forks")])
-    out, proc = smtest.measure([PYTHON, prog("forks")], "py-forks")
+    out = os.path.join(workdir("py-forks"), "out")
+    try:  # a deadlock fails the case in 2 minutes, not 5
+        proc = smtest.run([PYTHON, prog("forks")], launcher_args=["--output", out], timeout=120)
+    except subprocess.TimeoutExpired:
+        check(False, "forks.py did not end within 120 s under sysmeasure")
+        return
+    check(proc.returncode == 0, "forks.py exits 0: %d %s" % (proc.returncode, proc.stderr[-2000:]))
     want = "child 0\nchild 0\nchild 0\nfork pool 2470\nspawn pool 285\n"
     check(plain.stdout == want and proc.stdout == want,
           "forks.py's output, plain %r and measured %r" % (plain.stdout, proc.stdout))
