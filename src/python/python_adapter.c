@@ -979,9 +979,11 @@ static void sm_py_flush(const sm_run_info_t *run)
     if (sm_py_phase != SM_PY_ON)
         return;
     char note[512];
-    pthread_mutex_lock(&sm_py_lock);
-    uint32_t count = sm_py_count, left_out = sm_py_left_out, lost = sm_py_lost;
-    pthread_mutex_unlock(&sm_py_lock);
+    /* No lock: the end may run in a signal handler (counts written under
+     * the lock, with signals held, are read as they are). */
+    uint32_t count = __atomic_load_n(&sm_py_count, __ATOMIC_RELAXED);
+    uint32_t left_out = __atomic_load_n(&sm_py_left_out, __ATOMIC_RELAXED);
+    uint32_t lost = __atomic_load_n(&sm_py_lost, __ATOMIC_RELAXED);
     int n = snprintf(note, sizeof note, "Python %d.%d functions through %s: %u%s", sm_py_major,
                      sm_py_minor, sm_py_mechanism == SM_PY_MONITORING ? "sys.monitoring"
                                                                       : "the profile hook",
