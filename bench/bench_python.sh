@@ -1,6 +1,7 @@
 #!/bin/sh
 # The cost of a Python function call under sysmeasure: bench/bench_python.py
-# calls a small function 10^6 times (best of 5 loops, timed in the program)
+# calls a small function 10^6 times (best of 5 loops, timed in the program,
+# in the calling thread's CPU time; the wall time of the traced run too)
 # plain, then under the launcher traced (no throttling), profile only,
 # throttled (the default: after 100000 calls only counted), left out by a
 # module rule, and with --python=no; for each interpreter given (default
@@ -31,7 +32,7 @@ for py in "$@"; do
     run filtered --python-modules=-__main__
     run off --python=no
     base=$(val call_ns "$work/plain")
-    echo "bench-python: Python $ver ($py), $calls calls of a small function, best of 5 (ns per call)"
+    echo "bench-python: Python $ver ($py), $calls calls of a small function, best of 5 (ns of thread CPU time per call)"
     printf '%-36s %9s %9s\n' case "ns/call" "added"
     printf '%-36s %9s\n' "plain (no sysmeasure)" "$base"
     for c in traced profile throttled filtered off; do
@@ -45,5 +46,6 @@ for py in "$@"; do
         printf '%-36s %9s %9s\n' "$label" "$(val call_ns "$work/$c")" \
             "$(echo "$(val call_ns "$work/$c") $base" | awk '{printf "%+.1f", $1 - $2}')"
     done
-    echo "the loop without the call: $(val loop_ns "$work/plain") ns per iteration"
+    echo "the loop without the call: $(val loop_ns "$work/plain") ns per iteration;" \
+        "wall time per call: plain $(val call_wall_ns "$work/plain"), traced $(val call_wall_ns "$work/traced")"
 done
