@@ -279,6 +279,20 @@ def test_module_rules():
           % (proc.returncode, proc.stderr, proc.stdout))
 
 
+def test_deep_recursion():
+    # 3 x deep(5000) below <module> and main: 5003 frames, 907 beyond the
+    # trace's 4096 each time, counted and matched by the count.
+    out, proc = smtest.measure([PYTHON, prog("deep")], "py-deep", launcher_args=["--no-throttle"])
+    check(proc.stdout == "5000\n" * 3, "deep.py's output: %r" % proc.stdout[:100])
+    meta = load_json(out, "metadata.json")
+    check(meta.get("unmatched_leaves") == 0 and meta.get("trace_folded_enters") == 3 * 907,
+          "every leave matched, 3 x 907 enters beyond the trace's depth: %s, %s"
+          % (meta.get("unmatched_leaves"), meta.get("trace_folded_enters")))
+    v = check_trace_consistent(Trace(out))
+    check(v.get("deep") == 3 * (5001 - 907), "the archive keeps the 3 x 4094 enters of deep "
+          "within its depth: %s" % v.get("deep"))
+
+
 def test_throttling():
     out, proc = smtest.measure([PYTHON, prog("tiny")], "py-throttle",
                                launcher_args=["--throttle-calls", "1000"])
