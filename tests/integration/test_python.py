@@ -293,6 +293,22 @@ def test_deep_recursion():
           "within its depth: %s" % v.get("deep"))
 
 
+def test_sampling_below_python_functions():
+    # Call-stack sampling attaches each sample to the regions open then:
+    # the Python functions, with the interpreter's C frames below them.
+    out, proc = smtest.measure([PYTHON, prog("busy")], "py-sampling",
+                               launcher_args=["--sampling", "--sampling-freq", "200"])
+    if "built without libunwind" in proc.stderr:
+        smtest.skip("this build has no call-stack sampling (libunwind)")
+    check(proc.stdout == "True\n", "busy.py's output: %r" % proc.stdout)
+    with open(os.path.join(out, "sampled_functions.csv")) as f:
+        rows = [line.split(",") for line in f.read().splitlines()[1:]]
+    hot = [r for r in rows if r[0] == "<module> > main > hot"]
+    check(hot and int(hot[0][-1]) >= 10,
+          "samples attached to the Python call path <module> > main > hot: %s"
+          % sorted({(r[0], r[-1]) for r in rows}))
+
+
 def test_throttling():
     out, proc = smtest.measure([PYTHON, prog("tiny")], "py-throttle",
                                launcher_args=["--throttle-calls", "1000"])
