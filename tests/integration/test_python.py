@@ -170,6 +170,23 @@ def test_own_profiler():
     check_own_profiler(PYTHON, version_of(PYTHON), PYTHON)
 
 
+def test_threading_imported_at_startup():
+    # A sitecustomize of the user's that imports threading before the
+    # program starts: the user's module still runs, and up to 3.11 the copy
+    # of _thread.start_new_thread that threading took is wrapped too.
+    work = workdir("py-sitecustomize")
+    with open(os.path.join(work, "sitecustomize.py"), "w") as f:
+        f.write("import threading\nimport sys\nsys.stderr.write('user sitecustomize ran\\n')\n")
+    out, proc = smtest.measure([PYTHON, prog("planted")], "py-site", env={"PYTHONPATH": work})
+    check(proc.stdout == "total 67\n" and "user sitecustomize ran" in proc.stderr,
+          "the user's sitecustomize runs, the output is the same: %r %r"
+          % (proc.stdout, proc.stderr[-500:]))
+    profile = load_json(out, "profile.json")
+    workers = paths_ending(profile, "run_worker", "worker")
+    check(len(workers) == 1 and visits(workers[0]) == 4,
+          "worker measured on its thread: %s" % [(cp["path"], visits(cp)) for cp in workers])
+
+
 def test_output_and_exit_status():
     for how, rc in (("exit", 3), ("raise", 1)):
         plain = run_plain([PYTHON, prog("ending"), how])
