@@ -4,6 +4,8 @@
 #include "core/counters.h"
 #include "core/subsystem.h"
 #include "compiler/compiler_hooks.h"
+#include "compiler/throttle.h"
+#include "python/python_adapter.h"
 #include "core/gpu.h"
 #include "core/gpu_counters.h"
 #include "../ompt/ompt_tool.h"

@@ -9,14 +9,9 @@
  * lock, so a later call costs a hash probe and a state test before the
  * core's enter/leave; a filtered function costs only the probe.
  *
- * Throttling (throttle_*): a function starts "counting": its calls and
- * their inclusive time are summed; after throttle_calls calls it is either
- * traced from then on or, when its calls took less than throttle_per_call
- * us each, throttled: no longer entered, only counted.  The summary lists
- * the throttled ones and throttled.filter collects them as filter lines.
- * A throttled function gets a slot; its calls are counted per thread
- * (loc->throttled_calls[slot], a plain increment: no atomic on that path)
- * and summed at finalize.
+ * Throttling (throttle_*, throttle.h): a function starts "counting", and
+ * after throttle_calls calls is either traced from then on or, when its
+ * calls were tiny, throttled: no longer entered, only counted.
  *
  * System headers: a function whose source file lies in a system include
  * folder (/usr/include, the compilers' own) is never a region, decided at
@@ -36,6 +31,7 @@
 #include <string.h>
 
 #include "compiler_hooks.h"
+#include "throttle.h"
 #include "core/clock.h"
 #include "core/sig_hold.h"
 #include "core/compiler.h"
@@ -52,25 +48,10 @@
 SM_EXPORT void __cyg_profile_func_enter(void *fn, void *site);
 SM_EXPORT void __cyg_profile_func_exit(void *fn, void *site);
 
-enum {
-    SM_FN_TRACED,    /* the common case: enter and leave */
-    SM_FN_COUNTING,  /* traced, calls and time summed until throttling decides */
-    SM_FN_THROTTLED, /* only counted */
-    SM_FN_FILTERED,  /* left out by the filter */
-};
-
 typedef struct sm_fn {
     uintptr_t addr;       /* 0: empty slot; published last, with release */
-    sm_region_id_t region;
-    uint32_t state;
-    uint32_t slot;        /* throttled: index into loc->throttled_calls */
-    uint64_t calls;       /* while counting (and throttled beyond the slots) */
-    uint64_t ticks;       /* inclusive, while counting */
+    sm_throttle_fn_t t;   /* region, state (sm_fn_state_t), throttling */
 } sm_fn_t;
-
-/* Throttled functions with a per-thread counter; beyond, an atomic one. */
-#define SM_FN_THROTTLE_SLOTS 1024u
-static uint32_t sm_fn_n_slots;
 
 #define SM_FN_BITS 17
 #define SM_FN_SLOTS (1u << SM_FN_BITS)
@@ -79,21 +60,6 @@ static uint32_t sm_fn_n_slots;
 static sm_fn_t *sm_fn_table; /* calloc'ed at the first call, never moves */
 static pthread_mutex_t sm_fn_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t sm_fn_count, sm_fn_lost, sm_fn_system;
-static int sm_fn_throttle = -1; /* -1 not configured yet */
-static uint64_t sm_fn_throttle_calls;
-static double sm_fn_throttle_ns;
-/* A calibration point of our own: the clock's is only final at the end,
- * and throttling decides during the run. */
-static uint64_t sm_fn_t0_ticks, sm_fn_t0_ns;
-
-static double sm_fn_ns_per_tick(void)
-{
-    uint64_t ticks = sm_clock_now() - sm_fn_t0_ticks;
-    uint64_t ns = sm_clock_monotonic_ns() - sm_fn_t0_ns;
-    if (ns < 1000000 || !ticks) /* under 1 ms: too short to tell */
-        return sm_clock_ns_per_tick();
-    return (double)ns / (double)ticks;
-}
 
 static inline uint32_t sm_fn_hash(uintptr_t addr)
 {
@@ -116,18 +82,6 @@ static inline sm_fn_t *sm_fn_find(uintptr_t addr)
     }
     return NULL;
 }
-
-static void sm_fn_configure(void)
-{
-    const sm_config_t *cfg = sm_runtime_config();
-    sm_fn_throttle = cfg && cfg->throttle;
-    sm_fn_throttle_calls = cfg ? (uint64_t)cfg->throttle_calls : 100000;
-    sm_fn_throttle_ns = (cfg ? (double)cfg->throttle_per_call : 10.0) * 1000.0;
-    sm_fn_t0_ticks = sm_clock_now();
-    sm_fn_t0_ns = sm_clock_monotonic_ns();
-}
-
-static void sm_fn_finalize(const sm_run_info_t *run);
 
 /* The name of a function no symbol names: its offset in its object. */
 static void sm_fn_anonymous(const void *fn, const sm_symbol_t *sym, char *name, size_t len)
@@ -215,9 +169,6 @@ static SM_NOINLINE sm_fn_t *sm_fn_miss(sm_location_t *loc, void *fn)
     pthread_mutex_lock(&sm_fn_lock);
     if (!sm_fn_table) {
         sm_fn_t *t = calloc(SM_FN_SLOTS, sizeof *t);
-        if (t) {
-            sm_fn_configure();
-        }
         __atomic_store_n(&sm_fn_table, t, __ATOMIC_RELEASE);
     }
     if (!sm_fn_table)
@@ -246,8 +197,8 @@ static SM_NOINLINE sm_fn_t *sm_fn_miss(sm_location_t *loc, void *fn)
     sm_srcloc_t src;
     int have_src = sm_srcloc_function(fn, &src) == 0;
     if (have_src && sm_fn_system_file(src.file)) {
-        e->region = SM_INVALID_ID;
-        e->state = SM_FN_FILTERED;
+        e->t.region = SM_INVALID_ID;
+        e->t.state = SM_FN_FILTERED;
         sm_fn_count++;
         sm_fn_system++;
         __atomic_store_n(&e->addr, addr, __ATOMIC_RELEASE);
@@ -258,10 +209,8 @@ static SM_NOINLINE sm_fn_t *sm_fn_miss(sm_location_t *loc, void *fn)
     sm_region_id_t r = sm_region_define_mangled(
         name, mangled[0] && strcmp(mangled, name) != 0 ? mangled : NULL, have_src ? src.file : NULL,
         have_src ? src.line : 0, SM_PARADIGM_COMPILER, SM_ROLE_FUNCTION);
-    e->region = r;
-    e->state = r == SM_INVALID_ID || sm_region_filtered(r) ? SM_FN_FILTERED
-               : sm_fn_throttle                            ? SM_FN_COUNTING
-                                                           : SM_FN_TRACED;
+    e->t.region = r;
+    e->t.state = sm_throttle_initial_state(r);
     sm_fn_count++;
     __atomic_store_n(&e->addr, addr, __ATOMIC_RELEASE);
 out:
@@ -297,37 +246,16 @@ static inline void sm_fn_leave(sm_location_t *loc, sm_region_id_t r, uint64_t t)
         sm_fn_leave_other(loc, r, t);
 }
 
-/* A throttled call without the thread's counters yet (or beyond the slots). */
-static SM_NOINLINE void sm_fn_count_throttled(sm_location_t *loc, sm_fn_t *e)
-{
-    if (!loc->throttled_calls && e->slot < SM_FN_THROTTLE_SLOTS)
-        loc->throttled_calls = calloc(SM_FN_THROTTLE_SLOTS, sizeof *loc->throttled_calls);
-    if (loc->throttled_calls && e->slot < SM_FN_THROTTLE_SLOTS)
-        loc->throttled_calls[e->slot]++;
-    else
-        __atomic_fetch_add(&e->calls, 1, __ATOMIC_RELAXED);
-}
-
-static inline void sm_fn_throttled_call(sm_location_t *loc, sm_fn_t *e)
-{
-    uint32_t slot = e->slot;
-    uint64_t *c = loc->throttled_calls;
-    if (SM_LIKELY(c != NULL && slot < SM_FN_THROTTLE_SLOTS))
-        c[slot]++;
-    else
-        sm_fn_count_throttled(loc, e);
-}
-
 static SM_NOINLINE void sm_fn_enter_slow(sm_location_t *loc, sm_fn_t *e, uint32_t state)
 {
     if (state == SM_FN_FILTERED)
         return;
     if (state == SM_FN_THROTTLED) {
-        sm_fn_throttled_call(loc, e);
+        sm_throttle_call(loc, &e->t);
         return;
     }
-    __atomic_fetch_add(&e->calls, 1, __ATOMIC_RELAXED);
-    sm_event_enter(loc, e->region, sm_clock_now());
+    __atomic_fetch_add(&e->t.calls, 1, __ATOMIC_RELAXED);
+    sm_event_enter(loc, e->t.region, sm_clock_now());
 }
 
 static SM_NOINLINE void sm_fn_exit_slow(sm_location_t *loc, sm_fn_t *e, uint32_t state)
@@ -335,26 +263,12 @@ static SM_NOINLINE void sm_fn_exit_slow(sm_location_t *loc, sm_fn_t *e, uint32_t
     if (state != SM_FN_COUNTING)
         return; /* throttled or filtered: nothing was entered */
     uint64_t t = sm_clock_now();
-    if (loc->sp->region == e->region && loc->sp != loc->stack) {
+    if (loc->sp->region == e->t.region && loc->sp != loc->stack) {
         uint64_t incl = t - loc->sp->start;
         sm_event_leave_top(loc, t);
-        uint64_t ticks = __atomic_add_fetch(&e->ticks, incl, __ATOMIC_RELAXED);
-        uint64_t calls = __atomic_load_n(&e->calls, __ATOMIC_RELAXED);
-        if (calls >= sm_fn_throttle_calls) {
-            /* Once per function: the clock can be read, the lock taken
-             * (the slot is set before the state that makes it read). */
-            double per_call_ns = (double)ticks * sm_fn_ns_per_tick() / (double)calls;
-            uint32_t verdict = per_call_ns < sm_fn_throttle_ns ? SM_FN_THROTTLED : SM_FN_TRACED;
-            pthread_mutex_lock(&sm_fn_lock);
-            if (e->state == SM_FN_COUNTING) {
-                if (verdict == SM_FN_THROTTLED)
-                    e->slot = sm_fn_n_slots++;
-                __atomic_store_n(&e->state, verdict, __ATOMIC_RELEASE);
-            }
-            pthread_mutex_unlock(&sm_fn_lock);
-        }
+        sm_throttle_counted_leave(&e->t, incl);
     } else {
-        sm_fn_leave_other(loc, e->region, t);
+        sm_fn_leave_other(loc, e->t.region, t);
     }
 }
 
@@ -376,9 +290,9 @@ static SM_NOINLINE void sm_fn_enter_new(sm_location_t *loc, void *fn)
     sm_fn_t *e = sm_fn_miss(loc, fn);
     if (!e)
         return;
-    uint32_t state = __atomic_load_n(&e->state, __ATOMIC_RELAXED);
+    uint32_t state = __atomic_load_n(&e->t.state, __ATOMIC_RELAXED);
     if (state == SM_FN_TRACED)
-        sm_fn_trace_enter(loc, e->region);
+        sm_fn_trace_enter(loc, e->t.region);
     else if (state != SM_FN_FILTERED)
         sm_fn_enter_slow(loc, e, state);
 }
@@ -391,7 +305,7 @@ void __cyg_profile_func_enter(void *fn, void *site)
     if (SM_UNLIKELY(!sm_runtime_active))
         return;
     sm_fn_t *e = sm_fn_find((uintptr_t)fn);
-    uint32_t state = e ? __atomic_load_n(&e->state, __ATOMIC_ACQUIRE) : SM_FN_COUNTING;
+    uint32_t state = e ? __atomic_load_n(&e->t.state, __ATOMIC_ACQUIRE) : SM_FN_COUNTING;
     if (state == SM_FN_FILTERED)
         return;
     sm_location_t *loc = sm_location_current();
@@ -402,9 +316,9 @@ void __cyg_profile_func_enter(void *fn, void *site)
         return;
     }
     if (SM_LIKELY(state == SM_FN_TRACED))
-        sm_fn_trace_enter(loc, e->region);
+        sm_fn_trace_enter(loc, e->t.region);
     else if (state == SM_FN_THROTTLED)
-        sm_fn_throttled_call(loc, e);
+        sm_throttle_call(loc, &e->t);
     else
         sm_fn_enter_slow(loc, e, state);
 }
@@ -417,85 +331,27 @@ void __cyg_profile_func_exit(void *fn, void *site)
     sm_fn_t *e = sm_fn_find((uintptr_t)fn);
     if (SM_UNLIKELY(!e))
         return;
-    uint32_t state = __atomic_load_n(&e->state, __ATOMIC_RELAXED);
+    uint32_t state = __atomic_load_n(&e->t.state, __ATOMIC_RELAXED);
     if (state != SM_FN_TRACED && state != SM_FN_COUNTING)
         return; /* filtered or throttled: nothing was entered */
     sm_location_t *loc = sm_location_current();
     if (SM_UNLIKELY(loc->closed))
         return;
     if (SM_LIKELY(state == SM_FN_TRACED))
-        sm_fn_trace_leave(loc, e->region);
+        sm_fn_trace_leave(loc, e->t.region);
     else
         sm_fn_exit_slow(loc, e, state);
 }
 
 /* ---------------------------------------------------------------- summary */
 
-/* The throttled functions: notes for the summary (the first few, each with
- * its filter line) and throttled.filter in the output folder (all). */
+/* The notes of the compiler instrumentation (the throttled functions are
+ * throttle.c's). */
 static void sm_fn_finalize(const sm_run_info_t *run)
 {
+    (void)run;
+    char note[256];
     pthread_mutex_lock(&sm_fn_lock);
-    if (!sm_fn_table) {
-        pthread_mutex_unlock(&sm_fn_lock);
-        return;
-    }
-    uint32_t n = 0;
-    FILE *fp = NULL;
-    char path[4200], note[8400], pattern[8200];
-    double ns_per_tick = sm_fn_ns_per_tick();
-    for (uint32_t i = 0; i < SM_FN_SLOTS; i++) {
-        sm_fn_t *e = &sm_fn_table[i];
-        if (!e->addr || __atomic_load_n(&e->state, __ATOMIC_RELAXED) != SM_FN_THROTTLED)
-            continue;
-        const char *name = sm_region_name(e->region);
-        sm_filter_escape(name, pattern, sizeof pattern);
-        uint64_t calls = __atomic_load_n(&e->calls, __ATOMIC_RELAXED);
-        for (uint32_t l = 0, nl = sm_location_count(); l < nl && e->slot < SM_FN_THROTTLE_SLOTS;
-             l++) {
-            const uint64_t *c = sm_location_get(l)->throttled_calls;
-            calls += c ? c[e->slot] : 0;
-        }
-        double us = sm_fn_throttle_calls
-                        ? (double)e->ticks * ns_per_tick / 1000.0 / (double)sm_fn_throttle_calls
-                        : 0.0;
-        if (n < 4) {
-            snprintf(note, sizeof note, "throttled: %s (%" PRIu64 " calls, %.3g us per call; "
-                     "traced for its first %" PRIu64 "); filter line: EXCLUDE %s", name, calls,
-                     us, sm_fn_throttle_calls, pattern);
-            sm_runtime_add_note(note);
-        }
-        if (!fp && run->output_dir) {
-            char err[256];
-            if (sm_runtime_make_output_dir(err, sizeof err) == 0) {
-                if (run->n_ranks > 1 || run->rank)
-                    snprintf(path, sizeof path, "%s/throttled.%u.filter", run->output_dir,
-                             (unsigned)run->rank);
-                else
-                    snprintf(path, sizeof path, "%s/throttled.filter", run->output_dir);
-                fp = fopen(path, "w");
-                if (fp)
-                    fprintf(fp, "# functions sysmeasure throttled (more than %" PRIu64
-                            " calls at less than %.3g us per call); use with --filter\n"
-                            "SCOREP_REGION_NAMES_BEGIN\n",
-                            sm_fn_throttle_calls, sm_fn_throttle_ns / 1000.0);
-                else
-                    sm_warning("cannot write %s: %s", path, strerror(errno));
-            }
-        }
-        if (fp)
-            fprintf(fp, "  EXCLUDE %s\n", pattern);
-        n++;
-    }
-    if (fp) {
-        fprintf(fp, "SCOREP_REGION_NAMES_END\n");
-        fclose(fp);
-    }
-    if (n > 4) {
-        snprintf(note, sizeof note, "throttled: %u more functions (all in throttled.filter)",
-                 n - 4);
-        sm_runtime_add_note(note);
-    }
     if (sm_fn_system) {
         snprintf(note, sizeof note, "compiler instrumentation: %u functions of system headers "
                  "not measured", sm_fn_system);
@@ -511,5 +367,5 @@ static void sm_fn_finalize(const sm_run_info_t *run)
 
 const sm_subsystem_t sm_compiler_subsystem = {
     .name = "compiler instrumentation",
-    .flush = sm_fn_finalize, /* the functions' names and the filter note */
+    .flush = sm_fn_finalize, /* its notes */
 };

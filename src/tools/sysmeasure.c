@@ -12,6 +12,7 @@
 #include "../sources/papi/papi_events.h"
 #include "../util/filter.h"
 #include "../util/gpu_metrics.h"
+#include "../python/module_rules.h"
 #endif
 
 #include <dlfcn.h>
@@ -614,6 +615,56 @@ static void sm_program_libraries(const char *path, sm_program_libs_t *libs)
         waitpid(child, NULL, 0);
 }
 
+/* Whether the program is a Python interpreter: by its name (python3,
+ * python3.12, ..., also where a link leads) or, for a script, by its #!
+ * line's (#!/usr/bin/python3, #!/usr/bin/env python3). */
+static bool sm_program_is_python(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    if (!strncmp(base ? base + 1 : path, "python", 6))
+        return true;
+    char *real = realpath(path, NULL);
+    base = real ? strrchr(real, '/') : NULL;
+    bool python = base && !strncmp(base + 1, "python", 6);
+    free(real);
+    if (python)
+        return true;
+    char line[512] = "";
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (!fgets(line, sizeof line, f))
+            line[0] = '\0';
+        fclose(f);
+    }
+    if (strncmp(line, "#!", 2) != 0)
+        return false;
+    /* The interpreter, or the program env runs (after its options). */
+    char *word = strtok(line + 2, " \t\r\n");
+    for (bool env = false; word; word = strtok(NULL, " \t\r\n")) {
+        base = strrchr(word, '/');
+        base = base ? base + 1 : word;
+        if (!env && !strcmp(base, "env")) {
+            env = true;
+            continue;
+        }
+        if (env && (word[0] == '-' || strchr(word, '=')))
+            continue;
+        return !strncmp(base, "python", 6);
+    }
+    return false;
+}
+
+/* Whether an MPI launcher (Open MPI, MPICH's Hydra, PMIx) started this
+ * process as one of the ranks of a job. */
+static bool sm_under_mpi_launcher(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        if (getenv(vars[i]))
+            return true;
+    return false;
+}
+
 /* nvcc links the CUDA runtime statically by default: such a program names
  * no CUDA library, but carries the name of the driver it loads. */
 static bool sm_program_has_cuda_runtime(const char *path)
@@ -848,6 +899,57 @@ static void sm_set_kokkos_tools(char *tried, size_t tlen)
     free(value);
 }
 
+/* The sysmeasure Python module (the user API, python/sysmeasure) for a
+ * Python program, or one that a script starts: its folder at the end of
+ * PYTHONPATH, after the user's own.  Where the launcher's build tree has
+ * it, beside this launcher's installation, or where it was installed. */
+static void sm_set_python_path(void)
+{
+    char exe[PATH_MAX], dir[PATH_MAX + 64], probe[PATH_MAX + 96];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = '\0';
+    const char *candidates[3][2] = {{exe, "/python"}, {exe, "/../lib/sysmeasure/python"},
+                                    {SM_PKGLIBDIR, "/python"}};
+    bool found = false;
+    for (size_t i = 0; i < 3 && !found; i++) {
+        if (!candidates[i][0][0])
+            continue;
+        snprintf(dir, sizeof dir, "%s%s", candidates[i][0], candidates[i][1]);
+        snprintf(probe, sizeof probe, "%s/sysmeasure/__init__.py", dir);
+        found = access(probe, R_OK) == 0;
+    }
+    if (!found) {
+        sm_info(1, "the sysmeasure Python module was not found (looked in %s/python, "
+                "%s/../lib/sysmeasure/python, %s/python): import sysmeasure will fail", exe, exe,
+                SM_PKGLIBDIR);
+        return;
+    }
+    char *real = realpath(dir, NULL);
+    const char *add = real ? real : dir;
+    const char *old = getenv("PYTHONPATH");
+    size_t len = strlen(add);
+    for (const char *p = old; p && *p;) { /* there already (a launcher under a launcher) */
+        size_t k = strcspn(p, ":");
+        if (k == len && !strncmp(p, add, k)) {
+            free(real);
+            return;
+        }
+        p += k + (p[k] == ':');
+    }
+    size_t size = len + (old ? strlen(old) : 0) + 2;
+    char *value = malloc(size);
+    if (!value)
+        sm_die(SM_EXIT_USAGE, "out of memory");
+    snprintf(value, size, "%s%s%s", old && *old ? old : "", old && *old ? ":" : "", add);
+    sm_setenv("PYTHONPATH", value);
+    sm_info(2, "PYTHONPATH=%s", value);
+    free(value);
+    free(real);
+}
+
 /* ------------------------------------------------------------------ AMD GPUs */
 
 /* ROCTx, HIP and HSA (gpu/rocm), for a program that uses them or when asked
@@ -1060,6 +1162,13 @@ int main(int argc, char **argv)
         sm_filter_free(filter);
     }
     sm_check_gpu_metrics(&cfg, argc, argv);
+    /* Python module rules that do not parse: one line, not a job. */
+    if (cfg.python_modules && cfg.python_modules[0]) {
+        sm_py_rules_t *rules = sm_py_rules_parse(cfg.python_modules, err, sizeof err);
+        if (!rules)
+            sm_die(SM_EXIT_USAGE, "%s", err);
+        sm_py_rules_free(rules);
+    }
 #ifndef SM_HAVE_LIBUNWIND
     /* Call-stack sampling was not built: one line, and the program runs. */
     if (cfg.sampling) {
@@ -1145,9 +1254,20 @@ int main(int argc, char **argv)
     if (cfg.mpi == SM_MPI_AUTO || cfg.gpu == SM_GPU_AUTO)
         sm_program_libraries(path, &libs);
     bool mpi = cfg.mpi == SM_MPI_YES || (cfg.mpi == SM_MPI_AUTO && libs.mpi);
+    /* A Python program among the ranks of an MPI job loads MPI later
+     * (mpi4py, by dlopen), where no look at its libraries can see it: it
+     * gets the MPI wrappers (and so libmpi) from the start. */
+    bool python_rank = cfg.mpi == SM_MPI_AUTO && !mpi && sm_under_mpi_launcher() &&
+                       sm_program_is_python(path);
     char mpilib[PATH_MAX];
-    if (mpi && sm_find_library("libsysmeasure-mpi.so", mpilib, sizeof mpilib, tried,
-                               sizeof tried) != 0) {
+    if (python_rank) {
+        mpi = sm_find_library("libsysmeasure-mpi.so", mpilib, sizeof mpilib, tried,
+                              sizeof tried) == 0;
+        if (mpi)
+            sm_info(1, "%s: a Python program among the ranks of an MPI job: the MPI wrappers "
+                    "are loaded (mpi4py)", name);
+    } else if (mpi && sm_find_library("libsysmeasure-mpi.so", mpilib, sizeof mpilib, tried,
+                                      sizeof tried) != 0) {
         if (cfg.mpi == SM_MPI_YES)
             sm_die(SM_EXIT_USAGE, "--mpi: this sysmeasure was built without MPI support "
                    "(libsysmeasure-mpi.so not found; looked for %s)", tried);
@@ -1176,6 +1296,7 @@ int main(int argc, char **argv)
         sm_set_preload(mpilib);
     if (cfg.kokkos)
         sm_set_kokkos_tools(tried, sizeof tried);
+    sm_set_python_path(); /* the user API, with or without --python */
     if (cfg.gpu != SM_GPU_NO) {
         bool asked = cfg.gpu == SM_GPU_YES;
         sm_set_cuda_injection(name, asked,

@@ -45,5 +45,15 @@ cc -I"$root/include" app.c -L"$stage$libdir" -lsysmeasure -o app || no "compile 
 LD_LIBRARY_PATH="$stage$libdir" "$root/bin/sysmeasure" --output out ./app 2>run.err || { cat run.err; no "installed launcher run"; }
 grep -q 'installed' out/profile.txt 2>/dev/null || no "region missing from profile.txt"
 env LD_PRELOAD= "$root/bin/sysmeasure-avail" | grep -q SYSMEASURE_TRACE || no "installed sysmeasure-avail"
+# The Python module, which the installed launcher puts on PYTHONPATH.
+pkglibdir=$(sed -n 's/^pkglibdir = //p' "$SM_BUILDDIR/Makefile" | sed -e "s|\\\$(libdir)|$libdir|" -e "s|\\\${libdir}|$libdir|")
+[ -e "$stage$pkglibdir/python/sysmeasure/__init__.py" ] || no "$pkglibdir/python/sysmeasure not installed"
+if [ -x /usr/bin/python3 ] && [ "$pkglibdir" = "$prefix/lib/sysmeasure" ]; then
+    LD_LIBRARY_PATH="$stage$libdir" "$root/bin/sysmeasure" --output out-py /usr/bin/python3 -c \
+        'import sysmeasure; print(sysmeasure.__file__, sysmeasure.is_active())' >py.out 2>py.err ||
+        { cat py.err; no "installed launcher, python3"; }
+    grep -q "^$stage$pkglibdir/python/sysmeasure/__init__.py True" py.out ||
+        no "import sysmeasure under the installed launcher: $(cat py.out)"
+fi
 rm -rf "$stage"
 exit $fail
