@@ -19,7 +19,7 @@
 
 extern char **environ;
 
-/* The launcher's short options (src/tools/sysmeasure.c). */
+/* The launcher's short options (src/tools/launcher/options.c). */
 static const struct {
     char letter;
     const char *option;

@@ -45,7 +45,7 @@ int sm_perfetto_write(const char *dir, sm_perfetto_stats_t *stats, char *err,
                       size_t errlen) SM_HIDDEN;
 
 /* The conversion itself lives in the plugin libsysmeasure-perfetto.so
- * (perfetto.c, linked with protobuf-c), which sm_perfetto_write loads
+ * (perfetto/, linked with protobuf-c), which sm_perfetto_write loads
  * (perfetto_loader.c) beside the library or tool that asks: a measured
  * process that writes no Perfetto trace never loads protobuf-c.  Same
  * contract as sm_perfetto_write. */
