@@ -111,6 +111,15 @@ int sm_finalize_run(sm_finalize_t *f)
         sm_fin_mpi_share(f);
         sm_log_step("reducing the profiles");
     }
+    /* 2b. Each rank its part that needs the job's profile. */
+    for (uint32_t i = 0; outputs[i] && i < 64; i++) {
+        const sm_output_t *o = outputs[i];
+        if (o->who != SM_OUTPUT_EVERY_RANK_AFTER_PROFILES || !o->wanted(f))
+            continue;
+        ok[i] = o->write(f) == 0;
+        failures += !ok[i];
+        sm_log_step(o->file);
+    }
     /* 3. Rank 0's outputs. */
     if (f->procs->rank == 0)
         for (uint32_t i = 0; outputs[i] && i < 64; i++) {

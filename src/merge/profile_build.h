@@ -58,8 +58,6 @@ void sm_summary_built(sm_summary_impl_t *im) SM_HIDDEN;
 /* Creator location -> member, per rank (sorted: members of a rank by
  * location id). */
 void sm_summary_link_creators(sm_profile_summary_t *s, bool sorted) SM_HIDDEN;
-/* A member that has anything on the path. */
-bool sm_member_on_path(const sm_cpath_member_t *m) SM_HIDDEN;
 void sm_cpath_member_merge(sm_cpath_member_t *into, const sm_cpath_member_t *from) SM_HIDDEN;
 
 /* One rank's blob (sm_profile_summary_serialize), for the builders. */

@@ -684,6 +684,18 @@ void *sm_profile_reduced_of_rank(const void *blob, uint64_t len, uint32_t rank,
     return out;
 }
 
+sm_profile_summary_t *sm_profile_summary_of_rank(const void *blob, uint64_t len, uint32_t rank)
+{
+    uint32_t members;
+    const char *why;
+    if (!sm_profile_blob_check(blob, len, rank, &members, &why)) {
+        sm_error("the profile summary of rank %u is malformed (%s)", (unsigned)rank, why);
+        return NULL;
+    }
+    sm_rank_blob_t one = {rank, blob, len};
+    return sm_profile_detail_build(&one, 1, 1, rank);
+}
+
 /* ---------------------------------------------------------------- the job summary */
 
 /* The accumulator of every rank, made the job's summary: with members when

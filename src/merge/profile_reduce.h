@@ -62,6 +62,11 @@ void *sm_profile_reduced_of_rank(const void *blob, uint64_t len, uint32_t rank,
 /* The merge of reduced blobs (an sm_reduce_fn; arg unused). */
 int sm_profile_reduced_merge(const void *const *blobs, const uint64_t *lens, uint32_t n,
                              void **out, uint64_t *out_len, void *arg) SM_HIDDEN;
+/* One rank's summary with its members (member_rank 0) from its blob, for
+ * the rows it writes itself (profile-ranks.csv); NULL when the blob is
+ * malformed or memory ran out (said). */
+sm_profile_summary_t *sm_profile_summary_of_rank(const void *blob, uint64_t len,
+                                                 uint32_t rank) SM_HIDDEN;
 /* The job summary from the reduction of all ranks; NULL when malformed or
  * out of memory (said). */
 sm_profile_summary_t *sm_profile_summary_from_reduced(const void *blob, uint64_t len) SM_HIDDEN;

@@ -181,6 +181,9 @@ static inline double sm_summary_member_ns_per_tick(const sm_profile_summary_t *s
     return s->rank_ns_per_tick[s->member_rank[m]];
 }
 
+/* A member that has anything on the path (visits, time, bytes). */
+bool sm_member_on_path(const sm_cpath_member_t *m) SM_HIDDEN;
+
 /* The readers below need a job summary (stats).  Across members (threads)
  * of the inclusive (or exclusive) time sum, in ns. */
 sm_spread_t sm_cpath_spread_time(const sm_profile_summary_t *s, const sm_cpath_t *p,
