@@ -19,6 +19,10 @@
 #include "../util/json.h"
 #include "../util/log.h"
 
+/* Blocks of ranks per side of a large job's matrix (report.html's heat map
+ * draws as many). */
+#define SM_PJSON_MATRIX_CELLS 64
+
 typedef struct sm_pjson {
     sm_json_t *j;
     const sm_job_t *job;
@@ -422,7 +426,10 @@ int sm_profile_write_json(const sm_run_info_t *run, const sm_job_t *job,
     sm_gpu_summary_json(&j, gpu);
     sm_gpu_summary_free(gpu);
     sm_json_key(&j, "comm_matrix");
-    sm_comm_matrix_json(&j, job);
+    if (summary->per_member)
+        sm_comm_matrix_json(&j, job);
+    else /* (every pair is in comm_matrix.json and .csv) */
+        sm_comm_matrix_json_binned(&j, job, SM_PJSON_MATRIX_CELLS);
     sm_sampled_json(&j, run, job, summary);
     sm_procmetrics_json(&j, job);
     sm_json_run_totals(&j, run);

@@ -766,7 +766,11 @@ static void sm_report_heatmap(sm_report_t *r, const sm_jv_t *cm, const char *whi
         sm_out_fail(o, ENOMEM);
         return;
     }
+    /* Every pair, or (a large job) blocks of ranks already summed: each
+     * block falls in one cell (its first ranks; blocks no larger). */
     const sm_jv_t *pairs = sm_jv_get(cm, "pairs");
+    if (!pairs)
+        pairs = sm_jv_get(cm, "cells");
     double max = 0;
     for (uint32_t i = 0; i < sm_jv_len(pairs); i++) {
         const sm_jv_t *p = sm_jv_at(pairs, i);
@@ -1572,8 +1576,13 @@ static int sm_report_check(sm_report_t *r, const char **file, char *err, size_t 
         if (sm_jv_whole(cm, "comm_matrix", "ranks", 0, r->n_ranks, 0, &n, err, errlen))
             return -1;
         const sm_jv_t *pairs = sm_jv_get(cm, "pairs");
+        const char *key = "pairs";
+        if (!pairs) {
+            pairs = sm_jv_get(cm, "cells");
+            key = "cells";
+        }
         for (uint32_t i = 0; i < sm_jv_len(pairs); i++) {
-            snprintf(where, sizeof where, "comm_matrix.pairs[%u]", (unsigned)i);
+            snprintf(where, sizeof where, "comm_matrix.%s[%u]", key, (unsigned)i);
             if (!n) {
                 snprintf(err, errlen, "%s: a pair of a matrix of 0 ranks", where);
                 return -1;

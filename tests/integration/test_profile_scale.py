@@ -235,6 +235,13 @@ def test_large_job_text_and_json():
           not any("per_rank" in c or "per_thread" in c for c in prof["callpaths"]),
           "large: profile.json without per-thread and per-rank rows, %s threads"
           % prof.get("thread_count"))
+    cm = prof.get("comm_matrix") or {}
+    cells = cm.get("cells", [])
+    top = cm.get("top_pairs", [])
+    check("pairs" not in cm and cm.get("bytes") == 16 * sum(range(1, RANKS + 1)) and
+          sum(c["bytes"] for c in cells) == cm.get("bytes") and top and
+          (top[0]["sender"], top[0]["receiver"], top[0]["bytes"]) == (RANKS - 1, 0, 16 * RANKS),
+          "large: profile.json's matrix in blocks of ranks, the top pair 7 -> 0: %s" % cm)
     bins = prof.get("rank_bins", {})
     check(bins.get("bins") == RANKS and bins.get("first_rank") == list(range(RANKS)) and
           sum(bins.get("threads", [])) == prof["thread_count"],

@@ -1,7 +1,7 @@
 /* Planted per-rank values for the job's profile at scale
  * (test_profile_scale.py).  Every rank runs 4 steps: "work" sleeps 20 ms
- * (rank SLOW 60 ms: 3 x as long), then "exchange" sends r + 1 ints to the
- * next rank and receives from the previous one (MPI_Send, MPI_Recv).  With
+ * (rank SLOW 60 ms: 3 x as long), then "exchange" sends r % 64 + 1 ints to
+ * the next rank and receives from the previous one (MPI_Send, MPI_Recv).  With
  * THREADS > 0 each rank then starts THREADS threads; thread t enters
  * "helper" t + 1 times, 1 ms each.  Then MPI_Finalize, or with "nofinalize"
  * the program returns without it (the processes' files are merged after).
@@ -48,13 +48,13 @@ int main(int argc, char **argv)
         sysmeasure_pop_region("work");
         sysmeasure_push_region("exchange");
         if (rank % 2 == 0) {
-            MPI_Send(out, rank + 1, MPI_INT, (rank + 1) % size, 0, MPI_COMM_WORLD);
+            MPI_Send(out, rank % 64 + 1, MPI_INT, (rank + 1) % size, 0, MPI_COMM_WORLD);
             MPI_Recv(in, 64, MPI_INT, (rank + size - 1) % size, 0, MPI_COMM_WORLD,
                      MPI_STATUS_IGNORE);
         } else {
             MPI_Recv(in, 64, MPI_INT, (rank + size - 1) % size, 0, MPI_COMM_WORLD,
                      MPI_STATUS_IGNORE);
-            MPI_Send(out, rank + 1, MPI_INT, (rank + 1) % size, 0, MPI_COMM_WORLD);
+            MPI_Send(out, rank % 64 + 1, MPI_INT, (rank + 1) % size, 0, MPI_COMM_WORLD);
         }
         sysmeasure_pop_region("exchange");
     }
