@@ -611,7 +611,8 @@ static int sm_text_outliers(const sm_text_t *x)
     for (uint32_t i = 0; i < o.n; i++)
         order[i] = i;
     sm_outlier_sorting = &o;
-    qsort(order, o.n, sizeof *order, sm_outlier_order);
+    if (o.n) /* (qsort of no array: undefined, even of 0 elements) */
+        qsort(order, o.n, sizeof *order, sm_outlier_order);
     sm_outlier_sorting = NULL;
     uint32_t n = o.n < SM_TEXT_TOP_PATHS ? o.n : SM_TEXT_TOP_PATHS;
     if (n) {
