@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../core/clock.h"
+#include "../merge/profile_reduce.h"
 #include "../merge/unify.h"
 #include "../writers/summary_common.h"
 #include "../util/log.h"
@@ -54,32 +55,24 @@ static void sm_fin_mpi_share(sm_finalize_t *f)
     free(tot);
 }
 
-/* Step 2: every rank's profile at rank 0, reduced to the job's summary.
- * Collective for a live job.  Returns the failures. */
+/* Step 2: the profiles reduced to the job's summary at rank 0 (up the tree
+ * of the live job's processes, or in this one process from every rank's
+ * blob: a merge).  Collective for a live job.  Returns the failures. */
 static int sm_fin_profiles(sm_finalize_t *f)
 {
-    void *all = NULL;
-    uint64_t all_len = 0;
-    int failures = 0;
-    if (f->profiles_gathered) {
-        all = (void *)f->profiles;
-        all_len = f->profiles_len;
-    } else if (sm_tree_gather(f->procs, f->profiles ? f->profiles : "", f->profiles_len, &all,
-                              &all_len) != 0) {
-        /* (every process takes part, with or without a blob: the others wait) */
-        failures++;
-    }
     uint32_t ranks = f->job.n_ranks ? f->job.n_ranks : f->procs->size;
-    if (f->procs->rank == 0 && all && all_len) {
-        f->summary = sm_profile_summary_from_blobs(all, all_len, ranks);
-        if (!f->summary) {
-            sm_error("building the profile summary of the job failed");
-            failures++;
-        }
+    if (f->profiles_gathered) {
+        if (f->profiles && f->profiles_len)
+            f->summary = sm_profile_summary_from_blobs(f->profiles, f->profiles_len, ranks);
+    } else {
+        /* (every process takes part, with or without a blob: the others wait) */
+        f->summary = sm_profiles_reduce(f->procs, f->profiles, f->profiles_len, ranks);
     }
-    if (!f->profiles_gathered)
-        free(all);
-    return failures;
+    if (f->procs->rank == 0 && !f->summary && f->profiles_len) {
+        sm_error("building the profile summary of the job failed");
+        return 1;
+    }
+    return 0;
 }
 
 /* Whether the output named `file` was written (a later one reads it). */
@@ -117,6 +110,15 @@ int sm_finalize_run(sm_finalize_t *f)
         failures += sm_fin_profiles(f);
         sm_fin_mpi_share(f);
         sm_log_step("reducing the profiles");
+    }
+    /* 2b. Each rank its part that needs the job's profile. */
+    for (uint32_t i = 0; outputs[i] && i < 64; i++) {
+        const sm_output_t *o = outputs[i];
+        if (o->who != SM_OUTPUT_EVERY_RANK_AFTER_PROFILES || !o->wanted(f))
+            continue;
+        ok[i] = o->write(f) == 0;
+        failures += !ok[i];
+        sm_log_step(o->file);
     }
     /* 3. Rank 0's outputs. */
     if (f->procs->rank == 0)

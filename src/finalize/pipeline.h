@@ -4,8 +4,10 @@
  * crashed job's process files are merged afterwards (sysmeasure-merge).
  *
  *   1. the outputs every rank writes its part of (the OTF2 archive);
- *   2. the profiles reduced to the job's summary at rank 0, and the job's
- *      summary line (share of MPI);
+ *   2. the profiles reduced to the job's summary at rank 0 (up a tree:
+ *      profile_reduce.h), and the job's summary line (share of MPI); then
+ *      the outputs every rank writes its part of with that summary known
+ *      (profile-ranks.csv);
  *   3. rank 0's outputs, in the order of src/finalize/outputs.def; an
  *      output that reads another back runs only when that one succeeded.
  *
@@ -35,7 +37,7 @@ typedef struct sm_finalize {
      * per merged process. */
     const struct sm_image *images;
     uint32_t n_images;
-    /* Profiles: this process's blob (sm_profile_summary_serialize), gathered
+    /* Profiles: this process's blob (sm_profile_summary_serialize), reduced
      * up the tree here; or, with profiles_gathered, every rank's already in
      * sm_tree_gather's sequence form (a merge).  NULL/0: none. */
     const void *profiles;

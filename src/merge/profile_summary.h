@@ -1,11 +1,16 @@
 /* The profile as one tree of call paths, unified across threads and, at
  * finalize, across the ranks of the job.
  *
- * Each process builds a local summary (members = its CPU threads, region ids
- * = its own), serializes it with region ids mapped to the job's unified ids,
- * and rank 0 rebuilds the job summary from every rank's blob (members = every
- * thread of every rank, ordered by rank, then location id).  A process
- * without MPI goes through the same path as a job of one rank.
+ * Each process builds a local summary (members = its CPU threads and GPU
+ * streams, region ids = its own) and serializes it with region ids mapped
+ * to the job's unified ids (profile_blob.c).  The job summary at rank 0 is
+ * reduced up a tree from those blobs (profile_reduce.h): per path it holds
+ * mergeable statistics across threads and across ranks (sm_cpath_t.stats,
+ * profile_stats.h), whose size is that of the distinct paths, not of ranks
+ * x paths.  While the job has at most SM_PROFILE_DETAIL_MAX members, the
+ * per-member values come along (per_member: members = every thread of every
+ * rank, ordered by rank, then location id).  A process without MPI goes
+ * through the same path as a job of one rank.
  *
  * For each path and member: visits, inclusive/exclusive time statistics (in
  * the member's own clock ticks: ranks may run on hosts with different tick
@@ -24,6 +29,7 @@
 #include "../core/compiler.h"
 #include "../core/definitions.h"
 #include "../core/profile.h"
+#include "profile_stats.h"
 #include "unify.h"
 
 typedef struct sm_cpath_member {
@@ -47,6 +53,7 @@ typedef struct sm_cpath {
     struct sm_cpath *first_child;
     struct sm_cpath *next_sibling;
     sm_cpath_member_t *members; /* [n_members] */
+    sm_cpath_stats_t *stats;    /* the job's statistics (a job summary; NULL in a local one) */
 } sm_cpath_t;
 
 /* What the writers need about a member without the live location. */
@@ -88,7 +95,17 @@ typedef struct sm_profile_summary {
     uint32_t n_gpu_metrics;
     char (*gpu_metric_names)[SM_SUMMARY_COUNTER_NAME]; /* [n_gpu_metrics] */
     uint64_t n_gpu_values;
-    sm_summary_gpu_value_t *gpu_values;
+    sm_summary_gpu_value_t *gpu_values; /* per member: a local summary, or per_member */
+    /* ---- the job's statistics (profile_stats.h), in every job summary */
+    bool per_member;           /* members, member_* and rank_* hold every member */
+    uint64_t n_threads;        /* members of every rank (also beyond the per-member cap) */
+    uint32_t ranks_present;    /* ranks with a profile */
+    uint32_t n_bins;           /* sm_rank_bins(n_ranks) */
+    sm_job_bin_t *bins;        /* [n_bins] */
+    uint32_t n_region_stats;
+    sm_region_stat_t *region_stats; /* by region id */
+    uint64_t n_gpu_rows;
+    sm_gpu_row_t *gpu_rows;    /* per (path, metric), then per (kernel, metric) */
 } sm_profile_summary_t;
 
 /* Across the members (or ranks) that visited a path: mean, min, max and
@@ -97,7 +114,11 @@ typedef struct sm_profile_summary {
 typedef struct sm_spread {
     uint32_t n;
     double mean, min, max, stddev;
-    uint32_t min_member, max_member; /* ranks, for the across-ranks spreads */
+    /* Ranks, for the across-ranks spreads; across threads the member
+     * (SM_INVALID_ID without per-member values: then min_rank, min_loc). */
+    uint32_t min_member, max_member;
+    uint32_t min_rank, min_loc, max_rank, max_loc; /* loc: SM_INVALID_ID across ranks */
+    double sum;
 } sm_spread_t;
 
 /* One rank's share of a path: the sums over its threads. */
@@ -135,16 +156,17 @@ int sm_profile_summary_add_gpu(sm_profile_summary_t *s, uint32_t member,
                                const sm_region_id_t *regions, uint32_t depth, const char *metric,
                                const sm_fstat_t *st) SM_HIDDEN;
 
-/* A local summary as a blob for rank 0, region ids mapped through
+/* A local summary as a blob for the reduction, region ids mapped through
  * maps->regions (NULL maps: ids kept; an id beyond the map becomes
  * SM_INVALID_ID, named "?").  malloc'd; NULL when out of memory. */
 void *sm_profile_summary_serialize(const sm_profile_summary_t *s, const sm_id_maps_t *maps,
                                    uint32_t rank, uint64_t *len) SM_HIDDEN;
-/* The job summary from the records {rank, len, blob} of sm_tree_gather.
- * NULL when out of memory or when a record is malformed, repeats a rank or
- * names a rank >= n_ranks (message printed).  Ranks without a record, or
- * with an empty one (a rank that could not build its blob), have no
- * members. */
+/* The job summary from every rank's blob, as records {rank, len, blob} of
+ * sm_tree_gather (sysmeasure-merge: one process holds them all), reduced
+ * by the same merge as the live tree (profile_reduce.c).  NULL when out of
+ * memory or when a record is malformed, repeats a rank or names a rank >=
+ * n_ranks (message printed).  Ranks without a record, or with an empty one
+ * (a rank that could not build its blob), have no members. */
 sm_profile_summary_t *sm_profile_summary_from_blobs(const void *seq, uint64_t len,
                                                     uint32_t n_ranks) SM_HIDDEN;
 /* Maps the region ids of a blob in place through regions[n_regions] (a
@@ -159,7 +181,11 @@ static inline double sm_summary_member_ns_per_tick(const sm_profile_summary_t *s
     return s->rank_ns_per_tick[s->member_rank[m]];
 }
 
-/* Across members (threads) of the inclusive (or exclusive) time sum, in ns. */
+/* A member that has anything on the path (visits, time, bytes). */
+bool sm_member_on_path(const sm_cpath_member_t *m) SM_HIDDEN;
+
+/* The readers below need a job summary (stats).  Across members (threads)
+ * of the inclusive (or exclusive) time sum, in ns. */
 sm_spread_t sm_cpath_spread_time(const sm_profile_summary_t *s, const sm_cpath_t *p,
                                  int exclusive) SM_HIDDEN;
 /* Across members of the visit count. */
@@ -170,16 +196,20 @@ sm_spread_t sm_cpath_spread_counter(const sm_profile_summary_t *s, const sm_cpat
 /* Across ranks of counter k's per-rank inclusive (or exclusive) sum. */
 sm_spread_t sm_cpath_spread_ranks_counter(const sm_profile_summary_t *s, const sm_cpath_t *p,
                                           uint32_t k, int exclusive) SM_HIDDEN;
-/* Counter k's inclusive (exclusive) sum over rank r's members on p. */
+/* Counter k's inclusive (exclusive) sum over rank r's members on p
+ * (per_member; 0 otherwise). */
 uint64_t sm_cpath_rank_counter(const sm_profile_summary_t *s, const sm_cpath_t *p, uint32_t rank,
                                uint32_t k, int exclusive) SM_HIDDEN;
 /* Counter k's inclusive (exclusive) sum over every member on the path. */
 uint64_t sm_cpath_counter_total(const sm_profile_summary_t *s, const sm_cpath_t *p, uint32_t k,
                                 int exclusive) SM_HIDDEN;
+/* Value v summed over every thread of every rank on the path. */
+uint64_t sm_cpath_total(const sm_profile_summary_t *s, const sm_cpath_t *p,
+                        sm_pvalue_t v) SM_HIDDEN;
 /* Index of the counter of that name, or -1. */
 int sm_summary_counter_index(const sm_profile_summary_t *s, const char *name) SM_HIDDEN;
 
-/* Rank r's sums over its threads on p. */
+/* Rank r's sums over its threads on p (per_member; zeros otherwise). */
 void sm_cpath_rank_total(const sm_profile_summary_t *s, const sm_cpath_t *p, uint32_t rank,
                          sm_cpath_rank_total_t *out) SM_HIDDEN;
 /* Across the ranks that visited p (any of their threads) of the per-rank

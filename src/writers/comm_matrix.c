@@ -3,6 +3,9 @@
  * non-zero pairs, so that the files grow with the pairs that talk, not with
  * the square of the ranks. */
 #include "summary_common.h"
+
+#include <errno.h>
+#include <stdlib.h>
 #include "../finalize/pipeline.h"
 
 #include <string.h>
@@ -86,6 +89,65 @@ void sm_comm_matrix_json(sm_json_t *j, const sm_job_t *job)
             sm_json_field_uint(j, "bytes", job->matrix_bytes[k]);
             sm_json_object_end(j);
         }
+    }
+    sm_json_array_end(j);
+    sm_json_object_end(j);
+}
+
+void sm_comm_matrix_json_binned(sm_json_t *j, const sm_job_t *job, uint32_t cells)
+{
+    if (!sm_comm_matrix_any(job) || !cells) {
+        sm_json_null(j);
+        return;
+    }
+    uint32_t n = sm_job_ranks(job);
+    uint32_t per = (n + cells - 1) / cells, side = (n + per - 1) / per;
+    uint64_t *m = calloc(2 * (size_t)side * side, sizeof *m);
+    if (!m) {
+        j->err = ENOMEM;
+        return;
+    }
+    uint64_t messages = 0, bytes = 0;
+    for (uint32_t s = 0; s < n; s++)
+        for (uint32_t r = 0; r < n; r++) {
+            size_t k = (size_t)s * n + r, c = 2 * ((size_t)(s / per) * side + r / per);
+            m[c] += job->matrix_messages[k];
+            m[c + 1] += job->matrix_bytes[k];
+            messages += job->matrix_messages[k];
+            bytes += job->matrix_bytes[k];
+        }
+    sm_json_object_begin(j);
+    sm_json_field_uint(j, "ranks", n);
+    sm_json_field_uint(j, "messages", messages);
+    sm_json_field_uint(j, "bytes", bytes);
+    sm_json_field_uint(j, "ranks_per_cell", per);
+    sm_json_key(j, "cells");
+    sm_json_array_begin(j);
+    for (uint32_t a = 0; a < side && !j->err; a++)
+        for (uint32_t b = 0; b < side; b++) {
+            size_t c = 2 * ((size_t)a * side + b);
+            if (!m[c] && !m[c + 1])
+                continue;
+            sm_json_object_begin_inline(j);
+            sm_json_field_uint(j, "sender", (uint64_t)a * per);
+            sm_json_field_uint(j, "receiver", (uint64_t)b * per);
+            sm_json_field_uint(j, "messages", m[c]);
+            sm_json_field_uint(j, "bytes", m[c + 1]);
+            sm_json_object_end(j);
+        }
+    sm_json_array_end(j);
+    free(m);
+    sm_comm_pair_t top[SM_COMM_TOP_PAIRS];
+    uint32_t k = sm_comm_matrix_top(job, top, SM_COMM_TOP_PAIRS);
+    sm_json_key(j, "top_pairs");
+    sm_json_array_begin(j);
+    for (uint32_t i = 0; i < k; i++) {
+        sm_json_object_begin_inline(j);
+        sm_json_field_uint(j, "sender", top[i].sender);
+        sm_json_field_uint(j, "receiver", top[i].receiver);
+        sm_json_field_uint(j, "messages", top[i].messages);
+        sm_json_field_uint(j, "bytes", top[i].bytes);
+        sm_json_object_end(j);
     }
     sm_json_array_end(j);
     sm_json_object_end(j);

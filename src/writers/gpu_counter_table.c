@@ -15,6 +15,14 @@ sm_gct_t *sm_gct_new(uint32_t n_ranks)
     return t;
 }
 
+sm_gct_t *sm_gct_new_reduced(uint32_t n_ranks)
+{
+    sm_gct_t *t = sm_gct_new(n_ranks);
+    if (t)
+        t->reduced = 1;
+    return t;
+}
+
 void sm_gct_free(sm_gct_t *t)
 {
     if (!t)
@@ -101,8 +109,8 @@ static sm_gct_row_t *sm_gct_row(sm_gct_t *t, const char *kernel, const char *pat
     r->metric = metric;
     r->kernel = strdup(kernel);
     r->path = path ? strdup(path) : NULL;
-    r->rank = calloc(t->n_ranks, sizeof *r->rank);
-    if (!r->kernel || (path && !r->path) || !r->rank) {
+    r->rank = t->reduced ? NULL : calloc(t->n_ranks, sizeof *r->rank);
+    if (!r->kernel || (path && !r->path) || (!t->reduced && !r->rank)) {
         free(r->kernel);
         free(r->path);
         free(r->rank);
@@ -138,6 +146,25 @@ int sm_gct_add(sm_gct_t *t, uint32_t rank, const char *kernel, const char *path,
     return 0;
 }
 
+int sm_gct_add_reduced(sm_gct_t *t, const char *kernel, const char *path, const char *metric,
+                       const sm_fstat_t *all, sm_spread_t ranks)
+{
+    if (!t || !t->reduced)
+        return -1;
+    uint32_t m = sm_gct_metric(t, metric); /* (an empty row names a metric: its order) */
+    if (m != UINT32_MAX && !all->n)
+        return 0;
+    sm_gct_row_t *r = m != UINT32_MAX ? sm_gct_row(t, kernel, path, m) : NULL;
+    if (!r) {
+        t->oom = 1;
+        return -1;
+    }
+    if (!r->all.n)
+        r->ranks = ranks;
+    sm_fstat_merge(&r->all, all);
+    return 0;
+}
+
 static const sm_gct_t *sm_gct_sorting;
 
 static int sm_gct_order(const void *a, const void *b)
@@ -163,7 +190,7 @@ void sm_gct_finish(sm_gct_t *t)
     free(t->table); /* row indices changed: no more adding */
     t->table = NULL;
     t->table_size = 0;
-    for (uint32_t i = 0; i < t->n_rows; i++) {
+    for (uint32_t i = 0; i < t->n_rows && !t->reduced; i++) {
         sm_gct_row_t *r = &t->rows[i];
         /* Across the ranks with values: the per-rank sums, as a statistic
          * of n values (one per rank). */

@@ -22,7 +22,7 @@ typedef struct sm_gct_row {
     uint32_t metric; /* into sm_gct_t.metrics */
     sm_fstat_t all;  /* every launch of every rank */
     sm_spread_t ranks; /* of the per-rank sums (after sm_gct_finish) */
-    sm_fstat_t *rank; /* [n_ranks] */
+    sm_fstat_t *rank; /* [n_ranks]; NULL in a table of reduced rows */
 } sm_gct_row_t;
 
 typedef struct sm_gct sm_gct_t;
@@ -36,9 +36,19 @@ struct sm_gct {
     uint32_t *table;    /* open addressing, row index + 1 */
     uint32_t table_size;
     int oom;
+    int reduced; /* rows come with their spread across ranks (sm_gct_add_reduced) */
 };
 
 sm_gct_t *sm_gct_new(uint32_t n_ranks) SM_HIDDEN;
+/* A table of rows reduced across the n_ranks ranks already (the job's
+ * profile summary: profile_stats.h). */
+sm_gct_t *sm_gct_new_reduced(uint32_t n_ranks) SM_HIDDEN;
+/* One reduced row: every launch (all) and the spread across ranks of the
+ * per-rank sums; path NULL: the kernel's row over its paths.  A second row
+ * of the same key merges into the first (its launches; the spread of the
+ * first stays).  0; -1 out of memory. */
+int sm_gct_add_reduced(sm_gct_t *t, const char *kernel, const char *path, const char *metric,
+                       const sm_fstat_t *all, sm_spread_t ranks) SM_HIDDEN;
 void sm_gct_free(sm_gct_t *t) SM_HIDDEN;
 /* Statistics of one rank's launches of kernel from path: added to the
  * (path, kernel) row and to the kernel's row.  0; -1 out of memory or a

@@ -46,6 +46,24 @@ static int sm_gs_device(sm_gpu_summary_t *g, const char *member)
     return (int)g->n_devices++;
 }
 
+/* The path's visits over every thread of the job (its statistics). */
+static void sm_gs_add_path(sm_gpu_sum_stat_t *st, const sm_profile_summary_t *s,
+                           const sm_cpath_t *p)
+{
+    const sm_cpath_stats_t *ps = p->stats;
+    uint64_t calls = sm_cpath_total(s, p, SM_PV_VISITS);
+    if (!ps || !calls)
+        return;
+    double mn = (double)ps->visit_incl_min, mx = (double)ps->visit_incl_max;
+    if (!st->calls || mn < st->min_ns)
+        st->min_ns = mn;
+    if (!st->calls || mx > st->max_ns)
+        st->max_ns = mx;
+    st->calls += calls;
+    st->total_ns += (double)sm_cpath_total(s, p, SM_PV_INCL);
+    st->sumsq_ns2 += ps->visit_incl_sumsq;
+}
+
 static void sm_gs_add(sm_gpu_sum_stat_t *st, const sm_cpath_member_t *m, double npt)
 {
     double mn = (double)m->incl.min * npt, mx = (double)m->incl.max * npt;
@@ -76,7 +94,6 @@ typedef struct sm_gs_walk {
     sm_gpu_summary_t *g;
     const sm_job_t *job;
     const sm_profile_summary_t *s;
-    double *rank_ns; /* [n_kernels_cap * n_ranks] */
     uint32_t cap_kernels, cap_copies, cap_paths;
     int oom;
 } sm_gs_walk_t;
@@ -90,12 +107,9 @@ static sm_gpu_sum_kernel_t *sm_gs_kernel(sm_gs_walk_t *w, sm_region_id_t region)
     if (g->n_kernels == w->cap_kernels) {
         uint32_t cap = w->cap_kernels ? 2 * w->cap_kernels : 16;
         sm_gpu_sum_kernel_t *k = realloc(g->kernels, cap * sizeof *k);
-        double *r = realloc(w->rank_ns, (size_t)cap * g->n_ranks * sizeof *r);
         if (k)
             g->kernels = k;
-        if (r)
-            w->rank_ns = r;
-        if (!k || !r) {
+        if (!k) {
             w->oom = 1;
             return NULL;
         }
@@ -103,7 +117,6 @@ static sm_gpu_sum_kernel_t *sm_gs_kernel(sm_gs_walk_t *w, sm_region_id_t region)
     }
     sm_gpu_sum_kernel_t *k = &g->kernels[g->n_kernels];
     memset(k, 0, sizeof *k);
-    memset(&w->rank_ns[(size_t)g->n_kernels * g->n_ranks], 0, g->n_ranks * sizeof *w->rank_ns);
     k->region = region;
     k->name = sm_job_region_name(w->job, region);
     g->n_kernels++;
@@ -176,30 +189,24 @@ static void sm_gs_visit(const sm_cpath_t *p, void *arg)
         cls == SM_GS_TRANSFER ? sm_gs_copy(w, sm_job_region_name(w->job, p->region)) : NULL;
     if (w->oom)
         return;
-    uint64_t calls = 0;
-    double time_ns = 0;
-    for (uint32_t m = 0; m < s->n_members; m++) {
+    /* The job's figures from the path's statistics; the devices from the
+     * stream members' names, where the summary has its members. */
+    uint64_t calls = sm_cpath_total(s, p, SM_PV_VISITS);
+    double time_ns = (double)sm_cpath_total(s, p, SM_PV_INCL);
+    if (k)
+        sm_gs_add_path(&k->all, s, p);
+    if (c) {
+        c->count += calls;
+        c->bytes += sm_cpath_total(s, p, SM_PV_SENT) + sm_cpath_total(s, p, SM_PV_RECEIVED);
+        c->time_ns += time_ns;
+    }
+    for (uint32_t m = 0; k && s->per_member && m < s->n_members; m++) {
         const sm_cpath_member_t *pm = &p->members[m];
         if (!pm->visits)
             continue;
-        double npt = sm_summary_member_ns_per_tick(s, m);
         int dev = sm_gs_device(g, s->member_info[m].name);
-        calls += pm->visits;
-        time_ns += (double)pm->incl.sum * npt;
-        if (k) {
-            sm_gs_add(&k->all, pm, npt);
-            if (dev >= 0)
-                sm_gs_add(&k->device[dev], pm, npt);
-            uint32_t r = s->member_rank[m];
-            if (r < g->n_ranks)
-                w->rank_ns[(size_t)(k - g->kernels) * g->n_ranks + r] +=
-                    (double)pm->incl.sum * npt;
-        }
-        if (c) {
-            c->count += pm->visits;
-            c->bytes += pm->bytes_sent + pm->bytes_received;
-            c->time_ns += (double)pm->incl.sum * npt;
-        }
+        if (dev >= 0)
+            sm_gs_add(&k->device[dev], pm, sm_summary_member_ns_per_tick(s, m));
     }
     if (!calls)
         return;
@@ -239,48 +246,57 @@ static int sm_gs_path_order(const void *a, const void *b)
     return c ? c : strcmp(x->activity, y->activity);
 }
 
-/* Across the ranks with any time: mean, min, max, population stddev. */
-static sm_spread_t sm_gs_rank_spread(const double *ns, uint32_t n_ranks)
+/* Across the ranks that ran the kernel: its time per rank over its paths
+ * (the region's statistics). */
+static sm_spread_t sm_gs_rank_spread(const sm_profile_summary_t *s, sm_region_id_t region)
 {
     sm_spread_t sp;
     memset(&sp, 0, sizeof sp);
-    double sum = 0, sumsq = 0;
-    for (uint32_t r = 0; r < n_ranks; r++) {
-        if (ns[r] <= 0)
+    for (uint32_t i = 0; i < s->n_region_stats; i++) {
+        const sm_mstat_t *m = &s->region_stats[i].rank_time;
+        if (s->region_stats[i].region != region || !m->n)
             continue;
-        if (!sp.n || ns[r] < sp.min) {
-            sp.min = ns[r];
-            sp.min_member = r;
-        }
-        if (!sp.n || ns[r] > sp.max) {
-            sp.max = ns[r];
-            sp.max_member = r;
-        }
-        sp.n++;
-        sum += ns[r];
-        sumsq += ns[r] * ns[r];
-    }
-    if (sp.n) {
-        sp.mean = sum / sp.n;
-        double var = sumsq / sp.n - sp.mean * sp.mean;
-        sp.stddev = var > 0 ? sqrt(var) : 0;
+        sp.n = m->n;
+        sp.mean = sm_mstat_mean(m);
+        sp.min = (double)m->st.min;
+        sp.max = (double)m->st.max;
+        sp.stddev = sm_mstat_stddev(m);
+        sp.min_member = m->min_rank;
+        sp.max_member = m->max_rank;
     }
     return sp;
 }
 
-/* The counter statistics of the stream members' kernel paths, keyed by
- * rank, kernel name, host path and metric. */
+/* The counter statistics of the kernels, per (launching path, kernel) and
+ * per kernel, from the summary's reduced GPU rows. */
 static sm_gct_t *sm_gs_counters(const sm_job_t *job, const sm_profile_summary_t *s, uint32_t n_ranks)
 {
-    if (!s->n_gpu_values)
+    if (!s->n_gpu_rows)
         return NULL;
-    sm_gct_t *t = sm_gct_new(n_ranks);
-    for (uint64_t i = 0; t && i < s->n_gpu_values; i++) {
-        const sm_summary_gpu_value_t *v = &s->gpu_values[i];
-        char *path = sm_gs_host_path(job, v->path);
-        if (!path || v->metric >= s->n_gpu_metrics ||
-            sm_gct_add(t, s->member_rank[v->member], sm_job_region_name(job, v->path->region),
-                       path, s->gpu_metric_names[v->metric], &v->st) != 0) {
+    sm_gct_t *t = sm_gct_new_reduced(n_ranks);
+    sm_fstat_t none;
+    sm_spread_t no_spread;
+    sm_fstat_clear(&none);
+    memset(&no_spread, 0, sizeof no_spread);
+    for (uint32_t k = 0; t && k < s->n_gpu_metrics; k++) /* the metrics in the job's order */
+        sm_gct_add_reduced(t, "", NULL, s->gpu_metric_names[k], &none, no_spread);
+    for (uint64_t i = 0; t && i < s->n_gpu_rows; i++) {
+        const sm_gpu_row_t *v = &s->gpu_rows[i];
+        if (v->metric >= s->n_gpu_metrics)
+            continue;
+        sm_spread_t ranks;
+        memset(&ranks, 0, sizeof ranks);
+        ranks.n = v->ranks.n;
+        ranks.mean = v->ranks.mean;
+        ranks.min = v->ranks.min;
+        ranks.max = v->ranks.max;
+        ranks.stddev = v->ranks.n && v->ranks.m2 > 0 ? sqrt(v->ranks.m2 / v->ranks.n) : 0.0;
+        ranks.min_member = v->ranks.min_rank;
+        ranks.max_member = v->ranks.max_rank;
+        char *path = v->path ? sm_gs_host_path(job, v->path) : NULL;
+        if ((v->path && !path) ||
+            sm_gct_add_reduced(t, sm_job_region_name(job, v->region), path,
+                               s->gpu_metric_names[v->metric], &v->all, ranks) != 0) {
             free(path);
             sm_gct_free(t);
             return NULL;
@@ -302,17 +318,15 @@ sm_gpu_summary_t *sm_gpu_summary_build(const sm_job_t *job, const sm_profile_sum
     sm_gs_walk_t w = {.g = g, .job = job, .s = s};
     sm_cpath_walk(&s->root, sm_gs_visit, &w);
     if (w.oom || (!g->n_kernels && !g->n_copies && !g->n_paths)) {
-        free(w.rank_ns);
         sm_gpu_summary_free(g);
         return NULL;
     }
     for (uint32_t i = 0; i < g->n_kernels; i++) {
         g->kernel_ns += g->kernels[i].all.total_ns;
-        g->kernels[i].ranks = sm_gs_rank_spread(&w.rank_ns[(size_t)i * g->n_ranks], g->n_ranks);
+        g->kernels[i].ranks = sm_gs_rank_spread(s, g->kernels[i].region);
     }
     for (uint32_t i = 0; i < g->n_kernels; i++)
         g->kernels[i].share = g->kernel_ns > 0 ? g->kernels[i].all.total_ns / g->kernel_ns : 0;
-    free(w.rank_ns);
     qsort(g->kernels, g->n_kernels, sizeof *g->kernels, sm_gs_kernel_order);
     qsort(g->paths, g->n_paths, sizeof *g->paths, sm_gs_path_order);
     g->counters = sm_gs_counters(job, s, g->n_ranks);

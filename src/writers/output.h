@@ -14,6 +14,9 @@ struct sm_finalize;
 /* Who writes it. */
 typedef enum {
     SM_OUTPUT_EVERY_RANK, /* collectively: each process its part (the OTF2 archive) */
+    SM_OUTPUT_EVERY_RANK_AFTER_PROFILES, /* the same, once the profiles are reduced
+                                          * (profile-ranks.csv: the job's counters
+                                          * make its columns) */
     SM_OUTPUT_ROOT        /* rank 0 alone, after the profiles are reduced */
 } sm_output_who_t;
 

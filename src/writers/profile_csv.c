@@ -1,7 +1,10 @@
 /* profile.csv: one row per (call path, rank, thread) that was on the path,
  * a tidy table for pandas or R.  Times in ns like profile.json; a path is
  * named by its id, its parent's id (0: top level) and its region names
- * joined with " > ". */
+ * joined with " > ".  A job of more than SM_PROFILE_DETAIL_MAX threads has
+ * one row per path instead, rank, thread and location empty: the sums over
+ * every thread of every rank, min and max per visit over all of them (each
+ * thread's rows are in profile-ranks.csv). */
 #include "summary_common.h"
 #include "../finalize/pipeline.h"
 #include "profile_sampled.h"
@@ -77,6 +80,40 @@ static const char *sm_pcsv_ns(char *buf, size_t len, double ns)
     return buf;
 }
 
+/* The whole job's row of a path (a job without per-member values). */
+static void sm_pcsv_job_row(sm_pcsv_t *x, const sm_cpath_t *p, uint64_t id)
+{
+    const sm_profile_summary_t *s = x->s;
+    const sm_cpath_stats_t *st = p->stats;
+    if (!st || !st->ranks[SM_PV_VISITS].n)
+        return;
+    sm_out_printf(x->o, "%llu,%llu,%u,", (unsigned long long)id,
+                  (unsigned long long)x->id_at_depth[p->depth - 1], (unsigned)(p->depth - 1));
+    sm_csv_field(x->o, sm_job_region_name(x->job, p->region));
+    sm_out_printf(x->o, ",");
+    sm_csv_field(x->o, x->path);
+    bool visited = st->threads[SM_PV_VISITS].n > 0;
+    sm_out_printf(x->o, ",,,,%llu,%llu,", (unsigned long long)sm_cpath_total(s, p, SM_PV_VISITS),
+                  (unsigned long long)sm_cpath_total(s, p, SM_PV_INCL));
+    if (visited)
+        sm_out_printf(x->o, "%llu,%llu", (unsigned long long)st->visit_incl_min,
+                      (unsigned long long)st->visit_incl_max);
+    else
+        sm_out_printf(x->o, ",");
+    sm_out_printf(x->o, ",%llu,", (unsigned long long)sm_cpath_total(s, p, SM_PV_EXCL));
+    if (visited)
+        sm_out_printf(x->o, "%llu,%llu", (unsigned long long)st->visit_excl_min,
+                      (unsigned long long)st->visit_excl_max);
+    else
+        sm_out_printf(x->o, ",");
+    sm_out_printf(x->o, ",%llu,%llu", (unsigned long long)sm_cpath_total(s, p, SM_PV_SENT),
+                  (unsigned long long)sm_cpath_total(s, p, SM_PV_RECEIVED));
+    for (uint32_t k = 0; k < s->n_counters; k++)
+        sm_out_printf(x->o, ",%llu,%llu", (unsigned long long)sm_cpath_counter_total(s, p, k, 0),
+                      (unsigned long long)sm_cpath_counter_total(s, p, k, 1));
+    sm_out_printf(x->o, "\n");
+}
+
 static void sm_pcsv_row(const sm_cpath_t *p, void *arg)
 {
     sm_pcsv_t *x = arg;
@@ -89,6 +126,10 @@ static void sm_pcsv_row(const sm_cpath_t *p, void *arg)
         return;
     }
     const sm_profile_summary_t *s = x->s;
+    if (!s->per_member) {
+        sm_pcsv_job_row(x, p, id);
+        return;
+    }
     for (uint32_t i = 0; i < s->n_members; i++) {
         const sm_cpath_member_t *m = &p->members[i];
         if (!m->visits && !m->bytes_sent && !m->bytes_received)

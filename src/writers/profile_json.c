@@ -1,7 +1,10 @@
 /* profile.json: the numbers of profile.txt and more, machine-readable, times
- * in ns: per path the per-thread statistics, the spread across threads, the
- * per-rank sums and their spread across ranks; the MPI functions and the
- * communication matrix.  Nothing is cut for large jobs. */
+ * in ns: per path the spread across threads and across ranks (per rank the
+ * sum over its threads), the ranks that stand out and the per-rank times in
+ * rank ranges; in a job of at most SM_PROFILE_DETAIL_MAX threads also the
+ * per-thread statistics and per-rank sums; the MPI functions and the
+ * communication matrix.  Its size does not grow with the ranks beyond that:
+ * every thread's rows are in profile-ranks.csv. */
 #include "sm_build.h" /* from configure: PACKAGE_VERSION, SM_OTF2_VERSION */
 #include "../finalize/pipeline.h"
 #include "summary_common.h"
@@ -15,6 +18,10 @@
 #include "../core/definitions.h"
 #include "../util/json.h"
 #include "../util/log.h"
+
+/* Blocks of ranks per side of a large job's matrix (report.html's heat map
+ * draws as many). */
+#define SM_PJSON_MATRIX_CELLS 64
 
 typedef struct sm_pjson {
     sm_json_t *j;
@@ -54,6 +61,8 @@ static void sm_pjson_processes(sm_json_t *j, const sm_job_t *job, uint32_t n)
 
 static void sm_pjson_threads(sm_json_t *j, const sm_job_t *job, const sm_profile_summary_t *s)
 {
+    if (!s->per_member)
+        return;
     sm_json_key(j, "threads");
     sm_json_array_begin(j);
     for (uint32_t i = 0; i < s->n_members; i++) {
@@ -148,6 +157,8 @@ static void sm_pjson_counter_spreads(sm_json_t *j, const sm_profile_summary_t *s
 
 static void sm_pjson_per_thread(sm_json_t *j, const sm_profile_summary_t *s, const sm_cpath_t *p)
 {
+    if (!s->per_member)
+        return;
     sm_json_key(j, "per_thread");
     sm_json_array_begin(j);
     for (uint32_t i = 0; i < s->n_members && !j->err; i++) {
@@ -171,6 +182,8 @@ static void sm_pjson_per_thread(sm_json_t *j, const sm_profile_summary_t *s, con
 
 static void sm_pjson_per_rank(sm_json_t *j, const sm_profile_summary_t *s, const sm_cpath_t *p)
 {
+    if (!s->per_member)
+        return;
     sm_json_key(j, "per_rank");
     sm_json_array_begin(j);
     for (uint32_t r = 0; r < s->n_ranks && !j->err; r++) {
@@ -201,6 +214,77 @@ static void sm_pjson_per_rank(sm_json_t *j, const sm_profile_summary_t *s, const
         sm_json_object_end(j);
     }
     sm_json_array_end(j);
+}
+
+/* "outliers": the ranks with the most and the least inclusive time. */
+static void sm_pjson_outliers(sm_json_t *j, const sm_cpath_t *p)
+{
+    if (!p->stats)
+        return;
+    sm_json_key(j, "outliers");
+    sm_json_object_begin(j);
+    for (int side = 0; side < 2; side++) {
+        const sm_rank_value_t *list = side ? p->stats->bottom : p->stats->top;
+        uint32_t n = side ? p->stats->n_bottom : p->stats->n_top;
+        sm_json_key(j, side ? "fastest" : "slowest");
+        sm_json_array_begin_inline(j);
+        for (uint32_t i = 0; i < n; i++) {
+            sm_json_object_begin_inline(j);
+            sm_json_field_uint(j, "rank", list[i].rank);
+            sm_json_field_uint(j, "inclusive", list[i].value);
+            sm_json_object_end(j);
+        }
+        sm_json_array_end(j);
+    }
+    sm_json_object_end(j);
+}
+
+/* "rank_bins": the per-rank times of the path in rank ranges (bins of the
+ * job's "rank_bins"), as columns: of bin "first_bin" + i, the ranks that
+ * visited the path and the sum, min and max of their inclusive time, the
+ * sum of their exclusive time. */
+static void sm_pjson_rank_bins(sm_json_t *j, const sm_cpath_t *p)
+{
+    const sm_cpath_stats_t *st = p->stats;
+    if (!st)
+        return;
+    sm_json_key(j, "rank_bins");
+    sm_json_object_begin(j);
+    sm_json_field_uint(j, "first_bin", st->bin_first);
+    static const char *const cols[] = {"ranks", "inclusive_sum", "inclusive_min", "inclusive_max",
+                                       "exclusive_sum"};
+    for (int c = 0; c < 5; c++) {
+        sm_json_key(j, cols[c]);
+        sm_json_array_begin_inline(j);
+        for (uint32_t b = 0; b < st->n_bins; b++) {
+            const sm_rank_bin_t *x = &st->bins[b];
+            uint64_t v = c == 0 ? x->ranks : c == 1 ? x->incl_sum : c == 2 ? (x->ranks ? x->incl_min : 0)
+                       : c == 3 ? x->incl_max : x->excl_sum;
+            sm_json_uint(j, v);
+        }
+        sm_json_array_end(j);
+    }
+    sm_json_object_end(j);
+}
+
+/* The job's rank ranges: "rank_bins" {first rank of each, ranks with a
+ * profile, their threads and main threads}. */
+static void sm_pjson_job_bins(sm_json_t *j, const sm_profile_summary_t *s)
+{
+    sm_json_key(j, "rank_bins");
+    sm_json_object_begin(j);
+    sm_json_field_uint(j, "bins", s->n_bins);
+    static const char *const cols[] = {"first_rank", "ranks", "threads", "main_threads"};
+    for (int c = 0; c < 4; c++) {
+        sm_json_key(j, cols[c]);
+        sm_json_array_begin_inline(j);
+        for (uint32_t b = 0; b < s->n_bins; b++)
+            sm_json_uint(j, c == 0 ? sm_rank_bin_first(b, s->n_ranks)
+                          : c == 1 ? s->bins[b].ranks
+                          : c == 2 ? s->bins[b].threads : s->bins[b].main_threads);
+        sm_json_array_end(j);
+    }
+    sm_json_object_end(j);
 }
 
 static void sm_pjson_callpath(const sm_cpath_t *p, void *arg)
@@ -263,6 +347,8 @@ static void sm_pjson_callpath(const sm_cpath_t *p, void *arg)
     sm_json_spread(j, "bytes_received", sm_cpath_spread_ranks_bytes(s, p, 1), "rank", false);
     sm_pjson_counter_spreads(j, s, p, true);
     sm_json_object_end(j);
+    sm_pjson_outliers(j, p);
+    sm_pjson_rank_bins(j, p);
     sm_json_object_end(j);
 }
 
@@ -310,8 +396,16 @@ int sm_profile_write_json(const sm_run_info_t *run, const sm_job_t *job,
     sm_json_field_string(&j, "program", run->program);
     sm_json_field_int(&j, "pid", run->pid);
     sm_json_field_uint(&j, "ranks", summary->n_ranks);
-    sm_pjson_processes(&j, job, sm_job_ranks(job));
+    sm_json_field_uint(&j, "thread_count", summary->n_threads);
+    /* Whether "threads", "per_thread" and "per_rank" are there (at most
+     * SM_PROFILE_DETAIL_MAX threads in the job). */
+    sm_json_field_bool(&j, "per_thread_detail", summary->per_member);
+    /* (beyond the per-thread detail, the ranks' processes are those of
+     * metadata.json: this file does not grow with the ranks) */
+    if (summary->per_member)
+        sm_pjson_processes(&j, job, sm_job_ranks(job));
     sm_pjson_threads(&j, job, summary);
+    sm_pjson_job_bins(&j, summary);
     sm_json_key(&j, "papi_events");
     sm_json_array_begin_inline(&j);
     for (uint32_t k = 0; k < summary->n_counters; k++)
@@ -332,7 +426,10 @@ int sm_profile_write_json(const sm_run_info_t *run, const sm_job_t *job,
     sm_gpu_summary_json(&j, gpu);
     sm_gpu_summary_free(gpu);
     sm_json_key(&j, "comm_matrix");
-    sm_comm_matrix_json(&j, job);
+    if (summary->per_member)
+        sm_comm_matrix_json(&j, job);
+    else /* (every pair is in comm_matrix.json and .csv) */
+        sm_comm_matrix_json_binned(&j, job, SM_PJSON_MATRIX_CELLS);
     sm_sampled_json(&j, run, job, summary);
     sm_procmetrics_json(&j, job);
     sm_json_run_totals(&j, run);

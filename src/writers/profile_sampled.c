@@ -251,9 +251,32 @@ static void sm_sampled_text_head(sm_out_t *o)
                   "MODULE", "SAMPLES", "SHARE %", "EXCL TIME s", "INCL", "INCL %");
 }
 
+/* Whether any path of the summary is a sampled function. */
+typedef struct sm_sampled_any {
+    const sm_job_t *job;
+    bool any;
+} sm_sampled_any_t;
+
+static void sm_sampled_any_visit(const sm_cpath_t *p, void *arg)
+{
+    sm_sampled_any_t *a = arg;
+    a->any |= p->depth > 0 && sm_cpath_is_sampled(a->job, p);
+}
+
 void sm_sampled_text(sm_out_t *o, const sm_run_info_t *run, const sm_job_t *job,
                      const sm_profile_summary_t *s)
 {
+    if (s && !s->per_member) {
+        /* The sampled functions are per thread: a large job's are in its
+         * per-thread rows. */
+        sm_sampled_any_t a = {job, false};
+        sm_cpath_walk(&s->root, sm_sampled_any_visit, &a);
+        if (a.any)
+            sm_out_printf(o, "\nSAMPLED FUNCTIONS: per thread, in profile-ranks.csv (paths whose "
+                          "region has the paradigm \"sampling\"; this job has more than %u "
+                          "threads)\n", (unsigned)SM_PROFILE_DETAIL_MAX);
+        return;
+    }
     sm_sampled_t c;
     if (!sm_sampled_collect(&c, run, job, s)) {
         sm_sampled_free(&c);

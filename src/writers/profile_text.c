@@ -1,10 +1,11 @@
 /* profile.txt: the call-path profile as box-drawn text tables, in the layout of
  * the ROCm Systems Profiler's wall_clock.txt (one row per thread and path, a
  * |N>>> prefix naming the thread), followed by the same paths across threads;
- * for a job of several ranks also across ranks, then the MPI functions and
- * the communication matrix.  The text stays readable for large jobs: per-
- * thread rows and the matrix are cut (profile.json and the CSV files have
- * everything). */
+ * for a job of several ranks also across ranks and the ranks that stand out,
+ * then the MPI functions and the communication matrix.  The text stays
+ * readable for large jobs: per-thread rows only while the job summary has
+ * its members (profile_stats.h: SM_PROFILE_DETAIL_MAX), and the first of them
+ * at that; the matrix is cut (profile-ranks.csv has every thread's rows). */
 #include "summary_common.h"
 #include "../finalize/pipeline.h"
 #include "profile_sampled.h"
@@ -25,6 +26,7 @@
 #define SM_TEXT_MAX_MEMBERS 16
 #define SM_TEXT_MAX_MATRIX 16
 #define SM_TEXT_TOP_PAIRS 20
+#define SM_TEXT_TOP_PATHS 20 /* paths in the table of ranks that stand out */
 
 /* Columns line up by characters, not bytes: count UTF-8 lead bytes. */
 static size_t sm_text_width(const char *s)
@@ -57,7 +59,7 @@ static void sm_text_sanitize(char *s)
  * once to print them, so that a table of many threads x many paths needs no
  * memory beyond one row. */
 #define SM_TABLE_MAX_COLS 18 /* the matrix: sender, 16 ranks, total */
-#define SM_CELL_SIZE 64      /* numbers and short words */
+#define SM_CELL_SIZE 96      /* numbers and short words; five ranks and their times */
 #define SM_LABEL_SIZE 1024   /* the label: prefix, indentation, name */
 #define SM_LABEL_MAX_INDENT 32 /* levels; DEPTH tells deeper ones apart */
 #define SM_LABEL_MAX_NAME 160  /* characters; profile.json has the full name */
@@ -242,10 +244,17 @@ static void sm_text_label(const sm_text_t *x, char *buf, size_t len, const char 
     sm_text_name_into(buf + n, len - (size_t)n, sm_job_region_name(x->job, p->region));
 }
 
-/* A member as the tables name it: its number, and its rank in a job. */
-static void sm_text_member(const sm_text_t *x, char *buf, size_t len, uint32_t m)
+/* The thread that holds a spread's min (or max) as the tables name it: its
+ * member number and its rank in a job; without members, its rank and its
+ * location id on that rank. */
+static void sm_text_member(const sm_text_t *x, char *buf, size_t len, const sm_spread_t *sp,
+                           bool max)
 {
-    if (x->multi)
+    uint32_t m = max ? sp->max_member : sp->min_member;
+    uint32_t rank = max ? sp->max_rank : sp->min_rank, loc = max ? sp->max_loc : sp->min_loc;
+    if (m == SM_INVALID_ID)
+        snprintf(buf, len, "rank %u loc %u", (unsigned)rank, (unsigned)loc);
+    else if (x->multi)
         snprintf(buf, len, "%u (rank %u)", (unsigned)m, (unsigned)x->s->member_rank[m]);
     else
         snprintf(buf, len, "%u", (unsigned)m);
@@ -351,10 +360,7 @@ static void sm_thread_row(const sm_cpath_t *p, void *arg)
 
 static uint64_t sm_cpath_visits(const sm_profile_summary_t *s, const sm_cpath_t *p)
 {
-    uint64_t visits = 0;
-    for (uint32_t i = 0; i < s->n_members; i++)
-        visits += p->members[i].visits;
-    return visits;
+    return sm_cpath_total(s, p, SM_PV_VISITS);
 }
 
 /* Below a path's wall_clock row across threads: each PAPI event's
@@ -370,9 +376,9 @@ static void sm_across_counter_rows(sm_text_walk_t *w, const sm_cpath_t *p, uint3
         SM_CELL(row, 4, "events");
         SM_CELL(row, 5, "%.3f", sp.mean);
         SM_CELL(row, 6, "%.0f", sp.min);
-        sm_text_member(x, row->cell[7], SM_CELL_SIZE, sp.min_member);
+        sm_text_member(x, row->cell[7], SM_CELL_SIZE, &sp, false);
         SM_CELL(row, 8, "%.0f", sp.max);
-        sm_text_member(x, row->cell[9], SM_CELL_SIZE, sp.max_member);
+        sm_text_member(x, row->cell[9], SM_CELL_SIZE, &sp, true);
         SM_CELL(row, 10, "%.3f", sp.stddev);
         sm_table_row(w->table, row);
     }
@@ -400,9 +406,9 @@ static void sm_across_row(const sm_cpath_t *p, void *arg)
         SM_CELL(row, 4, "%s", u->name);
         SM_CELL(row, 5, "%.6f", sp.mean / u->ns);
         SM_CELL(row, 6, "%.6f", sp.min / u->ns);
-        sm_text_member(x, row->cell[7], SM_CELL_SIZE, sp.min_member);
+        sm_text_member(x, row->cell[7], SM_CELL_SIZE, &sp, false);
         SM_CELL(row, 8, "%.6f", sp.max / u->ns);
-        sm_text_member(x, row->cell[9], SM_CELL_SIZE, sp.max_member);
+        sm_text_member(x, row->cell[9], SM_CELL_SIZE, &sp, true);
         SM_CELL(row, 10, "%.6f", sp.stddev / u->ns);
     } else { /* on the tree, but no thread completed a visit */
         for (int c = 4; c < 11; c++)
@@ -486,6 +492,145 @@ static void sm_text_table(const sm_text_t *x, sm_table_kind_t kind)
     sm_table_begin(&t, x->o);
     sm_text_rows(&t, x, kind);
     sm_table_end(&t);
+}
+
+/* ---------------------------------------------------------------- ranks that stand out */
+
+static const char *const sm_outlier_heads[] = {"PATH",      "RANKS",         "UNITS",
+                                               "MEAN",      "MAX - MEAN",    "MAX / MEAN",
+                                               "SLOWEST RANKS (RANK: TIME)", "FASTEST RANKS"};
+
+typedef struct sm_outliers {
+    const sm_text_t *x;
+    const sm_cpath_t **paths;
+    double *loss;
+    uint32_t n, cap;
+    bool oom;
+} sm_outliers_t;
+
+static void sm_outlier_scan(const sm_cpath_t *p, void *arg)
+{
+    sm_outliers_t *o = arg;
+    if (p->depth == 0 || o->oom || !p->stats || sm_cpath_is_sampled(o->x->job, p))
+        return;
+    sm_spread_t sp = sm_cpath_spread_ranks_time(o->x->s, p, 0);
+    if (sp.n < 2)
+        return;
+    if (o->n == o->cap) {
+        uint32_t cap = o->cap ? 2 * o->cap : 64;
+        const sm_cpath_t **paths = realloc(o->paths, cap * sizeof *paths);
+        if (paths)
+            o->paths = paths;
+        double *loss = realloc(o->loss, cap * sizeof *loss);
+        if (loss)
+            o->loss = loss;
+        if (!paths || !loss) {
+            o->oom = true;
+            return;
+        }
+        o->cap = cap;
+    }
+    o->paths[o->n] = p;
+    o->loss[o->n++] = sp.max - sp.mean;
+}
+
+/* "5: 3.01, 2: 1.20, ..." of a list of ranks and times, in unit u. */
+static void sm_outlier_list(char *buf, size_t len, const sm_rank_value_t *list, uint32_t n,
+                            const sm_time_unit_t *u)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (uint32_t i = 0; i < n && at < len; i++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%u: %.4g", i ? ", " : "",
+                               (unsigned)list[i].rank, (double)list[i].value / u->ns);
+}
+
+/* The joined names of p ("main > step > solve"), cut and sanitized. */
+static void sm_text_path_name(const sm_text_t *x, char *buf, size_t len, const sm_cpath_t *p)
+{
+    char joined[SM_LABEL_SIZE];
+    const sm_cpath_t *chain[64];
+    uint32_t n = 0;
+    for (const sm_cpath_t *q = p; q && q->depth > 0 && n < 64; q = q->parent)
+        chain[n++] = q;
+    size_t at = 0;
+    joined[0] = '\0';
+    if (p->depth > 64) /* (deeper: the innermost 64) */
+        at = (size_t)snprintf(joined, sizeof joined, "...");
+    while (n-- && at < sizeof joined)
+        at += (size_t)snprintf(joined + at, sizeof joined - at, "%s%s", at ? " > " : "",
+                               sm_job_region_name(x->job, chain[n]->region));
+    sm_text_name_into(buf, len, joined);
+}
+
+static void sm_outlier_rows(sm_table_t *t, const sm_text_t *x, const sm_outliers_t *o,
+                            const uint32_t *order, uint32_t n)
+{
+    sm_row_t *row = x->row;
+    for (uint32_t i = 0; i < n; i++) {
+        const sm_cpath_t *p = o->paths[order[i]];
+        sm_spread_t sp = sm_cpath_spread_ranks_time(x->s, p, 0);
+        const sm_time_unit_t *u = sm_time_unit_for(sp.max);
+        sm_text_path_name(x, row->label, sizeof row->label, p);
+        SM_CELL(row, 1, "%u", (unsigned)sp.n);
+        SM_CELL(row, 2, "%s", u->name);
+        SM_CELL(row, 3, "%.6f", sp.mean / u->ns);
+        SM_CELL(row, 4, "%.6f", (sp.max - sp.mean) / u->ns);
+        SM_CELL(row, 5, "%.2f", sp.mean > 0 ? sp.max / sp.mean : 1.0);
+        sm_outlier_list(row->cell[6], SM_CELL_SIZE, p->stats->top, p->stats->n_top, u);
+        sm_outlier_list(row->cell[7], SM_CELL_SIZE, p->stats->bottom, p->stats->n_bottom, u);
+        sm_table_row(t, row);
+    }
+}
+
+static const sm_outliers_t *sm_outlier_sorting;
+
+static int sm_outlier_order(const void *a, const void *b)
+{
+    uint32_t i = *(const uint32_t *)a, k = *(const uint32_t *)b;
+    double x = sm_outlier_sorting->loss[i], y = sm_outlier_sorting->loss[k];
+    if (x != y)
+        return x > y ? -1 : 1;
+    return i < k ? -1 : i > k; /* tree order on a tie */
+}
+
+/* Per path (those of the most time lost to the slowest rank), the ranks
+ * with the most and the least inclusive time: at any number of ranks the
+ * ranks to look at, without a row per rank. */
+static int sm_text_outliers(const sm_text_t *x)
+{
+    sm_outliers_t o = {.x = x};
+    sm_cpath_walk(&x->s->root, sm_outlier_scan, &o);
+    uint32_t *order = o.n ? malloc(o.n * sizeof *order) : NULL;
+    if (o.oom || (o.n && !order)) {
+        free(o.paths);
+        free(o.loss);
+        free(order);
+        return ENOMEM;
+    }
+    for (uint32_t i = 0; i < o.n; i++)
+        order[i] = i;
+    sm_outlier_sorting = &o;
+    if (o.n) /* (qsort of no array: undefined, even of 0 elements) */
+        qsort(order, o.n, sizeof *order, sm_outlier_order);
+    sm_outlier_sorting = NULL;
+    uint32_t n = o.n < SM_TEXT_TOP_PATHS ? o.n : SM_TEXT_TOP_PATHS;
+    if (n) {
+        sm_out_printf(x->o, "\nranks that stand out: per path (the %u of the most time lost to "
+                            "the slowest rank, MAX - MEAN of the per-rank inclusive time), the "
+                            "%u ranks with the most and the least time\n\n",
+                      (unsigned)n, (unsigned)SM_PROFILE_TOP_RANKS);
+        sm_table_t t;
+        sm_table_init(&t, "RANKS THAT STAND OUT", sm_outlier_heads, "lrlrrrll", 8);
+        sm_outlier_rows(&t, x, &o, order, n);
+        sm_table_begin(&t, x->o);
+        sm_outlier_rows(&t, x, &o, order, n);
+        sm_table_end(&t);
+    }
+    free(order);
+    free(o.paths);
+    free(o.loss);
+    return 0;
 }
 
 /* ---------------------------------------------------------------- MPI */
@@ -764,7 +909,11 @@ static void sm_text_header(const sm_text_t *x)
     char whose[32] = "";
     if (x->multi || present != sm_job_ranks(x->job))
         snprintf(whose, sizeof whose, " (rank %u)", (unsigned)sm_text_first_rank(x->job));
-    sm_out_printf(o, "%s\nthreads     : %u\n", whose, (unsigned)s->n_members);
+    if (s->per_member)
+        sm_out_printf(o, "%s\nthreads     : %u\n", whose, (unsigned)s->n_members);
+    else
+        sm_out_printf(o, "%s\nthreads     : %llu (of every rank)\n", whose,
+                      (unsigned long long)s->n_threads);
     sm_out_printf(o, "time source : %s (1 tick = %.6g ns%s)\n",
                   run->clock_source ? run->clock_source : "unknown", s->ns_per_tick,
                   x->multi ? " on rank 0" : "");
@@ -778,7 +927,7 @@ static void sm_text_header(const sm_text_t *x)
     for (uint32_t i = 0; i < run->n_notes; i++)
         sm_out_printf(o, "note        : %s\n", run->notes[i]);
     sm_out_printf(o, "\n");
-    if (s->n_members) {
+    if (s->per_member && s->n_members) {
         sm_out_printf(o, "threads (|N>>> in the labels):\n");
         sm_text_legend(x);
         sm_out_printf(o, "\n");
@@ -810,16 +959,25 @@ static int sm_text_body(sm_text_t *x)
     if (!s->root.first_child) {
         sm_out_printf(x->o, "no call paths were recorded\n");
     } else {
-        sm_text_table(x, SM_TABLE_THREAD);
-        if (x->shown < s->n_members)
-            sm_out_printf(x->o, "(per-thread rows of the first %u of %u threads; all are in "
-                          "profile.json and profile.csv)\n", (unsigned)x->shown,
-                          (unsigned)s->n_members);
+        if (s->per_member) {
+            sm_text_table(x, SM_TABLE_THREAD);
+            if (x->shown < s->n_members)
+                sm_out_printf(x->o, "(per-thread rows of the first %u of %u threads; all are in "
+                              "profile.json, profile.csv and profile-ranks.csv)\n",
+                              (unsigned)x->shown, (unsigned)s->n_members);
+        } else {
+            sm_out_printf(x->o, "(%llu threads: more than %u, so no per-thread rows here; each "
+                          "thread's rows are in profile-ranks.csv)\n",
+                          (unsigned long long)s->n_threads, (unsigned)SM_PROFILE_DETAIL_MAX);
+        }
         sm_out_printf(x->o, "\n");
         sm_text_table(x, SM_TABLE_THREADS);
         if (x->multi) {
             sm_out_printf(x->o, "\n");
             sm_text_table(x, SM_TABLE_RANKS);
+            int rc = sm_text_outliers(x);
+            if (rc)
+                return rc;
         }
         int rc = sm_text_mpi(x);
         if (rc)

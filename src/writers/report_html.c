@@ -4,8 +4,12 @@
  * the page is the same whichever wrote it).  Plots are inline SVG drawn
  * here; the only script sorts tables.  Nothing is loaded from elsewhere.
  *
- * The page stays small for large jobs: tables and per-rank plots are capped
- * (SM_REPORT_MAX_*) and the page says what was left out. */
+ * The page stays small for large jobs: tables are capped (SM_REPORT_MAX_*)
+ * and the page says what was left out; per-rank plots draw the rank ranges
+ * of profile.json's "rank_bins" (at most SM_PROFILE_RANK_BINS of them, one
+ * rank each in jobs of no more ranks), so the page does not grow with the
+ * ranks.  A profile.json without bins (an older folder) is drawn from its
+ * per-rank rows. */
 #include "out_file.h"
 #include "../finalize/pipeline.h"
 #include "timeline.h"
@@ -34,6 +38,7 @@
 #define SM_REPORT_MAX_COUNT ((uint64_t)1 << 53) /* a count of events (a double's integers) */
 #define SM_REPORT_TL_MAX_BINS 10000     /* columns of timeline.json (it has 300) */
 #define SM_REPORT_TL_MAX_CELLS (1u << 21) /* lanes x columns (512 x 300 at most) */
+#define SM_REPORT_MAX_BINS 4096         /* rank ranges (profile.json has 128 at most) */
 
 /* Where time goes: the kinds of work of timeline.h (sm_tl_*), one list for
  * the bars, the timeline and timeline.json. */
@@ -54,7 +59,31 @@ typedef struct sm_report {
     uint32_t n_paths;
     uint32_t *threads;      /* [n_ranks] */
     uint32_t *main_threads; /* [n_ranks]: threads no other thread created */
+    /* The rank ranges of profile.json ("rank_bins"); 0: none, the plots
+     * read the per-rank rows. */
+    uint32_t n_bins;
+    uint32_t *bin_first;    /* [n_bins + 1]: first rank of each, then n_ranks */
+    uint32_t *bin_ranks, *bin_threads, *bin_main; /* [n_bins] */
 } sm_report_t;
+
+/* Path v's column col of the job's rank range b (0 where it has none). */
+static double sm_rpath_bin(const sm_jv_t *v, const char *col, uint32_t b)
+{
+    const sm_jv_t *pb = sm_jv_get(v, "rank_bins");
+    uint32_t first = (uint32_t)sm_jv_num(pb, "first_bin", 0);
+    const sm_jv_t *x = b >= first ? sm_jv_at(sm_jv_get(pb, col), b - first) : NULL;
+    return x && x->type == SM_JV_NUMBER ? x->num : 0.0;
+}
+
+/* "rank 3" or "ranks 16-23" of range b. */
+static void sm_bin_name(const sm_report_t *r, uint32_t b, char *buf, size_t len)
+{
+    uint32_t lo = r->bin_first[b], hi = r->bin_first[b + 1];
+    if (hi <= lo + 1)
+        snprintf(buf, len, "rank %u", (unsigned)lo);
+    else
+        snprintf(buf, len, "ranks %u-%u", (unsigned)lo, (unsigned)(hi - 1));
+}
 
 /* ---------------------------------------------------------------- text */
 
@@ -200,6 +229,18 @@ static void sm_report_run(sm_report_t *r)
         if (r->threads[i] > max_threads)
             max_threads = r->threads[i];
     }
+    if (!sm_jv_get(r->prof, "threads") && r->n_bins) {
+        /* (no thread list in a large job: the ranges' threads, per rank
+         * their mean rounded up) */
+        threads = max_threads = 0;
+        for (uint32_t b = 0; b < r->n_bins; b++) {
+            threads += r->bin_threads[b];
+            uint32_t per = r->bin_ranks[b] ? (r->bin_threads[b] + r->bin_ranks[b] - 1) /
+                                                 r->bin_ranks[b] : 0;
+            if (per > max_threads)
+                max_threads = per;
+        }
+    }
     sm_out_printf(o, "</code></dd>\n<dt>Ranks &times; threads</dt><dd>%u rank%s &times; up to "
                      "%u thread%s (%u in all)</dd>\n",
                   (unsigned)r->n_ranks, r->n_ranks == 1 ? "" : "s", (unsigned)max_threads,
@@ -297,14 +338,16 @@ static void sm_report_run(sm_report_t *r)
 static void sm_report_time(sm_report_t *r)
 {
     sm_out_t *o = &r->o;
-    uint32_t n = r->n_ranks;
-    double *t = calloc((size_t)n * SM_TL_COUNT, sizeof *t);
+    /* Rows: the rank ranges, or (an older profile.json) the ranks. */
+    bool binned = r->n_bins > 0;
+    uint32_t n = binned ? r->n_bins : r->n_ranks;
+    double *t = calloc((size_t)n * SM_TL_COUNT, sizeof *t); /* sums over the row's ranks */
     sm_out_printf(o, "<h2 id=time>Where the time went</h2>\n");
     if (!t) {
         sm_out_fail(o, ENOMEM);
         return;
     }
-    /* Exclusive time of every path by rank and kind; time in no region is
+    /* Exclusive time of every path by row and kind; time in no region is
      * the threads' share of the run less their top-level regions. */
     double *top = calloc(n, sizeof *top);
     for (uint32_t i = 0; top && i < r->n_paths; i++) {
@@ -313,6 +356,14 @@ static void sm_report_time(sm_report_t *r)
         if (pd && !strcmp(pd, "sampling"))
             continue; /* callers found by sampling: inside their region's time */
         int c = sm_tl_kind_of_paradigm(pd);
+        if (binned) {
+            for (uint32_t b = 0; b < n; b++) {
+                t[(size_t)b * SM_TL_COUNT + c] += sm_rpath_bin(v, "exclusive_sum", b);
+                if (r->paths[i].depth == 0)
+                    top[b] += sm_rpath_bin(v, "inclusive_sum", b);
+            }
+            continue;
+        }
         const sm_jv_t *pr = sm_jv_get(v, "per_rank");
         for (uint32_t k = 0; k < sm_jv_len(pr); k++) {
             const sm_jv_t *e = sm_jv_at(pr, k);
@@ -327,8 +378,10 @@ static void sm_report_time(sm_report_t *r)
     double max_total = 0, sum[SM_TL_COUNT] = {0}, all = 0;
     bool used[SM_TL_COUNT] = {false};
     for (uint32_t k = 0; top && k < n; k++) {
-        double outside = r->duration_ns * (r->main_threads[k] ? r->main_threads[k] : 1) - top[k];
-        t[(size_t)k * SM_TL_COUNT + SM_TL_OUTSIDE] = outside > 0 ? outside : 0;
+        double ranks = binned ? r->bin_ranks[k] : 1;
+        double mains = binned ? r->bin_main[k] : r->main_threads[k];
+        double outside = r->duration_ns * (mains > ranks ? mains : ranks) - top[k];
+        t[(size_t)k * SM_TL_COUNT + SM_TL_OUTSIDE] = outside > 0 && ranks > 0 ? outside : 0;
         double tot = 0;
         for (int c = 0; c < SM_TL_COUNT; c++) {
             tot += t[(size_t)k * SM_TL_COUNT + c];
@@ -336,8 +389,8 @@ static void sm_report_time(sm_report_t *r)
             used[c] |= t[(size_t)k * SM_TL_COUNT + c] > 0;
         }
         all += tot;
-        if (tot > max_total)
-            max_total = tot;
+        if (ranks > 0 && tot / ranks > max_total)
+            max_total = tot / ranks;
     }
     free(top);
     sm_out_printf(o, "<p>Time of the threads of each rank, by what they were in (exclusive "
@@ -376,29 +429,38 @@ static void sm_report_time(sm_report_t *r)
     }
     sm_out_printf(o, "</table>\n");
 
-    /* Per rank: one stacked bar each, on one scale (a longer bar: a rank
-     * whose threads took longer in all). */
+    /* Per rank (range): one stacked bar each, on one scale (a longer bar: a
+     * rank whose threads took longer in all; a range: its mean rank). */
     uint32_t rows = n < SM_REPORT_MAX_RANK_ROWS ? n : SM_REPORT_MAX_RANK_ROWS;
     const int H = n > 64 ? 6 : 16;
-    sm_out_printf(o, "<h3>Per rank</h3>\n<svg id=rank-bars width=%d height=%u role=img "
-                     "aria-label=\"time per rank\">",
+    bool ranges = false;
+    for (uint32_t k = 0; binned && k < n; k++)
+        ranges |= r->bin_first[k + 1] > r->bin_first[k] + 1;
+    sm_out_printf(o, "<h3>Per rank%s</h3>\n<svg id=rank-bars width=%d height=%u role=img "
+                     "aria-label=\"time per rank\">", ranges ? " (mean rank of each range)" : "",
                   W + L + 10, (unsigned)(rows * (H + 2) + 4));
     for (uint32_t k = 0; k < rows; k++) {
         double y = 2 + k * (H + 2.0);
+        double ranks = binned ? r->bin_ranks[k] : 1;
+        char who[48];
+        if (binned)
+            sm_bin_name(r, k, who, sizeof who);
+        else
+            snprintf(who, sizeof who, "rank %u", (unsigned)k);
         x = L;
-        for (int c = 0; c < SM_TL_COUNT && max_total > 0; c++) {
-            double v = t[(size_t)k * SM_TL_COUNT + c], w = W * v / max_total;
+        for (int c = 0; c < SM_TL_COUNT && max_total > 0 && ranks > 0; c++) {
+            double v = t[(size_t)k * SM_TL_COUNT + c] / ranks, w = W * v / max_total;
             if (w <= 0)
                 continue;
             char b[48];
             sm_fmt_time(b, sizeof b, v);
             sm_out_printf(o, "<rect x=%.1f y=%.0f width=%.1f height=%d fill=\"%s\"><title>"
-                             "rank %u, %s: %s</title></rect>",
-                          x, y, w, H, sm_tl_color[c], (unsigned)k, sm_tl_name[c], b);
+                             "%s, %s: %s</title></rect>",
+                          x, y, w, H, sm_tl_color[c], who, sm_tl_name[c], b);
             x += w;
         }
         if (n <= 64)
-            sm_out_printf(o, "<text x=0 y=%.0f>rank %u</text>", y + H - 4, (unsigned)k);
+            sm_out_printf(o, "<text x=0 y=%.0f>%s</text>", y + H - 4, who);
         sm_out_printf(o, "\n");
     }
     sm_out_printf(o, "</svg>\n");
@@ -543,10 +605,17 @@ static void sm_report_imbalance(sm_report_t *r, sm_rpath_t **sorted)
                       sm_jv_num(sp, "max_rank", 0), bmax, sm_jv_num(sp, "min_rank", 0), bmin,
                       bloss);
     }
-    bool bars = r->n_ranks <= SM_REPORT_RANK_BARS;
+    /* Rank ranges of one rank each, few enough: a bar per rank. */
+    bool one_each = r->n_bins > 0;
+    for (uint32_t b = 0; b < r->n_bins; b++)
+        one_each &= r->bin_first[b + 1] == r->bin_first[b] + 1;
+    bool bars = r->n_bins ? one_each && r->n_bins <= SM_REPORT_RANK_BARS
+                          : r->n_ranks <= SM_REPORT_RANK_BARS;
     if (!bars)
         sm_out_printf(o, "<p class=note>%u ranks: min, mean and max with the ranks that hold "
-                         "them, instead of one bar per rank.</p>\n", (unsigned)r->n_ranks);
+                         "them, instead of one bar per rank%s.</p>\n", (unsigned)r->n_ranks,
+                      r->n_bins ? "; and each range of ranks from its fastest to its slowest "
+                                  "rank, the mean marked" : "");
     sm_out_printf(o, "<table id=imbalance-table><tr><th>Region</th><th>Slowest rank</th>"
                      "<th>Fastest rank</th><th>Imbalance</th><th>%s</th></tr>\n",
                   bars ? "Per rank" : "min / mean / max");
@@ -573,12 +642,22 @@ static void sm_report_imbalance(sm_report_t *r, sm_rpath_t **sorted)
         if (bars) {
             /* One horizontal bar per rank, on the region's own scale; the
              * line marks the mean. */
-            sm_out_printf(o, "<svg width=%d height=%u>", W + 50,
-                          (unsigned)(r->n_ranks * (H + 1) + 2));
+            uint32_t nr = r->n_bins ? r->n_bins : r->n_ranks;
+            sm_out_printf(o, "<svg width=%d height=%u>", W + 50, (unsigned)(nr * (H + 1) + 2));
             const sm_jv_t *pr = sm_jv_get(p->v, "per_rank");
-            for (uint32_t k = 0; k < sm_jv_len(pr); k++) {
-                const sm_jv_t *e = sm_jv_at(pr, k);
-                double rank = sm_jv_num(e, "rank", 0), v = sm_jv_num(e, "inclusive", 0);
+            uint32_t rows = r->n_bins ? r->n_bins : sm_jv_len(pr);
+            for (uint32_t k = 0; k < rows; k++) {
+                double rank, v;
+                if (r->n_bins) {
+                    if (sm_rpath_bin(p->v, "ranks", k) <= 0)
+                        continue;
+                    rank = r->bin_first[k];
+                    v = sm_rpath_bin(p->v, "inclusive_sum", k);
+                } else {
+                    const sm_jv_t *e = sm_jv_at(pr, k);
+                    rank = sm_jv_num(e, "rank", 0);
+                    v = sm_jv_num(e, "inclusive", 0);
+                }
                 char b[48];
                 sm_fmt_time(b, sizeof b, v);
                 sm_out_printf(o, "<rect x=40 y=%.0f width=%.1f height=%d fill=\"%s\"><title>"
@@ -592,7 +671,7 @@ static void sm_report_imbalance(sm_report_t *r, sm_rpath_t **sorted)
                 sm_out_printf(o, "<line x1=%.1f x2=%.1f y1=0 y2=%u stroke=\"#222\" "
                                  "stroke-dasharray=\"2,2\"><title>mean %s</title></line>",
                               40 + W * mean / max, 40 + W * mean / max,
-                              (unsigned)(r->n_ranks * (H + 1) + 2), bmean);
+                              (unsigned)(nr * (H + 1) + 2), bmean);
             sm_out_printf(o, "</svg>");
         } else {
             /* min .. max as a range, the mean as a tick, on the region's scale. */
@@ -602,6 +681,34 @@ static void sm_report_imbalance(sm_report_t *r, sm_rpath_t **sorted)
                           W + 10, max > 0 ? W * min / max : 0,
                           max > 0 ? W * (max - min) / max : 0, max > 0 ? W * mean / max : 0,
                           max > 0 ? W * mean / max : 0, bmin, bmean, bmax);
+            if (r->n_bins && max > 0) {
+                /* Each range of ranks, left to right: a column from its
+                 * fastest to its slowest rank (height: time), its mean a
+                 * tick. */
+                const int HH = 40;
+                double cw = (double)W / r->n_bins;
+                sm_out_printf(o, "<br><svg class=bins width=%d height=%d>", W + 10, HH + 2);
+                for (uint32_t b = 0; b < r->n_bins; b++) {
+                    double nrk = sm_rpath_bin(p->v, "ranks", b);
+                    if (nrk <= 0)
+                        continue;
+                    double lo = sm_rpath_bin(p->v, "inclusive_min", b);
+                    double hi = sm_rpath_bin(p->v, "inclusive_max", b);
+                    double mb = sm_rpath_bin(p->v, "inclusive_sum", b) / nrk;
+                    char who[48], bl[48], bh[48], bm[48];
+                    sm_bin_name(r, b, who, sizeof who);
+                    sm_fmt_time(bl, sizeof bl, lo);
+                    sm_fmt_time(bh, sizeof bh, hi);
+                    sm_fmt_time(bm, sizeof bm, mb);
+                    double y0 = 1 + HH * (1 - hi / max), y1 = 1 + HH * (1 - lo / max);
+                    sm_out_printf(o, "<rect x=%.1f y=%.1f width=%.1f height=%.1f fill=\"%s\">"
+                                     "<title>%s: %s .. %s, mean %s</title></rect>",
+                                  b * cw, y0, cw > 1.5 ? cw - 0.5 : cw, y1 - y0 > 1 ? y1 - y0 : 1,
+                                  hi == max ? "#e15759" : lo == min ? "#59a14f" : "#4e79a7", who,
+                                  bl, bh, bm);
+                }
+                sm_out_printf(o, "</svg>");
+            }
         }
         sm_out_printf(o, "</td></tr>\n");
     }
@@ -659,7 +766,11 @@ static void sm_report_heatmap(sm_report_t *r, const sm_jv_t *cm, const char *whi
         sm_out_fail(o, ENOMEM);
         return;
     }
+    /* Every pair, or (a large job) blocks of ranks already summed: each
+     * block falls in one cell (its first ranks; blocks no larger). */
     const sm_jv_t *pairs = sm_jv_get(cm, "pairs");
+    if (!pairs)
+        pairs = sm_jv_get(cm, "cells");
     double max = 0;
     for (uint32_t i = 0; i < sm_jv_len(pairs); i++) {
         const sm_jv_t *p = sm_jv_at(pairs, i);
@@ -1001,6 +1112,18 @@ static void sm_report_counters(sm_report_t *r, sm_rpath_t **sorted)
                 any |= x > 0;
             }
         }
+        if (!pr) {
+            /* (a large job: the sums from the spread across ranks) */
+            const sm_jv_t *ar = sm_jv_get(v, "across_ranks");
+            const sm_jv_t *c = sm_jv_get(ar, "counters");
+            double ranks = sm_jv_num(ar, "ranks", 0);
+            for (uint32_t k = 0; k < nc; k++) {
+                double x = sm_jv_num(sm_jv_get(sm_jv_get(c, names->keys[k]), "exclusive"),
+                                     "mean", 0) * ranks;
+                sum[k] += x;
+                any |= x > 0;
+            }
+        }
         if (!any)
             continue;
         shown++;
@@ -1306,6 +1429,87 @@ static void sm_report_page(sm_report_t *r)
                   sm_report_js);
 }
 
+/* An array of n numbers from lo to hi (whole ones: whole), non-decreasing
+ * with rising; 0, or -1 with err. */
+static int sm_report_check_numbers(const sm_jv_t *a, const char *where, uint32_t n, double lo,
+                                   double hi, bool whole, bool rising, char *err, size_t errlen)
+{
+    if (!a || a->type != SM_JV_ARRAY || a->n != n) {
+        snprintf(err, errlen, "%s is not an array of %u numbers", where, (unsigned)n);
+        return -1;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const sm_jv_t *x = a->items[i];
+        if (x->type != SM_JV_NUMBER || !(x->num >= lo && x->num <= hi) ||
+            (whole && x->num != floor(x->num)) ||
+            (rising && i && x->num < a->items[i - 1]->num)) {
+            snprintf(err, errlen, "%s[%u] is no %snumber from %.0f to %.0f%s", where, (unsigned)i,
+                     whole ? "whole " : "", lo, hi, rising ? " (rising)" : "");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* profile.json's "rank_bins" of the job: the number of ranges and their
+ * columns. */
+static int sm_report_check_bins(sm_report_t *r, char *err, size_t errlen)
+{
+    const sm_jv_t *jb = sm_jv_get(r->prof, "rank_bins");
+    uint64_t nb;
+    if (!jb)
+        return 0;
+    if (sm_jv_whole(jb, "rank_bins", "bins", 0, SM_REPORT_MAX_BINS, 0, &nb, err, errlen))
+        return -1;
+    if (nb > r->n_ranks) {
+        snprintf(err, errlen, "rank_bins: %u ranges of %u ranks", (unsigned)nb,
+                 (unsigned)r->n_ranks);
+        return -1;
+    }
+    static const char *const cols[] = {"first_rank", "ranks", "threads", "main_threads"};
+    for (int c = 0; c < 4; c++) {
+        char where[48];
+        snprintf(where, sizeof where, "rank_bins.%s", cols[c]);
+        if (sm_report_check_numbers(sm_jv_get(jb, cols[c]), where, (uint32_t)nb, 0,
+                                    c < 2 ? r->n_ranks - (c == 0) : 4294967295.0, true, c == 0,
+                                    err, errlen))
+            return -1;
+    }
+    r->n_bins = (uint32_t)nb;
+    return 0;
+}
+
+/* A path's "rank_bins": within the job's ranges, numbers. */
+static int sm_report_check_path_bins(const sm_report_t *r, const sm_jv_t *cp, uint32_t i,
+                                     char *err, size_t errlen)
+{
+    const sm_jv_t *pb = sm_jv_get(cp, "rank_bins");
+    if (!pb)
+        return 0;
+    char where[96];
+    snprintf(where, sizeof where, "callpaths[%u].rank_bins", (unsigned)i);
+    uint64_t first;
+    if (sm_jv_whole(pb, where, "first_bin", 0, r->n_bins, 0, &first, err, errlen))
+        return -1;
+    uint32_t n = sm_jv_len(sm_jv_get(pb, "ranks"));
+    if (n > r->n_bins - first) {
+        snprintf(err, errlen, "%s: %u ranges from %u, of %u", where, (unsigned)n,
+                 (unsigned)first, (unsigned)r->n_bins);
+        return -1;
+    }
+    static const char *const cols[] = {"ranks", "inclusive_sum", "inclusive_min", "inclusive_max",
+                                       "exclusive_sum"};
+    for (int c = 0; c < 5; c++) {
+        char col[128];
+        snprintf(col, sizeof col, "%s.%s", where, cols[c]);
+        if (sm_report_check_numbers(sm_jv_get(pb, cols[c]), col, n, 0,
+                                    c ? 1.8446744073709552e19 : r->n_ranks, c == 0, false, err,
+                                    errlen))
+            return -1;
+    }
+    return 0;
+}
+
 /* The numbers of the files that size or index the page's tables (ranks,
  * threads, depths, matrix cells, timeline bins), checked before anything
  * is drawn: a file written by sysmeasure always passes; a damaged or
@@ -1342,6 +1546,8 @@ static int sm_report_check(sm_report_t *r, const char **file, char *err, size_t 
         if (sm_jv_whole(sm_jv_at(th, i), where, "rank", 0, r->n_ranks - 1, 0, &x, err, errlen))
             return -1;
     }
+    if (sm_report_check_bins(r, err, errlen) != 0)
+        return -1;
     const sm_jv_t *cps = sm_jv_get(r->prof, "callpaths");
     if (cps->type != SM_JV_ARRAY) {
         snprintf(err, errlen, "\"callpaths\" is not an array");
@@ -1351,6 +1557,8 @@ static int sm_report_check(sm_report_t *r, const char **file, char *err, size_t 
         const sm_jv_t *cp = cps->items[i], *pr = sm_jv_get(cp, "per_rank");
         snprintf(where, sizeof where, "callpaths[%u]", (unsigned)i);
         if (sm_jv_whole(cp, where, "depth", 0, SM_REPORT_MAX_DEPTH, 0, &x, err, errlen))
+            return -1;
+        if (sm_report_check_path_bins(r, cp, i, err, errlen) != 0)
             return -1;
         for (uint32_t k = 0; k < sm_jv_len(pr); k++) {
             const sm_jv_t *e = sm_jv_at(pr, k);
@@ -1368,8 +1576,13 @@ static int sm_report_check(sm_report_t *r, const char **file, char *err, size_t 
         if (sm_jv_whole(cm, "comm_matrix", "ranks", 0, r->n_ranks, 0, &n, err, errlen))
             return -1;
         const sm_jv_t *pairs = sm_jv_get(cm, "pairs");
+        const char *key = "pairs";
+        if (!pairs) {
+            pairs = sm_jv_get(cm, "cells");
+            key = "cells";
+        }
         for (uint32_t i = 0; i < sm_jv_len(pairs); i++) {
-            snprintf(where, sizeof where, "comm_matrix.pairs[%u]", (unsigned)i);
+            snprintf(where, sizeof where, "comm_matrix.%s[%u]", key, (unsigned)i);
             if (!n) {
                 snprintf(err, errlen, "%s: a pair of a matrix of 0 ranks", where);
                 return -1;
@@ -1448,6 +1661,16 @@ static int sm_report_prepare(sm_report_t *r)
         p->v = sm_jv_at(cps, i);
         p->depth = (uint32_t)sm_jv_num(p->v, "depth", 0);
         const sm_jv_t *pr = sm_jv_get(p->v, "per_rank");
+        if (!pr) {
+            /* A large job: no per-rank rows, the sums from the spreads. */
+            const sm_jv_t *ar = sm_jv_get(p->v, "across_ranks");
+            double n = sm_jv_num(ar, "ranks", 0);
+            p->ranks = n > 0 && n <= r->n_ranks ? (uint32_t)n : 0;
+            p->incl = sm_jv_num(sm_jv_get(ar, "inclusive"), "mean", 0) * p->ranks;
+            p->excl = sm_jv_num(sm_jv_get(ar, "exclusive"), "mean", 0) * p->ranks;
+            p->visits = sm_jv_num(sm_jv_get(ar, "visits"), "mean", 0) * p->ranks;
+            continue;
+        }
         p->ranks = sm_jv_len(pr);
         for (uint32_t k = 0; k < p->ranks; k++) {
             const sm_jv_t *e = sm_jv_at(pr, k);
@@ -1455,6 +1678,23 @@ static int sm_report_prepare(sm_report_t *r)
             p->excl += sm_jv_num(e, "exclusive", 0);
             p->visits += sm_jv_num(e, "visits", 0);
         }
+    }
+    /* The job's rank ranges (checked). */
+    const sm_jv_t *jb = sm_jv_get(r->prof, "rank_bins");
+    if (r->n_bins) {
+        r->bin_first = calloc(r->n_bins + 1, sizeof *r->bin_first);
+        r->bin_ranks = calloc(r->n_bins, sizeof *r->bin_ranks);
+        r->bin_threads = calloc(r->n_bins, sizeof *r->bin_threads);
+        r->bin_main = calloc(r->n_bins, sizeof *r->bin_main);
+        if (!r->bin_first || !r->bin_ranks || !r->bin_threads || !r->bin_main)
+            return -1;
+        for (uint32_t b = 0; b < r->n_bins; b++) {
+            r->bin_first[b] = (uint32_t)sm_jv_at(sm_jv_get(jb, "first_rank"), b)->num;
+            r->bin_ranks[b] = (uint32_t)sm_jv_at(sm_jv_get(jb, "ranks"), b)->num;
+            r->bin_threads[b] = (uint32_t)sm_jv_at(sm_jv_get(jb, "threads"), b)->num;
+            r->bin_main[b] = (uint32_t)sm_jv_at(sm_jv_get(jb, "main_threads"), b)->num;
+        }
+        r->bin_first[r->n_bins] = r->n_ranks;
     }
     return 0;
 }
@@ -1541,6 +1781,10 @@ int sm_report_write_html(const char *dir, sm_fs_input_t how, char *err, size_t e
     free(r.paths);
     free(r.threads);
     free(r.main_threads);
+    free(r.bin_first);
+    free(r.bin_ranks);
+    free(r.bin_threads);
+    free(r.bin_main);
     sm_jv_free(meta);
     sm_jv_free(prof);
     sm_jv_free(tl);

@@ -172,5 +172,13 @@ void sm_json_spread(sm_json_t *j, const char *key, sm_spread_t sp, const char *w
     sm_json_field_double(j, "max", sp.max);
     sm_json_member(j, kmax, sp.max_member);
     sm_json_field_double(j, "stddev", sp.stddev);
+    if (!strcmp(who, "thread") && sp.n) {
+        /* The threads by rank and location id: a job without members in
+         * its summary has no thread numbers. */
+        sm_json_member(j, "min_rank", sp.min_rank);
+        sm_json_member(j, "min_location", sp.min_loc);
+        sm_json_member(j, "max_rank", sp.max_rank);
+        sm_json_member(j, "max_location", sp.max_loc);
+    }
     sm_json_object_end(j);
 }

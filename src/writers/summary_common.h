@@ -69,5 +69,12 @@ uint32_t sm_comm_matrix_top(const sm_job_t *job, sm_comm_pair_t *top, uint32_t m
 /* {"ranks", "messages", "bytes", "pairs": [{sender, receiver, messages,
  * bytes}] (non-zero pairs, row-major)}, or null without a matrix. */
 void sm_comm_matrix_json(sm_json_t *j, const sm_job_t *job) SM_HIDDEN;
+/* The same matrix in at most cells x cells blocks of consecutive ranks:
+ * {"ranks", "messages", "bytes", "ranks_per_cell", "cells": [{"sender",
+ * "receiver" (the first rank of each block), "messages", "bytes"}] (the
+ * blocks that are not empty), "top_pairs": the SM_COMM_TOP_PAIRS pairs
+ * that moved the most bytes}: its size does not grow with the ranks. */
+#define SM_COMM_TOP_PAIRS 20
+void sm_comm_matrix_json_binned(sm_json_t *j, const sm_job_t *job, uint32_t cells) SM_HIDDEN;
 
 #endif

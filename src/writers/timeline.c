@@ -20,7 +20,8 @@
 
 #define SM_TL_FIRST_WIDTH 1000u /* ns */
 #define SM_TL_THREAD_LANES 64   /* a lane per thread (per stream) up to this many */
-#define SM_TL_MAX_LANES 512     /* beyond: ranks share lanes */
+#define SM_TL_MAX_LANES 64      /* beyond: ranks share lanes (report.html draws every lane:
+                                 * its timeline does not grow with the ranks) */
 /* Records of a process's part. */
 enum { SM_TL_REC_LOCATION = 1, SM_TL_REC_METRIC = 2 };
 
