@@ -62,12 +62,16 @@ for np in $nps; do
             if [ "$t" = trace ] && [ $check = yes ]; then
                 notes="$notes $("$py" "$here/scale_check.py" "$out" "$np" "$steps" 2>&1 | tail -1)"
             fi
-            # the slow ranks named where profile.txt lists the ranks that stand out
-            for r in $(echo "$slow" | tr ',' ' '); do
-                grep -q "compute" "$out/profile.txt" 2>/dev/null &&
-                    grep -E "compute" "$out/profile.txt" | grep -qw "$r" &&
-                    notes="$notes slow rank $r named;"
-            done
+            # the two slowest ranks of "compute" in profile.txt's table of the
+            # ranks that stand out: the planted ones?
+            named=$(awk '/RANKS THAT STAND OUT/ {t = 1} t && $2 == "compute" {
+                        split($0, f, "|"); n = split(f[8], r, ",");
+                        for (i = 1; i <= 2 && i <= n; i++) { sub(/:.*/, "", r[i]); gsub(/ /, "", r[i]); printf "%s ", r[i] }
+                        exit }' "$out/profile.txt" 2>/dev/null)
+            want=$(echo "$slow" | tr ',' '\n' | sort -n | tr '\n' ' ')
+            got=$(echo "$named" | tr ' ' '\n' | grep . | sort -n | tr '\n' ' ')
+            if [ "$got" = "$want" ]; then notes="$notes slow ranks named: $got;"
+            else notes="$notes SLOW RANKS NOT NAMED (profile.txt: $named; planted: $slow);"; fi
             [ -n "${SM_SCALE_KEEP:-}" ] || rm -rf "$out"
         fi
         printf '%-6s %-9s %10s %8s %7s %8s %10s %10s  %s\n' "$np" "$mode" "${fin:--}" "$wall" \
