@@ -655,16 +655,21 @@ sm_defset_t *sm_defset_from_lists(const sm_defs_lists_t *l, uint32_t rank)
 
 /* Binomial tree rooted at 0: a process with bit k set (its lowest set bit)
  * sends to rank - 2^k after receiving from rank + 2^j for each j < k. */
-sm_defset_t *sm_unify(const sm_procs_t *procs, sm_id_maps_t *maps)
+sm_defset_t *sm_unify_set(const sm_procs_t *procs, const sm_defset_t *local, sm_id_maps_t *maps)
 {
-    sm_defset_t *acc = sm_defset_from_process(procs->rank);
+    /* This process's definitions, serialized once: what it sends up when it
+     * has no children, and what it maps into the union at the end. */
+    uint64_t own_len = 0, len = 0;
+    void *own = local ? sm_defset_serialize(local, &own_len) : NULL;
+    sm_defset_t *acc = NULL;
     void *blob = NULL;
-    uint64_t len = 0;
-    int failed = acc == NULL;
+    int failed = own == NULL;
 
     for (uint32_t mask = 1; mask < procs->size; mask <<= 1) {
         if (procs->rank & mask) {
-            blob = failed ? NULL : sm_defset_serialize(acc, &len);
+            /* A process without children sends its own set as it is. */
+            blob = failed ? NULL : acc ? sm_defset_serialize(acc, &len) : own;
+            len = blob == own ? own_len : len;
             if (!blob) {
                 failed = 1;
                 len = 0;
@@ -672,13 +677,21 @@ sm_defset_t *sm_unify(const sm_procs_t *procs, sm_id_maps_t *maps)
             /* Send even when empty, so the parent is not left waiting. */
             if (procs->send(procs->ctx, procs->rank - mask, blob ? blob : "", len) != 0)
                 failed = 1;
-            free(blob);
+            if (blob != own)
+                free(blob);
             blob = NULL;
+            /* (Only the root's union is used from here on.) */
+            sm_defset_free(acc);
+            acc = NULL;
             break;
         }
         if (procs->rank + mask < procs->size) {
             void *child = NULL;
             uint64_t clen = 0;
+            /* The union starts as this process's own set (its ids kept). */
+            if (!failed && !acc &&
+                (!(acc = sm_defset_new()) || sm_defset_merge_blob(acc, own, own_len, NULL) != 0))
+                failed = 1;
             if (procs->recv(procs->ctx, procs->rank + mask, &child, &clen) != 0 ||
                 (!failed && sm_defset_merge_blob(acc, child, clen, NULL) != 0))
                 failed = 1;
@@ -687,6 +700,9 @@ sm_defset_t *sm_unify(const sm_procs_t *procs, sm_id_maps_t *maps)
     }
 
     /* The root's union, to everyone. */
+    if (procs->rank == 0 && !failed && !acc &&
+        (!(acc = sm_defset_new()) || sm_defset_merge_blob(acc, own, own_len, NULL) != 0))
+        failed = 1; /* (a job of one process) */
     if (procs->rank == 0) {
         blob = failed ? NULL : sm_defset_serialize(acc, &len);
         if (!blob)
@@ -696,7 +712,6 @@ sm_defset_t *sm_unify(const sm_procs_t *procs, sm_id_maps_t *maps)
         failed = 1;
     sm_defset_t *global = acc;
     if (procs->rank != 0) {
-        sm_defset_free(acc);
         global = sm_defset_new();
         if (!global || !blob || !len || sm_defset_merge_blob(global, blob, len, NULL) != 0)
             failed = 1;
@@ -704,12 +719,9 @@ sm_defset_t *sm_unify(const sm_procs_t *procs, sm_id_maps_t *maps)
     free(blob);
 
     /* This process's ids in the union: every local definition is in it. */
-    sm_defset_t *local = failed ? NULL : sm_defset_from_process(procs->rank);
-    void *own = local ? sm_defset_serialize(local, &len) : NULL;
-    if (!own || sm_defset_merge_blob(global, own, len, maps) != 0)
+    if (failed || sm_defset_merge_blob(global, own, own_len, maps) != 0)
         failed = 1;
     free(own);
-    sm_defset_free(local);
     if (failed) {
         sm_error("unifying the definitions of the job's processes failed; no trace or profile "
                  "written by rank %u",
@@ -717,6 +729,14 @@ sm_defset_t *sm_unify(const sm_procs_t *procs, sm_id_maps_t *maps)
         sm_defset_free(global);
         return NULL;
     }
+    return global;
+}
+
+sm_defset_t *sm_unify(const sm_procs_t *procs, sm_id_maps_t *maps)
+{
+    sm_defset_t *local = sm_defset_from_process(procs->rank);
+    sm_defset_t *global = sm_unify_set(procs, local, maps);
+    sm_defset_free(local);
     return global;
 }
 

@@ -100,6 +100,11 @@ sm_defset_t *sm_defset_from_lists(const sm_defs_lists_t *l, uint32_t rank) SM_HI
  * every process and fills maps for this process's ids.  NULL when the
  * transport failed or memory ran out (message printed). */
 sm_defset_t *sm_unify(const sm_procs_t *procs, sm_id_maps_t *maps) SM_HIDDEN;
+/* The same for given local definitions instead of the process's (the
+ * simulated ranks of bench-scale and test-scale); local NULL: this process
+ * failed to build its set (it still takes part). */
+sm_defset_t *sm_unify_set(const sm_procs_t *procs, const sm_defset_t *local,
+                          sm_id_maps_t *maps) SM_HIDDEN;
 
 /* ---- tree helpers shared by the other exchanges ---- */
 /* Gathers every process's blob at rank 0 along a binomial tree: at the root,

@@ -1,0 +1,79 @@
+#!/bin/sh
+# bench-scale: the end of a run of P = 1,024, 2,048, ... 65,536 simulated
+# ranks in one process (bench/bench-scale; the harness is tests/sim/): the
+# real unification of the definitions (sm_unify_set) and the real profile
+# step on synthetic per-rank data (tests/sim/sim_job.h), every rank a
+# coroutine on one core talking through sm_procs_t.
+#
+#   sh bench/bench_scale.sh BUILDDIR
+#   environment: SM_SCALE_MAX (65536), SM_SCALE_STOP_S (60: no larger P
+#   after a step whose process took longer), SM_SCALE_LIVE_MAX (4096: up to
+#   there, a second table replays live.c's other collectives), SM_SCALE_SEED
+#
+# Columns (times in s, CPU time of the one core unless said):
+#   wall_s   the whole simulation, wall clock (on a loaded machine, > proc_s)
+#   proc_s   its CPU time (user + system): every rank's work, one after the other
+#   crit_s   critical path at the end: the longest chain of dependent work and
+#            messages, each rank's own CPU time on it, network free; what the
+#            real job would wait for with one core per rank
+#   net_s    the same with 2 us per message and 10 GB/s per link
+#   u_*      the unification: u_crit critical path at its end; u_root, u_leaf
+#            (rank P-1), u_max (at: which rank) one rank's own CPU time in it;
+#            u_rxMiB the bytes rank 0 received in it
+#   p_*      the profile step (sm_tree_gather + sm_profile_summary_from_blobs
+#            today): p_crit critical path at its end, p_root rank 0's CPU
+#            time, p_rxMiB the bytes rank 0 received
+#   u_pkMiB  rank 0's peak of live allocated bytes during the unification;
+#   pk_MiB   over the whole exchange (malloc'd bytes attributed to the rank
+#            running, messages to their receiver)
+#   rss_MiB  the simulation's own peak (all ranks' data at once)
+#   union    definitions in the union (strings, regions, communicators,
+#            metrics); paths: call paths of the job's summary
+# Then the time per doubling of P: the increase of crit_s (and of u_crit,
+# p_crit) from P/2 to P, and the ratio.
+set -u
+b=${1:-.}/bench/bench-scale
+max=${SM_SCALE_MAX:-65536}
+stop=${SM_SCALE_STOP_S:-60}
+live_max=${SM_SCALE_LIVE_MAX:-4096}
+seed=${SM_SCALE_SEED:-29}
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+
+echo "bench-scale: $(uname -n), $(date -u +%Y-%m-%d), seed $seed"
+"$b" --header
+p=1024
+while [ "$p" -le "$max" ]; do
+    if ! line=$(timeout 900 "$b" "$p" --seed "$seed"); then
+        echo "P = $p: failed or ran past 900 s; no larger P"
+        break
+    fi
+    echo "$line" | tee -a "$out"
+    proc=$(echo "$line" | awk '{print $3}')
+    if awk -v t="$proc" -v s="$stop" 'BEGIN { exit !(t > s) }'; then
+        echo "P = $p took $proc s of CPU (> $stop s): no larger P"
+        break
+    fi
+    p=$((p * 2))
+done
+
+echo
+echo "per doubling of P: increase (and ratio) of the critical path at the end, of the"
+echo "unification's and of the profile step's, and of the simulation's CPU time"
+awk 'BEGIN { printf "%6s %17s %17s %17s %17s\n", "ranks", "crit_s", "u_crit", "p_crit-u_crit", "proc_s" }
+     { c = $4; u = $7; pp = $14 - $7; t = $3
+       if (NR > 1)
+           printf "%6d %+8.4f (x%4.2f) %+8.4f (x%4.2f) %+8.4f (x%4.2f) %+8.2f (x%4.2f)\n",
+                  $1, c - pc, c / pc, u - pu, u / pu, pp - ppp, pp / ppp, t - pt, t / pt
+       pc = c; pu = u; ppp = pp; pt = t }' "$out"
+
+if [ "$live_max" -ge 1024 ]; then
+    echo
+    echo "live.c's other collectives (job info, communication matrix, totals, metrics),"
+    echo "replayed with its message sizes after the profile step:"
+    p=1024
+    while [ "$p" -le "$live_max" ] && [ "$p" -le "$max" ]; do
+        timeout 900 "$b" "$p" --seed "$seed" --live | grep '^live' || break
+        p=$((p * 2))
+    done
+fi
