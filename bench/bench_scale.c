@@ -119,12 +119,14 @@ int main(int argc, char **argv)
 {
     uint32_t n = 0;
     uint64_t seed = 29;
-    int live = 0, verbose = 0, header = 0;
+    int live = 0, verbose = 0, header = 0, root_only = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 0);
         else if (!strcmp(argv[i], "--live"))
             live = 1;
+        else if (!strcmp(argv[i], "--root-only"))
+            root_only = 1;
         else if (!strcmp(argv[i], "-v"))
             verbose = 1;
         else if (!strcmp(argv[i], "--header"))
@@ -141,7 +143,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (n < 1) {
-        fprintf(stderr, "usage: bench-scale RANKS [--seed S] [--live] [-v] | --header\n");
+        fprintf(stderr, "usage: bench-scale RANKS [--seed S] [--root-only] [--live] [-v] | --header\n");
         return 2;
     }
     sim_job_t job;
@@ -150,6 +152,7 @@ int main(int argc, char **argv)
         return 1;
     }
     job.live = live;
+    job.scope = root_only ? SM_UNIFY_ROOT_ONLY : SM_UNIFY_EVERY_RANK;
     sim_stats_t st;
     int rc = sim_run(n, sim_job_rank, &job, &st);
     if (rc != 0 || job.failures) {

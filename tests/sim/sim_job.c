@@ -555,9 +555,10 @@ void sim_job_rank(const sm_procs_t *procs, void *arg)
     free(lists);
     sim_untimed_end();
     sm_id_maps_t maps = {0};
-    sm_defset_t *global = sm_unify_set(procs, local, &maps);
+    sm_defset_t *global = NULL;
+    int unified = sm_unify_set(procs, local, job->scope, &global, &maps);
     sm_defset_free(local);
-    if (!global)
+    if (unified != 0)
         job->failures++;
     if (r == 0)
         job->global = global;
@@ -575,7 +576,8 @@ void sim_job_rank(const sm_procs_t *procs, void *arg)
     sm_profile_summary_t *mine =
         threads ? sm_profile_summary_from_threads(threads->th, threads->n, 1.0) : NULL;
     uint64_t len = 0;
-    void *blob = mine ? sm_profile_summary_serialize(mine, global ? &maps : NULL, r, &len) : NULL;
+    void *blob = mine ? sm_profile_summary_serialize(mine, unified == 0 ? &maps : NULL, r, &len)
+                      : NULL;
     sm_profile_summary_free(mine);
     sim_untimed_begin();
     if (threads)

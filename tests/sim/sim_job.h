@@ -67,6 +67,8 @@ typedef struct sim_job {
     uint64_t seed;
     bool keep_maps;  /* every rank's maps, for a test (all_maps) */
     bool live;       /* also replay live.c's other collectives */
+    /* Where the union goes: every rank (live.c today), or rank 0 only. */
+    sm_unify_scope_t scope;
     /* ---- made by sim_job_init */
     uint32_t planted[2];
     sim_path_t paths[SIM_CATALOGUE];
