@@ -7,8 +7,9 @@
 #
 #   sh bench/bench_scale.sh BUILDDIR
 #   environment: SM_SCALE_MAX (65536), SM_SCALE_STOP_S (60: no larger P
-#   after a step whose process took longer), SM_SCALE_LIVE_MAX (4096: up to
-#   there, a second table replays live.c's other collectives), SM_SCALE_SEED
+#   after a step whose process took longer), SM_SCALE_MEM_GB (12),
+#   SM_SCALE_LIVE_MAX (4096: up to there, a last table replays live.c's other
+#   collectives), SM_SCALE_SEED
 #
 # Columns (times in s, CPU time of the one core unless said):
 #   wall_s   the whole simulation, wall clock (on a loaded machine, > proc_s)
@@ -30,42 +31,65 @@
 #   union    definitions in the union (strings, regions, communicators,
 #            metrics); paths: call paths of the job's summary
 # Then the time per doubling of P: the increase of crit_s (and of u_crit,
-# p_crit) from P/2 to P, and the ratio.
+# p_crit) from P/2 to P, and the ratio.  Two tables: the union broadcast to
+# every rank (sm_unify, as live.c does), and the union at rank 0 only with
+# the maps coming down the tree (SM_UNIFY_ROOT_ONLY, --root-only).  A table
+# stops after a P whose simulation took more than SM_SCALE_STOP_S (60) s of
+# CPU, or before one whose memory would pass SM_SCALE_MEM_GB (12) GiB.
 set -u
 b=${1:-.}/bench/bench-scale
 max=${SM_SCALE_MAX:-65536}
 stop=${SM_SCALE_STOP_S:-60}
+mem_gb=${SM_SCALE_MEM_GB:-12}
 live_max=${SM_SCALE_LIVE_MAX:-4096}
 seed=${SM_SCALE_SEED:-29}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 
-echo "bench-scale: $(uname -n), $(date -u +%Y-%m-%d), seed $seed"
-"$b" --header
-p=1024
-while [ "$p" -le "$max" ]; do
-    if ! line=$(timeout 900 "$b" "$p" --seed "$seed"); then
-        echo "P = $p: failed or ran past 900 s; no larger P"
-        break
-    fi
-    echo "$line" | tee -a "$out"
-    proc=$(echo "$line" | awk '{print $3}')
-    if awk -v t="$proc" -v s="$stop" 'BEGIN { exit !(t > s) }'; then
-        echo "P = $p took $proc s of CPU (> $stop s): no larger P"
-        break
-    fi
-    p=$((p * 2))
-done
+# One table: P = 1,024 ... max, with the options given ("" or --root-only).
+table() {
+    : >"$out"
+    "$b" --header
+    p=1024
+    while [ "$p" -le "$max" ]; do
+        if ! line=$(timeout 900 "$b" "$p" --seed "$seed" "$@"); then
+            echo "P = $p: failed or ran past 900 s; no larger P"
+            break
+        fi
+        echo "$line" | tee -a "$out"
+        proc=$(echo "$line" | awk '{print $3}')
+        if awk -v t="$proc" -v s="$stop" 'BEGIN { exit !(t > s) }'; then
+            echo "P = $p took $proc s of CPU (> $stop s): no larger P"
+            break
+        fi
+        # The simulation's memory at 2P, from its growth over the last
+        # doubling: not started beyond SM_SCALE_MEM_GB.
+        next=$(awk -v gb="$mem_gb" 'NR > 1 { g = $20 / prev } { prev = $20; last = $20 }
+            END { if (NR < 2) g = 2; n = last * g; if (n > gb * 1024) printf "%.0f", n }' "$out")
+        if [ -n "$next" ]; then
+            echo "P = $((p * 2)) would hold about $next MiB (> $mem_gb GiB, SM_SCALE_MEM_GB): no larger P"
+            break
+        fi
+        p=$((p * 2))
+    done
+    echo
+    echo "per doubling of P: increase (and ratio) of the critical path at the end, of the"
+    echo "unification's and of the profile step's, and of the simulation's CPU time"
+    awk 'BEGIN { printf "%6s %17s %17s %17s %17s\n", "ranks", "crit_s", "u_crit", "p_crit-u_crit", "proc_s" }
+         { c = $4; u = $7; pp = $14 - $7; t = $3
+           if (NR > 1)
+               printf "%6d %+8.4f (x%4.2f) %+8.4f (x%4.2f) %+8.4f (x%4.2f) %+8.2f (x%4.2f)\n",
+                      $1, c - pc, c / pc, u - pu, u / pu, pp - ppp, pp / ppp, t - pt, t / pt
+           pc = c; pu = u; ppp = pp; pt = t }' "$out"
+}
 
+echo "bench-scale: $(uname -n), $(nproc) cores, $(date -u +%Y-%m-%d), seed $seed"
 echo
-echo "per doubling of P: increase (and ratio) of the critical path at the end, of the"
-echo "unification's and of the profile step's, and of the simulation's CPU time"
-awk 'BEGIN { printf "%6s %17s %17s %17s %17s\n", "ranks", "crit_s", "u_crit", "p_crit-u_crit", "proc_s" }
-     { c = $4; u = $7; pp = $14 - $7; t = $3
-       if (NR > 1)
-           printf "%6d %+8.4f (x%4.2f) %+8.4f (x%4.2f) %+8.4f (x%4.2f) %+8.2f (x%4.2f)\n",
-                  $1, c - pc, c / pc, u - pu, u / pu, pp - ppp, pp / ppp, t - pt, t / pt
-       pc = c; pu = u; ppp = pp; pt = t }' "$out"
+echo "== the union to every rank (sm_unify, what live.c does today)"
+table
+echo
+echo "== the union at rank 0 only, maps down the tree (--root-only)"
+table --root-only
 
 if [ "$live_max" -ge 1024 ]; then
     echo
@@ -73,7 +97,7 @@ if [ "$live_max" -ge 1024 ]; then
     echo "replayed with its message sizes after the profile step:"
     p=1024
     while [ "$p" -le "$live_max" ] && [ "$p" -le "$max" ]; do
-        timeout 900 "$b" "$p" --seed "$seed" --live | grep '^live' || break
+        timeout 900 "$b" "$p" --seed "$seed" --root-only --live | grep '^live' || break
         p=$((p * 2))
     done
 fi

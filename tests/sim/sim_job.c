@@ -90,7 +90,7 @@ static uint8_t sim_region_role(uint32_t g)
 
 bool sim_rank_has_own(uint32_t r)
 {
-    return r % 64 == 5;
+    return r % SIM_OWN_EVERY == 5;
 }
 
 static bool sim_has_role(const sim_job_t *job, uint32_t r, uint32_t k)

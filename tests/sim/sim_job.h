@@ -6,8 +6,8 @@
  * The data, per rank r of P:
  * - regions: 11 of a skeleton (main, init, solve, exchange, finalize and
  *   six MPI functions), 40 kernels, all common to every rank; about 4 of 32
- *   "role" regions, chosen by r; ranks with r % 64 == 5 one region of their
- *   own ("rank_R_io", io.c line R).  Each rank defines them in its own
+ *   "role" regions, chosen by r; ranks with r % SIM_OWN_EVERY == 5 one
+ *   region of their own ("rank_R_io", io.c line R + 1).  Each rank defines them in its own
  *   order, so its ids differ from the others'.
  * - communicators: MPI_COMM_SELF, MPI_COMM_WORLD, the split by r % 4
  *   (leader r % 4), two pairwise ones ({r & ~1, r | 1} and {r & ~2, r | 2}),
@@ -36,6 +36,7 @@
 #define SIM_MAX_DEPTH 8
 #define SIM_PLANTED_FACTOR 5
 #define SIM_SOLVE_VISITS 10
+#define SIM_OWN_EVERY 512
 
 /* Global region indices: the skeleton, kernels, roles, then one of its own
  * per rank that has one (SIM_G_OWN + rank). */

@@ -37,7 +37,7 @@ typedef struct expect {
 enum { E_VISITS, E_INCL, E_EXCL, E_R_VISITS, E_R_INCL, E_R_EXCL, E_R_SENT, E_R_RECV, E_KINDS };
 
 /* Catalogue paths, then each rank's own path (main/rank_R_io). */
-#define N_OWN ((RANKS + 58) / 64)
+#define N_OWN ((RANKS + SIM_OWN_EVERY - 6) / SIM_OWN_EVERY)
 #define N_IDS (SIM_CATALOGUE + N_OWN)
 static expect_t expected[N_IDS][E_KINDS];
 static bool seen[N_IDS];
@@ -59,7 +59,7 @@ static void expect_add(expect_t *e, uint64_t x, uint32_t who)
 
 static uint32_t own_id(uint32_t r)
 {
-    return SIM_CATALOGUE + r / 64;
+    return SIM_CATALOGUE + r / SIM_OWN_EVERY;
 }
 
 static void compute_expected(void)
