@@ -1,7 +1,9 @@
 /* bench-scale: the end-of-run exchange of P simulated ranks in one process
  * (tests/sim/sim_procs.h, tests/sim/sim_job.h), one P per run.
  *
- *   bench-scale P [--seed S] [--live] [--header]
+ *   bench-scale P [--seed S] [--root-only] [--bounded] [--unify-only] [--live]
+ *               [--best-of N] [-v]
+ *   bench-scale --header
  *
  * prints one line of figures (see bench/bench_scale.sh, which runs P =
  * 1,024 ... 65,536 and explains the columns) and, with -v, the phases.
@@ -110,6 +112,11 @@ static void count_path(const sm_cpath_t *p, void *arg)
     (*(uint32_t *)arg)++;
 }
 
+static double seconds(const struct timeval *t)
+{
+    return (double)t->tv_sec + (double)t->tv_usec * 1e-6;
+}
+
 static double mib(int64_t b)
 {
     return (double)b / (1024.0 * 1024.0);
@@ -119,7 +126,8 @@ int main(int argc, char **argv)
 {
     uint32_t n = 0;
     uint64_t seed = 29;
-    int live = 0, verbose = 0, header = 0, root_only = 0;
+    int live = 0, verbose = 0, header = 0, root_only = 0, bounded = 0, unify_only = 0;
+    int best_of = 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 0);
@@ -127,6 +135,12 @@ int main(int argc, char **argv)
             live = 1;
         else if (!strcmp(argv[i], "--root-only"))
             root_only = 1;
+        else if (!strcmp(argv[i], "--best-of") && i + 1 < argc)
+            best_of = atoi(argv[++i]) > 0 ? atoi(argv[i]) : 1;
+        else if (!strcmp(argv[i], "--bounded"))
+            bounded = 1;
+        else if (!strcmp(argv[i], "--unify-only"))
+            unify_only = 1;
         else if (!strcmp(argv[i], "-v"))
             verbose = 1;
         else if (!strcmp(argv[i], "--header"))
@@ -143,22 +157,49 @@ int main(int argc, char **argv)
         return 0;
     }
     if (n < 1) {
-        fprintf(stderr, "usage: bench-scale RANKS [--seed S] [--root-only] [--live] [-v] | --header\n");
+        fprintf(stderr, "usage: bench-scale RANKS [--seed S] [--root-only] [--bounded] [--unify-only] [--live]"
+                        " [--best-of N] [-v] | --header\n");
         return 2;
     }
-    sim_job_t job;
-    if (sim_job_init(&job, n, seed) != 0) {
-        fprintf(stderr, "bench-scale: out of memory\n");
-        return 1;
+    /* The run with the shortest critical path of best_of (a virtual
+     * machine's stolen time lands in some rank's CPU time now and then). */
+    sim_job_t job, best;
+    sim_stats_t st, best_st;
+    double proc_s = 0, best_proc = 0;
+    memset(&best, 0, sizeof best);
+    for (int k = 0; k < best_of; k++) {
+        struct rusage r0, r1;
+        if (sim_job_init(&job, n, seed) != 0) {
+            fprintf(stderr, "bench-scale: out of memory\n");
+            return 1;
+        }
+        job.live = live;
+        job.scope = root_only ? SM_UNIFY_ROOT_ONLY : SM_UNIFY_EVERY_RANK;
+        job.bounded = bounded;
+        job.unify_only = unify_only;
+        getrusage(RUSAGE_SELF, &r0);
+        int rc = sim_run(n, sim_job_rank, &job, &st);
+        getrusage(RUSAGE_SELF, &r1);
+        if (rc != 0 || job.failures) {
+            fprintf(stderr, "bench-scale: the exchange failed (%u ranks said so)\n",
+                    job.failures);
+            return 1;
+        }
+        proc_s = seconds(&r1.ru_utime) - seconds(&r0.ru_utime) + seconds(&r1.ru_stime) -
+                 seconds(&r0.ru_stime);
+        if (k == 0 || st.crit_cpu_s < best_st.crit_cpu_s) {
+            if (k)
+                sim_job_free(&best);
+            best = job;
+            best_st = st;
+            best_proc = proc_s;
+        } else {
+            sim_job_free(&job);
+        }
     }
-    job.live = live;
-    job.scope = root_only ? SM_UNIFY_ROOT_ONLY : SM_UNIFY_EVERY_RANK;
-    sim_stats_t st;
-    int rc = sim_run(n, sim_job_rank, &job, &st);
-    if (rc != 0 || job.failures) {
-        fprintf(stderr, "bench-scale: the exchange failed (%u ranks said so)\n", job.failures);
-        return 1;
-    }
+    job = best;
+    st = best_st;
+    proc_s = best_proc;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     uint32_t paths = 0;
@@ -168,9 +209,7 @@ int main(int argc, char **argv)
     const sim_phase_stats_t *u = &st.phase[SIM_PH_UNIFY], *pr = &st.phase[SIM_PH_PROFILES];
     uint32_t n_union = sm_defset_string_count(job.global) + sm_defset_region_count(job.global) +
                        sm_defset_comm_count(job.global) + sm_defset_metric_count(job.global);
-    double proc_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
-                    (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
-    printf("%6u %7.2f %7.2f %7.3f %7.3f | %7.4f %7.4f %7.4f %7.4f %5u %7.2f | %7.3f %7.3f %8.1f |"
+    printf("%6u %7.2f %7.2f %7.4f %7.4f | %7.4f %7.4f %7.4f %7.4f %5u %7.2f | %7.3f %7.3f %8.1f |"
            " %7.1f %8.1f %7.0f | %6u %5u\n",
            n, st.wall_s, proc_s, st.crit_cpu_s, st.crit_net_s, u->crit_cpu_s, u->root_cpu_s,
            u->last_cpu_s, u->max_cpu_s, u->max_cpu_rank, mib((int64_t)u->root_bytes),

@@ -33,7 +33,9 @@
 # Then the time per doubling of P: the increase of crit_s (and of u_crit,
 # p_crit) from P/2 to P, and the ratio.  Two tables: the union broadcast to
 # every rank (sm_unify, as live.c does), and the union at rank 0 only with
-# the maps coming down the tree (SM_UNIFY_ROOT_ONLY, --root-only).  A table
+# the maps coming down the tree (SM_UNIFY_ROOT_ONLY, --root-only); then the
+# unification alone on definitions that do not grow with P (--bounded
+# --unify-only: what the tree itself costs).  A table
 # stops after a P whose simulation took more than SM_SCALE_STOP_S (60) s of
 # CPU, or before one whose memory would pass SM_SCALE_MEM_GB (12) GiB.
 set -u
@@ -88,8 +90,13 @@ echo
 echo "== the union to every rank (sm_unify, what live.c does today)"
 table
 echo
-echo "== the union at rank 0 only, maps down the tree (--root-only)"
-table --root-only
+echo "== the union at rank 0 only, maps down the tree (--root-only; best of 2 runs)"
+table --root-only --best-of 2
+echo
+echo "== the unification alone, rank 0 only, definitions that do not grow with P"
+echo "   (no pairwise communicators, teams or regions of one rank: --bounded --unify-only;"
+echo "   each line the best of 3 runs, as ms of the VM's stolen time land on some rank)"
+table --root-only --bounded --unify-only --best-of 3
 
 if [ "$live_max" -ge 1024 ]; then
     echo

@@ -93,6 +93,11 @@ bool sim_rank_has_own(uint32_t r)
     return r % SIM_OWN_EVERY == 5;
 }
 
+static bool sim_job_has_own(const sim_job_t *job, uint32_t r)
+{
+    return !job->bounded && sim_rank_has_own(r);
+}
+
 static bool sim_has_role(const sim_job_t *job, uint32_t r, uint32_t k)
 {
     return sim_h(job->seed, r, k, 'R', 0) % 8 == 0;
@@ -111,7 +116,7 @@ uint32_t sim_rank_regions(const sim_job_t *job, uint32_t r, uint32_t *out)
     for (uint32_t k = 0; k < SIM_N_ROLES; k++)
         if (sim_has_role(job, r, k))
             all[n++] = SIM_G_ROLES + k;
-    if (sim_rank_has_own(r))
+    if (sim_job_has_own(job, r))
         all[n++] = SIM_G_OWN + r;
     /* Each rank its own order: its ids differ from the others'. */
     uint32_t shift = (r * 7u) % n;
@@ -224,7 +229,7 @@ void sim_thread_paths(const sim_job_t *job, uint32_t r, uint32_t t, bool *sel)
             sel[p] = true;
         count += add;
     }
-    if (t == 0 && sim_rank_has_own(r))
+    if (t == 0 && sim_job_has_own(job, r))
         sel[SIM_PATH_OWN] = true;
 }
 
@@ -342,17 +347,17 @@ uint32_t sim_rank_comms(const sim_job_t *job, uint32_t r, sim_comm_t *out)
     out[n++] = (sim_comm_t){.key = {r % 4, 1}, .name = "split_mod4",
                             .size = job->split_size[r % 4],
                             .members = job->split_members[r % 4], .parent = 1};
-    if ((r | 1) < P) {
+    if ((r | 1) < P && !job->bounded) {
         out[n] = (sim_comm_t){.key = {r & ~1u, 2}, .name = "pair_a", .size = 2, .parent = 1,
                               .pair = {r & ~1u, r | 1}};
         n++;
     }
-    if ((r | 2) < P) {
+    if ((r | 2) < P && !job->bounded) {
         out[n] = (sim_comm_t){.key = {r & ~2u, 3}, .name = "pair_b", .size = 2, .parent = 1,
                               .pair = {r & ~2u, r | 2}};
         n++;
     }
-    if (sim_rank_threads(job, r) == 2) {
+    if (sim_rank_threads(job, r) == 2 && !job->bounded) {
         out[n] = (sim_comm_t){.key = {SM_COMM_LEADER_PROCESS, SM_COMM_SEQ_TEAM}, .name =
                               "OpenMP team", .size = 2, .parent = SM_COMM_NONE, .pair = {0, 1}};
         n++;
@@ -564,6 +569,11 @@ void sim_job_rank(const sm_procs_t *procs, void *arg)
         job->global = global;
     else
         sm_defset_free(global);
+
+    if (job->unify_only) {
+        sm_id_maps_free(&maps);
+        return;
+    }
 
     /* 2. The profiles: this rank's summary in the job's region ids, then
      * the step that makes the job's summary at rank 0. */

@@ -21,7 +21,9 @@
  *   (SIM_PLANTED_FACTOR) on the planted ranks P/3 and P-2.
  *
  * The values of a thread's path are a pure function of (seed, rank, thread,
- * path), so a test computes the job's statistics directly from them. */
+ * path), so a test computes the job's statistics directly from them.  With
+ * `bounded`, the job has no definitions that grow with P (no pairwise
+ * communicators, teams or regions of one rank's own). */
 #ifndef SM_SIM_JOB_H
 #define SM_SIM_JOB_H
 
@@ -70,6 +72,10 @@ typedef struct sim_job {
     bool live;       /* also replay live.c's other collectives */
     /* Where the union goes: every rank (live.c today), or rank 0 only. */
     sm_unify_scope_t scope;
+    /* Definitions that do not grow with P: no pairwise communicators, no
+     * teams, no regions of one rank's own (the unification's own cost). */
+    bool bounded;
+    bool unify_only; /* no profile step */
     /* ---- made by sim_job_init */
     uint32_t planted[2];
     sim_path_t paths[SIM_CATALOGUE];
