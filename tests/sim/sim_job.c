@@ -456,7 +456,9 @@ sm_defset_t *sim_rank_defset(const sim_job_t *job, uint32_t r)
 sm_profile_summary_t *sim_profile_step(const sm_procs_t *procs, const void *blob, uint64_t len,
                                        uint32_t n_ranks)
 {
-    /* (every rank takes part, with or without a blob: the others wait) */
+    /* When the reduction up the tree lands, this body is one line:
+     *     return sm_profiles_reduce(procs, blob, len, n_ranks);
+     * (every rank takes part, with or without a blob: the others wait) */
     void *all = NULL;
     uint64_t all_len = 0;
     int rc = sm_tree_gather(procs, blob ? blob : "", blob ? len : 0, &all, &all_len);
