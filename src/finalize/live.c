@@ -120,10 +120,17 @@ int sm_finalize_live(const sm_procs_t *procs, sm_run_info_t *run, char *summary_
     summary_line[0] = '\0';
     /* (After the save at MPI_Finalize: the wait for the other ranks.) */
     sm_log_step("the barrier and the clock exchange");
-    sm_defset_t *defs = sm_unify(procs, &maps);
-    uint64_t unusable = defs == NULL;
+    /* Only the OTF2 writer reads the union on every rank: without a trace,
+     * rank 0 alone gets it and the others only their maps, so their work
+     * and memory do not grow with the job's definitions (issue 29). */
+    sm_defset_t *local = sm_defset_from_process(procs->rank), *defs = NULL;
+    int unified = sm_unify_set(procs, local,
+                               run->config->trace ? SM_UNIFY_EVERY_RANK : SM_UNIFY_ROOT_ONLY,
+                               &defs, &maps);
+    sm_defset_free(local);
+    uint64_t unusable = unified != 0;
     if (procs->allreduce_max_u64(procs->ctx, &unusable, 1) != 0 || unusable) {
-        if (defs)
+        if (unified == 0)
             sm_error("the definitions of another process could not be unified; no trace or "
                      "profile written");
         sm_defset_free(defs);

@@ -239,8 +239,9 @@ uint32_t sm_defset_attribute(sm_defset_t *d, const char *name, uint8_t type)
     return sm_dtab_intern(&d->attributes, &a, sm_attribute_hash, sm_attribute_eq, &added);
 }
 
+/* members: size world ranks, as bytes (a blob's may be unaligned), or NULL. */
 static uint32_t sm_defset_comm_ids(sm_defset_t *d, sm_comm_key_t key, uint32_t name,
-                                   uint32_t size, const uint32_t *members, uint32_t parent)
+                                   uint32_t size, const void *members, uint32_t parent)
 {
     int added;
     sm_comm_def_t c = {.key = key, .name = name, .size = size, .members = NULL,
@@ -255,9 +256,9 @@ static uint32_t sm_defset_comm_ids(sm_defset_t *d, sm_comm_key_t key, uint32_t n
     if (e->parent == SM_COMM_NONE)
         e->parent = parent;
     if (!e->members && members && size) {
-        e->members = malloc(sizeof *members * size);
+        e->members = malloc(sizeof *e->members * size);
         if (e->members) {
-            memcpy(e->members, members, sizeof *members * size);
+            memcpy(e->members, members, sizeof *e->members * size);
             e->size = size;
         }
     }
@@ -367,7 +368,12 @@ const char *sm_defset_region_name(const sm_defset_t *d, uint32_t id)
 
 /* ---------------------------------------------------------------- serialized form */
 
-void *sm_defset_serialize(const sm_defset_t *d, uint64_t *len)
+/* With procs, what this process sends up the tree: a communicator led by
+ * another process of the job goes without its members (every member holds
+ * the same list, and the leader sends it), so each list travels once per
+ * level of the tree instead of once from every member: a communicator of
+ * P/4 ranks would otherwise cost every one of them O(P) bytes and work. */
+static void *sm_defset_pack(const sm_defset_t *d, const sm_procs_t *procs, uint64_t *len)
 {
     sm_wbuf_t b = {0};
     sm_put_u32(&b, SM_DEFSET_MAGIC);
@@ -394,10 +400,12 @@ void *sm_defset_serialize(const sm_defset_t *d, uint64_t *len)
     sm_put_u32(&b, d->comms.count);
     for (uint32_t i = 0; i < d->comms.count; i++) {
         const sm_comm_def_t *c = sm_dtab_at(&d->comms, i);
+        bool members = c->members && (!procs || c->key.leader >= procs->size ||
+                                      c->key.leader == procs->rank);
         uint32_t w[6] = {c->key.leader, c->key.seq, c->name, c->size, c->parent,
-                         c->members ? 1u : 0u};
+                         members ? 1u : 0u};
         sm_put_bytes(&b, w, sizeof w);
-        if (c->members)
+        if (members)
             sm_put_bytes(&b, c->members, sizeof *c->members * c->size);
     }
     sm_put_u32(&b, d->metrics.count);
@@ -414,6 +422,11 @@ void *sm_defset_serialize(const sm_defset_t *d, uint64_t *len)
         sm_put_bytes(&b, w, sizeof w);
     }
     return sm_wbuf_finish(&b, len);
+}
+
+void *sm_defset_serialize(const sm_defset_t *d, uint64_t *len)
+{
+    return sm_defset_pack(d, NULL, len);
 }
 
 void sm_id_maps_free(sm_id_maps_t *m)
@@ -508,24 +521,18 @@ int sm_defset_merge_blob(sm_defset_t *d, const void *blob, uint64_t len, sm_id_m
         if (!at)
             break;
         memcpy(w, at, sizeof w);
-        const uint32_t *members = NULL;
+        const void *members = NULL;
         if (w[5]) {
             if ((uint64_t)w[3] * 4u > len) {
                 r.bad = 1;
                 break;
             }
-            members = (const uint32_t *)sm_get_bytes(&r, (uint64_t)w[3] * 4u);
+            members = sm_get_bytes(&r, (uint64_t)w[3] * 4u);
         }
-        uint32_t *aligned = NULL;
-        if (members && w[3]) {
-            aligned = malloc(sizeof *aligned * w[3]);
-            if (aligned)
-                memcpy(aligned, members, sizeof *aligned * w[3]);
-        }
+        /* (copied from the blob only when the union lacks them) */
         sm_comm_key_t key = {w[0], w[1]};
         m.comms[i] = sm_defset_comm_ids(d, key, sm_map_id(m.strings, m.n_strings, w[2], &bad),
-                                        w[3], aligned, SM_COMM_NONE);
-        free(aligned);
+                                        w[3], members, SM_COMM_NONE);
         parents[i] = w[4];
     }
     for (uint32_t i = 0; m.comms && parents && !r.bad && i < m.n_comms; i++) {
@@ -653,70 +660,229 @@ sm_defset_t *sm_defset_from_lists(const sm_defs_lists_t *l, uint32_t rank)
 
 /* ---------------------------------------------------------------- the tree */
 
-/* Binomial tree rooted at 0: a process with bit k set (its lowest set bit)
- * sends to rank - 2^k after receiving from rank + 2^j for each j < k. */
-sm_defset_t *sm_unify(const sm_procs_t *procs, sm_id_maps_t *maps)
+/* ---- maps on the way down (SM_UNIFY_ROOT_ONLY) */
+
+#define SM_MAPS_TABLES 6
+
+static uint32_t *const *sm_maps_table(const sm_id_maps_t *m, uint32_t k, uint32_t *n)
 {
-    sm_defset_t *acc = sm_defset_from_process(procs->rank);
+    const uint32_t *counts[SM_MAPS_TABLES] = {&m->n_strings, &m->n_regions, &m->n_attributes,
+                                              &m->n_comms, &m->n_metrics, &m->n_contexts};
+    uint32_t *const *tables[SM_MAPS_TABLES] = {&m->strings, &m->regions, &m->attributes,
+                                               &m->comms, &m->metrics, &m->contexts};
+    *n = *counts[k];
+    return tables[k];
+}
+
+/* into = outer o inner: inner's ids (a process's, or a child's union) taken
+ * through outer (into this process's union's ids in the job's); outer NULL:
+ * the identity (rank 0, whose union is the job's).  0, or -1 when an id is
+ * beyond outer (a malformed message) or memory ran out. */
+static int sm_maps_compose(const sm_id_maps_t *outer, const sm_id_maps_t *inner,
+                           sm_id_maps_t *into)
+{
+    memset(into, 0, sizeof *into);
+    uint32_t *counts[SM_MAPS_TABLES] = {&into->n_strings, &into->n_regions, &into->n_attributes,
+                                        &into->n_comms, &into->n_metrics, &into->n_contexts};
+    uint32_t **tables[SM_MAPS_TABLES] = {&into->strings, &into->regions, &into->attributes,
+                                         &into->comms, &into->metrics, &into->contexts};
+    for (uint32_t k = 0; k < SM_MAPS_TABLES; k++) {
+        uint32_t n, on = 0;
+        const uint32_t *in = *sm_maps_table(inner, k, &n);
+        const uint32_t *out = outer ? *sm_maps_table(outer, k, &on) : NULL;
+        uint32_t *t = malloc(sizeof *t * (n + 1u));
+        if (!t) {
+            sm_id_maps_free(into);
+            return -1;
+        }
+        *counts[k] = n;
+        *tables[k] = t;
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t id = in[i];
+            if (id != SM_INVALID_ID && outer && id >= on) {
+                sm_id_maps_free(into);
+                return -1;
+            }
+            t[i] = id == SM_INVALID_ID || !outer ? id : out[id];
+        }
+    }
+    return 0;
+}
+
+static void *sm_maps_pack(const sm_id_maps_t *m, uint64_t *len)
+{
+    sm_wbuf_t b = {0};
+    for (uint32_t k = 0; k < SM_MAPS_TABLES; k++) {
+        uint32_t n;
+        const uint32_t *t = *sm_maps_table(m, k, &n);
+        sm_put_u32(&b, n);
+        sm_put_bytes(&b, t, sizeof *t * n);
+    }
+    return sm_wbuf_finish(&b, len);
+}
+
+static int sm_maps_unpack(const void *blob, uint64_t len, sm_id_maps_t *m)
+{
+    sm_rbuf_t r = {blob, (const uint8_t *)blob + len, 0};
+    uint32_t *counts[SM_MAPS_TABLES] = {&m->n_strings, &m->n_regions, &m->n_attributes,
+                                        &m->n_comms, &m->n_metrics, &m->n_contexts};
+    uint32_t **tables[SM_MAPS_TABLES] = {&m->strings, &m->regions, &m->attributes,
+                                         &m->comms, &m->metrics, &m->contexts};
+    memset(m, 0, sizeof *m);
+    for (uint32_t k = 0; k < SM_MAPS_TABLES; k++) {
+        uint32_t n = sm_get_u32(&r);
+        if (r.bad || (uint64_t)n * 4u > sm_remaining(&r) ||
+            !(*tables[k] = malloc(sizeof(uint32_t) * (n + 1u)))) {
+            sm_id_maps_free(m);
+            return -1;
+        }
+        *counts[k] = n;
+        sm_get_copy(&r, *tables[k], (uint64_t)n * 4u);
+    }
+    return 0;
+}
+
+/* Binomial tree rooted at 0: a process with bit k set (its lowest set bit)
+ * sends to rank - 2^k after receiving from rank + 2^j for each j < k.  Each
+ * process merges its children's unions into its own set (acc), so rank 0
+ * ends with the job's.  Then either that union goes to everyone, who map
+ * their own ids in it (SM_UNIFY_EVERY_RANK), or only maps come down the same
+ * tree (SM_UNIFY_ROOT_ONLY): each process keeps, from its merges, where its
+ * own and each child's ids went in its union; its parent sends it where its
+ * union's ids are in the job's; it composes and sends each child the same. */
+int sm_unify_set(const sm_procs_t *procs, const sm_defset_t *local, sm_unify_scope_t scope,
+                 sm_defset_t **union_out, sm_id_maps_t *maps)
+{
+    bool down = scope == SM_UNIFY_ROOT_ONLY;
+    /* This process's definitions, serialized once: what it sends up when it
+     * has no children, and what it maps into the union at the end. */
+    uint64_t own_len = 0, len = 0;
+    void *own = local ? sm_defset_pack(local, procs, &own_len) : NULL;
+    sm_defset_t *acc = NULL;
     void *blob = NULL;
-    uint64_t len = 0;
-    int failed = acc == NULL;
+    int failed = own == NULL;
+    sm_id_maps_t own_in_acc = {0}, kid_maps[32];
+    uint32_t kids[32], n_kids = 0, parent = 0;
+    memset(kid_maps, 0, sizeof kid_maps);
+    *union_out = NULL;
 
     for (uint32_t mask = 1; mask < procs->size; mask <<= 1) {
         if (procs->rank & mask) {
-            blob = failed ? NULL : sm_defset_serialize(acc, &len);
+            parent = procs->rank - mask;
+            /* A process without children sends its own set as it is. */
+            blob = failed ? NULL : acc ? sm_defset_serialize(acc, &len) : own;
+            len = blob == own ? own_len : len;
             if (!blob) {
                 failed = 1;
                 len = 0;
             }
             /* Send even when empty, so the parent is not left waiting. */
-            if (procs->send(procs->ctx, procs->rank - mask, blob ? blob : "", len) != 0)
+            if (procs->send(procs->ctx, parent, blob ? blob : "", len) != 0)
                 failed = 1;
-            free(blob);
+            if (blob != own)
+                free(blob);
             blob = NULL;
+            /* (Only the root's union is used from here on.) */
+            sm_defset_free(acc);
+            acc = NULL;
             break;
         }
         if (procs->rank + mask < procs->size) {
             void *child = NULL;
             uint64_t clen = 0;
-            if (procs->recv(procs->ctx, procs->rank + mask, &child, &clen) != 0 ||
-                (!failed && sm_defset_merge_blob(acc, child, clen, NULL) != 0))
+            /* The union starts as this process's own set (its ids kept). */
+            if (!failed && !acc &&
+                (!(acc = sm_defset_new()) ||
+                 sm_defset_merge_blob(acc, own, own_len, down ? &own_in_acc : NULL) != 0))
                 failed = 1;
+            if (procs->recv(procs->ctx, procs->rank + mask, &child, &clen) != 0 ||
+                (!failed && sm_defset_merge_blob(acc, child, clen,
+                                                 down ? &kid_maps[n_kids] : NULL) != 0))
+                failed = 1;
+            kids[n_kids++] = procs->rank + mask;
             free(child);
         }
     }
+    if (procs->rank == 0 && !failed && !acc &&
+        (!(acc = sm_defset_new()) ||
+         sm_defset_merge_blob(acc, own, own_len, down ? &own_in_acc : NULL) != 0))
+        failed = 1; /* (a job of one process) */
 
-    /* The root's union, to everyone. */
-    if (procs->rank == 0) {
-        blob = failed ? NULL : sm_defset_serialize(acc, &len);
-        if (!blob)
-            len = 0;
-    }
-    if (procs->size > 1 && procs->bcast(procs->ctx, 0, &blob, &len) != 0)
-        failed = 1;
-    sm_defset_t *global = acc;
-    if (procs->rank != 0) {
-        sm_defset_free(acc);
-        global = sm_defset_new();
-        if (!global || !blob || !len || sm_defset_merge_blob(global, blob, len, NULL) != 0)
+    sm_defset_t *global = NULL;
+    if (!down) {
+        /* The root's union, to everyone. */
+        if (procs->rank == 0) {
+            blob = failed ? NULL : sm_defset_serialize(acc, &len);
+            if (!blob)
+                len = 0;
+        }
+        if (procs->size > 1 && procs->bcast(procs->ctx, 0, &blob, &len) != 0)
             failed = 1;
+        global = acc;
+        if (procs->rank != 0) {
+            global = sm_defset_new();
+            if (!global || !blob || !len || sm_defset_merge_blob(global, blob, len, NULL) != 0)
+                failed = 1;
+        }
+        free(blob);
+        /* This process's ids in the union: every local definition is in it. */
+        if (failed || sm_defset_merge_blob(global, own, own_len, maps) != 0)
+            failed = 1;
+    } else {
+        /* Where this process's union went in the job's (rank 0: nowhere). */
+        sm_id_maps_t up = {0};
+        if (procs->rank != 0) {
+            void *m = NULL;
+            uint64_t mlen = 0;
+            if (procs->recv(procs->ctx, parent, &m, &mlen) != 0 || !mlen ||
+                (!failed && sm_maps_unpack(m, mlen, &up) != 0))
+                failed = 1;
+            free(m);
+        }
+        const sm_id_maps_t *outer = procs->rank == 0 ? NULL : &up;
+        /* The largest subtree first, as a broadcast goes; an empty message
+         * says that the exchange failed. */
+        for (uint32_t k = n_kids; k-- > 0;) {
+            sm_id_maps_t kid = {0};
+            void *m = NULL;
+            uint64_t mlen = 0;
+            if (!failed && sm_maps_compose(outer, &kid_maps[k], &kid) == 0)
+                m = sm_maps_pack(&kid, &mlen);
+            if (procs->send(procs->ctx, kids[k], m ? m : "", m ? mlen : 0) != 0)
+                failed = 1;
+            free(m);
+            sm_id_maps_free(&kid);
+        }
+        if (!failed && procs->rank != 0 && !n_kids) {
+            *maps = up; /* (it sent its own set: its ids are those of its union) */
+            memset(&up, 0, sizeof up);
+        } else if (failed || sm_maps_compose(outer, &own_in_acc, maps) != 0) {
+            failed = 1;
+        }
+        sm_id_maps_free(&up);
+        global = procs->rank == 0 ? acc : NULL;
     }
-    free(blob);
-
-    /* This process's ids in the union: every local definition is in it. */
-    sm_defset_t *local = failed ? NULL : sm_defset_from_process(procs->rank);
-    void *own = local ? sm_defset_serialize(local, &len) : NULL;
-    if (!own || sm_defset_merge_blob(global, own, len, maps) != 0)
-        failed = 1;
+    for (uint32_t k = 0; k < n_kids; k++)
+        sm_id_maps_free(&kid_maps[k]);
+    sm_id_maps_free(&own_in_acc);
     free(own);
-    sm_defset_free(local);
     if (failed) {
         sm_error("unifying the definitions of the job's processes failed; no trace or profile "
                  "written by rank %u",
                  (unsigned)procs->rank);
         sm_defset_free(global);
-        return NULL;
+        sm_id_maps_free(maps);
+        return -1;
     }
+    *union_out = global;
+    return 0;
+}
+
+sm_defset_t *sm_unify(const sm_procs_t *procs, sm_id_maps_t *maps)
+{
+    sm_defset_t *local = sm_defset_from_process(procs->rank), *global = NULL;
+    sm_unify_set(procs, local, SM_UNIFY_EVERY_RANK, &global, maps);
+    sm_defset_free(local);
     return global;
 }
 

@@ -100,6 +100,21 @@ sm_defset_t *sm_defset_from_lists(const sm_defs_lists_t *l, uint32_t rank) SM_HI
  * every process and fills maps for this process's ids.  NULL when the
  * transport failed or memory ran out (message printed). */
 sm_defset_t *sm_unify(const sm_procs_t *procs, sm_id_maps_t *maps) SM_HIDDEN;
+/* Where the union of the definitions is wanted: on every process (the OTF2
+ * writer reads it on every rank), or on rank 0 only, the others getting
+ * their maps down the tree, so that no process but rank 0 ever holds or
+ * reads the union (what a run needs for its profile; the work and memory of
+ * a rank other than 0 then grow with its subtree's definitions, not with
+ * the job's). */
+typedef enum { SM_UNIFY_EVERY_RANK, SM_UNIFY_ROOT_ONLY } sm_unify_scope_t;
+/* The exchange for given local definitions (sm_unify: the process's, every
+ * rank; the simulated ranks of bench-scale and test-scale: their own);
+ * local NULL: this process failed to build its set (it still takes part).
+ * 0 with *union_out the union (NULL on ranks other than 0 with
+ * SM_UNIFY_ROOT_ONLY) and maps filled; -1 (message printed) when this
+ * process, or another before it, failed. */
+int sm_unify_set(const sm_procs_t *procs, const sm_defset_t *local, sm_unify_scope_t scope,
+                 sm_defset_t **union_out, sm_id_maps_t *maps) SM_HIDDEN;
 
 /* ---- tree helpers shared by the other exchanges ---- */
 /* Gathers every process's blob at rank 0 along a binomial tree: at the root,

@@ -6,6 +6,9 @@
  *   persistent   Send_init/Recv_init started 5 times with Startall
  *   comms        Comm_split (even/odd) and Comm_dup, traffic on each
  *   imbalance    user region "imbalanced": rank r sleeps (r+1)*20 ms, then a barrier
+ *   orders       regions "alpha".."delta", the k-th visited k+1 times, entered in
+ *                an order rotated by the rank (so each rank has its own ids);
+ *                "odd_only" once on odd ranks, "rank_zero" once on rank 0
  *   io_rma       MPI-IO: each rank writes 4096 bytes at its offset and reads them
  *                back; one-sided: each puts 8 doubles into its right neighbour's
  *                window and gets 4 back (fences around)
@@ -234,6 +237,27 @@ static void imbalance(void)
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
+static void orders(void)
+{
+    static const char *const names[] = {"alpha", "beta", "gamma", "delta"};
+    if (rank == 0) {
+        sysmeasure_push_region("rank_zero");
+        sysmeasure_pop_region("rank_zero");
+    }
+    for (int i = 0; i < 4; i++) {
+        int k = (i + rank) % 4;
+        for (int v = 0; v <= k; v++) {
+            sysmeasure_push_region(names[k]);
+            sysmeasure_pop_region(names[k]);
+        }
+    }
+    if (rank % 2) {
+        sysmeasure_push_region("odd_only");
+        sysmeasure_pop_region("odd_only");
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
 static void io_rma(const char *dir)
 {
     char path[4096], buf[4096];
@@ -315,6 +339,8 @@ int main(int argc, char **argv)
         comms();
     else if (!strcmp(mode, "imbalance"))
         imbalance();
+    else if (!strcmp(mode, "orders"))
+        orders();
     else if (!strcmp(mode, "threads"))
         threads();
     else if (!strcmp(mode, "io_rma"))
