@@ -259,13 +259,19 @@ static inline OTF2_Paradigm sm_otf2_paradigm(uint8_t p)
     case SM_PARADIGM_KOKKOS:
         return OTF2_PARADIGM_KOKKOS;
     case SM_PARADIGM_HIP:
+    case SM_PARADIGM_RCCL:
         return OTF2_PARADIGM_HIP;
 #else
     case SM_PARADIGM_KOKKOS:
     case SM_PARADIGM_HIP:
+    case SM_PARADIGM_RCCL:
         return OTF2_PARADIGM_USER;
 #endif
+    /* OTF2 3.0 has no paradigm for a collectives library: NCCL is CUDA's
+     * (its calls queue CUDA kernels on CUDA streams), RCCL HIP's; not MPI,
+     * whose communicators and functions they would then pass for. */
     case SM_PARADIGM_CUDA:
+    case SM_PARADIGM_NCCL:
         return OTF2_PARADIGM_CUDA;
     case SM_PARADIGM_COMPILER:
         return OTF2_PARADIGM_COMPILER;
