@@ -78,8 +78,10 @@ typedef struct sm_otf2_writer {
     const sm_job_t *job;
     uint32_t n_ranks;
     uint32_t n_comms;     /* the job's communicators: OTF2 comm ids 0..n-1 */
-    bool mpi_comms;       /* some of them are MPI's (the others: OpenMP teams) */
+    bool mpi_comms;       /* some of them are MPI's (the others: OpenMP teams, */
     bool team_comms;
+    bool nccl_comms;      /* NCCL's and RCCL's: hashed, definitions.h) */
+    bool rccl_comms;
     uint64_t unknown_comm;/* message events on a communicator left unnamed */
     OTF2_Archive *archive;
     OTF2_EvtWriter *evt;  /* the location being written */
