@@ -396,11 +396,14 @@ static void sm_nccl_enter(sm_nccl_call_t *c, sm_nccl_stream_t stream, int has_st
 
 static int sm_nccl_missing_said;
 
+/* No real function to call: ncclSystemError, one line for the process, the
+ * program's errno as it was. */
 static sm_nccl_result_t sm_nccl_missing(const sm_nccl_call_t *c)
 {
     if (!__atomic_exchange_n(&sm_nccl_missing_said, 1, __ATOMIC_RELAXED))
         sm_warning("%s was called, but no NCCL or RCCL library that defines it is loaded: it "
                    "returns ncclSystemError", sm_nccl_functions[c->fn].name);
+    errno = c->saved_errno;
     return SM_NCCL_SYSTEM_ERROR;
 }
 
@@ -707,7 +710,9 @@ typedef sm_nccl_result_t (*sm_void_fn)(void);
 
 /* The program's groups on this thread: the outermost ncclGroupStart gets a
  * number that its calls and its ncclGroupEnd carry ("nccl group"), kept
- * whether or not the thread is measured right now. */
+ * whether or not the thread is measured right now.  Each ncclGroupStart
+ * opens a level and each ncclGroupEnd closes one, as NCCL counts them,
+ * whatever they return. */
 sm_nccl_result_t ncclGroupStart(void)
 {
     sm_nccl_call_t c;
@@ -717,10 +722,8 @@ sm_nccl_result_t ncclGroupStart(void)
         sm_nccl_group_id = __atomic_add_fetch(&sm_nccl_groups, 1, __ATOMIC_RELAXED);
     sm_nccl_enter(&c, NULL, 0);
     sm_nccl_result_t rc = c.real ? SM_NCCL_CALL(sm_void_fn, ()) : sm_nccl_missing(&c);
-    if (outer && rc == SM_NCCL_SUCCESS)
+    if (outer)
         sm_nccl_group_depth++;
-    else if (outer && sm_nccl_group_depth == 0)
-        sm_nccl_group_id = 0;
     return sm_nccl_finish(&c, rc);
 }
 
@@ -731,7 +734,6 @@ sm_nccl_result_t ncclGroupEnd(void)
     int outer = sm_nccl_depth == 1;
     sm_nccl_enter(&c, NULL, 0);
     sm_nccl_result_t rc = c.real ? SM_NCCL_CALL(sm_void_fn, ()) : sm_nccl_missing(&c);
-    /* NCCL closes the group whatever the result. */
     if (outer && sm_nccl_group_depth > 0 && --sm_nccl_group_depth == 0)
         sm_nccl_group_id = 0;
     return sm_nccl_finish(&c, rc);
