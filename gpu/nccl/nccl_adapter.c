@@ -147,6 +147,7 @@ enum {
     SM_NCCL_A_STREAM,
     SM_NCCL_A_GROUP,
     SM_NCCL_A_COLOR,
+    SM_NCCL_A_NEW_COMM,
     SM_NCCL_A_RESULT,
     SM_NCCL_A_COUNT
 };
@@ -166,6 +167,7 @@ static const struct {
     [SM_NCCL_A_STREAM] = {"nccl stream", SM_ATTR_INT64},
     [SM_NCCL_A_GROUP] = {"nccl group", SM_ATTR_INT64},
     [SM_NCCL_A_COLOR] = {"nccl color", SM_ATTR_INT64},
+    [SM_NCCL_A_NEW_COMM] = {"nccl new comm", SM_ATTR_INT64}, /* a split's child, on the leave */
     [SM_NCCL_A_RESULT] = {"nccl result", SM_ATTR_INT64},
 };
 
@@ -327,6 +329,8 @@ typedef struct sm_nccl_call {
     int saved_errno;
     sm_adapter_attr_t attrs[SM_NCCL_A_COUNT];
     uint32_t n;
+    sm_adapter_attr_t leave_attrs[2];
+    uint32_t n_leave;
 } sm_nccl_call_t;
 
 /* The start of every answered call: the real function, and whether and how
@@ -338,7 +342,7 @@ static void sm_nccl_start(sm_nccl_call_t *c, sm_nccl_fn_t fn)
     c->fn = fn;
     c->api = NULL;
     c->record = 0;
-    c->n = 0;
+    c->n = c->n_leave = 0;
     c->real = sm_nccl_resolve(fn);
     if (sm_nccl_depth++ > 0)
         return;
@@ -407,18 +411,24 @@ static sm_nccl_result_t sm_nccl_missing(const sm_nccl_call_t *c)
     return SM_NCCL_SYSTEM_ERROR;
 }
 
+static void sm_nccl_leave_attr(sm_nccl_call_t *c, int which, uint64_t raw)
+{
+    if (c->record && sm_nccl_attr_ids[which] != SM_INVALID_ID && c->n_leave < 2)
+        c->leave_attrs[c->n_leave++] = (sm_adapter_attr_t){sm_nccl_attr_ids[which], raw};
+}
+
 /* After the real call: the region's leave (with the result when it is not
  * ncclSuccess), the program's errno as the call left it. */
 static sm_nccl_result_t sm_nccl_finish(sm_nccl_call_t *c, sm_nccl_result_t rc)
 {
     int call_errno = errno;
     if (c->record) {
-        if (rc != SM_NCCL_SUCCESS && sm_nccl_attr_ids[SM_NCCL_A_RESULT] != SM_INVALID_ID) {
-            sm_adapter_attr_t a = {sm_nccl_attr_ids[SM_NCCL_A_RESULT], (uint64_t)(int64_t)rc};
-            c->api->leave_attrs(c->region, &a, 1);
-        } else {
+        if (rc != SM_NCCL_SUCCESS)
+            sm_nccl_leave_attr(c, SM_NCCL_A_RESULT, (uint64_t)(int64_t)rc);
+        if (c->n_leave)
+            c->api->leave_attrs(c->region, c->leave_attrs, c->n_leave);
+        else
             c->api->leave(c->region);
-        }
     }
     sm_nccl_depth--;
     errno = call_errno;
@@ -890,8 +900,9 @@ sm_nccl_result_t ncclCommSplit(sm_nccl_comm_t comm, int color, int key, sm_nccl_
         /* Its place: now if the split is done, else at its first use. */
         if (rc == SM_NCCL_SUCCESS && sm_nccl_query(*newcomm, &rank, &nranks) != 0)
             rank = nranks = -1;
-        sm_nccl_made(c.api, *newcomm, sm_nccl_id_of_split(w.c->id, seq, color), rank, nranks,
-                     w.core);
+        uint64_t child = sm_nccl_id_of_split(w.c->id, seq, color);
+        sm_nccl_made(c.api, *newcomm, child, rank, nranks, w.core);
+        sm_nccl_leave_attr(&c, SM_NCCL_A_NEW_COMM, child);
         errno = saved;
     }
     return sm_nccl_finish(&c, rc);
