@@ -346,6 +346,11 @@ static void sm_api_mark(sm_region_id_t region, const sm_adapter_attr_t *attrs, u
     sm_event_leave_top(loc, t);
 }
 
+static uint32_t sm_api_string_define(const char *text)
+{
+    return sm_runtime_active && text ? sm_string_intern(text) : SM_INVALID_ID;
+}
+
 static uint64_t sm_api_now(void)
 {
     return sm_clock_now();
@@ -428,6 +433,7 @@ static const sm_adapter_api_t sm_adapter_api_v1 = {
     .sample_put_at = sm_api_sample_put_at,
     .sample_last = sm_sample_last,
     .sampler_finish_now = sm_sampler_finish_now,
+    .string_define = sm_api_string_define,
 };
 
 SM_EXPORT const sm_adapter_api_t *sysmeasure_adapter_api(unsigned version);

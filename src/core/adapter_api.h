@@ -244,6 +244,12 @@ typedef struct sm_adapter_api {
     /* The last read and stop of the sampler registered with ctx, now, on
      * the calling thread (sampler.h: sm_sampler_finish_now).  0 or -1. */
     int (*sampler_finish_now)(const void *ctx);
+
+    /* ---- added for the NCCL library (check with SM_ADAPTER_API_HAS(api,
+     * string_define)) ---- */
+    /* A string's id, for attributes of type SM_ATTR_STRING (a data type's
+     * name); same text, same id; SM_INVALID_ID when the core is not up. */
+    uint32_t (*string_define)(const char *text);
 } sm_adapter_api_t;
 
 /* Whether a table the core handed out has the entry `field`. */

@@ -440,10 +440,16 @@ sm_comm_id_t sm_comm_define(sm_comm_key_t key, const char *name, uint32_t size,
         sm_comm_def_t *old = sm_def_entry(&sm_comms, id);
         if (def.name != SM_INVALID_ID)
             __atomic_store_n(&old->name, def.name, __ATOMIC_RELEASE);
-        if (!old->members && def.members && old->size == def.size)
+        uint32_t *had = old->members;
+        if (!had && def.members && old->size == def.size) {
             __atomic_store_n(&old->members, def.members, __ATOMIC_RELEASE);
-        else
+        } else {
+            /* A hashed communicator's places this definition knows. */
+            for (uint32_t i = 0; had && def.members && old->size == def.size && i < def.size; i++)
+                if (had[i] == SM_COMM_MEMBER_UNKNOWN && def.members[i] != SM_COMM_MEMBER_UNKNOWN)
+                    __atomic_store_n(&had[i], def.members[i], __ATOMIC_RELEASE);
             free(def.members);
+        }
         sm_def_journal(&sm_comms, id); /* renamed or given members */
     } else if (id == SM_INVALID_ID) {
         free(def.members);

@@ -134,6 +134,34 @@ static inline int sm_comm_key_is_team(sm_comm_key_t key)
     return (key.seq & SM_COMM_SEQ_TEAM) != 0;
 }
 
+/* Communicators named by a hash that each member computes alike on its own
+ * (NCCL's and RCCL's, from the unique id all their ranks share): the key's
+ * leader is SM_COMM_LEADER_HASHED with 27 bits of the hash and a vendor bit
+ * (world ranks never reach it), seq 31 more bits (never a team's).  Their
+ * members are world ranks as for MPI, but a process knows only its own
+ * place: SM_COMM_MEMBER_SELF there (the process's rank once the definitions
+ * leave it, as for a team's leader) and SM_COMM_MEMBER_UNKNOWN elsewhere;
+ * the definitions of the other members fill those in as they unify. */
+#define SM_COMM_LEADER_HASHED 0xE0000000u
+#define SM_COMM_LEADER_HASHED_MASK 0xF0000000u
+#define SM_COMM_LEADER_HASHED_AMD 0x08000000u /* RCCL's (HIP), else NCCL's (CUDA) */
+#define SM_COMM_MEMBER_UNKNOWN UINT32_MAX
+#define SM_COMM_MEMBER_SELF (UINT32_MAX - 1)
+
+static inline sm_comm_key_t sm_comm_key_hashed(uint64_t hash, int amd)
+{
+    sm_comm_key_t key = {SM_COMM_LEADER_HASHED | (amd ? SM_COMM_LEADER_HASHED_AMD : 0u) |
+                             (uint32_t)((hash >> 31) & 0x07FFFFFFu),
+                         (uint32_t)(hash & 0x7FFFFFFFu)};
+    return key;
+}
+
+static inline int sm_comm_key_is_hashed(sm_comm_key_t key)
+{
+    return (key.leader & SM_COMM_LEADER_HASHED_MASK) == SM_COMM_LEADER_HASHED &&
+           !sm_comm_key_is_team(key);
+}
+
 typedef struct sm_comm_def {
     sm_comm_key_t key;
     sm_string_id_t name;
@@ -143,7 +171,9 @@ typedef struct sm_comm_def {
 } sm_comm_def_t;
 
 /* Same key gives the same id; defining it again renames it, and gives it
- * members if it had none (a team's, known after its first instance). */
+ * members if it had none (a team's, known after its first instance), or
+ * those it had as SM_COMM_MEMBER_UNKNOWN (a hashed communicator of which
+ * one process holds several ranks). */
 sm_comm_id_t sm_comm_define(sm_comm_key_t key, const char *name, uint32_t size,
                             const uint32_t *members, sm_comm_id_t parent) SM_HIDDEN;
 const sm_comm_def_t *sm_comm_get(sm_comm_id_t id) SM_HIDDEN;

@@ -261,6 +261,11 @@ static uint32_t sm_defset_comm_ids(sm_defset_t *d, sm_comm_key_t key, uint32_t n
             memcpy(e->members, members, sizeof *e->members * size);
             e->size = size;
         }
+    } else if (e->members && members && e->size == size) {
+        /* A hashed communicator: each member's definition knows its place. */
+        for (uint32_t i = 0; i < size; i++)
+            if (e->members[i] == SM_COMM_MEMBER_UNKNOWN)
+                e->members[i] = members[i];
     }
     if (!e->size)
         e->size = size;
@@ -584,6 +589,22 @@ int sm_defset_merge_blob(sm_defset_t *d, const void *blob, uint64_t len, sm_id_m
     return 0;
 }
 
+/* A hashed communicator's members as they leave the process: its own
+ * places (SM_COMM_MEMBER_SELF) become its rank; NULL when no place does
+ * (or out of memory: the members are then left as they are). */
+static uint32_t *sm_comm_members_placed(const uint32_t *members, uint32_t size, uint32_t rank)
+{
+    uint32_t i = 0;
+    while (members && i < size && members[i] != SM_COMM_MEMBER_SELF)
+        i++;
+    if (!members || i == size)
+        return NULL;
+    uint32_t *placed = malloc(sizeof *placed * size);
+    for (uint32_t k = 0; placed && k < size; k++)
+        placed[k] = members[k] == SM_COMM_MEMBER_SELF ? rank : members[k];
+    return placed;
+}
+
 sm_defset_t *sm_defset_from_process(uint32_t rank)
 {
     sm_defset_t *d = sm_defset_new();
@@ -611,8 +632,12 @@ sm_defset_t *sm_defset_from_process(uint32_t rank)
         sm_comm_key_t key = c->key;
         if (key.leader == SM_COMM_LEADER_PROCESS) /* a thread team: its process's */
             key.leader = rank;
+        const uint32_t *members = __atomic_load_n(&c->members, __ATOMIC_ACQUIRE);
+        uint32_t *placed =
+            sm_comm_key_is_hashed(key) ? sm_comm_members_placed(members, c->size, rank) : NULL;
         sm_defset_comm_ids(d, key, __atomic_load_n(&c->name, __ATOMIC_ACQUIRE), c->size,
-                           __atomic_load_n(&c->members, __ATOMIC_ACQUIRE), c->parent);
+                           placed ? placed : members, c->parent);
+        free(placed);
     }
     n = sm_metric_count();
     for (uint32_t i = 0; i < n; i++) {
@@ -649,7 +674,10 @@ sm_defset_t *sm_defset_from_lists(const sm_defs_lists_t *l, uint32_t rank)
         sm_comm_key_t key = c->key;
         if (key.leader == SM_COMM_LEADER_PROCESS)
             key.leader = rank;
-        sm_defset_comm_ids(d, key, c->name, c->size, c->members, c->parent);
+        uint32_t *placed =
+            sm_comm_key_is_hashed(key) ? sm_comm_members_placed(c->members, c->size, rank) : NULL;
+        sm_defset_comm_ids(d, key, c->name, c->size, placed ? placed : c->members, c->parent);
+        free(placed);
     }
     for (uint32_t i = 0; i < l->n_metrics; i++)
         sm_defset_metric_ids(d, l->metrics[i].name, l->metrics[i].unit, l->metrics[i].kind);

@@ -195,6 +195,8 @@ static void sm_print_text(void)
 #else
         {"CUDA/CUPTI adapter", "no (configure found no CUDA toolkit with CUPTI; see its closing table)"},
 #endif
+        {"NCCL/RCCL calls", "yes: libsysmeasure-nccl.so, preloaded (calls without NCCL tested "
+                            "here; NCCL on GPUs not yet verified, RCCL built only)"},
         /* AMD: what was tested on this kind of machine (no AMD GPU) and
          * what was built but never run on AMD hardware (manual, AMD GPUs). */
         {"ROCTx ranges and marks", "yes: libsysmeasure-roctx.so, libroctx64.so.4 (tested here)"},

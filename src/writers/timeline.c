@@ -44,7 +44,7 @@ int sm_tl_kind_of_paradigm(const char *p)
         return SM_TL_OPENMP;
     if (!strcmp(p, "kokkos"))
         return SM_TL_KOKKOS;
-    if (!strcmp(p, "cuda") || !strcmp(p, "hip"))
+    if (!strcmp(p, "cuda") || !strcmp(p, "hip") || !strcmp(p, "nccl") || !strcmp(p, "rccl"))
         return SM_TL_GPU_API;
     return SM_TL_OTHER;
 }

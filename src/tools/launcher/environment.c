@@ -121,6 +121,21 @@ void sm_set_kokkos_tools(char *tried, size_t tlen)
     free(value);
 }
 
+/* NCCL and RCCL: our library in LD_PRELOAD for every program, so that its
+ * definitions come before a libnccl.so / librccl.so loaded later (PyTorch
+ * loads it with libtorch_cuda.so, from Python); a program that never calls
+ * NCCL pays the loading of a small library, nothing else. */
+void sm_set_nccl(char *tried, size_t tlen)
+{
+    char lib[PATH_MAX];
+    if (sm_find_library("libsysmeasure-nccl.so", lib, sizeof lib, tried, tlen) != 0) {
+        sm_info(1, "libsysmeasure-nccl.so not found (looked for %s): NCCL is not measured",
+                tried);
+        return;
+    }
+    sm_set_preload(lib);
+}
+
 /* ------------------------------------------------------------------ AMD GPUs */
 
 /* The sysmeasure Python module (the user API, python/sysmeasure) for a

@@ -491,8 +491,13 @@ int sm_otf2_write_images(const sm_run_info_t *run, const sm_job_t *job, const sm
     w.n_comms = sm_defset_comm_count(job->defs);
     w.n_contexts = sm_defset_context_count(job->defs);
     for (uint32_t c = 0; c < w.n_comms; c++) {
-        if (sm_comm_key_is_team(sm_defset_comm_get(job->defs, c)->key))
+        sm_comm_key_t key = sm_defset_comm_get(job->defs, c)->key;
+        if (sm_comm_key_is_team(key))
             w.team_comms = true;
+        else if (sm_comm_key_is_hashed(key) && (key.leader & SM_COMM_LEADER_HASHED_AMD))
+            w.rccl_comms = true;
+        else if (sm_comm_key_is_hashed(key))
+            w.nccl_comms = true;
         else
             w.mpi_comms = true;
     }

@@ -137,6 +137,8 @@ static bool sm_otf2_encoder_init(sm_otf2_encoder_t *e, sm_otf2_encoders_t *a, in
     x->n_comms = w->n_comms;
     x->mpi_comms = w->mpi_comms;
     x->team_comms = w->team_comms;
+    x->nccl_comms = w->nccl_comms;
+    x->rccl_comms = w->rccl_comms;
     x->img = w->img;
     x->named_metric = w->named_metric;
     x->n_named_strings = w->n_named_strings;

@@ -149,18 +149,41 @@ static bool sm_otf2_lineage(sm_otf2_writer_t *w, OTF2_GlobalDefWriter *g, uint32
 
 /* Group ids, dense and in the order written (readers want them so): the
  * MPI locations group when there are MPI communicators, the OpenMP
- * locations group when there are teams, one group per communicator (MPI's
- * and OpenMP teams), then the pthread locations group and one group per
- * process for its thread contingent. */
+ * locations group when there are teams, the CUDA and HIP locations groups
+ * when there are NCCL and RCCL communicators, one group per communicator
+ * (MPI's, OpenMP teams, NCCL's and RCCL's), then the pthread locations
+ * group and one group per process for its thread contingent. */
 #define SM_OTF2_GROUP_MPI_LOCATIONS 0
 static uint32_t sm_otf2_omp_locations_group(const sm_otf2_writer_t *w)
 {
     return w->mpi_comms ? 1 : 0;
 }
 
+static uint32_t sm_otf2_nccl_locations_group(const sm_otf2_writer_t *w)
+{
+    return sm_otf2_omp_locations_group(w) + (w->team_comms ? 1 : 0);
+}
+
+static uint32_t sm_otf2_rccl_locations_group(const sm_otf2_writer_t *w)
+{
+    return sm_otf2_nccl_locations_group(w) + (w->nccl_comms ? 1 : 0);
+}
+
 static uint32_t sm_otf2_comm_group(const sm_otf2_writer_t *w, uint32_t comm)
 {
-    return sm_otf2_omp_locations_group(w) + (w->team_comms ? 1 : 0) + comm;
+    return sm_otf2_rccl_locations_group(w) + (w->rccl_comms ? 1 : 0) + comm;
+}
+
+/* NCCL's communicators belong to CUDA, RCCL's to HIP, as their regions
+ * (otf2_internal.h): a group's members index the locations group of its
+ * paradigm, so neither passes for an MPI communicator. */
+static OTF2_Paradigm sm_otf2_hashed_paradigm(bool amd)
+{
+#ifdef SM_OTF2_HAVE_KOKKOS_HIP
+    return amd ? OTF2_PARADIGM_HIP : OTF2_PARADIGM_CUDA;
+#else
+    return amd ? OTF2_PARADIGM_USER : OTF2_PARADIGM_CUDA;
+#endif
 }
 
 /* OTF2 allows one locations group per paradigm: for pthread it lists the
@@ -267,6 +290,19 @@ static bool sm_otf2_comms(sm_otf2_writer_t *w, OTF2_GlobalDefWriter *g,
                                g, sm_otf2_omp_locations_group(w), s,
                                OTF2_GROUP_TYPE_COMM_LOCATIONS, OTF2_PARADIGM_OPENMP,
                                OTF2_GROUP_FLAG_NONE, n_threads, threads));
+    /* NCCL and RCCL: ranks are processes, as MPI's. */
+    if (ok && w->nccl_comms)
+        ok = sm_otf2_extra_string(w, g, "NCCL ranks", &s) &&
+             sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteGroup(
+                               g, sm_otf2_nccl_locations_group(w), s,
+                               OTF2_GROUP_TYPE_COMM_LOCATIONS, sm_otf2_hashed_paradigm(false),
+                               OTF2_GROUP_FLAG_NONE, n, members));
+    if (ok && w->rccl_comms)
+        ok = sm_otf2_extra_string(w, g, "RCCL ranks", &s) &&
+             sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteGroup(
+                               g, sm_otf2_rccl_locations_group(w), s,
+                               OTF2_GROUP_TYPE_COMM_LOCATIONS, sm_otf2_hashed_paradigm(true),
+                               OTF2_GROUP_FLAG_NONE, n, members));
     for (uint32_t c = 0; ok && c < w->n_comms; c++) {
         const sm_comm_def_t *def = sm_defset_comm_get(d, c);
         if (sm_comm_key_is_team(def->key)) {
@@ -275,7 +311,11 @@ static bool sm_otf2_comms(sm_otf2_writer_t *w, OTF2_GlobalDefWriter *g,
         }
         char name[96];
         OTF2_GroupType type = OTF2_GROUP_TYPE_COMM_GROUP;
-        uint32_t size = def->size;
+        OTF2_Paradigm paradigm = OTF2_PARADIGM_MPI;
+        bool hashed = sm_comm_key_is_hashed(def->key);
+        if (hashed)
+            paradigm = sm_otf2_hashed_paradigm(def->key.leader & SM_COMM_LEADER_HASHED_AMD);
+        uint32_t size = def->size, k = 0;
         uint64_t *m = NULL;
         if (def->key.leader == SM_COMM_LEADER_SELF) {
             type = OTF2_GROUP_TYPE_COMM_SELF;
@@ -286,8 +326,12 @@ static bool sm_otf2_comms(sm_otf2_writer_t *w, OTF2_GlobalDefWriter *g,
             m = malloc(sizeof *m * (size ? size : 1));
             if (!sm_otf2_got(w, m, strerror(ENOMEM)))
                 break;
+            /* A hashed communicator's rank whose process left no
+             * definition of it (not measured) has no location: left out. */
             for (uint32_t i = 0; i < size; i++)
-                m[i] = def->members ? def->members[i] : i;
+                if (!hashed || (def->members && def->members[i] < n))
+                    m[k++] = def->members ? def->members[i] : i;
+            size = k;
         }
         const char *cname = sm_defset_string_get(d, def->name);
         if (!cname) {
@@ -298,8 +342,8 @@ static bool sm_otf2_comms(sm_otf2_writer_t *w, OTF2_GlobalDefWriter *g,
         OTF2_StringRef gs;
         ok = sm_otf2_extra_string(w, g, cname, &gs) &&
              sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteGroup(g, sm_otf2_comm_group(w, c), gs, type,
-                                                           OTF2_PARADIGM_MPI, OTF2_GROUP_FLAG_NONE,
-                                                           size, m));
+                                                           paradigm, OTF2_GROUP_FLAG_NONE, size,
+                                                           m));
         free(m);
         OTF2_CommRef parent = def->parent < w->n_comms ? def->parent : OTF2_UNDEFINED_COMM;
         ok = ok && sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteComm(g, c, gs, sm_otf2_comm_group(w, c),
@@ -617,6 +661,8 @@ bool sm_otf2_write_global_defs(sm_otf2_writer_t *w, OTF2_GlobalDefWriter *g,
     used[OTF2_PARADIGM_PTHREAD] |= threads;
     used[OTF2_PARADIGM_MPI] |= w->mpi_comms;
     used[OTF2_PARADIGM_OPENMP] |= w->team_comms;
+    used[sm_otf2_hashed_paradigm(false)] |= w->nccl_comms;
+    used[sm_otf2_hashed_paradigm(true)] |= w->rccl_comms;
     for (unsigned p = 0; p < 256; p++) {
         const char *name;
         OTF2_ParadigmClass cls;

@@ -78,8 +78,10 @@ typedef struct sm_otf2_writer {
     const sm_job_t *job;
     uint32_t n_ranks;
     uint32_t n_comms;     /* the job's communicators: OTF2 comm ids 0..n-1 */
-    bool mpi_comms;       /* some of them are MPI's (the others: OpenMP teams) */
+    bool mpi_comms;       /* some of them are MPI's (the others: OpenMP teams, */
     bool team_comms;
+    bool nccl_comms;      /* NCCL's and RCCL's: hashed, definitions.h) */
+    bool rccl_comms;
     uint64_t unknown_comm;/* message events on a communicator left unnamed */
     OTF2_Archive *archive;
     OTF2_EvtWriter *evt;  /* the location being written */
@@ -259,13 +261,19 @@ static inline OTF2_Paradigm sm_otf2_paradigm(uint8_t p)
     case SM_PARADIGM_KOKKOS:
         return OTF2_PARADIGM_KOKKOS;
     case SM_PARADIGM_HIP:
+    case SM_PARADIGM_RCCL:
         return OTF2_PARADIGM_HIP;
 #else
     case SM_PARADIGM_KOKKOS:
     case SM_PARADIGM_HIP:
+    case SM_PARADIGM_RCCL:
         return OTF2_PARADIGM_USER;
 #endif
+    /* OTF2 3.0 has no paradigm for a collectives library: NCCL is CUDA's
+     * (its calls queue CUDA kernels on CUDA streams), RCCL HIP's; not MPI,
+     * whose communicators and functions they would then pass for. */
     case SM_PARADIGM_CUDA:
+    case SM_PARADIGM_NCCL:
         return OTF2_PARADIGM_CUDA;
     case SM_PARADIGM_COMPILER:
         return OTF2_PARADIGM_COMPILER;
