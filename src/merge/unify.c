@@ -265,7 +265,8 @@ static uint32_t sm_defset_comm_ids(sm_defset_t *d, sm_comm_key_t key, uint32_t n
         /* A hashed communicator: each member's definition knows its place. */
         for (uint32_t i = 0; i < size; i++)
             if (e->members[i] == SM_COMM_MEMBER_UNKNOWN)
-                e->members[i] = members[i];
+                memcpy(&e->members[i], (const uint8_t *)members + sizeof *e->members * i,
+                       sizeof *e->members);
     }
     if (!e->size)
         e->size = size;

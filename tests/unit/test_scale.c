@@ -31,7 +31,9 @@ typedef struct expect {
     uint32_t n;
     unsigned __int128 sum, sumsq;
     uint64_t min, max;
-    uint32_t min_who, max_who;
+    /* who holds min and max: a rank, and for the across-threads spreads
+     * the thread's location on it (SM_INVALID_ID across ranks) */
+    uint32_t min_who, max_who, min_loc, max_loc;
 } expect_t;
 
 enum { E_VISITS, E_INCL, E_EXCL, E_R_VISITS, E_R_INCL, E_R_EXCL, E_R_SENT, E_R_RECV, E_KINDS };
@@ -42,15 +44,17 @@ enum { E_VISITS, E_INCL, E_EXCL, E_R_VISITS, E_R_INCL, E_R_EXCL, E_R_SENT, E_R_R
 static expect_t expected[N_IDS][E_KINDS];
 static bool seen[N_IDS];
 
-static void expect_add(expect_t *e, uint64_t x, uint32_t who)
+static void expect_add(expect_t *e, uint64_t x, uint32_t who, uint32_t loc)
 {
     if (e->n == 0 || x < e->min) {
         e->min = x;
         e->min_who = who;
+        e->min_loc = loc;
     }
     if (e->n == 0 || x > e->max) {
         e->max = x;
         e->max_who = who;
+        e->max_loc = loc;
     }
     e->n++;
     e->sum += x;
@@ -81,9 +85,9 @@ static void compute_expected(void)
                 if (!sel[t][c])
                     continue;
                 any = true;
-                expect_add(&expected[id][E_VISITS], v[t][c].visits, member + t);
-                expect_add(&expected[id][E_INCL], v[t][c].incl, member + t);
-                expect_add(&expected[id][E_EXCL], v[t][c].excl, member + t);
+                expect_add(&expected[id][E_VISITS], v[t][c].visits, r, t);
+                expect_add(&expected[id][E_INCL], v[t][c].incl, r, t);
+                expect_add(&expected[id][E_EXCL], v[t][c].excl, r, t);
                 tot.visits += v[t][c].visits;
                 tot.incl += v[t][c].incl;
                 tot.excl += v[t][c].excl;
@@ -93,11 +97,11 @@ static void compute_expected(void)
             if (!any)
                 continue;
             seen[id] = true;
-            expect_add(&expected[id][E_R_VISITS], tot.visits, r);
-            expect_add(&expected[id][E_R_INCL], tot.incl, r);
-            expect_add(&expected[id][E_R_EXCL], tot.excl, r);
-            expect_add(&expected[id][E_R_SENT], tot.sent, r);
-            expect_add(&expected[id][E_R_RECV], tot.received, r);
+            expect_add(&expected[id][E_R_VISITS], tot.visits, r, SM_INVALID_ID);
+            expect_add(&expected[id][E_R_INCL], tot.incl, r, SM_INVALID_ID);
+            expect_add(&expected[id][E_R_EXCL], tot.excl, r, SM_INVALID_ID);
+            expect_add(&expected[id][E_R_SENT], tot.sent, r, SM_INVALID_ID);
+            expect_add(&expected[id][E_R_RECV], tot.received, r, SM_INVALID_ID);
         }
         member += nt;
     }
@@ -163,7 +167,11 @@ static int compare_spread(const char *what, uint32_t id, sm_spread_t s, const ex
     double stddev = (double)(sqrtl((long double)num) / (long double)e->n);
     bad |= s.n != e->n;
     bad |= s.min != (double)e->min || s.max != (double)e->max;
-    bad |= s.min_member != e->min_who || s.max_member != e->max_who;
+    if (e->min_loc == SM_INVALID_ID) /* across ranks: the ranks */
+        bad |= s.min_member != e->min_who || s.max_member != e->max_who;
+    else /* across threads: rank and location (the job is past the detail cap) */
+        bad |= s.min_rank != e->min_who || s.min_loc != e->min_loc ||
+               s.max_rank != e->max_who || s.max_loc != e->max_loc;
     bad |= fabs(s.mean - mean) > 1e-12 * mean;
     bad |= fabs(s.stddev - stddev) > 1e-9 * (stddev > 0 ? stddev : mean);
     if (bad)
