@@ -7,6 +7,7 @@
  * uses it, to the end of the run: the trace's memory location, the
  * metrics, the notes and the summary's GPU memory section. */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -253,6 +254,270 @@ static void test_many_blocks(void)
     sm_gmem_delete(g);
 }
 
+
+/* ---------------------------------------------------------------- the process's side */
+
+static const sm_adapter_api_t *api;
+
+typedef struct {
+    uint64_t value[32], attrs[32][3], time[32];
+    uint32_t n, backwards;
+    uint64_t last;
+} lane_t;
+
+static int collect_lane(const sm_record_t *r, void *arg)
+{
+    lane_t *l = arg;
+    if (r->kind != SM_REC_METRIC_NAMED_ATTRS)
+        return 0;
+    if (l->n && r->time < l->last)
+        l->backwards++;
+    l->last = r->time;
+    if (l->n < 32) {
+        const uint64_t *w = sm_record_payload(r);
+        l->value[l->n] = w[0];
+        l->time[l->n] = r->time;
+        for (uint32_t k = 0; k < 3 && k < r->aux; k++)
+            l->attrs[l->n][k] = w[2 + 2 * k + 1];
+        l->n++;
+    }
+    return 0;
+}
+
+static int live_source(void *ctx, uint32_t i, sm_record_fn fn, void *arg)
+{
+    (void)ctx;
+    return sm_buffer_for_each(sm_location_get(i), fn, arg);
+}
+
+static uint32_t location_named(const char *name)
+{
+    for (uint32_t i = 0; i < sm_location_count(); i++)
+        if (!strcmp(sm_location_get(i)->name, name))
+            return i;
+    return SM_INVALID_ID;
+}
+
+static int metric_named(const char *name, sm_metric_def_t *out)
+{
+    for (uint32_t i = 0; i < sm_metric_count(); i++)
+        if (sm_metric_get(i, out) == 0 && !strcmp(sm_string_get(out->name), name))
+            return 0;
+    return -1;
+}
+
+static char *slurp(const char *dir, const char *name)
+{
+    static char buf[1 << 20];
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    size_t len = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    buf[len] = '\0';
+    if (f)
+        fclose(f);
+    return buf;
+}
+
+/* What the vendor's thread hands over later (CUPTI's memory records). */
+typedef struct {
+    sm_gpu_mem_op_t ops[16];
+    size_t n;
+    size_t taken;
+} batch_t;
+
+static void *vendor_thread(void *arg)
+{
+    batch_t *b = arg;
+    b->taken = api->gpu_memory(b->ops, b->n, sizeof b->ops[0]);
+    return NULL;
+}
+
+/* An API call of the program that allocates or frees: its region with the
+ * correlation id, and the operation as the vendor will report it. */
+static void api_call(sm_region_id_t region, uint64_t corr, batch_t *b, uint32_t what,
+                     uint32_t kind, uint64_t address, uint64_t bytes)
+{
+    api->gpu_api_enter(region, corr);
+    sm_gpu_mem_op_t o = op(what, what == SM_GPU_MEM_ALLOC ? 0 : 0, kind, address, bytes,
+                           sm_clock_now());
+    o.correlation = corr;
+    b->ops[b->n++] = o;
+    api->gpu_api_leave(region, 0);
+}
+
+static void test_process(void)
+{
+    char dir[4096] = "/tmp/sm-test-gpu-memory-XXXXXX";
+    const char *keep = getenv("SM_TEST_KEEP_OUTPUT");
+    if (keep && *keep)
+        snprintf(dir, sizeof dir, "%s", keep);
+    else if (!mkdtemp(dir))
+        return;
+    setenv("SYSMEASURE_OUTPUT", dir, 1);
+    unsetenv("SYSMEASURE_ENABLE");
+    api = sysmeasure_adapter_api(SM_ADAPTER_API_VERSION);
+    CHECK(api && SM_ADAPTER_API_HAS(api, gpu_memory_block_bytes));
+    if (!api)
+        return;
+    sm_gpu_mem_op_t early = op(SM_GPU_MEM_ALLOC, 0, SM_GPU_MEM_DEVICE, 0x100, 1, 1);
+    CHECK_EQ_U(api->gpu_memory(&early, 1, sizeof early), 0); /* the core is not up */
+    CHECK_EQ_U(api->runtime_init_forced(), 0);
+    sm_gpu_device_info_t info = {SM_GPU_VENDOR_NVIDIA, 0, "Test GPU", "GPU-0000", NULL};
+    sm_gpu_device_t d0 = api->gpu_device_define(&info);
+    info.ordinal = 1;
+    sm_gpu_device_t d1 = api->gpu_device_define(&info);
+    CHECK(d0 == 0 && d1 == 1);
+
+    sm_region_id_t solver = api->region_define("solver", NULL, 0, SM_PARADIGM_USER, SM_ROLE_CODE);
+    sm_region_id_t r_malloc =
+        api->region_define("cudaMalloc", NULL, 0, SM_PARADIGM_CUDA, SM_ROLE_WRAPPER);
+    sm_region_id_t r_free = api->region_define("cudaFree", NULL, 0, SM_PARADIGM_CUDA, SM_ROLE_WRAPPER);
+    sm_region_id_t r_async =
+        api->region_define("cudaMallocAsync", NULL, 0, SM_PARADIGM_CUDA, SM_ROLE_WRAPPER);
+    sm_region_id_t r_fasync =
+        api->region_define("cudaFreeAsync", NULL, 0, SM_PARADIGM_CUDA, SM_ROLE_WRAPPER);
+    sm_region_id_t r_managed =
+        api->region_define("cudaMallocManaged", NULL, 0, SM_PARADIGM_CUDA, SM_ROLE_WRAPPER);
+    sm_region_id_t r_host =
+        api->region_define("cudaMallocHost", NULL, 0, SM_PARADIGM_CUDA, SM_ROLE_WRAPPER);
+
+    /* device 0: the planted program's calls, reported later by the vendor's
+     * thread in one batch */
+    batch_t b;
+    memset(&b, 0, sizeof b);
+    api->enter(solver);
+    api_call(r_malloc, 101, &b, SM_GPU_MEM_ALLOC, SM_GPU_MEM_DEVICE, 0x7f0010000000, 64 * MiB);
+    api_call(r_malloc, 102, &b, SM_GPU_MEM_ALLOC, SM_GPU_MEM_DEVICE, 0x7f0020000000, 64 * MiB);
+    api_call(r_malloc, 103, &b, SM_GPU_MEM_ALLOC, SM_GPU_MEM_DEVICE, 0x7f0030000000, 64 * MiB);
+    api_call(r_free, 104, &b, SM_GPU_MEM_FREE, 0, 0x7f0020000000, 64 * MiB);
+    api->leave(solver);
+    api_call(r_async, 105, &b, SM_GPU_MEM_ALLOC, SM_GPU_MEM_DEVICE, 0x7f0040000000, 32 * MiB);
+    b.ops[b.n - 1].flags = SM_GPU_MEM_ASYNC;
+    api_call(r_fasync, 106, &b, SM_GPU_MEM_FREE, 0, 0x7f0040000000, 32 * MiB);
+    api_call(r_managed, 107, &b, SM_GPU_MEM_ALLOC, SM_GPU_MEM_MANAGED, 0x7f0050000000, 16 * MiB);
+    api_call(r_host, 108, &b, SM_GPU_MEM_ALLOC, SM_GPU_MEM_PINNED, 0x7f0060000000, 8 * MiB);
+    /* a free of a block from before measurement began */
+    api_call(r_free, 109, &b, SM_GPU_MEM_FREE, 0, 0x7f00f0000000, 0);
+    pthread_t th;
+    CHECK_EQ_U(pthread_create(&th, NULL, vendor_thread, &b), 0);
+    pthread_join(th, NULL);
+    CHECK_EQ_U(b.taken, 8);
+    CHECK_EQ_U(api->gpu_memory_block_bytes(0x7f0030000000), 64 * MiB);
+    CHECK_EQ_U(api->gpu_memory_block_bytes(0x7f0020000000), 0);
+
+    /* device 1: reported on the calling thread during the call (HIP) */
+    api->gpu_api_enter(r_malloc, 201);
+    sm_gpu_mem_op_t o = op(SM_GPU_MEM_ALLOC, d1, SM_GPU_MEM_DEVICE, 0x7e0000000000, 3 * MiB,
+                           sm_clock_now());
+    o.correlation = 201;
+    CHECK_EQ_U(api->gpu_memory(&o, 1, sizeof o), 1);
+    api->gpu_api_leave(r_malloc, 0);
+    o.what = SM_GPU_MEM_FREE;
+    o.device = SM_GPU_NONE;
+    o.bytes = 0;
+    o.correlation = 0;
+    o.time = sm_clock_now();
+    CHECK_EQ_U(api->gpu_memory(&o, 1, sizeof o), 1);
+
+    /* the trace: a memory location per device among its streams, one
+     * metric event per operation with the bytes in use after it */
+    uint32_t l0 = location_named("CUDA 0 memory"), l1 = location_named("CUDA 1 memory");
+    CHECK(l0 != SM_INVALID_ID && l1 != SM_INVALID_ID);
+    if (l0 == SM_INVALID_ID || l1 == SM_INVALID_ID)
+        return;
+    CHECK_EQ_U(sm_location_get(l0)->type, SM_LOCATION_GPU_STREAM);
+    CHECK_EQ_U(sm_gpu_location_device(l0), d0);
+    CHECK_EQ_U(sm_location_get(l0)->profiling, 0);
+    lane_t lane;
+    memset(&lane, 0, sizeof lane);
+    CHECK_EQ_U(sm_gpu_for_each_in_order(live_source, NULL, l0, collect_lane, &lane), 0);
+    CHECK_EQ_U(lane.n, 8);
+    CHECK_EQ_U(lane.backwards, 0);
+    static const uint64_t in_use[8] = {64 * MiB,  128 * MiB, 192 * MiB, 128 * MiB,
+                                       160 * MiB, 128 * MiB, 16 * MiB,  8 * MiB};
+    for (int i = 0; i < 8; i++)
+        CHECK_EQ_U(lane.value[i], in_use[i]);
+    /* attributes: address, allocated or freed bytes, correlation id */
+    CHECK_EQ_U(lane.attrs[0][0], 0x7f0010000000);
+    CHECK_EQ_U(lane.attrs[0][1], 64 * MiB);
+    CHECK_EQ_U(lane.attrs[0][2], 101);
+    CHECK_EQ_U(lane.attrs[3][0], 0x7f0020000000);
+    CHECK_EQ_U(lane.attrs[3][1], 64 * MiB); /* the freed block's size */
+    CHECK_EQ_U(lane.attrs[3][2], 104);
+    CHECK_EQ_U(lane.time[0], b.ops[0].time);
+    memset(&lane, 0, sizeof lane);
+    sm_gpu_for_each_in_order(live_source, NULL, l1, collect_lane, &lane);
+    CHECK_EQ_U(lane.n, 2);
+    CHECK_EQ_U(lane.value[0], 3 * MiB);
+    CHECK_EQ_U(lane.value[1], 0);
+
+    /* the metrics: largest sample = high-water mark, last = left */
+    sm_metric_def_t m;
+    CHECK_EQ_U(metric_named("CUDA 0 memory in use: device", &m), 0);
+    CHECK_EQ_U(m.max, 192 * MiB);
+    CHECK_EQ_U(m.last, 128 * MiB);
+    CHECK_EQ_U(metric_named("CUDA 0 memory in use: managed", &m), 0);
+    CHECK_EQ_U(m.max, 16 * MiB);
+    CHECK_EQ_U(metric_named("CUDA 0 memory in use: pinned host", &m), 0);
+    CHECK_EQ_U(m.max, 8 * MiB);
+    CHECK_EQ_U(metric_named("CUDA 1 memory in use: device", &m), 0);
+    CHECK_EQ_U(m.max, 3 * MiB);
+    CHECK_EQ_U(m.last, 0);
+
+    sm_runtime_finalize();
+    /* nothing is taken after the end */
+    o.what = SM_GPU_MEM_ALLOC;
+    o.device = d0;
+    o.address = 0x7d0000000000;
+    CHECK_EQ_U(api->gpu_memory(&o, 1, sizeof o), 0);
+
+    /* the summary: per device and kind, and what was never freed with the
+     * call path that allocated it */
+    const char *text = slurp(dir, "profile.txt");
+    CHECK(strstr(text, "GPU memory: 4 blocks (159383552 bytes) were never freed") != NULL);
+    CHECK(strstr(text, "GPU memory: 1 frees of blocks allocated before measurement") != NULL);
+    CHECK(strstr(text, "\nGPU memory (bytes allocated through the GPU runtime") != NULL);
+    CHECK(strstr(text, "  CUDA 0     device            1        201326592      0        201326592 "
+                       "         4          2            2        134217728\n") != NULL);
+    CHECK(strstr(text, "  CUDA 0     managed           1         16777216      0         16777216 "
+                       "         1          0            1         16777216\n") != NULL);
+    CHECK(strstr(text, "  CUDA 0     pinned host       1          8388608      0          8388608 "
+                       "         1          0            1          8388608\n") != NULL);
+    CHECK(strstr(text, "  CUDA 1     device            1          3145728      0          3145728 "
+                       "         1          1            0                0\n") != NULL);
+    CHECK(strstr(text, "GPU memory never freed: 4 blocks, 159383552 bytes") != NULL);
+    CHECK(strstr(text, "         67108864 CUDA 0     device            0 0x7f0010000000     "
+                       "solver > cudaMalloc\n") != NULL);
+    CHECK(strstr(text, "         67108864 CUDA 0     device            0 0x7f0030000000     "
+                       "solver > cudaMalloc\n") != NULL);
+    CHECK(strstr(text, "          8388608 CUDA 0     pinned host       0 0x7f0060000000     "
+                       "cudaMallocHost\n") != NULL);
+    CHECK(strstr(text, "1 frees of blocks allocated before measurement began") != NULL);
+    const char *json = slurp(dir, "profile.json");
+    CHECK(strstr(json, "\"memory\": {") != NULL);
+    CHECK(strstr(json, "\"device\": \"CUDA 0\", \"device_name\": \"Test GPU\", \"kind\": \"device\", "
+                       "\"ranks\": 1, \"high_water_bytes\": 201326592") != NULL);
+    CHECK(strstr(json, "\"path\": \"solver > cudaMalloc\"") != NULL);
+    const char *csv = slurp(dir, "profile_gpu_memory.csv");
+    CHECK(strstr(csv, "\"CUDA 0\",\"Test GPU\",device,1,201326592,0,201326592.0,4,2,234881024,2,"
+                      "134217728\n") != NULL ||
+          strstr(csv, "CUDA 0,Test GPU,device,1,201326592,0,201326592.0,4,2,234881024,2,"
+                      "134217728\n") != NULL);
+    const char *meta = slurp(dir, "metadata.json");
+    CHECK(strstr(meta, "\"gpu_memory\": {") != NULL);
+    CHECK(strstr(meta, "\"name\": \"CUDA 0 memory in use: device\", \"unit\": \"bytes\", "
+                       "\"last\": 134217728, \"max\": 201326592") != NULL);
+    if (unit_failures)
+        fprintf(stderr, "profile.txt:\n%s\n", slurp(dir, "profile.txt"));
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (keep && *keep)
+        fprintf(stderr, "output kept in %s\n", dir);
+    else if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+}
+
 int main(void)
 {
     test_planted_sequence();
@@ -260,5 +525,6 @@ int main(void)
     test_devices();
     test_levels_and_invalid();
     test_many_blocks();
+    test_process();
     return unit_failures;
 }
