@@ -174,7 +174,7 @@ void sm_gpu_memory_serialize(struct sm_wbuf *w) SM_HIDDEN;
 
 /* Such figures read back (writers/gpu_memory_table.c). */
 #define SM_GMEM_TOP 5        /* largest unfreed blocks per process */
-#define SM_GMEM_MAX_ROWS 64  /* (device, kind) pairs per process */
+#define SM_GMEM_MAX_ROWS (SM_GMEM_MAX_DEVICES * SM_GPU_MEM_KIND_COUNT) /* (device, kind) pairs */
 typedef struct sm_gmem_row {
     char device[32];     /* "CUDA 0" */
     char device_name[96];
