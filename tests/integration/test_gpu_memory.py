@@ -13,13 +13,19 @@ second device), read back with the OTF2 Python reader:
 - each with the attributes "memory address", "allocated bytes" or "freed
   bytes" (a free carries its block's size) and "correlation id", which the
   API call's Enter on the calling thread carries too;
-- the Perfetto conversion keeps them as counter tracks."""
+- the Perfetto conversion keeps them as counter tracks;
+- across MPI ranks (tests/programs/gpu-memory-ranks: rank r peaks at
+  (r + 1) x 64 MiB and never frees one 64 MiB block): one row per device
+  and kind with the largest high-water mark, its rank and the mean, the
+  blocks never freed of every rank with the call path that allocated them,
+  each rank's memory location in the archive -- at MPI_Finalize and, after
+  MPI_Abort, through sysmeasure-merge alike."""
 import os
 import subprocess
 
 import otf2
 import smtest
-from smtest import BUILD, Trace, check
+from smtest import BUILD, Trace, check, load_json, mpi_measure
 
 MiB = 1024 * 1024
 PLANTED = [64, 128, 192, 128, 160, 128, 16, 8]  # MiB in use after each operation, device 0
@@ -136,6 +142,62 @@ def test_perfetto_counter_tracks():
     with open(os.path.join(folder, "trace.pftrace"), "rb") as f:
         data = f.read()
     check(b"CUDA 0 memory in use: device" in data, "the metric's name in trace.pftrace")
+
+
+def check_ranks(out, what):
+    """The job's GPU memory figures of the 2-rank planted program."""
+    mem = (load_json(out, "profile.json").get("gpu") or {}).get("memory") or {}
+    rows = mem.get("devices", [])
+    check(len(rows) == 1, "%s: one row (CUDA 0, device): %s" % (what, rows))
+    if rows:
+        r = rows[0]
+        got = (r["device"], r["kind"], r["ranks"], r["high_water_bytes"], r["high_water_rank"],
+               r["high_water_mean_bytes"], r["allocations"], r["frees"], r["left_blocks"],
+               r["left_bytes"])
+        check(got == ("CUDA 0", "device", 2, 128 * MiB, 1, 96.0 * MiB, 3, 1, 2, 128 * MiB),
+              "%s: device row %s" % (what, got))
+    nf = mem.get("never_freed") or {}
+    largest = [(b["rank"], b["bytes"], b["path"]) for b in nf.get("largest", [])]
+    check(largest == [(0, 64 * MiB, "planted > cudaMalloc"), (1, 64 * MiB, "planted > cudaMalloc")],
+          "%s: the blocks never freed of both ranks: %s" % (what, largest))
+    meta = load_json(out, "metadata.json")
+    m = sorted((x["rank"], x["max"], x["last"]) for x in meta.get("metrics", [])
+               if x["name"] == "CUDA 0 memory in use: device")
+    check(m == [(0, 64 * MiB, 64 * MiB), (1, 128 * MiB, 64 * MiB)],
+          "%s: each rank's high-water mark and what it left in metadata.json: %s" % (what, m))
+    check((meta.get("gpu_memory") or {}).get("never_freed", {}).get("blocks") == 2,
+          "%s: metadata.json gpu_memory" % what)
+    trace = Trace(out)
+    lanes = sorted([e.values[0] // MiB for e in trace.events[l] if isinstance(e, otf2.events.Metric)]
+                   for l in trace.locations if l.name == "CUDA 0 memory")
+    check(lanes == [[64], [64, 128, 64]], "%s: each rank's memory lane: %s" % (what, lanes))
+
+
+def need_mpi():
+    if os.environ.get("SM_HAVE_MPI", "yes") != "yes":
+        smtest.skip("built without MPI")
+    return smtest.program("gpu-memory-ranks")
+
+
+def test_ranks():
+    """2 ranks to MPI_Finalize: the figures reduced over the ranks."""
+    prog = need_mpi()
+    out, proc = mpi_measure(2, [prog], "gpu-memory-ranks")
+    check(len([l for l in proc.stdout.splitlines() if l.startswith("{")]) == 2, "both ranks ran")
+    check_ranks(out, "MPI_Finalize")
+
+
+def test_ranks_merged():
+    """Rank 1 calls MPI_Abort: sysmeasure-merge gives the same figures."""
+    prog = need_mpi()
+    out, proc = mpi_measure(2, [prog, "abort"], "gpu-memory-abort", expect_rc=None,
+                            env={"OMPI_MCA_odls_base_sigkill_timeout": "5"})
+    check(proc.returncode != 0, "an aborted job fails: %d" % proc.returncode)
+    merge = subprocess.run([os.path.join(BUILD, "sysmeasure-merge"), out], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    check(merge.returncode == 0 and "2 of 2 ranks merged" in merge.stderr,
+          "sysmeasure-merge: %s" % merge.stderr)
+    check_ranks(out, "merged")
 
 
 if __name__ == "__main__":
