@@ -437,6 +437,12 @@ uint64_t sm_gpu_memory_block_bytes(uint64_t address)
     return bytes;
 }
 
+void sm_gpu_memory_after_daemon_child(void)
+{
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    sm_gm_lock = m;
+}
+
 /* Every kind but module globals, which go with their code. */
 #define SM_GM_LEAK_KINDS                                                                  \
     ((1u << SM_GPU_MEM_KIND_COUNT) - 1 - (1u << SM_GPU_MEM_STATIC))

@@ -163,6 +163,10 @@ void sm_gpu_memory_api_source(uint32_t vendor) SM_HIDDEN;
  * for its API call's attributes). */
 uint64_t sm_gpu_memory_block_bytes(uint64_t address) SM_HIDDEN;
 
+/* In the child that goes on after daemon(): the lock made new (a thread of
+ * the parent may have held it); the accounting goes on. */
+void sm_gpu_memory_after_daemon_child(void) SM_HIDDEN;
+
 /* At the end of the run, once the backends have flushed (gpu.c): the notes
  * (blocks never freed, frees of unknown blocks). */
 void sm_gpu_memory_end(void) SM_HIDDEN;
