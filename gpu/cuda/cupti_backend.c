@@ -669,6 +669,30 @@ static int sm_cu_memory_call(int driver, CUpti_CallbackId cbid, const CUpti_Call
     return 1;
 }
 
+/* A context of device `ordinal` begins or is being destroyed.  At exit the
+ * CUDA runtime destroys the primary context before sysmeasure's end, and
+ * what the teardown releases was never freed by the program: the records
+ * so far are handed over first, then the core is told. */
+static void sm_cu_memory_context(uint32_t ordinal, sm_gpu_mem_what_t what)
+{
+    if (!sm_cu_memory)
+        return;
+    if (what == SM_GPU_MEM_DEVICE_END && sm_cu_memory == SM_CU_MEMORY_RECORDS) {
+        sm_cu_in_tool++;
+        cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+        sm_cu_in_tool--;
+    }
+    sm_gpu_mem_op_t op;
+    memset(&op, 0, sizeof op);
+    op.what = what;
+    op.device = sm_cu_device(ordinal);
+    op.vendor = SM_GPU_VENDOR_NVIDIA;
+    op.level = SM_GPU_MEM_LEVEL_API;
+    op.time = sm_cu_api->now();
+    if (op.device != SM_GPU_NONE)
+        sm_cu_api->gpu_memory(&op, 1, sizeof op);
+}
+
 /* NVTX push/pop: the pushed regions of this thread, to pop the right one. */
 static __thread sm_region_id_t sm_cu_nvtx_stack[128];
 static __thread uint32_t sm_cu_nvtx_depth;
@@ -772,6 +796,7 @@ static void CUPTIAPI sm_cu_callback(void *userdata, CUpti_CallbackDomain domain,
                 }
             pthread_mutex_unlock(&sm_cu_lock);
             sm_cupm_context(dev, rd->context); /* device sampling, set up on the sampler thread */
+            sm_cu_memory_context(dev, SM_GPU_MEM_DEVICE_BEGIN);
         }
         return;
     }
@@ -787,6 +812,7 @@ static void CUPTIAPI sm_cu_callback(void *userdata, CUpti_CallbackDomain domain,
             sm_cu_in_tool++;
             sm_cupm_context_end(dev);
             sm_cu_in_tool--;
+            sm_cu_memory_context(dev, SM_GPU_MEM_DEVICE_END);
         }
         pthread_mutex_lock(&sm_cu_lock);
         for (uint32_t i = 0; i < SM_CU_MAX_LIVE; i++)

@@ -38,6 +38,7 @@ struct sm_gmem {
     sm_gmem_figures_t f[SM_GMEM_MAX_DEVICES][SM_GPU_MEM_KIND_COUNT];
     uint32_t n_devices;
     uint32_t api_vendors; /* 1 << vendor: its API layer reports */
+    uint8_t context_gone[SM_GMEM_MAX_DEVICES]; /* DEVICE_END seen, no DEVICE_BEGIN since */
     sm_gmem_counts_t counts;
     sm_gmem_slot_t *slots;
     size_t cap, used; /* cap: a power of two */
@@ -149,6 +150,14 @@ sm_gmem_status_t sm_gmem_apply(sm_gmem_t *g, const sm_gpu_mem_op_t *op, const vo
         (g->api_vendors >> op->vendor & 1)) {
         g->counts.ignored++;
         r.status = SM_GMEM_IGNORED;
+    } else if (op->what == SM_GPU_MEM_DEVICE_END || op->what == SM_GPU_MEM_DEVICE_BEGIN) {
+        if (op->device < SM_GMEM_MAX_DEVICES) {
+            g->context_gone[op->device] = op->what == SM_GPU_MEM_DEVICE_END;
+            r.status = SM_GMEM_DEVICE_STATE;
+        } else {
+            g->counts.invalid++;
+            r.status = SM_GMEM_INVALID;
+        }
     } else if (op->what != SM_GPU_MEM_ALLOC && op->what != SM_GPU_MEM_FREE) {
         g->counts.invalid++;
         r.status = SM_GMEM_INVALID;
@@ -194,6 +203,13 @@ sm_gmem_status_t sm_gmem_apply(sm_gmem_t *g, const sm_gpu_mem_op_t *op, const vo
             g->counts.unknown_frees++;
             g->counts.unknown_free_bytes += op->bytes;
             r.status = SM_GMEM_UNKNOWN_FREE;
+        } else if (g->context_gone[s->device]) {
+            /* The context's teardown, not the program: never freed. */
+            r.device = s->device;
+            r.kind = s->kind;
+            r.bytes = s->bytes;
+            g->counts.released_with_context++;
+            r.status = SM_GMEM_CONTEXT_GONE;
         } else {
             r.device = s->device;
             r.kind = s->kind;
@@ -570,6 +586,7 @@ void sm_gpu_memory_serialize(sm_wbuf_t *w)
     sm_put_u64(&s, c.ignored);
     sm_put_u64(&s, c.invalid);
     sm_put_u64(&s, c.replaced);
+    sm_put_u64(&s, c.released_with_context);
     pthread_mutex_unlock(&sm_gm_lock);
     sm_sig_release();
     if (s.oom) {
@@ -649,6 +666,7 @@ int sm_gpu_memory_read(const void *metrics_blob, uint64_t len, sm_gmem_process_t
         out->counts.ignored = sm_get_u64(&b);
         out->counts.invalid = sm_get_u64(&b);
         out->counts.replaced = sm_get_u64(&b);
+        out->counts.released_with_context = sm_get_u64(&b);
         return b.bad ? -1 : 1;
     }
     return r.bad ? -1 : 0;

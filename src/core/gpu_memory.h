@@ -45,7 +45,14 @@ typedef enum {
 
 typedef enum {
     SM_GPU_MEM_ALLOC = 1,
-    SM_GPU_MEM_FREE = 2
+    SM_GPU_MEM_FREE = 2,
+    /* The device's context is being destroyed (at exit the CUDA runtime
+     * does it before sysmeasure's end): what it releases from now on was
+     * never freed by the program, and stays listed so.  A new context of
+     * the device (DEVICE_BEGIN) makes frees count again.  Only device and
+     * time are read. */
+    SM_GPU_MEM_DEVICE_END = 3,
+    SM_GPU_MEM_DEVICE_BEGIN = 4
 } sm_gpu_mem_what_t;
 
 /* The layer that saw the operation: the runtime API the program calls
@@ -91,8 +98,11 @@ typedef enum {
                                * began, or by a layer we do not see): counted, not subtracted */
     SM_GMEM_IGNORED,          /* a lower layer of a vendor whose API layer reports */
     SM_GMEM_INVALID,          /* no such device, kind or operation; out of memory */
-    SM_GMEM_NULL              /* a null pointer (an allocation of 0 bytes, a free of NULL):
+    SM_GMEM_NULL,             /* a null pointer (an allocation of 0 bytes, a free of NULL):
                                * nothing to do */
+    SM_GMEM_CONTEXT_GONE,     /* a free of a block whose device's context ended: the block
+                               * stays as never freed (counted in released_with_context) */
+    SM_GMEM_DEVICE_STATE      /* DEVICE_END or DEVICE_BEGIN taken */
 } sm_gmem_status_t;
 
 typedef struct sm_gmem_result {
@@ -141,6 +151,7 @@ uint32_t sm_gmem_devices(const sm_gmem_t *g) SM_HIDDEN;
 typedef struct sm_gmem_counts {
     uint64_t unknown_frees, unknown_free_bytes; /* bytes where the vendor gave them */
     uint64_t ignored, invalid, replaced;
+    uint64_t released_with_context; /* frees after their device's context ended */
 } sm_gmem_counts_t;
 sm_gmem_counts_t sm_gmem_counts(const sm_gmem_t *g) SM_HIDDEN;
 

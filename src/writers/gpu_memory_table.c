@@ -101,6 +101,7 @@ static void sm_gmt_add_process(sm_gmt_build_t *b, uint32_t rank, const sm_gmem_p
     t->counts.ignored += p->counts.ignored;
     t->counts.invalid += p->counts.invalid;
     t->counts.replaced += p->counts.replaced;
+    t->counts.released_with_context += p->counts.released_with_context;
 }
 
 static void sm_gmt_add_blob(sm_gmt_build_t *b, uint32_t rank, const void *blob, uint64_t len)
@@ -255,6 +256,7 @@ void sm_gmt_json_members(sm_json_t *j, const sm_gmt_t *t)
     sm_json_field_uint(j, "unknown_frees", t->counts.unknown_frees);
     sm_json_field_uint(j, "unknown_free_bytes", t->counts.unknown_free_bytes);
     sm_json_field_uint(j, "replaced_blocks", t->counts.replaced);
+    sm_json_field_uint(j, "released_with_context", t->counts.released_with_context);
     sm_json_field_uint(j, "ignored_lower_layer", t->counts.ignored);
     sm_json_field_uint(j, "damaged_ranks", t->damaged);
 }

@@ -211,6 +211,37 @@ static void test_levels_and_invalid(void)
     sm_gmem_delete(g);
 }
 
+/* The device's context torn down (the CUDA runtime at exit, before
+ * sysmeasure's end): what it releases stays as never freed; a new context
+ * makes frees count again. */
+static void test_context_end(void)
+{
+    sm_gmem_t *g = sm_gmem_new();
+    sm_gmem_result_t r;
+    apply(g, op(SM_GPU_MEM_ALLOC, 0, SM_GPU_MEM_DEVICE, 0x1000, 64, 1), &r);
+    apply(g, op(SM_GPU_MEM_ALLOC, 0, SM_GPU_MEM_DEVICE, 0x2000, 32, 2), &r);
+    apply(g, op(SM_GPU_MEM_ALLOC, 1, SM_GPU_MEM_DEVICE, 0x3000, 16, 3), &r);
+    CHECK_EQ_U(apply(g, op(SM_GPU_MEM_DEVICE_END, 0, 0, 0, 0, 4), &r), SM_GMEM_DEVICE_STATE);
+    CHECK_EQ_U(apply(g, op(SM_GPU_MEM_FREE, SM_GPU_NONE, 0, 0x1000, 64, 5), &r),
+               SM_GMEM_CONTEXT_GONE);
+    CHECK_EQ_U(r.bytes, 64);
+    /* another device's context lives on */
+    CHECK_EQ_U(apply(g, op(SM_GPU_MEM_FREE, SM_GPU_NONE, 0, 0x3000, 0, 6), &r), SM_GMEM_TAKEN);
+    sm_gmem_figures_t f = sm_gmem_figures(g, 0, SM_GPU_MEM_DEVICE);
+    CHECK_EQ_U(f.in_use, 96);
+    CHECK_EQ_U(f.blocks, 2);
+    CHECK_EQ_U(f.frees, 0);
+    CHECK_EQ_U(sm_gmem_counts(g).released_with_context, 1);
+    sm_gmem_block_t top[4];
+    CHECK_EQ_U(sm_gmem_unfreed(g, ~0u, top, 4), 2);
+    CHECK_EQ_U(apply(g, op(SM_GPU_MEM_DEVICE_BEGIN, 0, 0, 0, 0, 7), &r), SM_GMEM_DEVICE_STATE);
+    CHECK_EQ_U(apply(g, op(SM_GPU_MEM_FREE, SM_GPU_NONE, 0, 0x2000, 0, 8), &r), SM_GMEM_TAKEN);
+    CHECK_EQ_U(sm_gmem_figures(g, 0, SM_GPU_MEM_DEVICE).in_use, 64);
+    CHECK_EQ_U(apply(g, op(SM_GPU_MEM_DEVICE_END, SM_GMEM_MAX_DEVICES, 0, 0, 0, 9), &r),
+               SM_GMEM_INVALID);
+    sm_gmem_delete(g);
+}
+
 /* 20000 blocks in and out in a scrambled order: every one found, the sums
  * exact, and the largest few right. */
 static void test_many_blocks(void)
@@ -355,6 +386,8 @@ static void test_process(void)
     else if (!mkdtemp(dir))
         return;
     setenv("SYSMEASURE_OUTPUT", dir, 1);
+    /* (a shared, nearly full disk must not stop this trace) */
+    setenv("SYSMEASURE_MIN_FREE_SPACE", "0", 1);
     unsetenv("SYSMEASURE_ENABLE");
     api = sysmeasure_adapter_api(SM_ADAPTER_API_VERSION);
     CHECK(api && SM_ADAPTER_API_HAS(api, gpu_memory_block_bytes));
@@ -405,6 +438,13 @@ static void test_process(void)
     CHECK_EQ_U(b.taken, 8);
     CHECK_EQ_U(api->gpu_memory_block_bytes(0x7f0030000000), 64 * MiB);
     CHECK_EQ_U(api->gpu_memory_block_bytes(0x7f0020000000), 0);
+    /* the context's teardown at exit releases a block the program never
+     * freed: it stays never freed, no event */
+    sm_gpu_mem_op_t end = op(SM_GPU_MEM_DEVICE_END, d0, 0, 0, 0, sm_clock_now());
+    sm_gpu_mem_op_t late = op(SM_GPU_MEM_FREE, d0, 0, 0x7f0030000000, 64 * MiB, sm_clock_now());
+    CHECK_EQ_U(api->gpu_memory(&end, 1, sizeof end), 0);
+    CHECK_EQ_U(api->gpu_memory(&late, 1, sizeof late), 0);
+    CHECK_EQ_U(api->gpu_memory_block_bytes(0x7f0030000000), 64 * MiB);
 
     /* device 1: reported on the calling thread during the call (HIP) */
     api->gpu_api_enter(r_malloc, 201);
@@ -499,6 +539,7 @@ static void test_process(void)
     CHECK(strstr(json, "\"device\": \"CUDA 0\", \"device_name\": \"Test GPU\", \"kind\": \"device\", "
                        "\"ranks\": 1, \"high_water_bytes\": 201326592") != NULL);
     CHECK(strstr(json, "\"path\": \"solver > cudaMalloc\"") != NULL);
+    CHECK(strstr(json, "\"released_with_context\": 1") != NULL);
     const char *csv = slurp(dir, "profile_gpu_memory.csv");
     CHECK(strstr(csv, "\"CUDA 0\",\"Test GPU\",device,1,201326592,0,201326592.0,4,2,234881024,2,"
                       "134217728\n") != NULL ||
@@ -524,6 +565,7 @@ int main(void)
     test_unknown_free();
     test_devices();
     test_levels_and_invalid();
+    test_context_end();
     test_many_blocks();
     test_process();
     return unit_failures;
