@@ -10,6 +10,11 @@
  * Device side (activity records, on CUPTI's thread or the flushing one):
  * concurrent kernels (never the serialising KERNEL kind), copies, peer
  * copies, memsets and synchronisations become batches for the core.
+ * GPU memory (core/gpu_memory.h): CUPTI's memory records (MEMORY2) become
+ * the core's allocations and frees, and the calls that allocate or free
+ * carry the address and size on their leave (cupti_memory.c reads both);
+ * with gpu_memory=api, or where CUPTI refuses the memory records, the
+ * calls themselves are the allocations and frees.
  *
  * CUPTI is never finalized (teardown races other threads in CUPTI 13): at
  * the end of the run its buffers are flushed (forced) and its callbacks
@@ -32,6 +37,7 @@
 #include "../../src/core/compiler.h"
 #include "../../src/util/log.h"
 #include "cupti_counters.h"
+#include "cupti_memory.h"
 #include "cupti_pmsampling.h"
 #include "nvml_sampler.h"
 
@@ -52,6 +58,16 @@ static int sm_cu_counting; /* per-kernel counters asked for (cupti_counters.c) *
  * capture invalidates it (the program's EndCapture fails), so counting
  * makes none until the capture ends. */
 static int sm_cu_capturing;
+
+/* Where GPU memory comes from (configuration gpu_memory). */
+typedef enum {
+    SM_CU_MEMORY_OFF = 0,
+    SM_CU_MEMORY_RECORDS, /* CUPTI_ACTIVITY_KIND_MEMORY2 */
+    SM_CU_MEMORY_CALLS    /* the runtime and driver calls, at their exit */
+} sm_cu_memory_t;
+static sm_cu_memory_t sm_cu_memory;
+static sm_attribute_id_t sm_cu_attr_address = SM_INVALID_ID, sm_cu_attr_allocated = SM_INVALID_ID,
+                         sm_cu_attr_freed = SM_INVALID_ID;
 
 /* Our own CUDA/CUPTI calls (device names) are not the program's. */
 static __thread int sm_cu_in_tool;
@@ -313,8 +329,38 @@ static uint64_t sm_cu_ticks(uint64_t ns)
     return sm_cu_api->gpu_ticks(SM_GPU_CLOCK_MONOTONIC, ns);
 }
 
+/* Allocations and frees of CUPTI's memory records, in their order. */
+typedef struct sm_cu_mem_batch {
+    sm_gpu_mem_op_t op[256];
+    size_t n;
+} sm_cu_mem_batch_t;
+
+static void sm_cu_mem_flush(sm_cu_mem_batch_t *b)
+{
+    if (b->n)
+        sm_cu_api->gpu_memory(b->op, b->n, sizeof b->op[0]);
+    b->n = 0;
+}
+
+static void sm_cu_mem_record(sm_cu_mem_batch_t *b, const CUpti_ActivityMemory4 *m)
+{
+    /* Pinned host memory may name no device: its context's then. */
+    uint32_t ordinal = m->deviceId < SM_CU_MAX_DEVICES ? m->deviceId
+                                                       : sm_cu_device_of_context(m->contextId);
+    sm_gpu_device_t dev = sm_cu_device(ordinal);
+    if (dev == SM_GPU_NONE &&
+        m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION) {
+        sm_cu_api->gpu_dropped(1);
+        return;
+    }
+    if (b->n == sizeof b->op / sizeof b->op[0])
+        sm_cu_mem_flush(b);
+    if (sm_cum_from_record(m, dev, sm_cu_ticks(m->timestamp), &b->op[b->n]) == 0)
+        b->n++;
+}
+
 /* One CUPTI record into the batch; the ones we do not trace are skipped. */
-static void sm_cu_record(sm_cu_batch_t *b, const CUpti_Activity *rec)
+static void sm_cu_record(sm_cu_batch_t *b, sm_cu_mem_batch_t *mb, const CUpti_Activity *rec)
 {
     uint32_t device, context, stream;
     sm_gpu_activity_t *a;
@@ -384,6 +430,10 @@ static void sm_cu_record(sm_cu_batch_t *b, const CUpti_Activity *rec)
         a->bytes = m->bytes;
         break;
     }
+    case CUPTI_ACTIVITY_KIND_MEMORY2:
+        if (sm_cu_memory == SM_CU_MEMORY_RECORDS)
+            sm_cu_mem_record(mb, (const CUpti_ActivityMemory4 *)rec);
+        return;
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
         const CUpti_ActivitySynchronization2 *s = (const CUpti_ActivitySynchronization2 *)rec;
         context = s->contextId;
@@ -414,12 +464,14 @@ static void CUPTIAPI sm_cu_buffer_completed(CUcontext ctx, uint32_t stream_id, u
 {
     (void)size;
     static sm_cu_batch_t batch; /* under sm_cu_lock */
+    static sm_cu_mem_batch_t mem_batch;
     sm_cu_in_tool++;
     pthread_mutex_lock(&sm_cu_lock);
     CUpti_Activity *rec = NULL;
     while (valid && cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS)
-        sm_cu_record(&batch, rec);
+        sm_cu_record(&batch, &mem_batch, rec);
     sm_cu_batch_flush(&batch);
+    sm_cu_mem_flush(&mem_batch);
     pthread_mutex_unlock(&sm_cu_lock);
     size_t dropped = 0;
     if (cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped) == CUPTI_SUCCESS && dropped)
@@ -568,6 +620,79 @@ static void sm_cu_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *d)
     }
 }
 
+/* A call that allocated or freed, at its successful exit: its leave with
+ * the address and size (a free's size where the calls are the source: the
+ * records come later), and where the calls are the source the operation
+ * itself.  1 when it left the region, 0 for any other call. */
+static int sm_cu_memory_call(int driver, CUpti_CallbackId cbid, const CUpti_CallbackData *cb,
+                             sm_region_id_t r)
+{
+    sm_cum_call_t c;
+    if (sm_cum_from_call(driver, cbid, cb->functionParams, &c) != 0 || !c.address)
+        return 0;
+    sm_adapter_attr_t a[2] = {{sm_cu_attr_address, c.address}, {SM_INVALID_ID, 0}};
+    uint32_t n = 1;
+    if (c.what == SM_GPU_MEM_ALLOC) {
+        a[n++] = (sm_adapter_attr_t){sm_cu_attr_allocated, c.bytes};
+    } else if (sm_cu_memory == SM_CU_MEMORY_CALLS) {
+        uint64_t bytes = sm_cu_api->gpu_memory_block_bytes(c.address);
+        if (bytes)
+            a[n++] = (sm_adapter_attr_t){sm_cu_attr_freed, bytes};
+    }
+    if (sm_cu_memory == SM_CU_MEMORY_CALLS) {
+        sm_gpu_mem_op_t op;
+        memset(&op, 0, sizeof op);
+        op.what = c.what;
+        op.kind = c.kind;
+        op.flags = c.flags;
+        op.address = c.address;
+        op.bytes = c.bytes;
+        op.correlation = cb->correlationId;
+        op.vendor = SM_GPU_VENDOR_NVIDIA;
+        op.level = SM_GPU_MEM_LEVEL_API;
+        op.time = sm_cu_api->now();
+        op.device = SM_GPU_NONE; /* a free: the block's */
+        if (c.what == SM_GPU_MEM_ALLOC) {
+            CUcontext ctx = cb->context;
+            uint32_t ordinal = 0;
+            sm_cu_in_tool++;
+            if (!ctx)
+                cuCtxGetCurrent(&ctx);
+            if (ctx)
+                cuptiGetDeviceId(ctx, &ordinal);
+            op.device = sm_cu_device(ordinal);
+            sm_cu_in_tool--;
+        }
+        sm_cu_api->gpu_memory(&op, 1, sizeof op);
+    }
+    sm_cu_api->leave_attrs(r, a, n);
+    return 1;
+}
+
+/* A context of device `ordinal` begins or is being destroyed.  At exit the
+ * CUDA runtime destroys the primary context before sysmeasure's end, and
+ * what the teardown releases was never freed by the program: the records
+ * so far are handed over first, then the core is told. */
+static void sm_cu_memory_context(uint32_t ordinal, sm_gpu_mem_what_t what)
+{
+    if (!sm_cu_memory)
+        return;
+    if (what == SM_GPU_MEM_DEVICE_END && sm_cu_memory == SM_CU_MEMORY_RECORDS) {
+        sm_cu_in_tool++;
+        cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+        sm_cu_in_tool--;
+    }
+    sm_gpu_mem_op_t op;
+    memset(&op, 0, sizeof op);
+    op.what = what;
+    op.device = sm_cu_device(ordinal);
+    op.vendor = SM_GPU_VENDOR_NVIDIA;
+    op.level = SM_GPU_MEM_LEVEL_API;
+    op.time = sm_cu_api->now();
+    if (op.device != SM_GPU_NONE)
+        sm_cu_api->gpu_memory(&op, 1, sizeof op);
+}
+
 /* NVTX push/pop: the pushed regions of this thread, to pop the right one. */
 static __thread sm_region_id_t sm_cu_nvtx_stack[128];
 static __thread uint32_t sm_cu_nvtx_depth;
@@ -640,7 +765,8 @@ static void CUPTIAPI sm_cu_callback(void *userdata, CUpti_CallbackDomain domain,
             if (cb->functionReturnValue)
                 err = driver ? (int64_t) * (const CUresult *)cb->functionReturnValue
                              : (int64_t) * (const int *)cb->functionReturnValue;
-            sm_cu_api->gpu_api_leave(r, err);
+            if (err || !sm_cu_memory || !sm_cu_memory_call(driver, cbid, cb, r))
+                sm_cu_api->gpu_api_leave(r, err);
             /* No device or no usable driver: say it once. */
             static int said;
             if ((err == 100 || err == 35) && !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED)) {
@@ -670,6 +796,7 @@ static void CUPTIAPI sm_cu_callback(void *userdata, CUpti_CallbackDomain domain,
                 }
             pthread_mutex_unlock(&sm_cu_lock);
             sm_cupm_context(dev, rd->context); /* device sampling, set up on the sampler thread */
+            sm_cu_memory_context(dev, SM_GPU_MEM_DEVICE_BEGIN);
         }
         return;
     }
@@ -685,6 +812,7 @@ static void CUPTIAPI sm_cu_callback(void *userdata, CUpti_CallbackDomain domain,
             sm_cu_in_tool++;
             sm_cupm_context_end(dev);
             sm_cu_in_tool--;
+            sm_cu_memory_context(dev, SM_GPU_MEM_DEVICE_END);
         }
         pthread_mutex_lock(&sm_cu_lock);
         for (uint32_t i = 0; i < SM_CU_MAX_LIVE; i++)
@@ -798,6 +926,15 @@ int InitializeInjection(void)
     if (SM_ADAPTER_API_HAS(api, attribute_define))
         sm_cu_nvtx_attr = api->attribute_define("nvtx range id", SM_ATTR_INT64);
     sm_cu_api = api;
+    char memory[8] = "yes";
+    if (SM_ADAPTER_API_HAS(api, gpu_memory_block_bytes) &&
+        (api->config_value("gpu_memory", memory, sizeof memory) != 0 || strcmp(memory, "no") != 0)) {
+        sm_cu_memory = strcmp(memory, "api") == 0 ? SM_CU_MEMORY_CALLS : SM_CU_MEMORY_RECORDS;
+        /* The same names as the core's memory events. */
+        sm_cu_attr_address = api->attribute_define("memory address", SM_ATTR_INT64);
+        sm_cu_attr_allocated = api->attribute_define("allocated bytes", SM_ATTR_INT64);
+        sm_cu_attr_freed = api->attribute_define("freed bytes", SM_ATTR_INT64);
+    }
 
     char other[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = "";
     CUpti_SubscriberParams params;
@@ -832,6 +969,17 @@ int InitializeInjection(void)
     for (size_t i = 0; i < sizeof sm_cu_kinds / sizeof sm_cu_kinds[0]; i++)
         if ((rc = cuptiActivityEnable(sm_cu_kinds[i])) != CUPTI_SUCCESS)
             sm_cu_warn_cupti("cuptiActivityEnable", rc);
+    if (sm_cu_memory == SM_CU_MEMORY_RECORDS &&
+        (rc = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY2)) != CUPTI_SUCCESS) {
+        const char *text = NULL;
+        cuptiGetResultString(rc, &text);
+        sm_warning("GPU memory: CUPTI's memory records are not available (%s); allocations and "
+                   "frees are taken from the CUDA calls instead", text ? text : "unknown error");
+        sm_cu_memory = SM_CU_MEMORY_CALLS;
+    }
+    api->metadata("gpu_memory_source", sm_cu_memory == SM_CU_MEMORY_RECORDS ? "CUPTI memory records"
+                                       : sm_cu_memory == SM_CU_MEMORY_CALLS ? "CUDA API calls"
+                                                                            : "off");
     cuptiEnableDomain(1, sm_cu_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
     cuptiEnableDomain(1, sm_cu_subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
     cuptiEnableDomain(1, sm_cu_subscriber, CUPTI_CB_DOMAIN_NVTX);

@@ -9,6 +9,10 @@
  *     the runtime's own thread; rocm_convert.c turns them into activities
  *     (host clock, kind, bytes, kernel name by correlation id) for the GPU
  *     layer;
+ *   - allocations and frees (hipMalloc, hipHostMalloc, hipMallocManaged,
+ *     hipMallocAsync, their frees: hip_memory.c reads their arguments at
+ *     the call's exit) go to the core's GPU memory accounting, on the
+ *     calling thread, and their address and size onto the call's leave;
  *   - rocm-smi readings (rsmi_sampler.c).
  * With no AMD GPU (no /dev/kfd) the runtime reports no calls at all (seen
  * with Debian's 5.2: registering succeeds, the callback never fires), so
@@ -33,6 +37,7 @@
 
 #include "core/adapter_api.h"
 #include "core/compiler.h"
+#include "hip_memory.h"
 #include "rocm_convert.h"
 #include "rocm_deliver.h"
 #include "rsmi_sampler.h"
@@ -67,6 +72,9 @@ static sm_rocm_clock_t sm_hip_clock;
 static sm_rocm_names_t sm_hip_names;
 static bool sm_hip_gpu; /* /dev/kfd opened: device work can be reported */
 static uint64_t sm_hip_activities, sm_hip_records_skipped;
+/* GPU memory asked for (configuration gpu_memory), and its attributes. */
+static bool sm_hip_memory;
+static sm_attribute_id_t sm_hip_attr_address, sm_hip_attr_allocated, sm_hip_attr_freed;
 
 static void sm_hip_end(void);
 
@@ -76,6 +84,7 @@ static struct {
     const char *(*api_name)(uint32_t);
     const char *(*kernel_name_ref)(const hipFunction_t);
     const char *(*kernel_name_by_ptr)(const void *, hipStream_t);
+    hipError_t (*get_device)(int *);
     hipError_t (*peek_error)(void);
     void (*init_activity)(void *, void *, void *);
     bool (*enable_activity)(uint32_t, bool);
@@ -148,6 +157,44 @@ static void sm_hip_launch_name(uint32_t cid, const hip_api_data_t *d)
         sm_rocm_names_put(&sm_hip_names, d->correlation_id, name);
 }
 
+/* A call that allocated or freed, at its successful exit: the operation
+ * for the core's accounting (a free's size looked up first), and the
+ * call's leave with the address and size.  1 when it left the region. */
+static int sm_hip_memory_call(uint32_t cid, const hip_api_data_t *d, sm_region_id_t r)
+{
+    sm_hip_mem_call_t c;
+    if (!sm_hip_memory || sm_hip_mem_from_call(cid, d, &c) != 0 || !c.address)
+        return 0;
+    sm_adapter_attr_t a[2] = {{sm_hip_attr_address, c.address}, {SM_INVALID_ID, 0}};
+    uint32_t n = 1;
+    sm_gpu_mem_op_t op;
+    memset(&op, 0, sizeof op);
+    op.what = c.what;
+    op.kind = c.kind;
+    op.flags = c.flags;
+    op.address = c.address;
+    op.bytes = c.bytes;
+    op.correlation = d->correlation_id;
+    op.vendor = SM_GPU_VENDOR_AMD;
+    op.level = SM_GPU_MEM_LEVEL_API;
+    op.time = sm_hip_api->now();
+    op.device = SM_GPU_NONE; /* a free: the block's */
+    if (c.what == SM_GPU_MEM_ALLOC) {
+        int ordinal = 0;
+        if (sm_hip_rt.get_device && sm_hip_rt.get_device(&ordinal) != hipSuccess)
+            ordinal = 0;
+        op.device = sm_rocm_device(sm_hip_api, ordinal >= 0 ? (uint32_t)ordinal : 0);
+        a[n++] = (sm_adapter_attr_t){sm_hip_attr_allocated, c.bytes};
+    } else {
+        uint64_t bytes = sm_hip_api->gpu_memory_block_bytes(c.address);
+        if (bytes)
+            a[n++] = (sm_adapter_attr_t){sm_hip_attr_freed, bytes};
+    }
+    sm_hip_api->gpu_memory(&op, 1, sizeof op);
+    sm_hip_api->leave_attrs(r, a, n);
+    return 1;
+}
+
 static void sm_hip_api_callback(uint32_t domain, uint32_t cid, const void *data, void *arg)
 {
     (void)domain;
@@ -167,7 +214,8 @@ static void sm_hip_api_callback(uint32_t domain, uint32_t cid, const void *data,
         /* HIP stores each call's result as the thread's last error before
          * the exit callback runs; peeking does not reset it. */
         hipError_t err = sm_hip_rt.peek_error ? sm_hip_rt.peek_error() : hipSuccess;
-        sm_hip_api->gpu_api_leave(r, (int64_t)err);
+        if (err != hipSuccess || !sm_hip_memory_call(cid, d, r))
+            sm_hip_api->gpu_api_leave(r, (int64_t)err);
     }
     sm_hip_busy = 0;
     errno = saved_errno;
@@ -265,6 +313,7 @@ __attribute__((constructor)) static void sm_hip_start(void)
     SM_HIP_SYM(kernel_name_ref, "hipKernelNameRef");
     SM_HIP_SYM(kernel_name_by_ptr, "hipKernelNameRefByPtr");
     SM_HIP_SYM(peek_error, "hipPeekAtLastError");
+    SM_HIP_SYM(get_device, "hipGetDevice");
     SM_HIP_SYM(init_activity, "hipInitActivityCallback");
     SM_HIP_SYM(enable_activity, "hipEnableActivityCallback");
 
@@ -279,6 +328,18 @@ __attribute__((constructor)) static void sm_hip_start(void)
     if (!sm_hip_rt.register_api) {
         sm_info(1, "libamdhip64 not loaded: HIP is not measured");
     } else {
+        /* GPU memory from HIP's calls: HSA's pools below them (hsa_tool)
+         * would count HIP's allocations again. */
+        char memory[8] = "yes";
+        if (SM_ADAPTER_API_HAS(api, gpu_memory_block_bytes) &&
+            (api->config_value("gpu_memory", memory, sizeof memory) != 0 ||
+             strcmp(memory, "no") != 0)) {
+            sm_hip_attr_address = api->attribute_define("memory address", SM_ATTR_INT64);
+            sm_hip_attr_allocated = api->attribute_define("allocated bytes", SM_ATTR_INT64);
+            sm_hip_attr_freed = api->attribute_define("freed bytes", SM_ATTR_INT64);
+            api->gpu_memory_api_source(SM_GPU_VENDOR_AMD);
+            sm_hip_memory = true;
+        }
         uint32_t failed = 0;
         for (uint32_t id = HIP_API_ID_FIRST; id <= HIP_API_ID_LAST; id++)
             failed += sm_hip_rt.register_api(id, (void *)sm_hip_api_callback, NULL) != hipSuccess;

@@ -13,7 +13,12 @@
  *   - async copies (hsa_amd_memory_async_copy) likewise, timed by
  *     hsa_amd_profiling_get_async_copy_time;
  *   - kernel names from the code objects: at hsa_executable_freeze, every
- *     kernel symbol's kernel object is mapped to its name.
+ *     kernel symbol's kernel object is mapped to its name;
+ *   - memory pool allocations and frees (hsa_amd_memory_pool_allocate,
+ *     _free) go to the core's GPU memory accounting as the layer below the
+ *     API (a GPU agent's pool: device memory; a CPU agent's: pinned host),
+ *     which ignores them where HIP reports its own calls (hip_tool.c), and
+ *     their address and size onto the call's leave.
  * C++ because hsa_api_trace.h is C++ (decltype); the rest of sysmeasure
  * is C.  None of this runs on a machine without an AMD GPU: built, not
  * verified on AMD hardware (see the manual). */
@@ -50,6 +55,9 @@ CoreApiTable core;  // the runtime's own entries, saved before ours go in
 AmdExtTable amd;
 sm_hsa_clock_t hsa_clock;
 std::atomic<uint64_t> activities{0};
+bool memory_on; /* configuration gpu_memory */
+sm_attribute_id_t attr_address = SM_INVALID_ID, attr_allocated = SM_INVALID_ID,
+                  attr_freed = SM_INVALID_ID;
 
 /* ---------------------------------------------------------------- calls as regions */
 
@@ -330,6 +338,116 @@ hsa_status_t async_copy(void *dst, hsa_agent_t dst_agent, const void *src, hsa_a
     return s;
 }
 
+/* ---------------------------------------------------------------- memory pools */
+
+static_assert(HSA_AMD_SEGMENT_GLOBAL == SM_HSA_SEGMENT_GLOBAL, "HSA's global segment");
+
+struct PoolInfo {
+    hsa_agent_t agent;
+    bool gpu;
+};
+std::mutex pools_lock;
+std::unordered_map<uint64_t, PoolInfo> *pools; /* pool handle -> its agent */
+hsa_agent_t first_gpu;
+
+hsa_status_t note_pool(hsa_amd_memory_pool_t pool, void *data)
+{
+    const PoolInfo *owner = static_cast<const PoolInfo *>(data);
+    (*pools)[pool.handle] = *owner;
+    return HSA_STATUS_SUCCESS;
+}
+
+hsa_status_t note_agent(hsa_agent_t agent, void *)
+{
+    hsa_device_type_t type = HSA_DEVICE_TYPE_CPU;
+    core.hsa_agent_get_info_fn(agent, HSA_AGENT_INFO_DEVICE, &type);
+    PoolInfo owner = {agent, type == HSA_DEVICE_TYPE_GPU};
+    if (owner.gpu && !first_gpu.handle)
+        first_gpu = agent;
+    amd.hsa_amd_agent_iterate_memory_pools_fn(agent, note_pool, &owner);
+    return HSA_STATUS_SUCCESS;
+}
+
+/* The pool's agent (every agent's pools are listed once, at the first
+ * allocation); false for a pool never listed. */
+bool pool_owner(hsa_amd_memory_pool_t pool, PoolInfo *out)
+{
+    std::lock_guard<std::mutex> g(pools_lock);
+    if (!pools) {
+        pools = new (std::nothrow) std::unordered_map<uint64_t, PoolInfo>();
+        if (!pools)
+            return false;
+        core.hsa_iterate_agents_fn(note_agent, nullptr);
+    }
+    auto it = pools->find(pool.handle);
+    if (it == pools->end())
+        return false;
+    *out = it->second;
+    return true;
+}
+
+void memory_op(uint32_t what, uint32_t kind, uint64_t address, uint64_t bytes, hsa_agent_t agent)
+{
+    sm_gpu_mem_op_t op;
+    memset(&op, 0, sizeof op);
+    op.what = what;
+    op.kind = kind;
+    op.address = address;
+    op.bytes = bytes;
+    op.vendor = SM_GPU_VENDOR_AMD;
+    op.level = SM_GPU_MEM_LEVEL_RUNTIME;
+    op.time = api->now();
+    /* Host memory belongs to no GPU: it is counted under the first. */
+    op.device = what == SM_GPU_MEM_ALLOC
+                    ? sm_rocm_device(api, device_of(agent.handle ? agent : first_gpu))
+                    : SM_GPU_NONE;
+    api->gpu_memory(&op, 1, sizeof op);
+}
+
+hsa_status_t pool_allocate(hsa_amd_memory_pool_t pool, size_t size, uint32_t flags, void **ptr)
+{
+    if (!api->runtime_active())
+        return amd.hsa_amd_memory_pool_allocate_fn(pool, size, flags, ptr);
+    sm_region_id_t r = region(ID_hsa_amd_memory_pool_allocate);
+    api->enter(r);
+    hsa_status_t s = amd.hsa_amd_memory_pool_allocate_fn(pool, size, flags, ptr);
+    int saved = errno;
+    if (s == HSA_STATUS_SUCCESS && memory_on && ptr && *ptr) {
+        PoolInfo owner = {{0}, false};
+        uint32_t segment = SM_HSA_SEGMENT_GLOBAL;
+        bool known = pool_owner(pool, &owner);
+        amd.hsa_amd_memory_pool_get_info_fn(pool, HSA_AMD_MEMORY_POOL_INFO_SEGMENT, &segment);
+        memory_op(SM_GPU_MEM_ALLOC, known ? sm_rocm_pool_kind(owner.gpu, segment) : SM_ROCM_MEM_OTHER,
+                  (uint64_t)(uintptr_t)*ptr, size, owner.agent);
+        sm_adapter_attr_t a[2] = {{attr_address, (uint64_t)(uintptr_t)*ptr}, {attr_allocated, size}};
+        api->leave_attrs(r, a, 2);
+    } else {
+        leave<hsa_status_t>(r, s);
+    }
+    errno = saved;
+    return s;
+}
+
+hsa_status_t pool_free(void *ptr)
+{
+    if (!api->runtime_active() || !memory_on || !ptr)
+        return Wrap<ID_hsa_amd_memory_pool_free, decltype(amd.hsa_amd_memory_pool_free_fn)>::call(ptr);
+    sm_region_id_t r = region(ID_hsa_amd_memory_pool_free);
+    api->enter(r);
+    uint64_t bytes = api->gpu_memory_block_bytes((uint64_t)(uintptr_t)ptr);
+    hsa_status_t s = amd.hsa_amd_memory_pool_free_fn(ptr);
+    int saved = errno;
+    if (s == HSA_STATUS_SUCCESS) {
+        memory_op(SM_GPU_MEM_FREE, 0, (uint64_t)(uintptr_t)ptr, 0, hsa_agent_t{0});
+        sm_adapter_attr_t a[2] = {{attr_address, (uint64_t)(uintptr_t)ptr}, {attr_freed, bytes}};
+        api->leave_attrs(r, a, bytes ? 2 : 1);
+    } else {
+        leave<hsa_status_t>(r, s);
+    }
+    errno = saved;
+    return s;
+}
+
 uint64_t read_ns(clockid_t id)
 {
     struct timespec ts;
@@ -390,6 +508,16 @@ OnLoad(HsaApiTable *table, uint64_t runtime_version, uint64_t failed_tool_count,
     table->core_->hsa_queue_create_fn = queue_create;
     table->core_->hsa_executable_freeze_fn = executable_freeze;
     table->amd_ext_->hsa_amd_memory_async_copy_fn = async_copy;
+    char memory[8] = "yes";
+    if (SM_ADAPTER_API_HAS(api, gpu_memory_block_bytes) &&
+        (api->config_value("gpu_memory", memory, sizeof memory) != 0 || strcmp(memory, "no") != 0)) {
+        memory_on = true;
+        attr_address = api->attribute_define("memory address", SM_ATTR_INT64);
+        attr_allocated = api->attribute_define("allocated bytes", SM_ATTR_INT64);
+        attr_freed = api->attribute_define("freed bytes", SM_ATTR_INT64);
+        table->amd_ext_->hsa_amd_memory_pool_allocate_fn = pool_allocate;
+        table->amd_ext_->hsa_amd_memory_pool_free_fn = pool_free;
+    }
     sm_info(1, "HSA tool loaded: HSA calls, kernel dispatches and async copies are timed");
     return true;
 }

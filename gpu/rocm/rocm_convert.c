@@ -109,6 +109,13 @@ void sm_rocm_from_hsa_times(const sm_hsa_clock_t *c, uint64_t start_ticks, uint6
     out->name = name ? name : sm_rocm_kind_name(kind);
 }
 
+sm_rocm_mem_kind_t sm_rocm_pool_kind(int agent_is_gpu, uint32_t segment)
+{
+    if (segment != SM_HSA_SEGMENT_GLOBAL)
+        return SM_ROCM_MEM_OTHER;
+    return agent_is_gpu ? SM_ROCM_MEM_DEVICE : SM_ROCM_MEM_PINNED;
+}
+
 /* ---------------------------------------------------------------- correlation -> kernel name */
 
 static inline uint32_t sm_rocm_name_slot(uint64_t correlation)

@@ -144,6 +144,26 @@ void sm_rocm_from_hsa_times(const sm_hsa_clock_t *c, uint64_t start_ticks, uint6
                             uint64_t correlation, uint64_t bytes, const char *name,
                             sm_rocm_activity_t *out) SM_HIDDEN;
 
+/* ---------------------------------------------------------------- HSA memory pools */
+
+/* Kinds of GPU memory, as the core's sm_gpu_mem_kind_t (gpu_memory.h). */
+typedef enum {
+    SM_ROCM_MEM_DEVICE = 0,
+    SM_ROCM_MEM_MANAGED = 1,
+    SM_ROCM_MEM_PINNED = 2,
+    SM_ROCM_MEM_STATIC = 3,
+    SM_ROCM_MEM_OTHER = 4
+} sm_rocm_mem_kind_t;
+
+/* HSA's segment numbering (hsa_amd_segment_t) for the pool's segment. */
+#define SM_HSA_SEGMENT_GLOBAL 0
+
+/* What hsa_amd_memory_pool_allocate gives from a pool: a GPU agent's
+ * global pool holds device memory (coarse or fine grained); a CPU agent's,
+ * page-locked host memory the GPUs reach (its kernel-argument pool too);
+ * other segments are counted as other. */
+sm_rocm_mem_kind_t sm_rocm_pool_kind(int agent_is_gpu, uint32_t segment) SM_HIDDEN;
+
 /* ---------------------------------------------------------------- correlation -> kernel name */
 
 /* The kernel name of each launch, by correlation id, from the launching

@@ -13,6 +13,14 @@ _Static_assert((int)SM_ROCM_KERNEL == (int)SM_GPU_KERNEL && (int)SM_ROCM_COPY_HT
                    (int)SM_ROCM_MARKER == (int)SM_GPU_MARKER && (int)SM_ROCM_OTHER == (int)SM_GPU_OTHER,
                "AMD activity kinds are the GPU layer's");
 
+/* Memory kinds too (core/gpu_memory.h). */
+_Static_assert((int)SM_ROCM_MEM_DEVICE == (int)SM_GPU_MEM_DEVICE &&
+                   (int)SM_ROCM_MEM_MANAGED == (int)SM_GPU_MEM_MANAGED &&
+                   (int)SM_ROCM_MEM_PINNED == (int)SM_GPU_MEM_PINNED &&
+                   (int)SM_ROCM_MEM_STATIC == (int)SM_GPU_MEM_STATIC &&
+                   (int)SM_ROCM_MEM_OTHER == (int)SM_GPU_MEM_OTHER,
+               "AMD memory kinds are the core's");
+
 /* Definitions seen before, under one lock: activities come from the
  * runtime's completion thread (one per process in ROCm 5), not from the
  * application's threads. */
@@ -82,6 +90,14 @@ static sm_region_id_t sm_rd_region(const sm_adapter_api_t *api, const char *name
     sm_rd_regions[h].kind = kind;
     sm_rd_regions[h].region = r;
     return r;
+}
+
+sm_gpu_device_t sm_rocm_device(const sm_adapter_api_t *api, uint32_t ordinal)
+{
+    pthread_mutex_lock(&sm_rd_lock);
+    sm_gpu_device_t d = sm_rd_device(api, ordinal);
+    pthread_mutex_unlock(&sm_rd_lock);
+    return d;
 }
 
 int sm_rocm_deliver(const sm_adapter_api_t *api, const sm_rocm_activity_t *a,

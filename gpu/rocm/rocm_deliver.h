@@ -13,4 +13,8 @@
 int sm_rocm_deliver(const sm_adapter_api_t *api, const sm_rocm_activity_t *a,
                     const char *stream_kind) SM_HIDDEN;
 
+/* The core's device of the runtime's device `ordinal` (defined on first
+ * sight, as for activities); SM_GPU_NONE when the core is not up. */
+sm_gpu_device_t sm_rocm_device(const sm_adapter_api_t *api, uint32_t ordinal) SM_HIDDEN;
+
 #endif

@@ -434,6 +434,9 @@ static const sm_adapter_api_t sm_adapter_api_v1 = {
     .sample_last = sm_sample_last,
     .sampler_finish_now = sm_sampler_finish_now,
     .string_define = sm_api_string_define,
+    .gpu_memory = sm_gpu_memory,
+    .gpu_memory_api_source = sm_gpu_memory_api_source,
+    .gpu_memory_block_bytes = sm_gpu_memory_block_bytes,
 };
 
 SM_EXPORT const sm_adapter_api_t *sysmeasure_adapter_api(unsigned version);

@@ -16,6 +16,7 @@
 #include "sampler.h"
 #include "gpu.h"
 #include "gpu_counters.h"
+#include "gpu_memory.h"
 #include "procs.h"
 
 #define SM_ADAPTER_API_VERSION 1
@@ -250,6 +251,18 @@ typedef struct sm_adapter_api {
     /* A string's id, for attributes of type SM_ATTR_STRING (a data type's
      * name); same text, same id; SM_INVALID_ID when the core is not up. */
     uint32_t (*string_define)(const char *text);
+    /* ---- added for GPU memory (gpu_memory.h; check with
+     * SM_ADAPTER_API_HAS(api, gpu_memory)) ---- */
+    /* Allocations and frees, n of them `stride` bytes apart (the caller's
+     * sizeof(sm_gpu_mem_op_t)), in the order they happened, any thread;
+     * returns how many were accounted. */
+    size_t (*gpu_memory)(const sm_gpu_mem_op_t *ops, size_t n, size_t stride);
+    /* This backend reports vendor's memory at its API layer (HIP): that
+     * vendor's lower layer (HSA) is ignored from now on. */
+    void (*gpu_memory_api_source)(uint32_t vendor);
+    /* The size of the block allocated at address; 0 when none is known
+     * (a free's bytes for its API call's leave). */
+    uint64_t (*gpu_memory_block_bytes)(uint64_t address);
 } sm_adapter_api_t;
 
 /* Whether a table the core handed out has the entry `field`. */

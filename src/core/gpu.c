@@ -11,6 +11,7 @@
 
 #include "clock.h"
 #include "events.h"
+#include "gpu_memory.h"
 #include "location.h"
 #include "runtime.h"
 #include "../util/grow.h"
@@ -448,8 +449,9 @@ static void sm_gpu_finalize_hook(const sm_run_info_t *run)
 {
     (void)run;
     pthread_mutex_lock(&sm_gpu_lock);
-    if (!sm_gpu_hooked) { /* no GPU backend in this process */
+    if (!sm_gpu_hooked) { /* no GPU backend with a flush in this process */
         pthread_mutex_unlock(&sm_gpu_lock);
+        sm_gpu_memory_end();
         return;
     }
     uint32_t n = sm_gpu_n_flushes;
@@ -461,6 +463,7 @@ static void sm_gpu_finalize_hook(const sm_run_info_t *run)
         fns[i]();
     sm_gpu_closing_done = 1;
     sm_gpu_flushing = 0;
+    sm_gpu_memory_end(); /* every allocation and free is in */
     uint64_t dropped = sm_gpu_dropped_count();
     char text[160];
     snprintf(text, sizeof text, "%" PRIu64, dropped);

@@ -2,6 +2,7 @@
  * metrics: one per memory space), entries never move, so samples need no
  * lock. */
 #include "metrics.h"
+#include "gpu_memory.h"
 #include "journal.h"
 #include "sig_hold.h"
 
@@ -124,11 +125,16 @@ void *sm_metrics_serialize(uint64_t *len)
         sm_put_u64(&w, m.samples ? m.min : 0);
         sm_put_u64(&w, m.sum);
     }
+    /* Then the GPU memory figures, which travel with the metrics to rank
+     * 0 and into process files (readers of the metrics stop before them). */
+    sm_gpu_memory_serialize(&w);
     return sm_wbuf_finish(&w, len);
 }
 
-void sm_metrics_deserialize(const void *blob, uint64_t len,
-                            void (*fn)(const sm_metric_entry_t *e, void *arg), void *arg)
+/* Reads the metrics of a blob (fn may be NULL); returns where they end. */
+static const uint8_t *sm_metrics_read(const void *blob, uint64_t len,
+                                      void (*fn)(const sm_metric_entry_t *e, void *arg),
+                                      void *arg)
 {
     sm_rbuf_t r = {blob, (const uint8_t *)blob + len, false};
     uint32_t n = sm_get_u32(&r);
@@ -148,7 +154,22 @@ void sm_metrics_deserialize(const void *blob, uint64_t len,
         e.samples = sm_get_u64(&r);
         e.min = sm_get_u64(&r);
         e.sum = sm_get_u64(&r);
-        if (!r.bad)
+        if (!r.bad && fn)
             fn(&e, arg);
     }
+    return r.bad ? NULL : r.p;
+}
+
+void sm_metrics_deserialize(const void *blob, uint64_t len,
+                            void (*fn)(const sm_metric_entry_t *e, void *arg), void *arg)
+{
+    sm_metrics_read(blob, len, fn, arg);
+}
+
+const uint8_t *sm_metrics_tail(const void *blob, uint64_t len, uint64_t *tail_len)
+{
+    const uint8_t *end = (const uint8_t *)blob + len;
+    const uint8_t *p = blob ? sm_metrics_read(blob, len, NULL, NULL) : NULL;
+    *tail_len = p ? (uint64_t)(end - p) : 0;
+    return p;
 }

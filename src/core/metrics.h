@@ -40,7 +40,7 @@ int sm_metric_get(sm_metric_id_t id, sm_metric_def_t *out) SM_HIDDEN;
 
 /* This process's sampled metrics as bytes, for rank 0 to gather (malloc'd; NULL
  * when out of memory): per metric its name and unit (u32 length, bytes),
- * last, max, samples, min, sum (u64). */
+ * last, max, samples, min, sum (u64); then the GPU memory figures. */
 void *sm_metrics_serialize(uint64_t *len) SM_HIDDEN;
 
 /* One metric of such bytes, read back (names cut to fit, NUL-terminated). */
@@ -53,5 +53,9 @@ typedef struct sm_metric_entry {
 void sm_metrics_deserialize(const void *blob, uint64_t len,
                             void (*fn)(const sm_metric_entry_t *e, void *arg),
                             void *arg) SM_HIDDEN;
+/* What follows the metrics in such bytes (other core modules' figures of
+ * the process: GPU memory, gpu_memory.h): its start and length; NULL when
+ * the metrics are damaged. */
+const uint8_t *sm_metrics_tail(const void *blob, uint64_t len, uint64_t *tail_len) SM_HIDDEN;
 
 #endif

@@ -13,6 +13,7 @@
 #include "clock.h"
 #include "definitions.h"
 #include "ending.h"
+#include "gpu_memory.h"
 #include "journal.h"
 #include "location.h"
 #include "sampler.h"
@@ -49,6 +50,7 @@ void sm_runtime_after_fork_child(void)
         sm_definitions_after_daemon_child();
         sm_locations_after_daemon_child();
         sm_journal_after_daemon_child();
+        sm_gpu_memory_after_daemon_child();
         sm_buffers_resume(1);
         /* Said now, while stderr is still the parent's (daemon() points it
          * at /dev/null next). */

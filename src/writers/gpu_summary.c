@@ -317,7 +317,8 @@ sm_gpu_summary_t *sm_gpu_summary_build(const sm_job_t *job, const sm_profile_sum
     g->n_ranks = s->n_ranks ? s->n_ranks : 1;
     sm_gs_walk_t w = {.g = g, .job = job, .s = s};
     sm_cpath_walk(&s->root, sm_gs_visit, &w);
-    if (w.oom || (!g->n_kernels && !g->n_copies && !g->n_paths)) {
+    g->memory = w.oom ? NULL : sm_gmt_build(job);
+    if (w.oom || (!g->n_kernels && !g->n_copies && !g->n_paths && !g->memory)) {
         sm_gpu_summary_free(g);
         return NULL;
     }
@@ -343,6 +344,7 @@ void sm_gpu_summary_free(sm_gpu_summary_t *g)
     free(g->kernels);
     free(g->copies);
     sm_gct_free(g->counters);
+    sm_gmt_free(g->memory);
     free(g);
 }
 
@@ -361,6 +363,10 @@ void sm_gpu_summary_text(sm_out_t *o, const sm_gpu_summary_t *g)
 {
     if (!g)
         return;
+    if (!g->n_kernels && !g->n_copies && !g->n_paths) {
+        sm_gmt_text(o, g->memory); /* a program that only allocated */
+        return;
+    }
     sm_out_printf(o, "\nGPU kernels (durations in us; share of all kernel time %.3f ms)\n",
                   g->kernel_ns / 1e6);
     sm_out_printf(o, "  %-48s %-10s %8s %12s %10s %10s %10s %10s %7s\n", "KERNEL", "DEVICE", "CALLS",
@@ -412,6 +418,7 @@ void sm_gpu_summary_text(sm_out_t *o, const sm_gpu_summary_t *g)
         sm_out_printf(o, "  %10.3f %8llu  %s => %s\n", g->paths[i].time_ns / 1e3,
                       (unsigned long long)g->paths[i].calls,
                       g->paths[i].path[0] ? g->paths[i].path : "(unknown)", g->paths[i].activity);
+    sm_gmt_text(o, g->memory);
 }
 
 /* ---------------------------------------------------------------- profile.json */
@@ -492,6 +499,14 @@ void sm_gpu_summary_json(sm_json_t *j, const sm_gpu_summary_t *g)
     }
     sm_json_array_end(j);
     sm_gct_json(j, g->counters);
+    sm_json_key(j, "memory");
+    if (g->memory) {
+        sm_json_object_begin(j);
+        sm_gmt_json_members(j, g->memory);
+        sm_json_object_end(j);
+    } else {
+        sm_json_null(j);
+    }
     sm_json_object_end(j);
 }
 
@@ -544,6 +559,8 @@ int sm_gpu_summary_csv(const char *dir, const sm_gpu_summary_t *g)
     }
     int rc = sm_out_close(&o);
     if (sm_gct_csv(dir, "profile_gpu_counters.csv", g->counters) != 0)
+        rc = -1;
+    if (sm_gmt_csv(dir, g->memory) != 0)
         rc = -1;
     return rc;
 }

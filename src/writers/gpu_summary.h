@@ -8,12 +8,16 @@
  *   - per copy direction (and memset): count, bytes, time, bandwidth;
  *   - per host call path and activity: calls and device time;
  *   - the per-kernel GPU counter statistics (gpu_counter_table.h), in
- *     profile.txt, profile.json and profile_gpu_counters.csv. */
+ *     profile.txt, profile.json and profile_gpu_counters.csv;
+ *   - GPU memory per device and kind: high-water marks, what was never
+ *     freed (gpu_memory_table.h), in profile.txt, profile.json and
+ *     profile_gpu_memory.csv. */
 #ifndef SM_GPU_SUMMARY_H
 #define SM_GPU_SUMMARY_H
 
 #include <stdint.h>
 #include "gpu_counter_table.h"
+#include "gpu_memory_table.h"
 #include "summary_common.h"
 #include "../util/json.h"
 
@@ -56,9 +60,10 @@ typedef struct sm_gpu_summary {
     double kernel_ns;                     /* all kernels */
     uint32_t n_ranks;
     sm_gct_t *counters;                   /* NULL: no GPU counter values */
+    sm_gmt_t *memory;                     /* NULL: no GPU memory seen */
 } sm_gpu_summary_t;
 
-/* NULL when the job has no GPU activity (or out of memory). */
+/* NULL when the job has no GPU activity nor GPU memory (or out of memory). */
 sm_gpu_summary_t *sm_gpu_summary_build(const sm_job_t *job,
                                        const sm_profile_summary_t *s) SM_HIDDEN;
 void sm_gpu_summary_free(sm_gpu_summary_t *g) SM_HIDDEN;

@@ -20,6 +20,7 @@
 #include "../util/bytes.h"
 #include "../util/json.h"
 #include "../util/log.h"
+#include "gpu_memory_table.h"
 #include "summary_common.h"
 
 /* ISO 8601 in UTC with milliseconds: 2024-05-01T12:34:56.789Z */
@@ -341,6 +342,7 @@ int sm_metadata_write_json(const sm_run_info_t *run, const sm_job_t *job)
     /* Rank 0's declared pairs (the ranks of a job declare alike). */
     sm_meta_declared(&j);
     sm_meta_metrics(&j, job);
+    sm_gmt_json_field(&j, job); /* GPU memory per device and kind */
 
     sm_json_run_totals(&j, run);
     /* What an adapter could not see of the program (see sm_runtime_add_note). */

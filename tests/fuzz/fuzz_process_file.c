@@ -5,6 +5,7 @@
  * fuzz_spill_file.c.  See fuzz_common.h for the mode byte. */
 #include "fuzz_merge_common.h"
 
+#include "../../src/core/gpu_memory.h"
 #include "../../src/core/metrics.h"
 #include "../../src/merge/image.h"
 #include "../../src/merge/process_file.h"
@@ -80,8 +81,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     uint64_t sum = 0;
-    if (f->metrics)
+    if (f->metrics) {
         sm_metrics_deserialize(f->metrics, f->metrics_len, fuzz_metric, &sum);
+        /* the GPU memory figures that follow the metrics */
+        sm_gmem_process_t *gm = malloc(sizeof *gm);
+        if (gm && sm_gpu_memory_read(f->metrics, f->metrics_len, gm) > 0)
+            sum += gm->n_rows + gm->n_top;
+        free(gm);
+    }
     sm_defset_free(defs);
     sm_process_file_free(f);
     return 0;

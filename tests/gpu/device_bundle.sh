@@ -49,7 +49,8 @@ echo "== building in $tree"
 # (which lacks papi.h).  Build them here once.
 (cd "$tree" && if [ -f sm_build.h ] && [ stamp-h1 -nt sm_build.h ]; then touch sm_build.h; fi)
 (cd "$tree" && make -s -j"$jobs" all >/dev/null &&
-    make -s -j"$jobs" tests/gpu/gpu_app tests/gpu/other_tool.so tests/gpu/counters_app tests/gpu/mt_counters bench/bench-region \
+    make -s -j"$jobs" tests/gpu/gpu_app tests/gpu/other_tool.so tests/gpu/counters_app tests/gpu/mt_counters \
+        tests/gpu/gpu_memory_app bench/bench-region \
         $(grep -q '^am__append_[0-9]* = tests/gpu/gpu_app_mpi' "$tree/Makefile" && echo tests/gpu/gpu_app_mpi) >/dev/null) ||
     { echo "device_bundle: the build in $tree failed (rerun make there)" >&2; exit 1; }
 # The benchmarks of bench/ (make bench-region, bench-mpi, bench-omp,

@@ -31,22 +31,25 @@ static SM_ALWAYS_INLINE uint64_t sm_otf2_time(sm_otf2_writer_t *w, uint64_t tick
     return ns;
 }
 
-/* Fills w->attrs from an enter/leave payload; returns the list, or NULL when
+/* Fills w->attrs from the attribute pairs of a payload from word first_word
+ * on (0: an enter or leave); returns the list, or NULL when
  * it stays empty.  Attributes that are unknown, of an unknown type or repeated
  * in one event are skipped (counted) rather than failing the archive. */
-static OTF2_AttributeList *sm_otf2_attributes(sm_otf2_writer_t *w, const sm_record_t *rec,
-                                              OTF2_ErrorCode *rc)
+static OTF2_AttributeList *sm_otf2_attributes_at(sm_otf2_writer_t *w, const sm_record_t *rec,
+                                                 uint32_t first_word, OTF2_ErrorCode *rc)
 {
     uint32_t n = rec->aux;
     const sm_id_maps_t *maps = w->img->maps;
     uint32_t n_attributes = maps->n_attributes;
     uint32_t n_strings = maps->n_strings;
-    const unsigned char *p = sm_record_payload(rec);
     bool any = false;
 
     *rc = OTF2_SUCCESS;
-    if (n > rec->words / 2u)
-        n = rec->words / 2u;
+    if (first_word > rec->words)
+        first_word = rec->words;
+    if (n > (rec->words - first_word) / 2u)
+        n = (rec->words - first_word) / 2u;
+    const unsigned char *p = (const unsigned char *)sm_record_payload(rec) + 8u * first_word;
     for (uint32_t i = 0; i < n; i++) {
         sm_record_attr_t a;
         memcpy(&a, p + i * sizeof a, sizeof a); /* no alignment assumption */
@@ -81,6 +84,12 @@ static OTF2_AttributeList *sm_otf2_attributes(sm_otf2_writer_t *w, const sm_reco
         any = true;
     }
     return any ? w->attrs : NULL;
+}
+
+static OTF2_AttributeList *sm_otf2_attributes(sm_otf2_writer_t *w, const sm_record_t *rec,
+                                              OTF2_ErrorCode *rc)
+{
+    return sm_otf2_attributes_at(w, rec, 0, rc);
 }
 
 /* The job's id of a region or communicator of this process. */
@@ -201,7 +210,8 @@ static OTF2_ErrorCode sm_otf2_message_record(sm_otf2_writer_t *w, const sm_recor
         return OTF2_EvtWriter_NonBlockingCollectiveComplete(
             e, NULL, t, (OTF2_CollectiveOp)rec->aux, comm, sm_otf2_root(pt),
             sm_otf2_word(rec, 1), sm_otf2_word(rec, 2), sm_otf2_word(rec, 3));
-    case SM_REC_METRIC_NAMED: {
+    case SM_REC_METRIC_NAMED:
+    case SM_REC_METRIC_NAMED_ATTRS: {
         const sm_id_maps_t *m = w->img->maps;
         uint32_t name = rec->ref < m->n_strings ? m->strings[rec->ref] : SM_INVALID_ID;
         if (name >= w->n_named_strings || w->named_metric[name] == SM_INVALID_ID)
@@ -209,9 +219,16 @@ static OTF2_ErrorCode sm_otf2_message_record(sm_otf2_writer_t *w, const sm_recor
         OTF2_Type type = OTF2_TYPE_UINT64;
         OTF2_MetricValue v;
         v.unsigned_int = pt;
+        OTF2_AttributeList *al = NULL;
+        if (rec->kind == SM_REC_METRIC_NAMED_ATTRS) {
+            OTF2_ErrorCode rc;
+            al = sm_otf2_attributes_at(w, rec, 2, &rc); /* after the value and the unit */
+            if (rc != OTF2_SUCCESS)
+                return rc;
+        }
         w->metric_events = true;
         sm_otf2_tl_metric(w, t, w->named_metric[name], pt);
-        return OTF2_EvtWriter_Metric(e, NULL, t, SM_XFER_KIND_COUNT + w->named_metric[name], 1,
+        return OTF2_EvtWriter_Metric(e, al, t, SM_XFER_KIND_COUNT + w->named_metric[name], 1,
                                      &type, &v);
     }
     case SM_REC_COUNTERS:
