@@ -4,6 +4,7 @@
 #include "job.h"
 #include "journal.h"
 #include "folder_claim.h"
+#include "job_folder.h"
 #include "adapter_load.h"
 
 #include <sched.h>
@@ -102,6 +103,9 @@ typedef enum sm_outdir_claim {
                           * this process takes a sub-folder */
     SM_OUTDIR_MOVED,     /* another writer has it: a sub-folder of our own, said once */
     SM_OUTDIR_JOB,       /* the MPI job's folder, which rank 0 claimed */
+    SM_OUTDIR_SHARED,    /* one of a job's processes without MPI (a launcher's rank
+                          * and size): the job's processes share the folder, and
+                          * the last to end merges it (job_folder.h) */
 } sm_outdir_claim_t;
 
 static sm_outdir_claim_t sm_outdir_claim;
@@ -137,18 +141,34 @@ static void sm_output_claim(sm_claim_mode_t mode)
         return; /* the first write says why */
     switch (sm_folder_claim(sm_outbase, mode, holder, sizeof holder)) {
     case SM_CLAIM_OURS:
-        sm_outdir_claim = SM_OUTDIR_HELD;
+        sm_outdir_claim = mode == SM_CLAIM_JOIN ? SM_OUTDIR_SHARED : SM_OUTDIR_HELD;
         break;
     case SM_CLAIM_TAKEN:
         snprintf(why, sizeof why, "is being written by another process (%s, says its %s), so "
                  "this %s (%s%s, pid %d)", holder, SM_CLAIM_FILE,
                  mode == SM_CLAIM_JOB ? "MPI job" : "process",
                  mode == SM_CLAIM_JOB ? "rank 0: " : "", sm_program, (int)getpid());
+        if (mode == SM_CLAIM_JOIN) /* ... writes on its own */
+            snprintf(why, sizeof why, "is being written by another job (%s, says its %s), so "
+                     "rank %ld of this %s job (%s, pid %d)", holder, SM_CLAIM_FILE,
+                     sm_job_launcher_rank(), sm_job_launch()->name, sm_program, (int)getpid());
         sm_output_move_out(why);
         break;
     case SM_CLAIM_UNCHECKED:
         break;
     }
+}
+
+/* One of the processes of a job that a launcher started (its rank and the
+ * job's size, job.h), and no MPI program: MPI_Init would make the job one
+ * at MPI_Finalize (an MPI program gets the wrappers, which define MPI_Init,
+ * before its start; a program that loads MPI later, as Python's mpi4py
+ * does, leaves this way when it calls MPI_Init). */
+static bool sm_runtime_job_without_mpi(void)
+{
+    const sm_job_launch_t *l = sm_job_launch();
+    return l->size > 1 && l->rank >= 0 && l->rank < l->size &&
+           dlsym(RTLD_DEFAULT, "MPI_Init") == NULL;
 }
 
 /* sysmeasure-<program>-<date>-<time>-<pid>, in the working directory; or
@@ -167,6 +187,8 @@ static void sm_choose_output_dir(void)
         /* A process the launched program started: a folder of its own inside. */
         if (sm_cfg.launched_pid > 0 && sm_cfg.launched_pid != getpid())
             sm_output_subfolder(sm_outdir, sizeof sm_outdir);
+        else if (sm_runtime_job_without_mpi())
+            sm_output_claim(SM_CLAIM_JOIN); /* the job's processes share it */
         else if (sm_job_launcher_rank() > 0)
             sm_outdir_claim = SM_OUTDIR_DEFERRED; /* rank 0 claims it (one claim per job) */
         else
@@ -215,8 +237,12 @@ static void sm_output_settle_alone(void)
  * started through).  Collective over procs. */
 static void sm_output_claim_for_job(const sm_procs_t *procs)
 {
-    if (sm_outdir_claim == SM_OUTDIR_HELD)
+    if (sm_outdir_claim == SM_OUTDIR_HELD || sm_outdir_claim == SM_OUTDIR_SHARED)
         sm_folder_release(sm_outbase);
+    /* Taken for a job without MPI (by this process, or by the script it
+     * was started through, which exec'd it): the MPI job ends together. */
+    if (sm_outbase[0] && sm_job_launcher_rank() >= 0)
+        sm_job_folder_unregister(sm_outbase, (uint32_t)sm_job_launcher_rank());
     (void)procs->barrier(procs->ctx);
     if (!sm_outbase[0] || (sm_cfg.launched_pid > 0 && sm_cfg.launched_pid != getpid()))
         return; /* no folder named, or the folder of a launched program's child */
@@ -302,17 +328,24 @@ static void sm_runtime_journal_clock(void)
     sm_journal_add(SM_J_CLOCK, &clock, sizeof clock, NULL, 0);
 }
 
-void sm_runtime_set_process_group(const sm_procs_t *procs)
+/* This process's rank among n: for the run, the spill file's header and
+ * the crash-safe journal (a killed process's files say which rank it was). */
+static void sm_runtime_set_rank(uint32_t rank, uint32_t n)
 {
-    sm_procs = procs;
-    sm_run.rank = procs ? procs->rank : 0;
-    sm_run.n_ranks = procs ? procs->size : 1;
+    sm_run.rank = rank;
+    sm_run.n_ranks = n;
     sm_space_set_rank(sm_run.rank);
     sm_buffers_set_rank(sm_run.rank, sm_run.n_ranks); /* the spill file's header */
     if (sm_journal_on()) {
         uint32_t r[2] = {sm_run.rank, sm_run.n_ranks};
         sm_journal_add(SM_J_RANK, r, sizeof r, NULL, 0);
     }
+}
+
+void sm_runtime_set_process_group(const sm_procs_t *procs)
+{
+    sm_procs = procs;
+    sm_runtime_set_rank(procs ? procs->rank : 0, procs ? procs->size : 1);
     if (procs)
         sm_output_claim_for_job(procs);
     /* Rank 0 claims its folder now, so that the name it hands to the other
@@ -782,6 +815,13 @@ static int sm_runtime_init_as_held(int argc, char **argv)
     sm_run.start_time = sm_clock_now();
     sm_run.clock_source = sm_clock_source_name();
     sm_run.n_ranks = 1;
+    if (sm_outdir_claim == SM_OUTDIR_SHARED) {
+        /* One of a job's processes without MPI: its launcher's rank from
+         * the start, and a record that says it runs (job_folder.h). */
+        const sm_job_launch_t *l = sm_job_launch();
+        sm_runtime_set_rank((uint32_t)l->rank, (uint32_t)l->size);
+        (void)sm_job_folder_register(sm_outbase, (uint32_t)l->rank); /* (a later write says why) */
+    }
     sm_counters_notes(sm_runtime_add_note);
     sm_region_filter_init(&sm_cfg);
 
@@ -1044,6 +1084,75 @@ static int sm_runtime_write_rank_file(const char *reason)
     return rc != 0;
 }
 
+/* A trace stopped before a disk limit (trace_space.h): the process file has
+ * no notes; its declared metadata, which sysmeasure-merge puts in
+ * metadata.json, says it. */
+static void sm_runtime_trace_stop_for_file(void)
+{
+    if (!sm_space_stopped())
+        return;
+    char reason[300], note[1200];
+    sm_space_reason_words(sm_space_reason(), reason, sizeof reason);
+    sm_space_note(note, sizeof note, (double)sm_space_stop_ns() / 1e9, reason,
+                  sm_run.trace_untraced, 1, 1);
+    sm_runtime_metadata_set("trace_stopped", note);
+}
+
+/* The end of one of a job's processes without MPI (SM_OUTDIR_SHARED): its
+ * process file, like a rank that leaves MPI without MPI_Finalize; then the
+ * job's bookkeeping (job_folder.h) says whether it is the last of the job
+ * to end.  The last merges the folder into the job's outputs as
+ * sysmeasure-merge would, or, when a process of the job ended without its
+ * files (killed), leaves the files with one line that says how to merge
+ * them.  The failures. */
+static int sm_runtime_end_in_job_folder(void)
+{
+    const sm_job_launch_t *l = sm_job_launch();
+    char why[sizeof sm_end_reason + 160];
+    snprintf(why, sizeof why, "%s; rank %u of the %u processes of a %s job without MPI",
+             sm_end_reason[0] ? sm_end_reason : "exit", (unsigned)sm_run.rank,
+             (unsigned)sm_run.n_ranks, l->name);
+    sm_runtime_trace_stop_for_file();
+    if (sm_runtime_write_rank_file(why) != 0)
+        return 1; /* said; the others find this process gone without its files */
+    uint32_t n_missing = 0;
+    char missing[1024];
+    sm_job_folder_end_t end = sm_job_folder_arrive(sm_outdir, sm_run.rank, sm_run.n_ranks,
+                                                   &n_missing, missing, sizeof missing);
+    if (end == SM_JOB_FOLDER_NOT_LAST) {
+        sm_info(1, "rank %u of the %s job: its data is in %s; the last of the job's %u "
+                "processes to end writes the outputs", (unsigned)sm_run.rank, l->name, sm_outdir,
+                (unsigned)sm_run.n_ranks);
+        return 0;
+    }
+    if (end == SM_JOB_FOLDER_FAILED) {
+        sm_warning("rank %u of the %s job cannot tell whether it ends last (%s/.ranks: %s): "
+                   "its data is in %s; after the job, run `sysmeasure-merge %s` to make one "
+                   "archive", (unsigned)sm_run.rank, l->name, sm_outdir, sm_fs_why(errno),
+                   sm_outdir, sm_outdir);
+        return 1;
+    }
+    if (n_missing) {
+        uint32_t wrote = sm_run.n_ranks - n_missing;
+        sm_warning("%u process%s wrote %s; run `sysmeasure-merge %s` to make one archive "
+                   "(%u of the %s job's %u processes ended without writing their files: %s)",
+                   (unsigned)wrote, wrote == 1 ? "" : "es", sm_outdir, sm_outdir,
+                   (unsigned)n_missing, l->name, (unsigned)sm_run.n_ranks, missing);
+        sm_folder_release_job(sm_outbase);
+        return 0;
+    }
+    /* Every process's files are in place and none of them writes any more. */
+    sm_job_folder_remove(sm_outdir, sm_job_hash());
+    sm_log_step(NULL);
+    int failures = sm_end_layer.merge_job(sm_outdir, sm_job_id(), false);
+    sm_log_step("the job's outputs from its processes' files");
+    if (!failures)
+        sm_info(0, "%u processes of the %s job measured; output in %s", (unsigned)sm_run.n_ranks,
+                l->name, sm_outdir);
+    sm_folder_release_job(sm_outbase);
+    return failures;
+}
+
 static int sm_runtime_rank_file_saved; /* written at the start of MPI_Finalize */
 static int sm_runtime_presaved;        /* the end began there */
 
@@ -1141,21 +1250,19 @@ int sm_runtime_finalize_as(const char *reason, int how)
      * leaves a process file for sysmeasure-merge. */
     if (sm_procs && !sm_finalizing_job) {
         const char *why = sm_end_reason[0] ? sm_end_reason : "exit without MPI_Finalize";
-        if (sm_space_stopped()) {
-            /* The process file has no notes: its declared metadata, which
-             * sysmeasure-merge puts in metadata.json, says it. */
-            char reason[300], note[1200];
-            sm_space_reason_words(sm_space_reason(), reason, sizeof reason);
-            sm_space_note(note, sizeof note, (double)sm_space_stop_ns() / 1e9, reason,
-                          sm_run.trace_untraced, 1, 1);
-            sm_runtime_metadata_set("trace_stopped", note);
-        }
+        sm_runtime_trace_stop_for_file();
         int rc = sm_runtime_write_rank_file(why);
         if (rc == 0)
             sm_runtime_say_saved();
         if (rc == 0 && sm_run.rank == 0)
             sm_warning("rank 0 ended without MPI_Finalize (%s): each rank left its data in %s; "
                        "after the job, run: sysmeasure-merge %s", why, sm_outdir, sm_outdir);
+        sm_runtime_end_write(at_exit);
+        errno = saved_errno;
+        return rc;
+    }
+    if (!sm_procs && sm_outdir_claim == SM_OUTDIR_SHARED) {
+        int rc = sm_runtime_end_in_job_folder();
         sm_runtime_end_write(at_exit);
         errno = saved_errno;
         return rc;

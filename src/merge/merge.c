@@ -14,6 +14,7 @@
 
 #include "../core/buffer.h"
 #include "../core/events.h"
+#include "../core/job_folder.h"
 #include "../core/journal.h"
 #include "../core/runtime.h"
 #include "../util/fs.h"
@@ -806,6 +807,8 @@ sm_merge_status_t sm_merge_folder(const char *folder, const sm_merge_options_t *
         goto out;
     }
     status = SM_MERGE_OK;
+    if (opt->keep && opt->live)
+        goto out;
     if (opt->keep) {
         fprintf(stderr, "sysmeasure-merge: %u of %u ranks merged into %s (its process and "
                 "crash-safe files kept: --keep)%s\n", (unsigned)m.n_files, (unsigned)n_ranks,
@@ -823,9 +826,14 @@ sm_merge_status_t sm_merge_folder(const char *folder, const sm_merge_options_t *
                 if (!strcmp(m.spill[s].path, f->events[k]))
                     m.spill[s].used = 1;
     }
+    /* The bookkeeping of a job without MPI that the merge completes
+     * (job_folder.h) goes with its files. */
+    sm_job_folder_remove(folder, sm_job_hash_of(m.files[0]->job));
     uint32_t removed, left;
     uint64_t freed;
     sm_merge_clean(&m, &removed, &freed, &left);
+    if (opt->live)
+        goto out;
     char rest[160] = "";
     if (left)
         snprintf(rest, sizeof rest, "; %u file%s of other jobs or not of this merge left there",
