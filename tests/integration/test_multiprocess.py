@@ -1,0 +1,293 @@
+"""Jobs of several processes without MPI (issue 30, item 2): the processes of
+one job that share an output folder end as one archive and one profile,
+written by the last of them to end, with ranks numbered by their launcher.
+
+- torchrun (RANK, WORLD_SIZE, MASTER_ADDR/PORT, TORCHELASTIC_RUN_ID), given
+  by a shell as torchrun gives it, with the ranks ending in either order and
+  at the same moment; a Slurm step (SLURM_PROCID, SLURM_NTASKS, ...); a
+  program without MPI under mpirun: one archive with every rank, one profile
+  whose statistics span the ranks (rank 1 sleeps twice as long as rank 0:
+  the min on rank 0, the max on rank 1), metadata.json of every rank, no
+  per-process file left, one closing line;
+- a rank killed with SIGKILL: the survivor leaves the files and says in one
+  line how to merge them; sysmeasure-merge then makes one archive with the
+  killed rank's events up to the kill (--crash-safe) and names that rank;
+- an MPI job is unchanged: one archive through MPI_Finalize."""
+import os
+import signal
+import subprocess
+import time
+
+import smtest
+from smtest import (LAUNCHER, MPIRUN, BUILD, Trace, check, check_messages,
+                    check_trace_consistent, clean_env, load_json, mpi_env, program,
+                    region_visits_by_rank, workdir)
+
+HAVE_MPI = os.environ.get("SM_HAVE_MPI", "yes") == "yes"
+MEMBER = program("job-member")
+MERGE = os.path.join(BUILD, "sysmeasure-merge")
+# The planted region: each rank visits "work" twice, rank r sleeping
+# (r + 1) * MS each time.
+MS = 50
+# Launcher variables of the machine the test runs on are not the test's.
+LAUNCHER_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
+                 "MASTER_PORT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT",
+                 "TORCHELASTIC_ERROR_FILE", "GROUP_RANK")
+
+
+def base_env(extra):
+    env = clean_env()
+    for k in list(env):
+        if k in LAUNCHER_VARS or k.startswith(("OMPI_", "PMIX_", "PMI_", "SLURM_", "MV2_")):
+            del env[k]
+    env.update(extra)
+    return env
+
+
+def torch_env(rank, size, run_id):
+    return base_env({"RANK": str(rank), "WORLD_SIZE": str(size), "LOCAL_RANK": str(rank),
+                     "LOCAL_WORLD_SIZE": str(size), "MASTER_ADDR": "127.0.0.1",
+                     "MASTER_PORT": "29500", "TORCHELASTIC_RUN_ID": run_id})
+
+
+def slurm_env(rank, size, job_id):
+    return base_env({"SLURM_PROCID": str(rank), "SLURM_NTASKS": str(size),
+                     "SLURM_JOB_ID": job_id, "SLURM_STEP_ID": "0", "SLURM_LOCALID": str(rank)})
+
+
+def wait_for(paths, procs, seconds=60):
+    """Until every path exists (the test's own polling)."""
+    end = time.time() + seconds
+    while time.time() < end and not all(os.path.exists(p) for p in paths):
+        if any(p.poll() is not None for p in procs):
+            break
+        time.sleep(0.01)
+    return all(os.path.exists(p) for p in paths)
+
+
+def start_ranks(work, env_of, size, launcher_args=()):
+    """The job's processes, each stopped in "waiting" after its planted
+    work until its GO file exists; returns (out, procs, go files)."""
+    out = os.path.join(work, "out")
+    procs, gos, started = [], [], []
+    for r in range(size):
+        gos.append(os.path.join(work, "go-%d" % r))
+        started.append(os.path.join(work, "started-%d" % r))
+        cmd = [LAUNCHER, "-o", out] + list(launcher_args) + \
+            [MEMBER, str((r + 1) * MS), gos[-1], started[-1]]
+        procs.append(subprocess.Popen(cmd, env=env_of(r), stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    check(wait_for(started, procs), "every rank runs: %s" % [p.poll() for p in procs])
+    return out, procs, gos
+
+
+def end_ranks(procs, gos, order):
+    """Lets the ranks end: one after the other in order (each gone before
+    the next is let go), or all at once (order None)."""
+    if order is None:
+        for g in gos:
+            open(g, "w").close()
+        order = range(len(procs))
+    else:
+        for r in order:
+            open(gos[r], "w").close()
+            procs[r].wait(timeout=120)
+    return {r: procs[r].communicate(timeout=120) + (procs[r].returncode,) for r in order}
+
+
+def read_json(folder, name):
+    try:
+        return load_json(folder, name)
+    except (OSError, ValueError) as e:
+        check(False, "%s/%s cannot be read: %s" % (folder, name, e))
+        return {}
+
+
+def leftovers(out):
+    """What must not stay: per-process files, the folder's record, sub-folders."""
+    if not os.path.isdir(out):
+        return ["(no folder)"]
+    return sorted(n for n in os.listdir(out)
+                  if n in (".ranks", ".spill") or n.startswith(".sysmeasure.lock")
+                  or (os.path.isdir(os.path.join(out, n)) and n != "traces"))
+
+
+def check_job_result(out, results, pids, launcher):
+    """One archive and one profile of every rank, by the last to end."""
+    size = len(pids)
+    for r, (stdout, stderr, rc) in sorted(results.items()):
+        check(rc == 0 and stdout == "application output\n",
+              "rank %d: rc 0, its output kept: %d %r %s" % (r, rc, stdout, stderr))
+    lines = [l for _, stderr, _ in results.values() for l in stderr.splitlines()]
+    closing = "sysmeasure: %d processes of the %s job measured; output in %s" % (size, launcher, out)
+    check(lines == [closing], "one closing line for the job, nothing else: %s" % lines)
+    check(leftovers(out) == [], "no per-process file or record left: %s" % leftovers(out))
+
+    meta = read_json(out, "metadata.json")
+    check(meta.get("ranks") == size and [p.get("pid") for p in meta.get("processes", [])] == pids,
+          "metadata.json: %d ranks, the pids by rank %s: %s %s"
+          % (size, pids, meta.get("ranks"), meta.get("processes")))
+    profile = read_json(out, "profile.json")
+    work = [c for c in profile.get("callpaths", []) if c.get("path") == ["work"]]
+    if check(len(work) == 1, "profile.json: one call path 'work': %s"
+             % [c.get("path") for c in profile.get("callpaths", [])]):
+        per_rank = work[0].get("per_rank", [])
+        check([(p["rank"], p["visits"]) for p in per_rank] == [(r, 2) for r in range(size)],
+              "profile.json: 2 visits of 'work' on every rank: %s" % per_rank)
+        incl = work[0].get("across_ranks", {}).get("inclusive", {})
+        # Planted: rank r sleeps 2 x (r + 1) x MS ms in "work".
+        check(incl.get("min_rank") == 0 and incl.get("max_rank") == size - 1
+              and incl.get("min", 0) >= 2 * MS * 1e6 and incl.get("max", 0) >= 2 * size * MS * 1e6,
+              "profile.json: across the ranks, min on rank 0 (>= %d ms), max on rank %d "
+              "(>= %d ms): %s" % (2 * MS, size - 1, 2 * size * MS, incl))
+    try:
+        with open(os.path.join(out, "profile.txt")) as f:
+            text = f.read()
+    except OSError as e:
+        text = ""
+        check(False, "profile.txt: %s" % e)
+    row = [l for l in text.splitlines() if l.startswith("| work ") and "ACROSS" not in l]
+    ranks_row = [l.split("|") for l in row if len(l.split("|")) > 16]
+    check(("ranks       : %d on 1 host" % size) in text and ranks_row
+          and ranks_row[0][2].strip() == str(size) and ranks_row[0][7].strip() == "0"
+          and ranks_row[0][9].strip() == str(size - 1),
+          "profile.txt: %d ranks, across the ranks 'work' has its min on rank 0 and its max on "
+          "rank %d: %s" % (size, size - 1, row))
+    try:
+        trace = Trace(out)
+    except Exception as e:
+        check(False, "the archive cannot be read: %s" % e)
+        return
+    check_trace_consistent(trace)
+    visits = region_visits_by_rank(trace)
+    check(visits.get("work") == {r: 2 for r in range(size)}
+          and visits.get("waiting") == {r: 1 for r in range(size)},
+          "the archive holds every rank's planted regions: %s" % visits)
+    groups = sorted({l.group.name for l in trace.locations})
+    check(len(groups) == size, "the archive has %d processes: %s" % (size, groups))
+
+
+def torch_job(name, order):
+    work = workdir(name)
+    run_id = os.path.basename(work)
+    out, procs, gos = start_ranks(work, lambda r: torch_env(r, 2, run_id), 2)
+    results = end_ranks(procs, gos, order)
+    check_job_result(out, results, [p.pid for p in procs], "torchrun")
+
+
+def test_torchrun_rank1_ends_first():
+    """Two torchrun ranks in one folder, rank 1 ends first: rank 0 merges."""
+    torch_job("torch-1-first", [1, 0])
+
+
+def test_torchrun_rank0_ends_first():
+    """The other order: rank 1 is the last and merges."""
+    torch_job("torch-0-first", [0, 1])
+
+
+def test_torchrun_ranks_end_at_once():
+    """Both let go at the same moment: exactly one of them merges."""
+    torch_job("torch-at-once", None)
+
+
+def test_slurm_step():
+    """Two tasks of a Slurm step without MPI (srun -n 2 sysmeasure -o DIR)."""
+    work = workdir("slurm-step")
+    job = "%d" % (os.getpid() * 1000 + int(time.time()) % 1000)
+    out, procs, gos = start_ranks(work, lambda r: slurm_env(r, 2, job), 2)
+    results = end_ranks(procs, gos, [1, 0])
+    check_job_result(out, results, [p.pid for p in procs], "Slurm")
+
+
+def test_killed_rank():
+    """Rank 1 of a torchrun job killed with SIGKILL (--crash-safe): rank 0,
+    the last, leaves the files and says so in one line; sysmeasure-merge
+    then makes one archive with rank 1's events up to the kill and names
+    rank 1 as recovered."""
+    work = workdir("killed-rank")
+    run_id = os.path.basename(work)
+    out, procs, gos = start_ranks(work, lambda r: torch_env(r, 2, run_id), 2,
+                                  launcher_args=["--crash-safe"])
+    procs[1].send_signal(signal.SIGKILL)
+    procs[1].communicate(timeout=60)
+    check(procs[1].returncode == -signal.SIGKILL, "rank 1 killed: %s" % procs[1].returncode)
+    results = end_ranks(procs, gos, [0])
+    stdout, stderr, rc = results[0]
+    check(rc == 0 and stdout == "application output\n", "rank 0: rc 0, its output: %d %r"
+          % (rc, stdout))
+    line = "sysmeasure: warning: 1 process wrote %s; run `sysmeasure-merge %s` to make one " \
+           "archive (1 of the torchrun job's 2 processes ended without writing their files: " \
+           "rank 1 (pid %d on %s))" % (out, out, procs[1].pid, os.uname().nodename)
+    check(stderr.splitlines() == [line], "rank 0 says the one line: %r" % stderr)
+    check(not os.path.exists(os.path.join(out, "traces.otf2"))
+          and os.path.isdir(os.path.join(out, ".ranks")),
+          "the per-process files are left, no archive: %s" % os.listdir(out))
+    proc = subprocess.run([MERGE, out], env=clean_env(), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, timeout=120)
+    check(proc.returncode == 0, "the merge exits 0: %d %s" % (proc.returncode, proc.stderr))
+    check("rank 1 (pid %d on %s) left no process file (killed): recovered from its crash-safe "
+          "files" % (procs[1].pid, os.uname().nodename) in proc.stderr
+          and "2 of 2 ranks merged into %s" % out in proc.stderr,
+          "the merge names rank 1 as recovered, 2 ranks merged: %s" % proc.stderr)
+    check(leftovers(out) == [], "nothing of the job's files left after the merge: %s"
+          % leftovers(out))
+    meta = read_json(out, "metadata.json")
+    check(meta.get("ranks") == 2, "metadata.json: 2 ranks: %s" % meta.get("ranks"))
+    try:
+        trace = Trace(out)
+    except Exception as e:
+        check(False, "the archive cannot be read: %s" % e)
+        return
+    visits = region_visits_by_rank(trace)
+    check(visits.get("work") == {0: 2, 1: 2} and visits.get("waiting") == {0: 1, 1: 1},
+          "the archive has rank 0's regions and rank 1's up to the kill: %s" % visits)
+
+
+def test_program_without_mpi_under_mpirun():
+    """mpirun -np 3 sysmeasure -o DIR of a program that does not use MPI:
+    one archive of the 3 ranks, by the last to end."""
+    if not HAVE_MPI:
+        smtest.skip("built without MPI")
+    out = os.path.join(workdir("mpirun-no-mpi"), "out")
+    cmd = [MPIRUN, "-np", "3", "--oversubscribe", LAUNCHER, "-o", out, MEMBER, str(MS)]
+    proc = subprocess.run(cmd, env=clean_env(mpi_env()), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, timeout=120)
+    check(proc.returncode == 0 and proc.stdout.count("application output") == 3,
+          "rc 0, every rank's output: %d %r %s" % (proc.returncode, proc.stdout, proc.stderr))
+    closing = "sysmeasure: 3 processes of the Open MPI job measured; output in %s" % out
+    check(proc.stderr.splitlines() == [closing], "one closing line: %s" % proc.stderr)
+    check(leftovers(out) == [], "no per-process file left: %s" % leftovers(out))
+    meta = read_json(out, "metadata.json")
+    check(meta.get("ranks") == 3 and len({p["pid"] for p in meta.get("processes", [])}) == 3,
+          "metadata.json: 3 ranks: %s" % meta.get("processes"))
+    try:
+        visits = region_visits_by_rank(Trace(out))
+    except Exception as e:
+        visits = {}
+        check(False, "the archive cannot be read: %s" % e)
+    check(visits.get("work") == {0: 2, 1: 2, 2: 2}, "every rank's visits: %s" % visits)
+
+
+def test_mpi_job_unchanged():
+    """An MPI program under mpirun still ends through MPI_Finalize: one
+    archive, its messages matched, no per-process files on the way."""
+    if not HAVE_MPI:
+        smtest.skip("built without MPI")
+    out = os.path.join(workdir("mpi-unchanged"), "out")
+    cmd = [MPIRUN, "-np", "2", "--oversubscribe", LAUNCHER, "-o", out,
+           program("mpi-patterns"), "ring"]
+    proc = subprocess.run(cmd, env=clean_env(mpi_env()), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, timeout=120)
+    check(proc.returncode == 0, "rc 0: %d %s" % (proc.returncode, proc.stderr))
+    check(len(proc.stderr.splitlines()) == 1 and "2 ranks measured" in proc.stderr,
+          "the MPI job's closing line: %s" % proc.stderr)
+    check(leftovers(out) == [], "nothing left beside the outputs: %s" % leftovers(out))
+    check(read_json(out, "metadata.json").get("ranks") == 2, "metadata.json: 2 ranks")
+    try:
+        trace = Trace(out)
+        check(check_messages(trace, 2) == 6, "the ring's 6 messages matched")
+    except Exception as e:
+        check(False, "the archive cannot be read: %s" % e)
+
+
+smtest.run_cases(globals())
