@@ -69,6 +69,16 @@ void sm_claim_self(sm_claim_who_t *me)
         me->start = 0;
 }
 
+int sm_claim_of_pid(long pid, sm_claim_who_t *w)
+{
+    sm_claim_self(w); /* job and host */
+    char state = '?';
+    w->pid = pid;
+    if (sm_claim_proc_stat(pid, &w->start, &state) != 0 || state == 'Z' || state == 'X')
+        return -1;
+    return 0;
+}
+
 static int sm_claim_format(const sm_claim_who_t *w, char *buf, size_t len)
 {
     int n = snprintf(buf, len, SM_CLAIM_HEADER "job %s\nhost %s\npid %ld\nstart %llu\n", w->job,
@@ -300,4 +310,17 @@ void sm_folder_release(const char *dir)
 void sm_folder_release_job(const char *dir)
 {
     sm_folder_release_as(dir, 1);
+}
+
+int sm_folder_claimed_by_job(const char *dir)
+{
+    sm_claim_who_t me, w;
+    char seen[SM_CLAIM_MAX];
+    int dirfd = sm_fs_open_dir(dir);
+    if (dirfd < 0)
+        return 0;
+    int got = sm_claim_read(dirfd, SM_CLAIM_FILE, seen, sizeof seen);
+    close(dirfd);
+    sm_claim_self(&me);
+    return got > 0 && sm_claim_parse(seen, (size_t)got, &w) == 0 && !strcmp(w.job, me.job);
 }

@@ -58,6 +58,12 @@ typedef struct sm_claim_who {
 
 /* This process (job, host, pid, start time). */
 void sm_claim_self(sm_claim_who_t *me) SM_HIDDEN;
+/* Process pid of this host as records name it (this process's job): 0, or
+ * -1 when there is no such live process. */
+int sm_claim_of_pid(long pid, sm_claim_who_t *w) SM_HIDDEN;
+/* Whether dir's record names this process's job (whichever of its
+ * processes placed it, alive or not). */
+int sm_folder_claimed_by_job(const char *dir) SM_HIDDEN;
 /* Whether process w (host, pid, start) is gone for certain: on this host,
  * its pid dead, a zombie, or given to another process since.  A process of
  * another host cannot be checked: not gone. */

@@ -56,6 +56,43 @@ sm_job_folder_end_t sm_job_folder_arrive(const char *folder, uint32_t rank, uint
                                          uint32_t *n_missing, char *missing, size_t len)
     SM_HIDDEN;
 
+/* A family: a program and the processes it starts (fork, exec, Python's
+ * multiprocessing), which no launcher numbers.  They share the program's
+ * identity (the launcher hands it on, job.h) and its folder, and are
+ * numbered here: the program 0, the others 1, 2, ... as they come, each
+ * taking the first start-<k> it can make with O_EXCL.  Their number is not
+ * known in advance, so at its end each member looks at every member's
+ * start-<k> and done-<k>: when all are over (done, or gone for certain),
+ * it is the last, confirmed by making `last` with O_EXCL (two that end at
+ * once).  O(members) at each end: families are small. */
+
+/* A member other than the program takes the next number, with a record
+ * naming the calling process; first the program's own start-0 (named by
+ * root_pid) when there is none yet and the program still runs.  The
+ * number (1, 2, ...), or -1 with errno: ESRCH when the program has ended
+ * without a family (the caller then writes on its own).  An exec'd
+ * process finds the record of its forked self (same pid and start time)
+ * and keeps that number.  forking: the number is taken by a parent for
+ * the child it is about to fork (its record says so until the child names
+ * itself, sm_job_folder_claim_number). */
+long sm_job_folder_join(const char *folder, long root_pid, int forking) SM_HIDDEN;
+
+/* Member k's record names the calling process now (a forked child, whose
+ * number its parent took before the fork). */
+void sm_job_folder_claim_number(const char *folder, long k) SM_HIDDEN;
+
+/* Whether the program (member 0) has a family in folder: some process
+ * joined it (start-0 is made by the first to join). */
+int sm_job_folder_has_family(const char *folder) SM_HIDDEN;
+
+/* At member k's end, after its process file is in place: done-<k>, then
+ * whether it is the last of the family (root_pid: the program's pid, for a
+ * program that never joined).  For SM_JOB_FOLDER_LAST, *n_members counts
+ * the members and missing names those gone without their files. */
+sm_job_folder_end_t sm_job_folder_family_end(const char *folder, long k, long root_pid,
+                                             uint32_t *n_members, uint32_t *n_missing,
+                                             char *missing, size_t len) SM_HIDDEN;
+
 /* Removes the bookkeeping of the job whose identity hashes to job_hash
  * (job.h) from folder: by the last rank before it merges, and by
  * sysmeasure-merge after a merge of the job. */

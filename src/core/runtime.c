@@ -106,12 +106,17 @@ typedef enum sm_outdir_claim {
     SM_OUTDIR_SHARED,    /* one of a job's processes without MPI (a launcher's rank
                           * and size): the job's processes share the folder, and
                           * the last to end merges it (job_folder.h) */
+    SM_OUTDIR_FAMILY,    /* a process the launched program started (fork, exec):
+                          * member sm_member of the program's family, in its folder
+                          * (job_folder.h) */
 } sm_outdir_claim_t;
 
 static sm_outdir_claim_t sm_outdir_claim;
 static char sm_outbase[PATH_MAX];      /* the folder the user named, absolute */
 static char sm_outdir_moved_why[3 * PATH_MAX]; /* the line for SM_OUTDIR_MOVED */
 static int sm_outdir_said;
+static long sm_member = -1;      /* this process's number in its program's family */
+static long sm_fork_member = -1; /* taken for the child being forked (atfork) */
 
 /* <output>/<program>-<pid>: a sub-folder no other live process can have. */
 static void sm_output_subfolder(char *dir, size_t len)
@@ -171,6 +176,17 @@ static bool sm_runtime_job_without_mpi(void)
            dlsym(RTLD_DEFAULT, "MPI_Init") == NULL;
 }
 
+/* Whether this process is of a family (job_folder.h): the program the
+ * launcher started or a process it started, with the folder the user named,
+ * and no launcher numbered it in a job (the processes a rank of torchrun or
+ * srun starts are not of that job: each writes on its own). */
+static bool sm_runtime_in_family(void)
+{
+    const sm_job_launch_t *l = sm_job_launch();
+    return sm_cfg.output && sm_cfg.output[0] && sm_cfg.launched_pid > 0 &&
+           !(l->rank >= 0 && l->size > 1);
+}
+
 /* sysmeasure-<program>-<date>-<time>-<pid>, in the working directory; or
  * the folder the user named, claimed now (a run that overlaps another's in
  * that folder must know before either writes). */
@@ -184,10 +200,16 @@ static void sm_choose_output_dir(void)
             snprintf(sm_outbase + n, sizeof sm_outbase - n, "/%s", sm_cfg.output);
         }
         snprintf(sm_outdir, sizeof sm_outdir, "%s", sm_outbase);
-        /* A process the launched program started: a folder of its own inside. */
-        if (sm_cfg.launched_pid > 0 && sm_cfg.launched_pid != getpid())
-            sm_output_subfolder(sm_outdir, sizeof sm_outdir);
-        else if (sm_runtime_job_without_mpi())
+        /* A process the launched program started: of its family, in its
+         * folder; else (another job writes there, the program has ended on
+         * its own) a folder of its own inside. */
+        if (sm_cfg.launched_pid > 0 && sm_cfg.launched_pid != getpid()) {
+            if (sm_runtime_in_family() && sm_folder_claimed_by_job(sm_outbase) &&
+                (sm_member = sm_job_folder_join(sm_outbase, sm_cfg.launched_pid, 0)) > 0)
+                sm_outdir_claim = SM_OUTDIR_FAMILY;
+            else
+                sm_output_subfolder(sm_outdir, sizeof sm_outdir);
+        } else if (sm_runtime_job_without_mpi())
             sm_output_claim(SM_CLAIM_JOIN); /* the job's processes share it */
         else if (sm_job_launcher_rank() > 0)
             sm_outdir_claim = SM_OUTDIR_DEFERRED; /* rank 0 claims it (one claim per job) */
@@ -646,11 +668,65 @@ bool sm_runtime_forking_daemon(void)
     return sm_daemon_forking;
 }
 
+/* Before a fork: a process of a family (job_folder.h) takes the child's
+ * number now, so that the family knows of the child before either goes on
+ * (the record names the parent until the child names itself). */
+static void sm_runtime_before_fork(void)
+{
+    sm_fork_member = -1;
+    if (!sm_runtime_active || sm_runtime_discard || sm_daemon_forking ||
+        sm_ending_phase() != SM_END_RUNNING || sm_procs || !sm_runtime_in_family() ||
+        (sm_outdir_claim != SM_OUTDIR_HELD && sm_outdir_claim != SM_OUTDIR_FAMILY))
+        return;
+    int saved_errno = errno;
+    sm_sig_hold(SM_SIG_LOCKS_IO);
+    sm_fork_member = sm_job_folder_join(sm_outbase, sm_cfg.launched_pid, 1);
+    sm_sig_release();
+    errno = saved_errno;
+}
+
+static void sm_runtime_after_fork_parent(void)
+{
+    sm_fork_member = -1;
+}
+
+/* A forked child of a family measures on as a process of its own, member
+ * sm_fork_member: the forking thread with the regions open at the fork,
+ * nothing the parent recorded, no crash-safe files, no samplers. */
+static void sm_runtime_fork_child_measures(void)
+{
+    pthread_mutex_t r = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    sm_runtime_lock = r;
+    sm_meta_lock = m;
+    sm_definitions_after_daemon_child();
+    sm_journal_after_fork_child();
+    uint64_t now = sm_clock_now();
+    sm_location_t *self = sm_tls_location && sm_tls_location->stack ? sm_tls_location : NULL;
+    sm_buffers_fork_child(self);
+    sm_locations_fork_child(self, now);
+    sm_member = sm_fork_member;
+    sm_fork_member = -1;
+    sm_outdir_claim = SM_OUTDIR_FAMILY;
+    snprintf(sm_outdir, sizeof sm_outdir, "%s", sm_outbase);
+    sm_job_folder_claim_number(sm_outbase, sm_member);
+    sm_run.pid = getpid();
+    sm_run.start_time = now;
+    sm_run.start_realtime_ns = sm_clock_realtime_at_init_ns() +
+                               (sm_clock_monotonic_ns() - sm_clock_monotonic_at_init_ns());
+    sm_runtime_set_rank((uint32_t)sm_member, (uint32_t)sm_member + 1);
+}
+
 /* In a forked child the parent's data is not ours to write again, unless
- * the child goes on after daemon(). */
+ * the child goes on after daemon(), or is of a family (above). */
 static void sm_runtime_after_fork_child(void)
 {
     sm_ending_after_fork_child();
+    if (sm_fork_member > 0 && !sm_daemon_forking) {
+        sm_runtime_fork_child_measures();
+        return;
+    }
+    sm_fork_member = -1;
     if (sm_daemon_forking) {
         /* The locks a thread of the parent may have held, made new. */
         pthread_mutex_t r = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
@@ -762,6 +838,11 @@ static int sm_runtime_init_as_held(int argc, char **argv)
     if (sm_cfg.warning[0] && sm_cfg.launched_pid <= 0)
         sm_warning("%s", sm_cfg.warning); /* the launcher said it already */
     (void)sm_job_id(); /* fixed now: later calls may come from a signal handler */
+    /* The program the launcher started on its own: the processes it starts
+     * are of its family (job_folder.h) and learn its identity from the
+     * environment they inherit (a forked child has it in memory). */
+    if (sm_cfg.launched_pid == getpid() && sm_runtime_in_family() && !getenv("SYSMEASURE_JOB_ID"))
+        setenv("SYSMEASURE_JOB_ID", sm_job_id(), 1);
     sm_clock_init(sm_cfg.clock);
     sm_buffers_configure(sm_cfg.buffer_size, sm_cfg.buffer_chunk_size);
     if (sm_cfg.trace) { /* (the value was checked when it was read) */
@@ -821,13 +902,16 @@ static int sm_runtime_init_as_held(int argc, char **argv)
         const sm_job_launch_t *l = sm_job_launch();
         sm_runtime_set_rank((uint32_t)l->rank, (uint32_t)l->size);
         (void)sm_job_folder_register(sm_outbase, (uint32_t)l->rank); /* (a later write says why) */
+    } else if (sm_outdir_claim == SM_OUTDIR_FAMILY) {
+        sm_runtime_set_rank((uint32_t)sm_member, (uint32_t)sm_member + 1);
     }
     sm_counters_notes(sm_runtime_add_note);
     sm_region_filter_init(&sm_cfg);
 
     atexit(sm_runtime_atexit);
     at_quick_exit(sm_runtime_at_quick_exit);
-    pthread_atfork(NULL, NULL, sm_runtime_after_fork_child);
+    pthread_atfork(sm_runtime_before_fork, sm_runtime_after_fork_parent,
+                   sm_runtime_after_fork_child);
     sm_runtime_active = 1;
     sm_ending_install();
     pthread_mutex_unlock(&sm_runtime_lock);
@@ -1098,46 +1182,55 @@ static void sm_runtime_trace_stop_for_file(void)
     sm_runtime_metadata_set("trace_stopped", note);
 }
 
-/* The end of one of a job's processes without MPI (SM_OUTDIR_SHARED): its
+/* The end of a process that shares the folder with the other processes of
+ * its job without MPI (SM_OUTDIR_SHARED: rank sm_run.rank of a launcher's
+ * job) or of its program's family (member `member`, the program 0): its
  * process file, like a rank that leaves MPI without MPI_Finalize; then the
- * job's bookkeeping (job_folder.h) says whether it is the last of the job
- * to end.  The last merges the folder into the job's outputs as
- * sysmeasure-merge would, or, when a process of the job ended without its
- * files (killed), leaves the files with one line that says how to merge
- * them.  The failures. */
-static int sm_runtime_end_in_job_folder(void)
+ * bookkeeping (job_folder.h) says whether it is the last of them to end.
+ * The last merges the folder into the job's outputs as sysmeasure-merge
+ * would, or, when a process ended without its files (killed), leaves the
+ * files with one line that says how to merge them.  The failures. */
+static int sm_runtime_end_shared(bool family, long member)
 {
     const sm_job_launch_t *l = sm_job_launch();
-    char why[sizeof sm_end_reason + 160];
-    snprintf(why, sizeof why, "%s; rank %u of the %u processes of a %s job without MPI",
-             sm_end_reason[0] ? sm_end_reason : "exit", (unsigned)sm_run.rank,
-             (unsigned)sm_run.n_ranks, l->name);
+    char why[sizeof sm_end_reason + 600], whose[400];
+    if (family) {
+        sm_runtime_set_rank((uint32_t)member, (uint32_t)member + 1);
+        snprintf(whose, sizeof whose, "the program (pid %d) and the processes it started",
+                 (int)sm_cfg.launched_pid);
+    } else {
+        snprintf(whose, sizeof whose, "the %s job", l->name);
+    }
+    snprintf(why, sizeof why, "%s; process %u of %s", sm_end_reason[0] ? sm_end_reason : "exit",
+             (unsigned)sm_run.rank, whose);
     sm_runtime_trace_stop_for_file();
     if (sm_runtime_write_rank_file(why) != 0)
         return 1; /* said; the others find this process gone without its files */
-    uint32_t n_missing = 0;
+    uint32_t n = sm_run.n_ranks, n_missing = 0;
     char missing[1024];
-    sm_job_folder_end_t end = sm_job_folder_arrive(sm_outdir, sm_run.rank, sm_run.n_ranks,
-                                                   &n_missing, missing, sizeof missing);
+    sm_job_folder_end_t end =
+        family ? sm_job_folder_family_end(sm_outdir, member, sm_cfg.launched_pid, &n, &n_missing,
+                                          missing, sizeof missing)
+               : sm_job_folder_arrive(sm_outdir, sm_run.rank, sm_run.n_ranks, &n_missing, missing,
+                                      sizeof missing);
     if (end == SM_JOB_FOLDER_NOT_LAST) {
-        sm_info(1, "rank %u of the %s job: its data is in %s; the last of the job's %u "
-                "processes to end writes the outputs", (unsigned)sm_run.rank, l->name, sm_outdir,
-                (unsigned)sm_run.n_ranks);
+        sm_info(1, "process %u of %s: its data is in %s; the last of them to end writes the "
+                "outputs", (unsigned)sm_run.rank, whose, sm_outdir);
         return 0;
     }
     if (end == SM_JOB_FOLDER_FAILED) {
-        sm_warning("rank %u of the %s job cannot tell whether it ends last (%s/.ranks: %s): "
-                   "its data is in %s; after the job, run `sysmeasure-merge %s` to make one "
-                   "archive", (unsigned)sm_run.rank, l->name, sm_outdir, sm_fs_why(errno),
-                   sm_outdir, sm_outdir);
+        sm_warning("process %u of %s cannot tell whether it ends last (%s/.ranks: %s): its data "
+                   "is in %s; after the job, run `sysmeasure-merge %s` to make one archive",
+                   (unsigned)sm_run.rank, whose, sm_outdir, sm_fs_why(errno), sm_outdir,
+                   sm_outdir);
         return 1;
     }
     if (n_missing) {
-        uint32_t wrote = sm_run.n_ranks - n_missing;
+        uint32_t wrote = n - n_missing;
         sm_warning("%u process%s wrote %s; run `sysmeasure-merge %s` to make one archive "
-                   "(%u of the %s job's %u processes ended without writing their files: %s)",
+                   "(%u of the %u processes of %s ended without writing their files: %s)",
                    (unsigned)wrote, wrote == 1 ? "" : "es", sm_outdir, sm_outdir,
-                   (unsigned)n_missing, l->name, (unsigned)sm_run.n_ranks, missing);
+                   (unsigned)n_missing, (unsigned)n, whose, missing);
         sm_folder_release_job(sm_outbase);
         return 0;
     }
@@ -1146,9 +1239,10 @@ static int sm_runtime_end_in_job_folder(void)
     sm_log_step(NULL);
     int failures = sm_end_layer.merge_job(sm_outdir, sm_job_id(), false);
     sm_log_step("the job's outputs from its processes' files");
-    if (!failures)
-        sm_info(0, "%u processes of the %s job measured; output in %s", (unsigned)sm_run.n_ranks,
-                l->name, sm_outdir);
+    if (!failures && family)
+        sm_info(0, "%u processes measured (%s); output in %s", (unsigned)n, whose, sm_outdir);
+    else if (!failures)
+        sm_info(0, "%u processes of %s measured; output in %s", (unsigned)n, whose, sm_outdir);
     sm_folder_release_job(sm_outbase);
     return failures;
 }
@@ -1261,8 +1355,11 @@ int sm_runtime_finalize_as(const char *reason, int how)
         errno = saved_errno;
         return rc;
     }
-    if (!sm_procs && sm_outdir_claim == SM_OUTDIR_SHARED) {
-        int rc = sm_runtime_end_in_job_folder();
+    bool family = sm_outdir_claim == SM_OUTDIR_FAMILY ||
+                  (sm_outdir_claim == SM_OUTDIR_HELD && sm_runtime_in_family() &&
+                   sm_cfg.launched_pid == getpid() && sm_job_folder_has_family(sm_outbase));
+    if (!sm_procs && (sm_outdir_claim == SM_OUTDIR_SHARED || family)) {
+        int rc = sm_runtime_end_shared(family, family ? (sm_member > 0 ? sm_member : 0) : 0);
         sm_runtime_end_write(at_exit);
         errno = saved_errno;
         return rc;

@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -439,6 +440,18 @@ static int sm_merge_load_journals(sm_merge_t *m)
 
 /* ---------------------------------------------------------------- cleaning up */
 
+static int sm_merge_remove_entry(const char *path, const struct stat *st, int type,
+                                 struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    if (type == FTW_DP)
+        rmdir(path);
+    else
+        unlink(path);
+    return 0;
+}
+
 /* Removes what the merge read (the process files and the .spill files of
  * the job merged); the folders go when empty.  Bytes freed in *bytes. */
 static void sm_merge_clean(sm_merge_t *m, uint32_t *removed, uint64_t *bytes, uint32_t *left)
@@ -458,6 +471,14 @@ static void sm_merge_clean(sm_merge_t *m, uint32_t *removed, uint64_t *bytes, ui
             ++*removed;
             *bytes += (uint64_t)st.st_blocks * 512u; /* crash-safe files are allocated ahead */
         }
+    /* The OTF2 archive a merged process was encoding during the run
+     * (.spill/otf2-<pid>): never finished, the merge wrote the archive. */
+    for (uint32_t i = 0; i < m->n_files; i++) {
+        char dir[PATH_MAX + 48];
+        snprintf(dir, sizeof dir, "%s/otf2-%lld", m->spill_dir, (long long)m->files[i]->pid);
+        if (lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
+            nftw(dir, sm_merge_remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    }
     *left = 0;
     const char *dirs[2] = {m->ranks_dir, m->spill_dir};
     for (int k = 0; k < 2; k++) {

@@ -216,7 +216,7 @@ def test_killed_rank():
     check(rc == 0 and stdout == "application output\n", "rank 0: rc 0, its output: %d %r"
           % (rc, stdout))
     line = "sysmeasure: warning: 1 process wrote %s; run `sysmeasure-merge %s` to make one " \
-           "archive (1 of the torchrun job's 2 processes ended without writing their files: " \
+           "archive (1 of the 2 processes of the torchrun job ended without writing their files: " \
            "rank 1 (pid %d on %s))" % (out, out, procs[1].pid, os.uname().nodename)
     check(stderr.splitlines() == [line], "rank 0 says the one line: %r" % stderr)
     check(not os.path.exists(os.path.join(out, "traces.otf2"))
