@@ -268,6 +268,189 @@ def test_program_without_mpi_under_mpirun():
     check(visits.get("work") == {0: 2, 1: 2, 2: 2}, "every rank's visits: %s" % visits)
 
 
+FORKER = program("fork-children")
+PY = "/usr/bin/python3"
+POOL = r"""
+import ctypes, multiprocessing as mp, sys, time
+lib = ctypes.CDLL(None)  # the user API of the preloaded libsysmeasure
+def task(i):
+    lib.sysmeasure_push_region(b"task")
+    time.sleep(0.02)
+    lib.sysmeasure_pop_region(b"task")
+    return i * i
+if __name__ == "__main__":
+    mp.set_start_method(sys.argv[1])
+    lib.sysmeasure_push_region(b"main")
+    with mp.Pool(3) as pool:
+        print(sum(pool.map(task, range(6), chunksize=1)))
+    lib.sysmeasure_pop_region(b"main")
+"""
+
+
+def run_family(name, cmd, work=None):
+    """cmd under sysmeasure -o OUT; (out, proc).  Its stderr is read to its
+    end, so that every process that holds it (the last to end) has ended."""
+    out = os.path.join(work or workdir(name), "out")
+    proc = subprocess.run([LAUNCHER, "-o", out] + cmd, env=base_env({}), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, timeout=120)
+    return out, proc
+
+
+def check_family(out, proc, n, what):
+    """One archive of n processes (the program and those it started), one
+    closing line, nothing left."""
+    closing = "sysmeasure: %d processes measured (the program (pid %d) and the processes it " \
+              "started); output in %s" % (n, proc.pid if hasattr(proc, "pid") else 0, out)
+    lines = proc.stderr.splitlines()
+    check(len(lines) == 1 and lines[0].startswith("sysmeasure: %d processes measured (the "
+                                                   "program (pid " % n)
+          and lines[0].endswith("and the processes it started); output in %s" % out),
+          "%s: one closing line for %d processes: %s (like %r)" % (what, n, lines, closing))
+    check(leftovers(out) == [], "%s: no per-process file or record left: %s" % (what, leftovers(out)))
+    meta = read_json(out, "metadata.json")
+    check(meta.get("ranks") == n and [p.get("rank") for p in meta.get("processes", [])]
+          == list(range(n)), "%s: metadata.json of %d processes: %s"
+          % (what, n, meta.get("processes")))
+    try:
+        trace = Trace(out)
+    except Exception as e:
+        check(False, "%s: the archive cannot be read: %s" % (what, e))
+        return {}, {}
+    check_trace_consistent(trace)
+    return region_visits_by_rank(trace), read_json(out, "profile.json")
+
+
+def test_fork_children():
+    """A C program forks 2 children inside its region "spawn"; child i
+    visits "child work" i+1 times and ends with _exit: one archive, the
+    program as process 0 and the children as 1 and 2, each child inside
+    "spawn" as it was at the fork and nothing of the parent's before it."""
+    out, proc = run_family("fork", [FORKER, "2", "20"])
+    check(proc.returncode == 0 and proc.stdout == "parent: 2 children, 0 failed\n",
+          "fork: rc 0, the program's output: %d %r" % (proc.returncode, proc.stdout))
+    visits, profile = check_family(out, proc, 3, "fork")
+    check(visits.get("parent work") == {0: 2} and visits.get("spawn") == {0: 1, 1: 1, 2: 1}
+          and visits.get("child work") == {1: 1, 2: 2} and visits.get("child") == {1: 1, 2: 1},
+          "fork: each process's planted regions, none of the parent's in a child: %s" % visits)
+    paths = {tuple(c["path"]): [(r["rank"], r["visits"]) for r in c["per_rank"]]
+             for c in profile.get("callpaths", [])}
+    check(paths.get(("spawn", "child", "child work")) == [(1, 1), (2, 2)]
+          and paths.get(("parent work",)) == [(0, 2)],
+          "fork: the children's call paths under the region open at the fork: %s" % paths)
+
+
+def test_exec_children():
+    """The same children exec the program again: each keeps the number its
+    forked self had, and its regions are in the archive."""
+    out, proc = run_family("exec", [FORKER, "2", "20", "exec"])
+    check(proc.returncode == 0, "exec: rc 0: %d %s" % (proc.returncode, proc.stderr))
+    visits, _ = check_family(out, proc, 3, "exec")
+    check(visits.get("child work") == {1: 1, 2: 2} and visits.get("parent work") == {0: 2},
+          "exec: each process's planted regions: %s" % visits)
+
+
+def pool_script(work):
+    """The pool program as a file (spawn's workers import it)."""
+    path = os.path.join(work, "pool.py")
+    with open(path, "w") as f:
+        f.write(POOL)
+    return path
+
+
+def test_multiprocessing_pool():
+    """Python's multiprocessing, a pool of 3 workers (fork, the default on
+    Linux), 6 tasks recorded through the user API: one archive with the
+    program and its 3 workers; every task once, in the workers."""
+    work = workdir("pool-fork")
+    out, proc = run_family("pool-fork", [PY, pool_script(work), "fork"], work)
+    check(proc.returncode == 0 and proc.stdout == "55\n",
+          "pool: rc 0, the program's output: %d %r %s" % (proc.returncode, proc.stdout, proc.stderr))
+    visits, _ = check_family(out, proc, 4, "pool")
+    tasks = visits.get("task", {})
+    check(sum(tasks.values()) == 6 and 0 not in tasks and visits.get("main", {}).get(0) == 1,
+          "pool: the 6 tasks in the workers, main in the program: %s" % visits)
+
+
+def test_multiprocessing_spawn():
+    """The same with the spawn start method: the workers (and Python's
+    resource tracker) are new programs that join the family at their start."""
+    work = workdir("pool-spawn")
+    out, proc = run_family("pool-spawn", [PY, pool_script(work), "spawn"], work)
+    check(proc.returncode == 0 and proc.stdout == "55\n",
+          "spawn: rc 0, the program's output: %d %r %s" % (proc.returncode, proc.stdout, proc.stderr))
+    meta = read_json(out, "metadata.json")
+    n = meta.get("ranks", 0)
+    visits, _ = check_family(out, proc, n, "spawn")
+    check(n >= 4 and sum(visits.get("task", {}).values()) == 6,
+          "spawn: the program and its workers, the 6 tasks: %d %s" % (n, visits))
+
+
+def test_killed_child():
+    """A child killed with SIGKILL (--crash-safe): the last to end says the
+    one line and leaves the files; sysmeasure-merge makes one archive."""
+    work = workdir("killed-child")
+    out = os.path.join(work, "out")
+    go, started = os.path.join(work, "go"), os.path.join(work, "started")
+    victim = subprocess.Popen([LAUNCHER, "-o", out, "--crash-safe", FORKER, "1", "400", "exec"],
+                              env=base_env({}), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+    # The exec'd child visits "child work" once, 400 ms: killed in there,
+    # once its record names it (it names the parent until the child names
+    # itself) and its exec'd self has made its crash-safe files.
+    pid = None
+    end = time.time() + 60
+    while time.time() < end and victim.poll() is None and pid is None:
+        ranks = os.path.join(out, ".ranks")
+        jobs = [d for d in os.listdir(ranks) if d.endswith(".job")] if os.path.isdir(ranks) else []
+        try:
+            with open(os.path.join(ranks, jobs[0], "start-1")) as f:
+                text = f.read()
+            if "forking" not in text and "pid %d\n" % victim.pid not in text:
+                pid = int(text.split("pid ")[1].split()[0])
+        except (IndexError, OSError, ValueError):
+            pass
+        time.sleep(0.002)
+    while pid and time.time() < end and victim.poll() is None:
+        try:
+            with open("/proc/%d/cmdline" % pid) as f:
+                exec_d = "child" in f.read().split("\0")
+            spill = os.path.join(out, ".spill")
+            if exec_d and any(n.endswith(".%d.events" % pid) and
+                              os.path.getsize(os.path.join(spill, n)) > 0 for n in os.listdir(spill)):
+                break
+        except OSError:
+            pass
+        time.sleep(0.002)
+    time.sleep(0.1)
+    if check(pid is not None, "the child joined the family"):
+        os.kill(pid, signal.SIGKILL)
+    stdout, stderr = victim.communicate(timeout=60)
+    check(victim.returncode == 1 and stdout == "parent: 1 children, 1 failed\n",
+          "the program saw its child killed: %d %r" % (victim.returncode, stdout))
+    line = ("sysmeasure: warning: 1 process wrote %s; run `sysmeasure-merge %s` to make one "
+            "archive (1 of the 2 processes of the program (pid %d) and the processes it started "
+            "ended without writing their files: process 1 (pid %s on %s))"
+            % (out, out, victim.pid, pid, os.uname().nodename))
+    check(stderr.splitlines() == [line], "the program, the last, says the one line: %r" % stderr)
+    proc = subprocess.run([MERGE, out], env=clean_env(), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, timeout=120)
+    check(proc.returncode == 0 and "rank 1 (pid %s on %s) left no process file (killed): "
+          "recovered from its crash-safe files" % (pid, os.uname().nodename) in proc.stderr
+          and "2 of 2 ranks merged" in proc.stderr,
+          "the merge recovers the killed child as rank 1: %d %s" % (proc.returncode, proc.stderr))
+    check(leftovers(out) == [], "nothing left after the merge: %s" % leftovers(out))
+    meta = read_json(out, "metadata.json")
+    check(meta.get("ranks") == 2, "metadata.json: the program and its child: %s"
+          % meta.get("processes"))
+    try:
+        visits = region_visits_by_rank(Trace(out))
+    except Exception as e:
+        visits = {}
+        check(False, "the archive cannot be read: %s" % e)
+    check(visits.get("parent work") == {0: 2} and visits.get("child work") == {1: 1},
+          "the program's regions and the child's up to the kill: %s" % visits)
+
+
 def test_mpi_job_unchanged():
     """An MPI program under mpirun still ends through MPI_Finalize: one
     archive, its messages matched, no per-process files on the way."""
