@@ -268,6 +268,35 @@ def test_program_without_mpi_under_mpirun():
     check(visits.get("work") == {0: 2, 1: 2, 2: 2}, "every rank's visits: %s" % visits)
 
 
+def test_another_job_beside():
+    """A second torchrun job given the folder while the first runs there:
+    its ranks never touch the first job's files; each writes a sub-folder
+    of its own, said in one line; the first job's archive is whole."""
+    work = workdir("two-jobs")
+    first = os.path.basename(work) + "-a"
+    out, procs, gos = start_ranks(work, lambda r: torch_env(r, 2, first), 2)
+    second = [subprocess.Popen([LAUNCHER, "-o", out, MEMBER, str(MS)],
+                               env=torch_env(r, 2, os.path.basename(work) + "-b"),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+              for r in range(2)]
+    for r, p in enumerate(second):
+        _, stderr = p.communicate(timeout=120)
+        lines = stderr.splitlines()
+        sub = os.path.join(out, "job-member-%d" % p.pid)
+        check(p.returncode == 0 and len(lines) == 2 and "writes into %s" % sub in lines[0]
+              and "another job" in lines[0] and lines[1].endswith("output in %s" % sub),
+              "second job, rank %d: its own sub-folder, said in one line: %s" % (r, lines))
+        meta = read_json(sub, "metadata.json")
+        check(meta.get("ranks") == 1 and meta.get("pid") == p.pid,
+              "second job, rank %d: a whole result of its own: %s" % (r, meta.get("processes")))
+    results = end_ranks(procs, gos, [1, 0])
+    subs = sorted(n for n in os.listdir(out) if n.startswith("job-member-"))
+    check(len(subs) == 2, "the second job's two sub-folders: %s" % subs)
+    for n in subs:  # (not the first job's leftovers)
+        os.rename(os.path.join(out, n), os.path.join(work, n))
+    check_job_result(out, results, [p.pid for p in procs], "torchrun")
+
+
 FORKER = program("fork-children")
 PY = "/usr/bin/python3"
 POOL = r"""
