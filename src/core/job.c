@@ -103,16 +103,22 @@ const char *sm_job_id_compute(const char *(*lookup)(const char *name), char *out
         snprintf(out, size, "slurm-%s-%s.%s", c ? c : "", v, w ? w : "");
         src = "Slurm";
     } else {
-        char host[64] = "";
-        gethostname(host, sizeof host - 1);
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        snprintf(out, size, "proc-%s-%ld-%lld%09ld", host, (long)getpid(), (long long)ts.tv_sec,
-                 ts.tv_nsec);
+        sm_job_process_id(out, size);
         src = "process";
     }
     sm_job_clean(out);
     return src;
+}
+
+void sm_job_process_id(char *out, size_t size)
+{
+    char host[64] = "";
+    gethostname(host, sizeof host - 1);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(out, size, "proc-%s-%ld-%lld%09ld", host, (long)getpid(), (long long)ts.tv_sec,
+             ts.tv_nsec);
+    sm_job_clean(out);
 }
 
 static const char *sm_job_getenv(const char *name)

@@ -20,6 +20,10 @@ const char *sm_job_id(void) SM_HIDDEN;
  * jobs leave in one folder never share a name. */
 uint64_t sm_job_hash(void) SM_HIDDEN;
 
+/* An identity of this process alone (host, pid, time), the one a process
+ * that no launcher names gets. */
+void sm_job_process_id(char *out, size_t size) SM_HIDDEN;
+
 /* The same hash of any identity (the files of a job named in a folder). */
 uint64_t sm_job_hash_of(const char *id) SM_HIDDEN;
 

@@ -837,12 +837,16 @@ static int sm_runtime_init_as_held(int argc, char **argv)
         sm_adapter_load_restart(argc, argv); /* returns when it does not restart */
     if (sm_cfg.warning[0] && sm_cfg.launched_pid <= 0)
         sm_warning("%s", sm_cfg.warning); /* the launcher said it already */
-    (void)sm_job_id(); /* fixed now: later calls may come from a signal handler */
     /* The program the launcher started on its own: the processes it starts
      * are of its family (job_folder.h) and learn its identity from the
-     * environment they inherit (a forked child has it in memory). */
-    if (sm_cfg.launched_pid == getpid() && sm_runtime_in_family() && !getenv("SYSMEASURE_JOB_ID"))
-        setenv("SYSMEASURE_JOB_ID", sm_job_id(), 1);
+     * environment they inherit (a forked child has it in memory).  Its own,
+     * not a batch job's that other programs of the job script share. */
+    if (sm_cfg.launched_pid == getpid() && sm_runtime_in_family() && !getenv("SYSMEASURE_JOB_ID")) {
+        char id[SM_JOB_ID_MAX];
+        sm_job_process_id(id, sizeof id);
+        setenv("SYSMEASURE_JOB_ID", id, 1);
+    }
+    (void)sm_job_id(); /* fixed now: later calls may come from a signal handler */
     sm_clock_init(sm_cfg.clock);
     sm_buffers_configure(sm_cfg.buffer_size, sm_cfg.buffer_chunk_size);
     if (sm_cfg.trace) { /* (the value was checked when it was read) */
