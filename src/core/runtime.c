@@ -1241,7 +1241,7 @@ static int sm_runtime_end_shared(bool family, long member)
     /* Every process's files are in place and none of them writes any more. */
     sm_job_folder_remove(sm_outdir, sm_job_hash());
     sm_log_step(NULL);
-    int failures = sm_end_layer.merge_job(sm_outdir, sm_job_id(), false);
+    int failures = sm_end_layer.merge_job(sm_outdir, sm_job_id(), sm_cfg.keep_process_files);
     sm_log_step("the job's outputs from its processes' files");
     if (!failures && family)
         sm_info(0, "%u processes measured (%s); output in %s", (unsigned)n, whose, sm_outdir);

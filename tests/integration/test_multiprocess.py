@@ -368,6 +368,28 @@ def test_fork_children():
           "fork: the children's call paths under the region open at the fork: %s" % paths)
 
 
+def test_keep_process_files():
+    """--keep-process-files: the last process writes the outputs and leaves
+    every process's files, from which sysmeasure-merge makes them again."""
+    out = os.path.join(workdir("keep"), "out")
+    proc = subprocess.run([LAUNCHER, "-o", out, "--keep-process-files", FORKER, "2", "10"],
+                          env=base_env({}), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, timeout=120)
+    ranks = sorted(os.listdir(os.path.join(out, ".ranks"))) if os.path.isdir(
+        os.path.join(out, ".ranks")) else []
+    check(proc.returncode == 0 and len(proc.stderr.splitlines()) == 1
+          and "3 processes measured" in proc.stderr and len(ranks) == 3
+          and all(n.startswith("rank-%d." % r) for r, n in enumerate(ranks))
+          and read_json(out, "metadata.json").get("ranks") == 3,
+          "keep: the outputs, and the 3 process files kept: %s %s" % (ranks, proc.stderr))
+    os.remove(os.path.join(out, "metadata.json"))
+    merged = subprocess.run([MERGE, out], env=clean_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, timeout=120)
+    check(merged.returncode == 0 and "3 of 3 ranks merged" in merged.stderr
+          and read_json(out, "metadata.json").get("ranks") == 3 and leftovers(out) == [],
+          "keep: sysmeasure-merge makes the outputs again: %s %s" % (merged.stderr, leftovers(out)))
+
+
 def test_exec_children():
     """The same children exec the program again: each keeps the number its
     forked self had, and its regions are in the archive."""
