@@ -178,13 +178,15 @@ static bool sm_runtime_job_without_mpi(void)
 
 /* Whether this process is of a family (job_folder.h): the program the
  * launcher started or a process it started, with the folder the user named,
- * and no launcher numbered it in a job (the processes a rank of torchrun or
- * srun starts are not of that job: each writes on its own). */
+ * and no launcher numbered it in a job of several processes (the processes
+ * a rank of torchrun or srun starts are not of that job: each writes on its
+ * own; a rank whose job's size is not known keeps the job's identity).  A
+ * Slurm batch script (SLURM_PROCID 0, no step) is one program. */
 static bool sm_runtime_in_family(void)
 {
     const sm_job_launch_t *l = sm_job_launch();
     return sm_cfg.output && sm_cfg.output[0] && sm_cfg.launched_pid > 0 &&
-           !(l->rank >= 0 && l->size > 1);
+           (l->rank < 0 || l->size == 1 || (l->launcher == SM_LAUNCHER_SLURM && l->size == 0));
 }
 
 /* sysmeasure-<program>-<date>-<time>-<pid>, in the working directory; or
