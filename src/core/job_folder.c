@@ -98,14 +98,23 @@ int sm_job_folder_register(const char *folder, uint32_t rank)
     return ok ? 0 : -1;
 }
 
+static int sm_jf_read_start(int dir, uint32_t r, sm_claim_who_t *w);
+
 void sm_job_folder_unregister(const char *folder, uint32_t rank)
 {
     char name[32], path[4200];
     int dir = sm_jf_open(folder, sm_job_hash(), 0);
     if (dir < 0)
         return;
+    /* Only this process's record (or the one of the script it exec'd from:
+     * same pid and start time); a process it started, which inherited its
+     * rank, leaves it alone. */
+    sm_claim_who_t me, w;
+    sm_claim_self(&me);
     snprintf(name, sizeof name, "start-%u", (unsigned)rank);
-    unlinkat(dir, name, 0);
+    if (sm_jf_read_start(dir, rank, &w) == 0 && w.pid == me.pid && !strcmp(w.host, me.host) &&
+        (!w.start || !me.start || w.start == me.start))
+        unlinkat(dir, name, 0);
     close(dir);
     snprintf(path, sizeof path, "%s/" SM_JF_RANKS "/%016llx.job", folder,
              (unsigned long long)sm_job_hash());
