@@ -310,8 +310,13 @@ def task(i):
 if __name__ == "__main__":
     mp.set_start_method(sys.argv[1])
     lib.sysmeasure_push_region(b"main")
-    with mp.Pool(3) as pool:
-        print(sum(pool.map(task, range(6), chunksize=1)))
+    pool = mp.Pool(3)
+    print(sum(pool.map(task, range(6), chunksize=1)))
+    # close and join, not terminate: a SIGTERM that lands while a worker
+    # is still starting (in malloc) can abort it inside sysmeasure's
+    # end-of-run write, which runs in the signal handler (a known limit).
+    pool.close()
+    pool.join()
     lib.sysmeasure_pop_region(b"main")
 """
 
