@@ -30,6 +30,9 @@ MERGE = os.path.join(BUILD, "sysmeasure-merge")
 # (r + 1) * MS each time.
 MS = 50
 # Launcher variables of the machine the test runs on are not the test's.
+# The jobs here write little; a nearly full disk of the test machine must
+# not stop their traces (the free-space floor has its own tests).
+SYSMEASURE = [LAUNCHER, "--min-free-space", "0"]
 LAUNCHER_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
                  "MASTER_PORT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT",
                  "TORCHELASTIC_ERROR_FILE", "GROUP_RANK")
@@ -73,7 +76,7 @@ def start_ranks(work, env_of, size, launcher_args=()):
     for r in range(size):
         gos.append(os.path.join(work, "go-%d" % r))
         started.append(os.path.join(work, "started-%d" % r))
-        cmd = [LAUNCHER, "-o", out] + list(launcher_args) + \
+        cmd = SYSMEASURE + ["-o", out] + list(launcher_args) + \
             [MEMBER, str((r + 1) * MS), gos[-1], started[-1]]
         procs.append(subprocess.Popen(cmd, env=env_of(r), stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True))
@@ -249,7 +252,7 @@ def test_program_without_mpi_under_mpirun():
     if not HAVE_MPI:
         smtest.skip("built without MPI")
     out = os.path.join(workdir("mpirun-no-mpi"), "out")
-    cmd = [MPIRUN, "-np", "3", "--oversubscribe", LAUNCHER, "-o", out, MEMBER, str(MS)]
+    cmd = [MPIRUN, "-np", "3", "--oversubscribe"] + SYSMEASURE + ["-o", out, MEMBER, str(MS)]
     proc = subprocess.run(cmd, env=clean_env(mpi_env()), stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True, timeout=120)
     check(proc.returncode == 0 and proc.stdout.count("application output") == 3,
@@ -275,7 +278,7 @@ def test_another_job_beside():
     work = workdir("two-jobs")
     first = os.path.basename(work) + "-a"
     out, procs, gos = start_ranks(work, lambda r: torch_env(r, 2, first), 2)
-    second = [subprocess.Popen([LAUNCHER, "-o", out, MEMBER, str(MS)],
+    second = [subprocess.Popen(SYSMEASURE + ["-o", out, MEMBER, str(MS)],
                                env=torch_env(r, 2, os.path.basename(work) + "-b"),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
               for r in range(2)]
@@ -325,7 +328,7 @@ def run_family(name, cmd, work=None):
     """cmd under sysmeasure -o OUT; (out, proc).  Its stderr is read to its
     end, so that every process that holds it (the last to end) has ended."""
     out = os.path.join(work or workdir(name), "out")
-    proc = subprocess.run([LAUNCHER, "-o", out] + cmd, env=base_env({}), stdout=subprocess.PIPE,
+    proc = subprocess.run(SYSMEASURE + ["-o", out] + cmd, env=base_env({}), stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True, timeout=120)
     return out, proc
 
@@ -377,7 +380,7 @@ def test_keep_process_files():
     """--keep-process-files: the last process writes the outputs and leaves
     every process's files, from which sysmeasure-merge makes them again."""
     out = os.path.join(workdir("keep"), "out")
-    proc = subprocess.run([LAUNCHER, "-o", out, "--keep-process-files", FORKER, "2", "10"],
+    proc = subprocess.run(SYSMEASURE + ["-o", out, "--keep-process-files", FORKER, "2", "10"],
                           env=base_env({}), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True, timeout=120)
     ranks = sorted(os.listdir(os.path.join(out, ".ranks"))) if os.path.isdir(
@@ -447,7 +450,8 @@ def test_killed_child():
     work = workdir("killed-child")
     out = os.path.join(work, "out")
     go, started = os.path.join(work, "go"), os.path.join(work, "started")
-    victim = subprocess.Popen([LAUNCHER, "-o", out, "--crash-safe", FORKER, "1", "400", "exec"],
+    victim = subprocess.Popen(SYSMEASURE + ["-o", out, "--crash-safe", FORKER, "1", "400",
+                               "exec"],
                               env=base_env({}), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True)
     # The exec'd child visits "child work" once, 400 ms: killed in there,
@@ -513,8 +517,8 @@ def test_mpi_job_unchanged():
     if not HAVE_MPI:
         smtest.skip("built without MPI")
     out = os.path.join(workdir("mpi-unchanged"), "out")
-    cmd = [MPIRUN, "-np", "2", "--oversubscribe", LAUNCHER, "-o", out,
-           program("mpi-patterns"), "ring"]
+    cmd = [MPIRUN, "-np", "2", "--oversubscribe"] + SYSMEASURE + ["-o", out,
+                                                                   program("mpi-patterns"), "ring"]
     proc = subprocess.run(cmd, env=clean_env(mpi_env()), stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True, timeout=120)
     check(proc.returncode == 0, "rc 0: %d %s" % (proc.returncode, proc.stderr))
