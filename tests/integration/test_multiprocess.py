@@ -12,6 +12,12 @@ written by the last of them to end, with ranks numbered by their launcher.
 - a rank killed with SIGKILL: the survivor leaves the files and says in one
   line how to merge them; sysmeasure-merge then makes one archive with the
   killed rank's events up to the kill (--crash-safe) and names that rank;
+- a second job given the folder while the first runs: its processes write
+  sub-folders of their own, with a line each;
+- a program and the processes it starts (fork, fork + exec, Python's
+  multiprocessing with fork and spawn): one archive, the program process 0;
+  --keep-process-files; a child killed with SIGKILL (the one line, then
+  sysmeasure-merge);
 - an MPI job is unchanged: one archive through MPI_Finalize."""
 import os
 import signal
