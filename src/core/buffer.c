@@ -27,7 +27,7 @@ uint64_t sm_mark = 48u << 20; /* hand over above this */
 int sm_crash;                 /* --crash-safe */
 uint64_t sm_slot_bytes;       /* crash-safe slot size (page multiple) */
 uint64_t sm_in_use;           /* atomic */
-static uint64_t sm_peak;      /* atomic */
+uint64_t sm_peak;             /* atomic */
 int sm_discard;               /* forked child: records are not kept */
 
 void sm_buffers_configure(uint64_t budget_bytes, uint64_t chunk_bytes)

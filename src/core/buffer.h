@@ -180,6 +180,11 @@ void sm_buffers_resume(int child) SM_HIDDEN;
  * the parent's.  The child's events are discarded (the runtime writes
  * nothing for it): full chunks are simply reused. */
 void sm_buffers_after_fork_child(void) SM_HIDDEN;
+/* The same for a forked child that measures on as a process of its own
+ * (sm_locations_fork_child): self (the forking thread's location, or NULL)
+ * starts with empty buffers, and the child's records go to a spill file of
+ * its own. */
+void sm_buffers_fork_child(struct sm_location *self) SM_HIDDEN;
 /* The spill file of this process, or NULL before the first spill. */
 const char *sm_buffers_spill_path(void) SM_HIDDEN;
 /* Bytes of chunk memory loc holds now. */

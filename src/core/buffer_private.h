@@ -173,6 +173,7 @@ extern uint64_t sm_mark SM_HIDDEN;       /* hand over above this */
 extern int sm_crash SM_HIDDEN;           /* --crash-safe */
 extern uint64_t sm_slot_bytes SM_HIDDEN; /* crash-safe slot size (page multiple) */
 extern uint64_t sm_in_use SM_HIDDEN;     /* atomic */
+extern uint64_t sm_peak SM_HIDDEN;       /* atomic */
 extern int sm_discard SM_HIDDEN;         /* forked child: records are not kept */
 extern pthread_mutex_t sm_free_lock SM_HIDDEN;
 sm_chunk_t *sm_chunk_alloc(void) SM_HIDDEN;
@@ -187,6 +188,7 @@ extern uint64_t sm_spill_end SM_HIDDEN;    /* where the next frame (crash-safe: 
 extern uint64_t sm_crash_size SM_HIDDEN;   /* crash-safe: the file's size (slots allocated) */
 extern int sm_spill_broken SM_HIDDEN;      /* cannot be created or was replaced: give up */
 extern uint32_t sm_spill_users SM_HIDDEN;  /* locations with frames in it (writer lock) */
+extern int sm_spill_error_said SM_HIDDEN;  /* a failed spill said once per process */
 int sm_pread_all(int fd, void *buf, size_t n, uint64_t off) SM_HIDDEN;
 int sm_spill_fd_checked(void) SM_HIDDEN;
 int sm_spill_open(void) SM_HIDDEN;

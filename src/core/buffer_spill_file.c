@@ -63,7 +63,7 @@ int sm_buffers_spill_dir(char *out, size_t len)
 
 /* A spill that fails fails again at every chunk: say it once per process;
  * the exact number of lost events goes to the summary and metadata. */
-static int sm_spill_error_said;
+int sm_spill_error_said;
 
 static int sm_spill_first_error(void)
 {

@@ -281,6 +281,25 @@ void sm_buffers_after_fork_child(void)
     sm_discard = 1;
 }
 
+void sm_buffers_fork_child(sm_location_t *self)
+{
+    sm_buffers_after_fork_child();
+    /* Records of its own from now on: in memory, beyond the budget in a
+     * spill file of its own, without a writer thread or the encoding during
+     * the run (that state is the parent's) and not crash-safe. */
+    sm_discard = 0;
+    sm_encoder = NULL;
+    sm_spill_file = NULL;
+    sm_spill_end = sm_crash_size = 0;
+    sm_spill_users = 0;
+    sm_spill_broken = 0;
+    sm_spill_error_said = 0;
+    __atomic_store_n(&sm_in_use, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&sm_peak, 0, __ATOMIC_RELAXED);
+    if (self) /* (the parent's chunks stay in its copy of the memory, never touched) */
+        sm_buffer_init(self);
+}
+
 /* Moves all of loc's chunks to the writer's queue (writer lock held). */
 void sm_hand_over_locked(sm_location_t *loc)
 {

@@ -16,15 +16,7 @@
 
 #define SM_CLAIM_HEADER "sysmeasure output folder writer\n"
 #define SM_CLAIM_MAX 1024 /* a record is about 200 bytes; more is not ours */
-#define SM_CLAIM_HOST 256
-
-/* Who writes: the fields of a record. */
-typedef struct sm_claim_who {
-    char job[SM_JOB_ID_MAX];
-    char host[SM_CLAIM_HOST];
-    long pid;
-    unsigned long long start; /* the pid's start time (clock ticks after boot); 0: unknown */
-} sm_claim_who_t;
+_Static_assert(sizeof ((sm_claim_who_t *)0)->job == SM_JOB_ID_MAX, "a job id fits a record");
 
 /* A process's start time and state from /proc/<pid>/stat: 0, or -1 when
  * there is no such process (or no /proc). */
@@ -62,7 +54,7 @@ static int sm_claim_proc_stat(long pid, unsigned long long *start, char *state)
     return -1;
 }
 
-static void sm_claim_self(sm_claim_who_t *me)
+void sm_claim_self(sm_claim_who_t *me)
 {
     memset(me, 0, sizeof *me);
     snprintf(me->job, sizeof me->job, "%s", sm_job_id());
@@ -75,6 +67,16 @@ static void sm_claim_self(sm_claim_who_t *me)
     char state;
     if (sm_claim_proc_stat(me->pid, &me->start, &state) != 0)
         me->start = 0;
+}
+
+int sm_claim_of_pid(long pid, sm_claim_who_t *w)
+{
+    sm_claim_self(w); /* job and host */
+    char state = '?';
+    w->pid = pid;
+    if (sm_claim_proc_stat(pid, &w->start, &state) != 0 || state == 'Z' || state == 'X')
+        return -1;
+    return 0;
 }
 
 static int sm_claim_format(const sm_claim_who_t *w, char *buf, size_t len)
@@ -219,6 +221,13 @@ static void sm_claim_take_over(int dirfd, const sm_claim_who_t *me, const char *
     unlinkat(dirfd, aside, 0);
 }
 
+int sm_claim_gone(const sm_claim_who_t *w)
+{
+    sm_claim_who_t me;
+    sm_claim_self(&me);
+    return !sm_claim_alive(w, &me);
+}
+
 sm_claim_t sm_folder_claim(const char *dir, sm_claim_mode_t mode, char *holder, size_t len)
 {
     sm_claim_who_t me, w;
@@ -258,7 +267,8 @@ sm_claim_t sm_folder_claim(const char *dir, sm_claim_mode_t mode, char *holder, 
                 nanosleep(&ts, NULL);
                 continue;
             }
-        } else if (sm_claim_same_process(&w, &me)) {
+        } else if (sm_claim_same_process(&w, &me) ||
+                   (mode == SM_CLAIM_JOIN && !strcmp(w.job, me.job))) {
             result = SM_CLAIM_OURS;
             break;
         } else if (!(mode == SM_CLAIM_JOB && !strcmp(w.job, me.job)) && sm_claim_alive(&w, &me)) {
@@ -275,7 +285,7 @@ sm_claim_t sm_folder_claim(const char *dir, sm_claim_mode_t mode, char *holder, 
     return result;
 }
 
-void sm_folder_release(const char *dir)
+static void sm_folder_release_as(const char *dir, int whole_job)
 {
     sm_claim_who_t me, w;
     char seen[SM_CLAIM_MAX];
@@ -284,8 +294,33 @@ void sm_folder_release(const char *dir)
         return;
     int got = sm_claim_read(dirfd, SM_CLAIM_FILE, seen, sizeof seen);
     sm_claim_self(&me);
-    /* Only our own record: a live writer's is never removed by another. */
-    if (got > 0 && sm_claim_parse(seen, (size_t)got, &w) == 0 && sm_claim_same_process(&w, &me))
+    /* Only our own record (or our job's): a live writer's is never removed
+     * by another. */
+    if (got > 0 && sm_claim_parse(seen, (size_t)got, &w) == 0 &&
+        (sm_claim_same_process(&w, &me) || (whole_job && !strcmp(w.job, me.job))))
         unlinkat(dirfd, SM_CLAIM_FILE, 0);
     close(dirfd);
+}
+
+void sm_folder_release(const char *dir)
+{
+    sm_folder_release_as(dir, 0);
+}
+
+void sm_folder_release_job(const char *dir)
+{
+    sm_folder_release_as(dir, 1);
+}
+
+int sm_folder_claimed_by_job(const char *dir)
+{
+    sm_claim_who_t me, w;
+    char seen[SM_CLAIM_MAX];
+    int dirfd = sm_fs_open_dir(dir);
+    if (dirfd < 0)
+        return 0;
+    int got = sm_claim_read(dirfd, SM_CLAIM_FILE, seen, sizeof seen);
+    close(dirfd);
+    sm_claim_self(&me);
+    return got > 0 && sm_claim_parse(seen, (size_t)got, &w) == 0 && !strcmp(w.job, me.job);
 }

@@ -31,6 +31,9 @@ typedef enum sm_claim_mode {
     SM_CLAIM_PROCESS, /* for this process alone */
     SM_CLAIM_JOB,     /* for the job (rank 0 of an MPI job): a record left by
                        * another process of the same job id is the job's own */
+    SM_CLAIM_JOIN,    /* as one of a job's processes without MPI (job_folder.h):
+                       * a record of the same job id, left by whichever of them
+                       * came first, is the job's and stays as it is */
 } sm_claim_mode_t;
 
 /* Claims folder dir (it must exist).  holder gets, for SM_CLAIM_TAKEN, words
@@ -40,5 +43,30 @@ sm_claim_t sm_folder_claim(const char *dir, sm_claim_mode_t mode, char *holder, 
 
 /* Removes dir's record when it names this process (after the last write). */
 void sm_folder_release(const char *dir) SM_HIDDEN;
+/* Removes dir's record when it names this process's job, whichever of its
+ * processes placed it (the last of a job without MPI, job_folder.h). */
+void sm_folder_release_job(const char *dir) SM_HIDDEN;
+
+/* A process as records name it: host, pid and the pid's start time. */
+#define SM_CLAIM_HOST 256
+typedef struct sm_claim_who {
+    char job[128];
+    char host[SM_CLAIM_HOST];
+    long pid;
+    unsigned long long start; /* the pid's start time (clock ticks after boot); 0: unknown */
+} sm_claim_who_t;
+
+/* This process (job, host, pid, start time). */
+void sm_claim_self(sm_claim_who_t *me) SM_HIDDEN;
+/* Process pid of this host as records name it (this process's job): 0, or
+ * -1 when there is no such live process. */
+int sm_claim_of_pid(long pid, sm_claim_who_t *w) SM_HIDDEN;
+/* Whether dir's record names this process's job (whichever of its
+ * processes placed it, alive or not). */
+int sm_folder_claimed_by_job(const char *dir) SM_HIDDEN;
+/* Whether process w (host, pid, start) is gone for certain: on this host,
+ * its pid dead, a zombie, or given to another process since.  A process of
+ * another host cannot be checked: not gone. */
+int sm_claim_gone(const sm_claim_who_t *w) SM_HIDDEN;
 
 #endif

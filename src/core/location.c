@@ -319,3 +319,57 @@ int sm_internal_thread_create(pthread_t *thread, size_t stack, void *(*start)(vo
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return rc;
 }
+
+void sm_locations_fork_child(sm_location_t *self, uint64_t now)
+{
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    sm_loc_lock = m; /* a thread of the parent may have held it */
+    /* The other threads are not in the child: their locations (and the
+     * parent's GPU and metric ones) stay the parent's, out of the registry. */
+    if (!self || !sm_loc_blocks[0]) {
+        __atomic_store_n(&sm_loc_count, 0, __ATOMIC_RELEASE);
+        return;
+    }
+    sm_loc_blocks[0][0] = self;
+    self->id = 0;
+    __atomic_store_n(&sm_loc_count, 1, __ATOMIC_RELEASE);
+    /* What it counted belongs to the parent; it begins now. */
+    self->tid = (pid_t)syscall(SYS_gettid);
+    sm_location_name_thread(self);
+    self->begin_time = now;
+    self->end_time = 0;
+    self->creator = SM_INVALID_ID;
+    self->creator_depth = 0;
+    self->creator_path = NULL;
+    self->start_routine = NULL;
+    self->unmatched_leaves = 0;
+    self->deep_enters = 0;
+    self->msg_matrix = NULL;
+    self->msg_matrix_n = 0;
+    self->throttled_calls = NULL;
+    self->counters = NULL; /* the parent's counter set is not the child's to read */
+    self->stamp_frame = NULL;
+    self->pass_frame = NULL;
+    self->pass_start = 0;
+    memset(self->record_count, 0, sizeof self->record_count);
+    memset(self->record_words, 0, sizeof self->record_words);
+    memset(self->transfer_total, 0, sizeof self->transfer_total);
+    /* The regions open at the fork are entered again now. */
+    uint32_t depth = (uint32_t)(self->sp - self->stack);
+    sm_profile_node_t *open[256];
+    uint32_t n_open = 0;
+    for (sm_frame_t *f = self->stack; f <= self->sp; f++) {
+        f->start = now;
+        f->child = 0;
+        if (f > self->stack && n_open < sizeof open / sizeof *open)
+            open[n_open++] = f->node;
+    }
+    if (self->profiling)
+        sm_profile_restart(&self->profile, open, n_open);
+    if (self->tracing) {
+        sm_trace_record(self, SM_REC_THREAD_BEGIN, SM_INVALID_ID, now);
+        for (uint32_t i = 1; i <= depth; i++)
+            if (self->stack[i].region != SM_DEEP_REGION)
+                sm_trace_record(self, SM_REC_ENTER, self->stack[i].region, now);
+    }
+}

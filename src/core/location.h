@@ -114,6 +114,13 @@ int sm_locations_init(void) SM_HIDDEN;
 /* In the child that goes on after daemon(): the registry's lock made new. */
 void sm_locations_after_daemon_child(void) SM_HIDDEN;
 
+/* A forked child that measures on as a process of its own (a process of
+ * its program's family, job_folder.h), after sm_buffers_fork_child: self,
+ * the forking thread's location (NULL: it had none), becomes the only
+ * location (id 0), beginning at now with the regions open at the fork
+ * entered again (trace and profile); what the parent recorded is gone. */
+void sm_locations_fork_child(sm_location_t *self, uint64_t now) SM_HIDDEN;
+
 /* The calling thread's location, created on first use. */
 sm_location_t *sm_location_for_thread_slow(void) SM_HIDDEN;
 static inline sm_location_t *sm_location_current(void)

@@ -97,6 +97,38 @@ sm_profile_node_t *sm_profile_child(sm_profile_t *p, sm_profile_node_t *parent,
     return n;
 }
 
+/* A node's statistics as a new node's. */
+static void sm_profile_node_clear(sm_profile_t *p, sm_profile_node_t *n)
+{
+    n->visits = 0;
+    sm_stat_clear(&n->incl);
+    sm_stat_clear(&n->excl);
+    n->bytes_sent = n->bytes_received = 0;
+    n->first_child = n->next_sibling = n->last_hit = NULL;
+    for (uint32_t i = 0; n->counters && i < 2u * p->n_counters; i++)
+        sm_stat_clear(&n->counters[i]);
+}
+
+void sm_profile_restart(sm_profile_t *p, sm_profile_node_t *const *open, uint32_t n_open)
+{
+    /* The nodes stay where they are (open frames point at them); the tree
+     * is cut down to the root and the open path, each node new. */
+    sm_profile_node_clear(p, &p->root);
+    sm_profile_node_clear(p, &p->fold);
+    p->folded_enters = 0;
+    p->node_count = 0;
+    sm_profile_node_t *parent = &p->root;
+    for (uint32_t i = 0; i < n_open; i++) {
+        sm_profile_node_t *n = open[i];
+        if (!n || n == &p->fold || n->parent != parent)
+            break; /* folded, or not a path of this tree: the rest is not kept */
+        sm_profile_node_clear(p, n);
+        parent->first_child = parent->last_hit = n;
+        p->node_count++;
+        parent = n;
+    }
+}
+
 void sm_stat_merge(sm_stat_t *into, const sm_stat_t *from)
 {
     into->sum += from->sum;

@@ -64,6 +64,14 @@ void sm_profile_init(sm_profile_t *p) SM_HIDDEN;
 void sm_profile_free(sm_profile_t *p) SM_HIDDEN;
 
 /* The child of parent for region, created if new. */
+/* A forked child measures on as a process of its own: the tree holds
+ * only the path of the regions open at the fork (open[0] the root's child,
+ * outermost first), every statistic cleared; the nodes stay where they
+ * are.  A node of open that is not its predecessor's child (folded) ends
+ * the path kept. */
+void sm_profile_restart(sm_profile_t *p, sm_profile_node_t *const *open, uint32_t n_open)
+    SM_HIDDEN;
+
 sm_profile_node_t *sm_profile_child(sm_profile_t *p, sm_profile_node_t *parent,
                                     sm_region_id_t region) SM_HIDDEN;
 

@@ -27,6 +27,7 @@
 #include "ending.h"
 #include "events.h"
 #include "job.h"
+#include "job_folder.h"
 #include "journal.h"
 #include "location.h"
 #include "region_filter.h"
@@ -91,17 +92,24 @@ static void sm_runtime_journal_clock(void)
     sm_journal_add(SM_J_CLOCK, &clock, sizeof clock, NULL, 0);
 }
 
-void sm_runtime_set_process_group(const sm_procs_t *procs)
+/* This process's rank among n: for the run, the spill file's header and
+ * the crash-safe journal (a killed process's files say which rank it was). */
+void sm_runtime_set_rank(uint32_t rank, uint32_t n)
 {
-    sm_procs = procs;
-    sm_run.rank = procs ? procs->rank : 0;
-    sm_run.n_ranks = procs ? procs->size : 1;
+    sm_run.rank = rank;
+    sm_run.n_ranks = n;
     sm_space_set_rank(sm_run.rank);
     sm_buffers_set_rank(sm_run.rank, sm_run.n_ranks); /* the spill file's header */
     if (sm_journal_on()) {
         uint32_t r[2] = {sm_run.rank, sm_run.n_ranks};
         sm_journal_add(SM_J_RANK, r, sizeof r, NULL, 0);
     }
+}
+
+void sm_runtime_set_process_group(const sm_procs_t *procs)
+{
+    sm_procs = procs;
+    sm_runtime_set_rank(procs ? procs->rank : 0, procs ? procs->size : 1);
     if (procs)
         sm_output_claim_for_job(procs);
     /* Rank 0 claims its folder now, so that the name it hands to the other
@@ -246,6 +254,15 @@ static int sm_runtime_init_as_held(int argc, char **argv)
         sm_adapter_load_restart(argc, argv); /* returns when it does not restart */
     if (sm_cfg.warning[0] && sm_cfg.launched_pid <= 0)
         sm_warning("%s", sm_cfg.warning); /* the launcher said it already */
+    /* The program the launcher started on its own: the processes it starts
+     * are of its family (job_folder.h) and learn its identity from the
+     * environment they inherit (a forked child has it in memory).  Its own,
+     * not a batch job's that other programs of the job script share. */
+    if (sm_cfg.launched_pid == getpid() && sm_runtime_in_family() && !getenv("SYSMEASURE_JOB_ID")) {
+        char id[SM_JOB_ID_MAX];
+        sm_job_process_id(id, sizeof id);
+        setenv("SYSMEASURE_JOB_ID", id, 1);
+    }
     (void)sm_job_id(); /* fixed now: later calls may come from a signal handler */
     sm_clock_init(sm_cfg.clock);
     sm_buffers_configure(sm_cfg.buffer_size, sm_cfg.buffer_chunk_size);
@@ -300,12 +317,22 @@ static int sm_runtime_init_as_held(int argc, char **argv)
     sm_run.start_time = sm_clock_now();
     sm_run.clock_source = sm_clock_source_name();
     sm_run.n_ranks = 1;
+    if (sm_outdir_claim == SM_OUTDIR_SHARED) {
+        /* One of a job's processes without MPI: its launcher's rank from
+         * the start, and a record that says it runs (job_folder.h). */
+        const sm_job_launch_t *l = sm_job_launch();
+        sm_runtime_set_rank((uint32_t)l->rank, (uint32_t)l->size);
+        (void)sm_job_folder_register(sm_outbase, (uint32_t)l->rank); /* (a later write says why) */
+    } else if (sm_outdir_claim == SM_OUTDIR_FAMILY) {
+        sm_runtime_set_rank((uint32_t)sm_member, (uint32_t)sm_member + 1);
+    }
     sm_counters_notes(sm_runtime_add_note);
     sm_region_filter_init(&sm_cfg);
 
     atexit(sm_runtime_atexit);
     at_quick_exit(sm_runtime_at_quick_exit);
-    pthread_atfork(NULL, NULL, sm_runtime_after_fork_child);
+    pthread_atfork(sm_runtime_before_fork, sm_runtime_after_fork_parent,
+                   sm_runtime_after_fork_child);
     sm_runtime_active = 1;
     sm_ending_install();
     pthread_mutex_unlock(&sm_runtime_lock);

@@ -86,6 +86,11 @@ typedef struct sm_end_layer {
     void (*remove_process)(const sm_run_info_t *run);
     /* A group of one process (the end of a process on its own). */
     const sm_procs_t *(*single_process)(void);
+    /* The last process of a job without MPI (job_folder.h): the job's
+     * outputs in folder from the process files its processes left there, as
+     * sysmeasure-merge makes them; keep leaves those files.  Its problems are
+     * said in one line each; the number of failures. */
+    int (*merge_job)(const char *folder, const char *job, bool keep);
 } sm_end_layer_t;
 extern const sm_end_layer_t sm_end_layer SM_HIDDEN;
 /* Appended to the reason of a process file whose events may be cut short

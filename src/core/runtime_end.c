@@ -21,7 +21,9 @@
 #include "clock.h"
 #include "ending.h"
 #include "events.h"
+#include "folder_claim.h"
 #include "job.h"
+#include "job_folder.h"
 #include "journal.h"
 #include "location.h"
 #include "sampler.h"
@@ -274,6 +276,85 @@ static int sm_runtime_write_rank_file(const char *reason)
     return rc != 0;
 }
 
+/* A trace stopped before a disk limit (trace_space.h): the process file has
+ * no notes; its declared metadata, which sysmeasure-merge puts in
+ * metadata.json, says it. */
+static void sm_runtime_trace_stop_for_file(void)
+{
+    if (!sm_space_stopped())
+        return;
+    char reason[300], note[1200];
+    sm_space_reason_words(sm_space_reason(), reason, sizeof reason);
+    sm_space_note(note, sizeof note, (double)sm_space_stop_ns() / 1e9, reason,
+                  sm_run.trace_untraced, 1, 1);
+    sm_runtime_metadata_set("trace_stopped", note);
+}
+
+/* The end of a process that shares the folder with the other processes of
+ * its job without MPI (SM_OUTDIR_SHARED: rank sm_run.rank of a launcher's
+ * job) or of its program's family (member `member`, the program 0): its
+ * process file, like a rank that leaves MPI without MPI_Finalize; then the
+ * bookkeeping (job_folder.h) says whether it is the last of them to end.
+ * The last merges the folder into the job's outputs as sysmeasure-merge
+ * would, or, when a process ended without its files (killed), leaves the
+ * files with one line that says how to merge them.  The failures. */
+static int sm_runtime_end_shared(bool family, long member)
+{
+    const sm_job_launch_t *l = sm_job_launch();
+    char why[sizeof sm_end_reason + 600], whose[400];
+    if (family) {
+        sm_runtime_set_rank((uint32_t)member, (uint32_t)member + 1);
+        snprintf(whose, sizeof whose, "the program (pid %d) and the processes it started",
+                 (int)sm_cfg.launched_pid);
+    } else {
+        snprintf(whose, sizeof whose, "the %s job", l->name);
+    }
+    snprintf(why, sizeof why, "%s; process %u of %s", sm_end_reason[0] ? sm_end_reason : "exit",
+             (unsigned)sm_run.rank, whose);
+    sm_runtime_trace_stop_for_file();
+    if (sm_runtime_write_rank_file(why) != 0)
+        return 1; /* said; the others find this process gone without its files */
+    uint32_t n = sm_run.n_ranks, n_missing = 0;
+    char missing[1024];
+    sm_job_folder_end_t end =
+        family ? sm_job_folder_family_end(sm_outdir, member, sm_cfg.launched_pid, &n, &n_missing,
+                                          missing, sizeof missing)
+               : sm_job_folder_arrive(sm_outdir, sm_run.rank, sm_run.n_ranks, &n_missing, missing,
+                                      sizeof missing);
+    if (end == SM_JOB_FOLDER_NOT_LAST) {
+        sm_info(1, "process %u of %s: its data is in %s; the last of them to end writes the "
+                "outputs", (unsigned)sm_run.rank, whose, sm_outdir);
+        return 0;
+    }
+    if (end == SM_JOB_FOLDER_FAILED) {
+        sm_warning("process %u of %s cannot tell whether it ends last (%s/.ranks: %s): its data "
+                   "is in %s; after the job, run `sysmeasure-merge %s` to make one archive",
+                   (unsigned)sm_run.rank, whose, sm_outdir, sm_fs_why(errno), sm_outdir,
+                   sm_outdir);
+        return 1;
+    }
+    if (n_missing) {
+        uint32_t wrote = n - n_missing;
+        sm_warning("%u process%s wrote %s; run `sysmeasure-merge %s` to make one archive "
+                   "(%u of the %u processes of %s ended without writing their files: %s)",
+                   (unsigned)wrote, wrote == 1 ? "" : "es", sm_outdir, sm_outdir,
+                   (unsigned)n_missing, (unsigned)n, whose, missing);
+        sm_folder_release_job(sm_outbase);
+        return 0;
+    }
+    /* Every process's files are in place and none of them writes any more. */
+    sm_job_folder_remove(sm_outdir, sm_job_hash());
+    sm_log_step(NULL);
+    int failures = sm_end_layer.merge_job(sm_outdir, sm_job_id(), sm_cfg.keep_process_files);
+    sm_log_step("the job's outputs from its processes' files");
+    if (!failures && family)
+        sm_info(0, "%u processes measured (%s); output in %s", (unsigned)n, whose, sm_outdir);
+    else if (!failures)
+        sm_info(0, "%u processes of %s measured; output in %s", (unsigned)n, whose, sm_outdir);
+    sm_folder_release_job(sm_outbase);
+    return failures;
+}
+
 static int sm_runtime_rank_file_saved; /* written at the start of MPI_Finalize */
 static int sm_runtime_presaved;        /* the end began there */
 
@@ -371,21 +452,22 @@ int sm_runtime_finalize_as(const char *reason, int how)
      * leaves a process file for sysmeasure-merge. */
     if (sm_procs && !sm_finalizing_job) {
         const char *why = sm_end_reason[0] ? sm_end_reason : "exit without MPI_Finalize";
-        if (sm_space_stopped()) {
-            /* The process file has no notes: its declared metadata, which
-             * sysmeasure-merge puts in metadata.json, says it. */
-            char reason[300], note[1200];
-            sm_space_reason_words(sm_space_reason(), reason, sizeof reason);
-            sm_space_note(note, sizeof note, (double)sm_space_stop_ns() / 1e9, reason,
-                          sm_run.trace_untraced, 1, 1);
-            sm_runtime_metadata_set("trace_stopped", note);
-        }
+        sm_runtime_trace_stop_for_file();
         int rc = sm_runtime_write_rank_file(why);
         if (rc == 0)
             sm_runtime_say_saved();
         if (rc == 0 && sm_run.rank == 0)
             sm_warning("rank 0 ended without MPI_Finalize (%s): each rank left its data in %s; "
                        "after the job, run: sysmeasure-merge %s", why, sm_outdir, sm_outdir);
+        sm_runtime_end_write(at_exit);
+        errno = saved_errno;
+        return rc;
+    }
+    bool family = sm_outdir_claim == SM_OUTDIR_FAMILY ||
+                  (sm_outdir_claim == SM_OUTDIR_HELD && sm_runtime_in_family() &&
+                   sm_cfg.launched_pid == getpid() && sm_job_folder_has_family(sm_outbase));
+    if (!sm_procs && (sm_outdir_claim == SM_OUTDIR_SHARED || family)) {
+        int rc = sm_runtime_end_shared(family, family ? (sm_member > 0 ? sm_member : 0) : 0);
         sm_runtime_end_write(at_exit);
         errno = saved_errno;
         return rc;

@@ -14,9 +14,11 @@
 #include "definitions.h"
 #include "ending.h"
 #include "gpu_memory.h"
+#include "job_folder.h"
 #include "journal.h"
 #include "location.h"
 #include "sampler.h"
+#include "sig_hold.h"
 #include "subsystem.h"
 #include "../util/log.h"
 
@@ -36,11 +38,65 @@ bool sm_runtime_forking_daemon(void)
     return sm_daemon_forking;
 }
 
+/* Before a fork: a process of a family (job_folder.h) takes the child's
+ * number now, so that the family knows of the child before either goes on
+ * (the record names the parent until the child names itself). */
+void sm_runtime_before_fork(void)
+{
+    sm_fork_member = -1;
+    if (!sm_runtime_active || sm_runtime_discard || sm_daemon_forking ||
+        sm_ending_phase() != SM_END_RUNNING || sm_procs || !sm_runtime_in_family() ||
+        (sm_outdir_claim != SM_OUTDIR_HELD && sm_outdir_claim != SM_OUTDIR_FAMILY))
+        return;
+    int saved_errno = errno;
+    sm_sig_hold(SM_SIG_LOCKS_IO);
+    sm_fork_member = sm_job_folder_join(sm_outbase, sm_cfg.launched_pid, 1);
+    sm_sig_release();
+    errno = saved_errno;
+}
+
+void sm_runtime_after_fork_parent(void)
+{
+    sm_fork_member = -1;
+}
+
+/* A forked child of a family measures on as a process of its own, member
+ * sm_fork_member: the forking thread with the regions open at the fork,
+ * nothing the parent recorded, no crash-safe files, no samplers. */
+static void sm_runtime_fork_child_measures(void)
+{
+    pthread_mutex_t r = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    sm_runtime_lock = r;
+    sm_meta_lock = m;
+    sm_definitions_after_daemon_child();
+    sm_journal_after_fork_child();
+    uint64_t now = sm_clock_now();
+    sm_location_t *self = sm_tls_location && sm_tls_location->stack ? sm_tls_location : NULL;
+    sm_buffers_fork_child(self);
+    sm_locations_fork_child(self, now);
+    sm_member = sm_fork_member;
+    sm_fork_member = -1;
+    sm_outdir_claim = SM_OUTDIR_FAMILY;
+    snprintf(sm_outdir, sizeof sm_outdir, "%s", sm_outbase);
+    sm_job_folder_claim_number(sm_outbase, sm_member);
+    sm_run.pid = getpid();
+    sm_run.start_time = now;
+    sm_run.start_realtime_ns = sm_clock_realtime_at_init_ns() +
+                               (sm_clock_monotonic_ns() - sm_clock_monotonic_at_init_ns());
+    sm_runtime_set_rank((uint32_t)sm_member, (uint32_t)sm_member + 1);
+}
+
 /* In a forked child the parent's data is not ours to write again, unless
- * the child goes on after daemon(). */
+ * the child goes on after daemon(), or is of a family (above). */
 void sm_runtime_after_fork_child(void)
 {
     sm_ending_after_fork_child();
+    if (sm_fork_member > 0 && !sm_daemon_forking) {
+        sm_runtime_fork_child_measures();
+        return;
+    }
+    sm_fork_member = -1;
     if (sm_daemon_forking) {
         /* The locks a thread of the parent may have held, made new. */
         pthread_mutex_t r = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;

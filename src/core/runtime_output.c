@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "runtime_private.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -16,30 +17,22 @@
 #include "clock.h"
 #include "folder_claim.h"
 #include "job.h"
+#include "job_folder.h"
 #include "journal.h"
 #include "../util/fs.h"
 #include "../util/log.h"
 
 /* ---------------------------------------------------------------- output folder */
 
-/* A folder has one writer at a time (folder_claim.h).  Where this process
- * stands with the folder the user named: */
-typedef enum sm_outdir_claim {
-    SM_OUTDIR_UNCLAIMED, /* no folder named (ours is new), a launched program's
-                          * child (<output>/<program>-<pid>), or no record could be made */
-    SM_OUTDIR_HELD,      /* our record is in it: we write it */
-    SM_OUTDIR_DEFERRED,  /* rank > 0 of a launch: rank 0 claims it for the MPI job,
-                          * which this process joins at MPI_Init, or else at its end
-                          * this process takes a sub-folder */
-    SM_OUTDIR_MOVED,     /* another writer has it: a sub-folder of our own, said once */
-    SM_OUTDIR_JOB,       /* the MPI job's folder, which rank 0 claimed */
-} sm_outdir_claim_t;
-
+/* Where this process stands with the folder the user named: see
+ * sm_outdir_claim_t (runtime_private.h). */
 static int sm_outdir_made;
-static sm_outdir_claim_t sm_outdir_claim;
-static char sm_outbase[PATH_MAX];      /* the folder the user named, absolute */
+sm_outdir_claim_t sm_outdir_claim;
+char sm_outbase[PATH_MAX];             /* the folder the user named, absolute */
 static char sm_outdir_moved_why[3 * PATH_MAX]; /* the line for SM_OUTDIR_MOVED */
 static int sm_outdir_said;
+long sm_member = -1;      /* this process's number in its program's family */
+long sm_fork_member = -1; /* taken for the child being forked (atfork) */
 
 /* <output>/<program>-<pid>: a sub-folder no other live process can have. */
 static void sm_output_subfolder(char *dir, size_t len)
@@ -69,18 +62,47 @@ static void sm_output_claim(sm_claim_mode_t mode)
         return; /* the first write says why */
     switch (sm_folder_claim(sm_outbase, mode, holder, sizeof holder)) {
     case SM_CLAIM_OURS:
-        sm_outdir_claim = SM_OUTDIR_HELD;
+        sm_outdir_claim = mode == SM_CLAIM_JOIN ? SM_OUTDIR_SHARED : SM_OUTDIR_HELD;
         break;
     case SM_CLAIM_TAKEN:
         snprintf(why, sizeof why, "is being written by another process (%s, says its %s), so "
                  "this %s (%s%s, pid %d)", holder, SM_CLAIM_FILE,
                  mode == SM_CLAIM_JOB ? "MPI job" : "process",
                  mode == SM_CLAIM_JOB ? "rank 0: " : "", sm_program, (int)getpid());
+        if (mode == SM_CLAIM_JOIN) /* ... writes on its own */
+            snprintf(why, sizeof why, "is being written by another job (%s, says its %s), so "
+                     "rank %ld of this %s job (%s, pid %d)", holder, SM_CLAIM_FILE,
+                     sm_job_launcher_rank(), sm_job_launch()->name, sm_program, (int)getpid());
         sm_output_move_out(why);
         break;
     case SM_CLAIM_UNCHECKED:
         break;
     }
+}
+
+/* One of the processes of a job that a launcher started (its rank and the
+ * job's size, job.h), and no MPI program: MPI_Init would make the job one
+ * at MPI_Finalize (an MPI program gets the wrappers, which define MPI_Init,
+ * before its start; a program that loads MPI later, as Python's mpi4py
+ * does, leaves this way when it calls MPI_Init). */
+static bool sm_runtime_job_without_mpi(void)
+{
+    const sm_job_launch_t *l = sm_job_launch();
+    return l->size > 1 && l->rank >= 0 && l->rank < l->size &&
+           dlsym(RTLD_DEFAULT, "MPI_Init") == NULL;
+}
+
+/* Whether this process is of a family (job_folder.h): the program the
+ * launcher started or a process it started, with the folder the user named,
+ * and no launcher numbered it in a job of several processes (the processes
+ * a rank of torchrun or srun starts are not of that job: each writes on its
+ * own; a rank whose job's size is not known keeps the job's identity).  A
+ * Slurm batch script (SLURM_PROCID 0, no step) is one program. */
+bool sm_runtime_in_family(void)
+{
+    const sm_job_launch_t *l = sm_job_launch();
+    return sm_cfg.output && sm_cfg.output[0] && sm_cfg.launched_pid > 0 &&
+           (l->rank < 0 || l->size == 1 || (l->launcher == SM_LAUNCHER_SLURM && l->size == 0));
 }
 
 /* sysmeasure-<program>-<date>-<time>-<pid>, in the working directory; or
@@ -96,9 +118,17 @@ void sm_choose_output_dir(void)
             snprintf(sm_outbase + n, sizeof sm_outbase - n, "/%s", sm_cfg.output);
         }
         snprintf(sm_outdir, sizeof sm_outdir, "%s", sm_outbase);
-        /* A process the launched program started: a folder of its own inside. */
-        if (sm_cfg.launched_pid > 0 && sm_cfg.launched_pid != getpid())
-            sm_output_subfolder(sm_outdir, sizeof sm_outdir);
+        /* A process the launched program started: of its family, in its
+         * folder; else (another job writes there, the program has ended on
+         * its own) a folder of its own inside. */
+        if (sm_cfg.launched_pid > 0 && sm_cfg.launched_pid != getpid()) {
+            if (sm_runtime_in_family() && sm_folder_claimed_by_job(sm_outbase) &&
+                (sm_member = sm_job_folder_join(sm_outbase, sm_cfg.launched_pid, 0)) > 0)
+                sm_outdir_claim = SM_OUTDIR_FAMILY;
+            else
+                sm_output_subfolder(sm_outdir, sizeof sm_outdir);
+        } else if (sm_runtime_job_without_mpi())
+            sm_output_claim(SM_CLAIM_JOIN); /* the job's processes share it */
         else if (sm_job_launcher_rank() > 0)
             sm_outdir_claim = SM_OUTDIR_DEFERRED; /* rank 0 claims it (one claim per job) */
         else
@@ -147,8 +177,12 @@ void sm_output_settle_alone(void)
  * started through).  Collective over procs. */
 void sm_output_claim_for_job(const sm_procs_t *procs)
 {
-    if (sm_outdir_claim == SM_OUTDIR_HELD)
+    if (sm_outdir_claim == SM_OUTDIR_HELD || sm_outdir_claim == SM_OUTDIR_SHARED)
         sm_folder_release(sm_outbase);
+    /* Taken for a job without MPI (by this process, or by the script it
+     * was started through, which exec'd it): the MPI job ends together. */
+    if (sm_outbase[0] && sm_job_launcher_rank() >= 0)
+        sm_job_folder_unregister(sm_outbase, (uint32_t)sm_job_launcher_rank());
     (void)procs->barrier(procs->ctx);
     if (!sm_outbase[0] || (sm_cfg.launched_pid > 0 && sm_cfg.launched_pid != getpid()))
         return; /* no folder named, or the folder of a launched program's child */

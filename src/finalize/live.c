@@ -10,6 +10,7 @@
 #include "../core/location.h"
 #include "../core/metrics.h"
 #include "../core/trace_space.h"
+#include "../merge/merge.h"
 #include "../merge/process_file.h"
 #include "../merge/unify.h"
 #include "../util/log.h"
@@ -207,6 +208,12 @@ int sm_finalize_live(const sm_procs_t *procs, sm_run_info_t *run, char *summary_
     return failures;
 }
 
+static int sm_live_merge_job(const char *folder, const char *job, bool keep)
+{
+    sm_merge_options_t opt = {.job = job, .keep = keep, .live = 1};
+    return sm_merge_folder(folder, &opt) != SM_MERGE_OK;
+}
+
 const sm_end_layer_t sm_end_layer = {
     .trace_during_run = sm_otf2_background,
     .write_job = sm_finalize_live,
@@ -214,4 +221,5 @@ const sm_end_layer_t sm_end_layer = {
     .save_process_first = sm_process_file_write_first,
     .remove_process = sm_process_file_remove,
     .single_process = sm_procs_single,
+    .merge_job = sm_live_merge_job,
 };

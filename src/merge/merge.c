@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 
 #include "../core/buffer.h"
 #include "../core/events.h"
+#include "../core/job_folder.h"
 #include "../core/journal.h"
 #include "../core/runtime.h"
 #include "../util/fs.h"
@@ -438,6 +440,18 @@ static int sm_merge_load_journals(sm_merge_t *m)
 
 /* ---------------------------------------------------------------- cleaning up */
 
+static int sm_merge_remove_entry(const char *path, const struct stat *st, int type,
+                                 struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    if (type == FTW_DP)
+        rmdir(path);
+    else
+        unlink(path);
+    return 0;
+}
+
 /* Removes what the merge read (the process files and the .spill files of
  * the job merged); the folders go when empty.  Bytes freed in *bytes. */
 static void sm_merge_clean(sm_merge_t *m, uint32_t *removed, uint64_t *bytes, uint32_t *left)
@@ -457,6 +471,14 @@ static void sm_merge_clean(sm_merge_t *m, uint32_t *removed, uint64_t *bytes, ui
             ++*removed;
             *bytes += (uint64_t)st.st_blocks * 512u; /* crash-safe files are allocated ahead */
         }
+    /* The OTF2 archive a merged process was encoding during the run
+     * (.spill/otf2-<pid>): never finished, the merge wrote the archive. */
+    for (uint32_t i = 0; i < m->n_files; i++) {
+        char dir[PATH_MAX + 48];
+        snprintf(dir, sizeof dir, "%s/otf2-%lld", m->spill_dir, (long long)m->files[i]->pid);
+        if (lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
+            nftw(dir, sm_merge_remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    }
     *left = 0;
     const char *dirs[2] = {m->ranks_dir, m->spill_dir};
     for (int k = 0; k < 2; k++) {
@@ -806,6 +828,8 @@ sm_merge_status_t sm_merge_folder(const char *folder, const sm_merge_options_t *
         goto out;
     }
     status = SM_MERGE_OK;
+    if (opt->keep && opt->live)
+        goto out;
     if (opt->keep) {
         fprintf(stderr, "sysmeasure-merge: %u of %u ranks merged into %s (its process and "
                 "crash-safe files kept: --keep)%s\n", (unsigned)m.n_files, (unsigned)n_ranks,
@@ -823,9 +847,14 @@ sm_merge_status_t sm_merge_folder(const char *folder, const sm_merge_options_t *
                 if (!strcmp(m.spill[s].path, f->events[k]))
                     m.spill[s].used = 1;
     }
+    /* The bookkeeping of a job without MPI that the merge completes
+     * (job_folder.h) goes with its files. */
+    sm_job_folder_remove(folder, sm_job_hash_of(m.files[0]->job));
     uint32_t removed, left;
     uint64_t freed;
     sm_merge_clean(&m, &removed, &freed, &left);
+    if (opt->live)
+        goto out;
     char rest[160] = "";
     if (left)
         snprintf(rest, sizeof rest, "; %u file%s of other jobs or not of this merge left there",

@@ -21,6 +21,9 @@ typedef struct sm_merge_options {
     const char *job; /* --job ID: the job to merge (NULL: the only one) */
     int perfetto;    /* --perfetto: trace.pftrace too */
     int keep;        /* --keep: leave the merged files in .ranks and .spill */
+    int live;        /* run by the last process of a job without MPI, at its
+                      * end: no closing line of the merge's own (the process
+                      * says its own) */
 } sm_merge_options_t;
 
 /* Merges the job in folder (an absolute path); every problem is said in

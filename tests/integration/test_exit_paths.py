@@ -117,20 +117,23 @@ def test_default_folders_of_two_runs():
 
 def test_child_processes():
     # Processes the program starts are measured too; with an explicit output
-    # folder each writes into <output>/<program>-<pid>, never over the
-    # program's own files.
+    # folder they are processes of the program's job (issue 30): one archive
+    # of the program and its two children, written by the last of them to
+    # end, never one over another's files.
     exe = program("exit-code")
     parent = ("import subprocess, sys; subprocess.run([%r, '0']); subprocess.run([%r, '0']); sys.exit(6)"
               % (exe, exe))
     out, proc = measure(["/usr/bin/python3", "-c", parent], "children", expect_rc=6)
     subs = sorted(d for d in os.listdir(out) if d.startswith("exit-code-"))
-    check(len(subs) == 2, "one folder per child process: %s" % os.listdir(out))
-    for d in subs:
-        prof = load_json(os.path.join(out, d), "profile.json")
-        check(callpath(prof, "work") is not None, "child's region in %s" % d)
+    check(subs == [], "no folder of a child process: %s" % os.listdir(out))
     meta = load_json(out, "metadata.json")
-    check(meta["command"][0] == "/usr/bin/python3", "the folder itself is the launched program's: %s"
-          % meta["command"])
+    check(meta["command"][0] == "/usr/bin/python3" and meta["ranks"] == 3,
+          "the program's folder, with the program and its 2 children: %s %s"
+          % (meta["command"], meta["ranks"]))
+    prof = load_json(out, "profile.json")
+    work = callpath(prof, "work")
+    check(work is not None and [(r["rank"], r["visits"]) for r in work["per_rank"]] == [(1, 1), (2, 1)],
+          "each child's region, as processes 1 and 2: %s" % (work and work["per_rank"]))
 
 
 def test_without_launcher():

@@ -3,8 +3,8 @@ output folder never overwrite each other.  An MPI program started through a
 job script under mpirun gets the MPI wrappers and its ranks write one
 archive; two runs with one --output at once give two complete results, the
 second in a sub-folder it names in one line; the ranks of a non-MPI program
-under mpirun do the same, and so does an MPI job beside a running writer
-(one sub-folder for the job); an MPI + Kokkos program measured through
+under mpirun share the folder as one job (issue 30); an MPI job beside a
+running writer takes one sub-folder for the job; an MPI + Kokkos program measured through
 KOKKOS_PROFILE_LIBRARY alone (no launcher) writes one job folder; a record
 left by a process that is gone is taken over silently."""
 import os
@@ -109,9 +109,10 @@ def test_script_under_mpirun():
     check(subfolders(out) == [] and lock_files(out) == [],
           "script: no other writer's folder, no lock left: %s" % os.listdir(out))
 
-    # Without exec the shells are measured too: each is a writer of its own
-    # (rank 0's in the folder, the others in sub-folders, one line each),
-    # and the job's archive goes to its rank 0's sub-folder.
+    # Without exec the shells are measured too: the 4 shells are the ranks
+    # of a job without MPI (issue 30), which share the folder and end as one
+    # archive there; the MPI job of the programs they start goes to its rank
+    # 0's sub-folder.
     out = os.path.join(work, "out-noexec")
     cmd[-1] = os.path.join(work, "run-noexec.sh")
     cmd[cmd.index("-o") + 1] = out
@@ -126,11 +127,14 @@ def test_script_under_mpirun():
         check(trace is not None and check_messages(trace, 4) == 12,
               "no exec: the ring's 12 messages matched")
     shells = [d for d in subfolders(out) if d.startswith("sh-")]
-    check(len(shells) == 3 and len(moved_lines(proc.stderr)) == 3,
-          "no exec: ranks 1-3's shells in sub-folders, one line each: %s %s"
-          % (shells, moved_lines(proc.stderr)))
-    check(read_json(out, "metadata.json", "no exec").get("program") == "sh",
-          "no exec: rank 0's shell in the folder")
+    check(shells == [] and moved_lines(proc.stderr) == [],
+          "no exec: no shell in a sub-folder, no line: %s %s" % (shells, moved_lines(proc.stderr)))
+    meta = read_json(out, "metadata.json", "no exec")
+    check(meta.get("program") == "sh" and meta.get("ranks") == 4,
+          "no exec: the 4 shells' archive in the folder: %s %s" % (meta.get("program"),
+                                                                   meta.get("ranks")))
+    check("4 processes of the Open MPI job measured; output in %s\n" % out in proc.stderr,
+          "no exec: the shells' closing line: %s" % proc.stderr)
 
 
 def test_two_launches_at_once():
@@ -165,8 +169,9 @@ def test_two_launches_at_once():
 
 
 def test_non_mpi_ranks():
-    """A program without MPI under mpirun -np 3 sysmeasure -o DIR: rank 0
-    writes the folder, ranks 1 and 2 a sub-folder each, with a line each."""
+    """A program without MPI under mpirun -np 3 sysmeasure -o DIR: the ranks
+    share the folder and the last to end writes one archive of the three
+    (issue 30; before, ranks 1 and 2 wrote a sub-folder each)."""
     out = os.path.join(workdir("non-mpi-ranks"), "out")
     cmd = [MPIRUN, "-np", "3", "--oversubscribe", LAUNCHER, "-o", out, program("exit-code")]
     proc = subprocess.run(cmd, env=clean_env(mpi_env()), stdout=subprocess.PIPE,
@@ -174,16 +179,18 @@ def test_non_mpi_ranks():
     check(proc.returncode == 0 and proc.stdout.count("application output") == 3,
           "non-MPI ranks: rc 0, every rank's output: %d %r" % (proc.returncode, proc.stdout))
     subs = subfolders(out)
-    lines = moved_lines(proc.stderr)
-    check(len(subs) == 2 and len(lines) == 2 and all("belongs to rank 0" in l for l in lines),
-          "non-MPI ranks: two sub-folders, one line each: %s %s" % (subs, proc.stderr))
-    pids = set()
-    for folder in [out] + [os.path.join(out, s) for s in subs]:
-        pids.add(read_json(folder, "metadata.json", "non-MPI ranks").get("pid"))
-        trace = read_trace(folder, "non-MPI ranks")
-        visits = check_trace_consistent(trace) if trace else None
-        check(visits == {"work": 1}, "%s: a complete result: %s" % (folder, visits))
-    check(len(pids) == 3, "non-MPI ranks: three processes' results: %s" % pids)
+    check(subs == [] and moved_lines(proc.stderr) == [] and lock_files(out) == [],
+          "non-MPI ranks: no sub-folder, no line, no lock left: %s %s" % (subs, proc.stderr))
+    meta = read_json(out, "metadata.json", "non-MPI ranks")
+    pids = {p.get("pid") for p in meta.get("processes", [])}
+    check(meta.get("ranks") == 3 and len(pids) == 3,
+          "non-MPI ranks: metadata.json of three processes: %s" % meta.get("processes"))
+    trace = read_trace(out, "non-MPI ranks")
+    if trace:
+        check_trace_consistent(trace)
+        check(region_visits_by_rank(trace).get("work") == {0: 1, 1: 1, 2: 1},
+              "non-MPI ranks: every rank's region in the archive: %s"
+              % region_visits_by_rank(trace))
 
 
 def test_kokkos_mpi_without_launcher():

@@ -375,9 +375,16 @@ def test_fork_and_multiprocessing():
     check(plain.stdout == want and proc.stdout == want,
           "forks.py's output, plain %r and measured %r" % (plain.stdout, proc.stdout))
     profile = load_json(out, "profile.json")
-    check(visits(callpath(profile, "<module>", "main")) == 1 and
-          paths_ending(profile, "spin", "square"),
+    # With --output the forked children are processes of the program's
+    # family, in its archive (manual, "Jobs of several processes without
+    # MPI"): each goes on inside main, entered again at its fork.
+    main = callpath(profile, "<module>", "main")
+    main_ranks = sorted(t["rank"] for t in main["per_thread"]) if main else []
+    check(main is not None and sum(t["visits"] for t in main["per_thread"] if t["rank"] == 0) == 1
+          and paths_ending(profile, "spin", "square"),
           "the parent's main and its thread's spin > square are measured")
+    check(len(main_ranks) >= 6 and main_ranks[0] == 0 and len(set(main_ranks)) == len(main_ranks),
+          "the 3 forked children and the 2 fork-pool workers, each in main: ranks %s" % main_ranks)
     check_trace_consistent(Trace(out))
 
 
