@@ -48,6 +48,25 @@ SM_EXPORT int InitializeInjectionNvtx2(void *get_export_table);
 /* C++ kernel names: the C++ runtime's demangler, when the program has it. */
 extern char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status)
     __attribute__((weak));
+typedef char *(*sm_cu_demangle_fn)(const char *mangled, char *out, size_t *len, int *status);
+static sm_cu_demangle_fn sm_cu_demangle;
+static pthread_once_t sm_cu_demangle_once = PTHREAD_ONCE_INIT;
+
+/* A program that loads its C++ runtime late (Python loads PyTorch, CuPy and
+ * JAX with their libstdc++ in a local scope) left the weak reference empty:
+ * the loaded libstdc++'s demangler then, or one loaded for the purpose. */
+static void sm_cu_find_demangler(void)
+{
+    if (__cxa_demangle) {
+        sm_cu_demangle = __cxa_demangle;
+        return;
+    }
+    void *lib = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
+    if (!lib)
+        lib = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+    void *fn = lib ? dlsym(lib, "__cxa_demangle") : NULL;
+    memcpy(&sm_cu_demangle, &fn, sizeof fn);
+}
 
 static const sm_adapter_api_t *sm_cu_api;
 static CUpti_SubscriberHandle sm_cu_subscriber;
@@ -134,8 +153,11 @@ static sm_region_id_t sm_cu_kernel_region(const char *name)
         return sm_cu_kernels[h].region;
     char *demangled = NULL;
     int status = -1;
-    if (__cxa_demangle && name[0] == '_' && name[1] == 'Z')
-        demangled = __cxa_demangle(name, NULL, NULL, &status);
+    if (name[0] == '_' && name[1] == 'Z') {
+        pthread_once(&sm_cu_demangle_once, sm_cu_find_demangler);
+        if (sm_cu_demangle)
+            demangled = sm_cu_demangle(name, NULL, NULL, &status);
+    }
     sm_region_id_t r = sm_cu_api->region_define(status == 0 && demangled ? demangled : name, NULL, 0,
                                                 SM_PARADIGM_CUDA, SM_ROLE_FUNCTION);
     free(demangled);
