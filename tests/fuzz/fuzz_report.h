@@ -1,4 +1,4 @@
-/* The report's readers (sysmeasure-report, src/writers/report_html.c):
+/* The report's readers (sysmeasure-report, src/writers/report/):
  * one of the folder's files is the fuzzed input, the other two the seeds
  * "mpi2" of their harnesses (a 2-rank MPI run with messages), so that the
  * input meets real companions.  What must hold: report.html is written
