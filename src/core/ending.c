@@ -14,6 +14,12 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/syscall.h>
+#if defined(__has_include)
+#if __has_include(<sys/single_threaded.h>)
+#include <sys/single_threaded.h>
+#define SM_HAVE_SINGLE_THREADED 1
+#endif
+#endif
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -180,8 +186,26 @@ static void __attribute__((noreturn)) sm_wait_forever(void)
  * signals never land on it; it is no measured location (created through the
  * C library's pthread_create) and sleeps unless a signal comes. */
 static sem_t sm_ender_sem;
-static volatile int sm_ender_on;   /* the ending thread runs in this process */
-static volatile int sm_end_request; /* the signal handed to it (the first) */
+static volatile int sm_ender_on;     /* the ending thread runs in this process */
+static volatile int sm_ender_wanted; /* this process measures: it wants one */
+static volatile int sm_end_request;  /* the signal handed to it (the first) */
+static pthread_mutex_t sm_ender_lock = PTHREAD_MUTEX_INITIALIZER;
+static SM_TLS bool sm_ender_creating;
+
+/* Whether the process has only ever had one thread.  The C library then
+ * takes no lock in malloc, free or stdio (and the first thread created
+ * turns those fast paths off for good: putc costs 7 times as much): a
+ * signal's end written on that one thread cannot wait for them.  So the
+ * ending thread starts with the process's second thread (the program's
+ * first pthread_create, or one of sysmeasure's own threads), not before. */
+static bool sm_single_threaded(void)
+{
+#ifdef SM_HAVE_SINGLE_THREADED
+    return __libc_single_threaded;
+#else
+    return false;
+#endif
+}
 
 /* The end's deepest stack measured: 170 KB (call-stack sampling's
  * symbols), 30-65 KB otherwise (traces, profiles, Perfetto, 100,000
@@ -210,8 +234,11 @@ static void sm_ending_start_thread(void)
     if (sem_init(&sm_ender_sem, 0, 0) != 0)
         return;
     pthread_t thread;
+    sm_ender_creating = true; /* (sm_ending_before_thread: not for this one) */
     int rc = sm_internal_thread_create(&thread, SM_ENDER_STACK, sm_ender_main, NULL);
+    sm_ender_creating = false;
     if (rc != 0) {
+        __atomic_store_n(&sm_ender_wanted, 0, __ATOMIC_RELEASE); /* (said once) */
         sm_warning("the thread that writes the end of the run at a signal cannot start (%s): "
                    "a signal's end is written on the thread it lands on", strerror(rc));
         return;
@@ -447,7 +474,9 @@ void sm_ending_install(void)
     sm_end_pid = getpid();
     sm_ending_resolve();
     sm_own_code_init();
-    sm_ending_start_thread(); /* before the handler: it is there for any signal */
+    __atomic_store_n(&sm_ender_wanted, 1, __ATOMIC_RELEASE);
+    if (!sm_single_threaded())
+        sm_ending_start_thread(); /* before the handler: there for any signal */
     memset(&sm_our_action, 0, sizeof sm_our_action);
     sm_our_action.sa_sigaction = sm_ending_signal;
     sm_our_action.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
@@ -665,12 +694,32 @@ void sm_ending_after_fork_child(void)
      * nothing (a signal ends it at once); the one that daemon() leaves
      * starts its own (sm_ending_after_daemon). */
     sm_ender_on = 0;
+    sm_ender_wanted = 0;
     sm_end_request = 0;
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    sm_ender_lock = m; /* (a thread of the parent may have held it) */
 }
 
 void sm_ending_after_daemon(void)
 {
-    sm_ending_start_thread();
+    __atomic_store_n(&sm_ender_wanted, 1, __ATOMIC_RELEASE);
+    if (!sm_single_threaded())
+        sm_ending_start_thread();
+}
+
+void sm_ending_before_thread(void)
+{
+    if (!__atomic_load_n(&sm_ender_wanted, __ATOMIC_ACQUIRE) ||
+        __atomic_load_n(&sm_ender_on, __ATOMIC_ACQUIRE) || sm_ender_creating ||
+        sm_ending_phase() != SM_END_RUNNING)
+        return;
+    sm_sig_hold(SM_SIG_LOCKS); /* (an end written meanwhile starts threads too) */
+    pthread_mutex_lock(&sm_ender_lock);
+    if (!__atomic_load_n(&sm_ender_on, __ATOMIC_ACQUIRE) &&
+        __atomic_load_n(&sm_ender_wanted, __ATOMIC_ACQUIRE))
+        sm_ending_start_thread();
+    pthread_mutex_unlock(&sm_ender_lock);
+    sm_sig_release();
 }
 
 SM_EXPORT void exit(int status) __attribute__((noreturn));

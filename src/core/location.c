@@ -12,6 +12,7 @@
 
 #include "clock.h"
 #include "events.h"
+#include "ending.h"
 #include "runtime.h"
 #include "counters.h"
 #include "subsystem.h"
@@ -304,6 +305,7 @@ typedef int (*sm_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void 
 
 int sm_internal_thread_create(pthread_t *thread, size_t stack, void *(*start)(void *), void *arg)
 {
+    sm_ending_before_thread();
     sm_create_fn create = (sm_create_fn)dlsym(RTLD_NEXT, "pthread_create");
     if (!create)
         create = pthread_create;
