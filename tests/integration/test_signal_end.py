@@ -56,6 +56,18 @@ def complete(out, what, steps=STEPS):
     return profile
 
 
+def thread_names(pid):
+    """The names (comm) of the threads of process pid."""
+    names = []
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                names.append(f.read().strip())
+        except OSError:
+            pass
+    return sorted(names)
+
+
 def threads_measured(stderr):
     m = re.search(r"sysmeasure: (\d+) threads? measured", stderr)
     return int(m.group(1)) if m else None
@@ -103,24 +115,42 @@ def test_sigterm_in_malloc_storm():
         print("malloc storm: %d runs, longest %.2f s" % (len(took), max(took)))
 
 
-# ---- the main thread is in read() (a pipe that stays open): the handler
-# returns, read() goes on (SA_RESTART) and never returns; the ending thread
-# writes the output and ends the process by SIGTERM.
-def test_sigterm_in_blocking_read():
-    out = os.path.join(workdir("read"), "out")
-    proc = launch(["read", STEPS], out, stdin=subprocess.PIPE)
+# ---- the main thread is in read() (a pipe that stays open), a second
+# thread blocks SIGTERM: the ending thread started with that second thread;
+# the handler returns, read() goes on (SA_RESTART) and never returns; the
+# ending thread writes the output and ends the process by SIGTERM.
+def sigterm_in_read(idle, what):
+    out = os.path.join(workdir("read-%d" % idle), "out")
+    proc = launch(["read", STEPS, idle], out, stdin=subprocess.PIPE)
     line = proc.stdout.readline()
-    check(line == "ready\n", "read: the program runs: %r" % line)
-    time.sleep(0.05)
+    check(line == "ready\n", "%s: the program runs: %r" % (what, line))
+    names = thread_names(proc.pid)
     proc.send_signal(signal.SIGTERM)
-    res = ended(proc, "SIGTERM during read()")
+    res = ended(proc, what)
     if res is None:
-        return
-    check(proc.returncode == -signal.SIGTERM, "read: status %d, expected death by SIGTERM; %s"
-          % (proc.returncode, res[1]))
-    check(res[0] == "", "read: read() returned after SIGTERM: %r" % res[0])
-    complete(out, "SIGTERM during read()")
-    check(threads_measured(res[1]) == 1, "read: one thread measured: %r" % res[1])
+        return None
+    check(proc.returncode == -signal.SIGTERM, "%s: status %d, expected death by SIGTERM; %s"
+          % (what, proc.returncode, res[1]))
+    check(res[0] == "", "%s: read() returned after SIGTERM: %r" % (what, res[0]))
+    complete(out, what)
+    check(threads_measured(res[1]) == 1 + idle, "%s: %d threads measured: %r"
+          % (what, 1 + idle, res[1]))
+    return names
+
+
+def test_sigterm_in_blocking_read():
+    names = sigterm_in_read(1, "SIGTERM during read()")
+    check(names is None or (len(names) == 3 and names.count("sysmeasure-end") == 1),
+          "read: the program's two threads and the ending thread: %s" % names)
+
+
+# ---- a program with one thread only: no thread of sysmeasure's (the C
+# library keeps its lock-free single-thread paths); the end is written on
+# that thread, where malloc and stdio take no lock.
+def test_sigterm_single_threaded():
+    names = sigterm_in_read(0, "SIGTERM to a single thread in read()")
+    check(names is None or names == ["signal-storm"],
+          "single thread: no thread of sysmeasure's: %s" % names)
 
 
 # ---- SIGTERM at random moments from the launcher's start on: before
@@ -178,9 +208,9 @@ def test_sigterm_after_the_end():
     complete(out, "SIGTERM after the end")
 
 
-# ---- daemon(): the child that goes on measuring has its own ending thread.
-# A SIGTERM to it ends it by the signal, with the whole run's output,
-# before and after daemon().
+# ---- daemon() from a process with two threads: the child that goes on
+# measuring starts its own ending thread.  A SIGTERM to it ends it by the
+# signal, with the whole run's output, before and after daemon().
 def test_sigterm_to_daemon_child():
     out = os.path.join(workdir("daemon"), "out")
     proc = launch(["daemon", STEPS], out)
@@ -191,6 +221,9 @@ def test_sigterm_to_daemon_child():
         return
     child = int(m.group(1))
     time.sleep(0.1)
+    names = thread_names(child)
+    check(names.count("sysmeasure-end") == 1, "daemon: the child has its ending thread (the "
+          "parent had two threads): %s" % names)
     os.kill(child, signal.SIGTERM)
     res = ended(proc, "SIGTERM to the daemon() child")  # (its end closes stdout)
     if res is None:

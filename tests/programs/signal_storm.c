@@ -10,7 +10,8 @@
  *       SIGTERM DELAY_US after the threads started, SIGNALS times 2 ms
  *       apart.  Prints "not killed" and returns 3 if it is still alive 30 s
  *       later.
- *   signal-storm read STEPS
+ *   signal-storm read STEPS IDLE
+ *       with IDLE 1, first starts a thread that blocks SIGTERM and waits;
  *       prints "ready", then reads stdin (a pipe the test keeps open): a
  *       SIGTERM comes while the main thread is in read().  Prints "read
  *       returned" and returns 4 if read() ever returns.
@@ -26,9 +27,10 @@
  *       sysmeasure wrote the output at exit, prints "in destructor" and
  *       sleeps 30 s.
  *   signal-storm daemon STEPS
- *       daemon(0, 1) (the parent exits in the C library, the child goes on
- *       measuring); the child prints "daemon PID", records "after" > "step"
- *       (STEPS pairs) and sleeps 30 s. */
+ *       starts a thread that waits, then daemon(1, 1) (the parent exits in
+ *       the C library, the child goes on measuring, without that thread);
+ *       the child prints "daemon PID", records "after" > "step" (STEPS
+ *       pairs) and sleeps 30 s. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -100,6 +102,25 @@ static void *allocator(void *arg)
     return NULL;
 }
 
+/* A thread that blocks SIGTERM and waits for ever. */
+static void *idle(void *arg)
+{
+    (void)arg;
+    sigset_t term;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &term, NULL);
+    for (;;)
+        pause();
+    return NULL;
+}
+
+static void start_idle(void)
+{
+    pthread_t t;
+    pthread_create(&t, NULL, idle, NULL);
+}
+
 static int storm(long steps, int threads, long delay_us, int signals)
 {
     work(steps);
@@ -136,6 +157,8 @@ int main(int argc, char **argv)
         return storm(steps, atoi(argv[3]), atol(argv[4]), atoi(argv[5]));
     work(steps);
     if (!strcmp(mode, "read")) {
+        if (argc > 3 && atoi(argv[3]))
+            start_idle();
         printf("ready\n");
         fflush(stdout);
         char c;
@@ -154,6 +177,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(mode, "daemon")) {
+        start_idle();
         fflush(stdout);
         if (daemon(1, 1) != 0)
             return 5;
