@@ -174,11 +174,13 @@ static void __attribute__((noreturn)) sm_wait_forever(void)
  * a lock of the program's.  The end of the run allocates, prints and takes
  * locks; written on that thread, inside its handler, it waited for ever for
  * the lock that the very thread it interrupted held.  So the end of an
- * asynchronous signal is written by a thread of our own, started with the
- * runtime, which sleeps on a semaphore: the handler stops its thread's
- * recording, posts (sem_post is async-signal-safe) and returns, so the
- * interrupted thread leaves malloc (or whatever lock it held); the ending
- * thread then writes the end and ends the process by the signal.  Until
+ * asynchronous signal is written by a thread of our own (started with the
+ * process's second thread, see sm_single_threaded), which sleeps on a
+ * semaphore: the handler stops its thread's recording, posts (sem_post is
+ * async-signal-safe) and returns, so the interrupted thread leaves malloc
+ * (or whatever lock it held); the ending thread then writes the end and
+ * ends the process by the signal (the faults and the other signals a
+ * thread cannot return from stay on it: sm_cannot_return).  Until
  * then the program's threads run on, as its other threads always did while
  * one thread wrote in its handler: their locations are closed by the write
  * and record nothing more, and exit() waits for the end (the exit gate
