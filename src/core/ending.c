@@ -17,7 +17,7 @@
 #if defined(__has_include)
 #if __has_include(<sys/single_threaded.h>)
 #include <sys/single_threaded.h>
-#define SM_HAVE_SINGLE_THREADED 1
+#define SM_LIBC_SINGLE_THREADED 1
 #endif
 #endif
 #include <time.h>
@@ -202,7 +202,7 @@ static SM_TLS bool sm_ender_creating;
  * first pthread_create, or one of sysmeasure's own threads), not before. */
 static bool sm_single_threaded(void)
 {
-#ifdef SM_HAVE_SINGLE_THREADED
+#ifdef SM_LIBC_SINGLE_THREADED
     return __libc_single_threaded;
 #else
     return false;

@@ -52,7 +52,8 @@ def test_tmpfs_full():
         check(p.returncode == 0, "exit code kept on a full tmpfs: %d" % p.returncode)
         check("No space left on device" in p.stderr and "traces.otf2" in p.stderr,
               "archive failure named: %r" % p.stderr)
-        check(len(p.stderr.splitlines()) <= 6, "a few lines, not a flood: %r" % p.stderr)
+        # (at most a line per output that could not be written, and the last)
+        check(len(p.stderr.splitlines()) <= 8, "a few lines, not a flood: %r" % p.stderr)
 
 
 # The same with OTF2's writes done by a second thread (write-behind, a CPU
@@ -66,7 +67,7 @@ def test_tmpfs_full_write_behind():
         check(p.returncode == 0, "write-behind: exit code kept on a full tmpfs: %d" % p.returncode)
         check("No space left on device" in p.stderr and "traces.otf2" in p.stderr,
               "write-behind: archive failure named: %r" % p.stderr)
-        check(len(p.stderr.splitlines()) <= 6, "write-behind: a few lines: %r" % p.stderr)
+        check(len(p.stderr.splitlines()) <= 8, "write-behind: a few lines: %r" % p.stderr)
 
 
 if __name__ == "__main__":

@@ -114,7 +114,7 @@ int main(void)
               "t.filter:2: unknown keyword 'SCOREP_FOO'");
     CHECK_STR(error_of("SYSMEASURE_PARADIGMS_BEGIN\n EXCLUDE fortran\nSYSMEASURE_PARADIGMS_END\n"),
               "t.filter:2: unknown paradigm 'fortran' (user, pthread, mpi, openmp, kokkos, "
-              "cuda, hip, compiler, sampling, python)");
+              "cuda, hip, compiler, sampling, python, nccl, rccl)");
     char err[512];
     CHECK(sm_filter_read("/nonexistent/x.filter", err, sizeof err) == NULL);
     CHECK_STR(err, "filter file /nonexistent/x.filter: No such file or directory");
