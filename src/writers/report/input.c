@@ -284,7 +284,7 @@ int sm_report_prepare(sm_report_t *r)
  * as good as absent (not there; for a file of this run, not this run's:
  * its writer said why it did not write it), set when it must be said. */
 sm_jv_t *sm_report_read(const char *dir, const char *name, sm_fs_input_t how,
-                               const char *const *skip, int *refused, char *err, size_t errlen)
+                        const char *const *skip, int *refused, char *err, size_t errlen)
 {
     char path[4200], why[400];
     int unread;
