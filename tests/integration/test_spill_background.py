@@ -86,9 +86,23 @@ def test_closefrom():
 def test_fork():
     out, proc = measure([program("spill-stress"), "fork", "20000"], "spill-fork", env=SMALL)
     spilled_cleanly(out, "fork")
-    visits = check_trace_consistent(Trace(out))
-    check(visits.get("parent") == 40000, "fork: the parent's events: %s" % visits.get("parent"))
-    check("child" not in visits, "fork: no child events in the parent's archive")
+    trace = Trace(out)
+    check_trace_consistent(trace)
+    # The child measures on as a process of the program's family (its own
+    # rank of the archive): the parent's process holds its 40,000 pairs and
+    # none of the child's, the child's its 40,000 and none of the parent's.
+    per_process = {}
+    for loc, events in trace.events.items():
+        counts = per_process.setdefault(loc.group.name, {})
+        for e in events:
+            if isinstance(e, otf2.events.Enter):
+                counts[e.region.name] = counts.get(e.region.name, 0) + 1
+    parents = [c for c in per_process.values() if "parent" in c]
+    children = [c for c in per_process.values() if "child" in c]
+    check(len(parents) == 1 and parents[0].get("parent") == 40000 and "child" not in parents[0],
+          "fork: the parent's process has its 40000 pairs, none of the child's: %s" % per_process)
+    check(len(children) == 1 and children[0].get("child") == 40000 and "parent" not in children[0],
+          "fork: the child's process has its 40000 pairs, none of the parent's: %s" % per_process)
 
 
 # ---- MPI without MPI_Finalize, then sysmeasure-merge
