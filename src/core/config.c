@@ -681,6 +681,71 @@ static int sm_config_check(const sm_config_t *cfg, char *err, size_t errlen)
     return 0;
 }
 
+/* Names under SYSMEASURE_ that are no measurement setting and that the
+ * launcher and the library leave alone: what a modulefile, Spack or a site
+ * sets for the installation (the prefix under its conventional names, the
+ * version) and what the compiler wrappers read (src/tools/sysmeasure-*). */
+static const char *const sm_config_other_names[] = {
+    "SYSMEASURE_ROOT", "SYSMEASURE_DIR", "SYSMEASURE_HOME", "SYSMEASURE_PREFIX",
+    "SYSMEASURE_VERSION", "SYSMEASURE_CC", "SYSMEASURE_CXX", "SYSMEASURE_FC",
+    "SYSMEASURE_LIBDIR",
+};
+
+int sm_config_other_name(const char *name)
+{
+    for (size_t i = 0; i < sizeof sm_config_other_names / sizeof *sm_config_other_names; i++)
+        if (!strcmp(name, sm_config_other_names[i]))
+            return 1;
+    return 0;
+}
+
+/* Edit distance of a and b (insertions, deletions, substitutions; letters
+ * compared without case), for the nearest name of a misspelt variable.  Names
+ * are short (under 128 bytes), so one row on the stack is enough. */
+static size_t sm_edit_distance(const char *a, const char *b)
+{
+    size_t lb = strlen(b), row[128];
+    if (lb >= sizeof row / sizeof *row)
+        return (size_t)-1;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; a[i - 1]; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t cost = toupper((unsigned char)a[i - 1]) != toupper((unsigned char)b[j - 1]);
+            size_t best = diag + cost;
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+const sm_config_var_t *sm_config_nearest(const char *name)
+{
+    const char *tail = name;
+    if (!strncmp(tail, SM_ENV_PREFIX, sizeof SM_ENV_PREFIX - 1))
+        tail += sizeof SM_ENV_PREFIX - 1;
+    /* A slip of a letter or two, more in longer names; beyond that a name
+     * is no misspelling of ours (SYSMEASURE_FOO suggests nothing). */
+    size_t limit = 1 + strlen(tail) / 4, best = (size_t)-1;
+    const sm_config_var_t *found = NULL;
+    for (size_t i = 0; i < SM_CONFIG_COUNT; i++) {
+        size_t d = sm_edit_distance(tail, sm_config_vars[i].name);
+        if (d <= limit && d < best) {
+            best = d;
+            found = &sm_config_vars[i];
+        }
+    }
+    return found;
+}
+
 static int sm_config_load_steps(sm_config_t *cfg, char *const *envp, char *err, size_t errlen)
 {
     static const size_t plen = sizeof SM_ENV_PREFIX - 1;
@@ -695,9 +760,16 @@ static int sm_config_load_steps(sm_config_t *cfg, char *const *envp, char *err, 
         char name[128], quoted[160];
         snprintf(name, sizeof name, "%.*s", (int)n, *e);
         const sm_config_var_t *var = sm_config_find(name);
+        if ((!var || strcmp(var->env, name) != 0) && n < sizeof name && sm_config_other_name(name))
+            continue;
         if (!var || strcmp(var->env, name) != 0 || n >= sizeof name) {
+            const sm_config_var_t *near = n < sizeof name ? sm_config_nearest(name) : NULL;
             sm_quote_value(name, quoted, sizeof quoted);
-            snprintf(err, errlen, "unknown variable %s (sysmeasure-avail lists them)", quoted);
+            if (near)
+                snprintf(err, errlen, "unknown variable %s (did you mean %s? sysmeasure-avail lists them)",
+                         quoted, near->env);
+            else
+                snprintf(err, errlen, "unknown variable %s (sysmeasure-avail lists them)", quoted);
             return -1;
         }
         if (sm_var_index(var) == SM_CONFIG_CONFIG_FILE && !file)
@@ -712,6 +784,8 @@ static int sm_config_load_steps(sm_config_t *cfg, char *const *envp, char *err, 
         char name[128];
         snprintf(name, sizeof name, "%.*s", (int)(eq ? eq - *e : (ptrdiff_t)strlen(*e)), *e);
         const sm_config_var_t *var = sm_config_find(name);
+        if (!var || strcmp(var->env, name) != 0)
+            continue; /* (one of sm_config_other_names) */
         /* getenv() semantics: the first of duplicate entries wins. */
         if (cfg->source[sm_var_index(var)] == SM_CONFIG_FROM_ENV)
             continue;

@@ -79,6 +79,14 @@ extern const sm_config_var_t sm_config_vars[SM_CONFIG_COUNT];
 /* Look a variable up by table name ("BUFFER_SIZE"), env name or config key. */
 const sm_config_var_t *sm_config_find(const char *name);
 
+/* 1 if NAME (SYSMEASURE_ROOT, SYSMEASURE_CC, ...) is one of the names under
+ * the prefix that are no measurement setting: left alone, never refused. */
+int sm_config_other_name(const char *name);
+
+/* The variable whose environment name is nearest to NAME (a slip of a
+ * letter or two, case aside), or NULL when none is that near. */
+const sm_config_var_t *sm_config_nearest(const char *name);
+
 /* Defaults only. */
 void sm_config_init_defaults(sm_config_t *cfg);
 

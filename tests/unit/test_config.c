@@ -365,12 +365,14 @@ static void test_errors(void)
     expect_load_error(unknown, "unknown variable SYSMEASURE_FOO (sysmeasure-avail lists them)");
     /* Names are exact: neither the key nor another case. */
     char *lower[] = {"SYSMEASURE_trace=yes", NULL};
-    expect_load_error(lower, "unknown variable SYSMEASURE_trace (sysmeasure-avail lists them)");
+    expect_load_error(lower, "unknown variable SYSMEASURE_trace (did you mean SYSMEASURE_TRACE? "
+                             "sysmeasure-avail lists them)");
     char *noeq[] = {"SYSMEASURE_BAR", NULL};
     expect_load_error(noeq, "unknown variable SYSMEASURE_BAR (sysmeasure-avail lists them)");
     /* The name is reported before a bad value elsewhere. */
     char *both[] = {"SYSMEASURE_BUFFER_SIZE=12Q", "SYSMEASURE_TRACEE=1", NULL};
-    expect_load_error(both, "unknown variable SYSMEASURE_TRACEE (sysmeasure-avail lists them)");
+    expect_load_error(both, "unknown variable SYSMEASURE_TRACEE (did you mean SYSMEASURE_TRACE? "
+                            "sysmeasure-avail lists them)");
 
     char *badenv[] = {"SYSMEASURE_BUFFER_SIZE=12Q", NULL};
     expect_load_error(badenv,
@@ -485,6 +487,40 @@ static void test_inputs(void)
     free(clean);
 }
 
+/* What a modulefile or the compiler wrappers set under the prefix is no
+ * measurement setting: accepted and ignored; a misspelt measurement variable
+ * is still refused, naming the nearest variable. */
+static void test_other_names(void)
+{
+    sm_config_t cfg;
+    char err[1024];
+    char *module[] = {"SYSMEASURE_ROOT=/opt/sysmeasure/0.1.0", "SYSMEASURE_DIR=/opt/sm",
+                      "SYSMEASURE_HOME=/opt/sm", "SYSMEASURE_PREFIX=/opt/sm",
+                      "SYSMEASURE_VERSION=0.1.0", "SYSMEASURE_CC=clang", "SYSMEASURE_CXX=clang++",
+                      "SYSMEASURE_FC=gfortran", "SYSMEASURE_LIBDIR=/opt/sm/lib",
+                      "SYSMEASURE_BUFFER_SIZE=2M", NULL};
+    CHECK(load(&cfg, module, err, sizeof err) == 0);
+    CHECK_STR(err, "");
+    CHECK_EQ_U(cfg.buffer_size, 2u << 20);
+    CHECK_EQ_U(cfg.source[SM_CONFIG_BUFFER_SIZE], SM_CONFIG_FROM_ENV);
+    sm_config_free(&cfg);
+    CHECK(sm_config_other_name("SYSMEASURE_ROOT"));
+    CHECK(!sm_config_other_name("SYSMEASURE_ROOTS"));
+    CHECK(!sm_config_other_name("SYSMEASURE_TRACE"));
+
+    char *bufer[] = {"SYSMEASURE_ROOT=/opt/sm", "SYSMEASURE_BUFER_SIZE=1M", NULL};
+    expect_load_error(bufer, "unknown variable SYSMEASURE_BUFER_SIZE (did you mean "
+                             "SYSMEASURE_BUFFER_SIZE? sysmeasure-avail lists them)");
+    char *swap[] = {"SYSMEASURE_PROFLIE=no", NULL};
+    expect_load_error(swap, "unknown variable SYSMEASURE_PROFLIE (did you mean SYSMEASURE_PROFILE? "
+                            "sysmeasure-avail lists them)");
+    /* Near a conventional name is no measurement variable: refused, no guess. */
+    char *roots[] = {"SYSMEASURE_ROOTS=/opt/sm", NULL};
+    expect_load_error(roots, "unknown variable SYSMEASURE_ROOTS (sysmeasure-avail lists them)");
+    CHECK(sm_config_nearest("SYSMEASURE_FOO") == NULL);
+    CHECK(sm_config_nearest("SYSMEASURE_MAX_TRACE_SZE") == &sm_config_vars[SM_CONFIG_MAX_TRACE_SIZE]);
+}
+
 int main(void)
 {
     if (!mkdtemp(tmpdir)) {
@@ -497,6 +533,7 @@ int main(void)
     test_bools_ints_enums_strings();
     test_load();
     test_errors();
+    test_other_names();
     test_inputs();
     for (int i = 0; i < nfiles; i++)
         unlink(files[i]);
