@@ -1,3 +1,4 @@
 #!/bin/sh
 # sysmeasure-c++ ARGS...: sysmeasure-instrument with the C++ compiler ($SYSMEASURE_CXX, else c++).
-exec "$(dirname "$0")/sysmeasure-instrument" "${SYSMEASURE_CXX:-c++}" "$@"
+self=$(readlink -f "$0" 2>/dev/null) || self=$0   # (through a symbolic link too)
+exec "$(dirname "$self")/sysmeasure-instrument" "${SYSMEASURE_CXX:-c++}" "$@"
