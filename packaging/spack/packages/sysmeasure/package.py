@@ -1,6 +1,8 @@
 # Spack recipe for sysmeasure (doc/manual.md, "Installing at a centre").
 # Copyright The sysmeasure developers.  SPDX-License-Identifier: BSD-3-Clause
 
+import os
+
 from spack.package import *
 
 
