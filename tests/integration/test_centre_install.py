@@ -20,12 +20,17 @@ LMOD_INIT = "/usr/share/lmod/lmod/init/bash"
 
 
 def make_var(name):
-    """A variable of the build's Makefile, expanded against the others."""
+    """A variable of the build's Makefile, expanded against the others (in
+    a make of its own: not the jobserver or the flags of make check's)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
     proc = subprocess.run(["make", "-s", "-C", BUILD, "--no-print-directory", "-f", "Makefile",
                            "-f", "-", "sm-print-var"],
-                          input="sm-print-var:\n\t@echo $(%s)\n" % name,
+                          input="sm-print-var:\n\t@echo 'sm-var: $(%s)'\n" % name, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    return proc.stdout.strip()
+    values = [line[len("sm-var: "):] for line in proc.stdout.splitlines() if line.startswith("sm-var: ")]
+    if len(values) != 1:
+        raise RuntimeError("cannot read %s from the Makefile: %r" % (name, proc.stdout + proc.stderr))
+    return values[0].strip()
 
 
 @smtest.fixture
