@@ -56,11 +56,6 @@ uint32_t sm_summary_derived(const sm_profile_summary_t *s, sm_derived_t *out,
 double sm_derived_value(const sm_derived_t *d, uint64_t num, uint64_t den) SM_HIDDEN;
 
 /* ---- communication matrix ---- */
-typedef struct sm_comm_pair {
-    uint32_t sender, receiver;
-    uint64_t messages, bytes;
-} sm_comm_pair_t;
-
 /* Whether the job has a matrix with any message. */
 bool sm_comm_matrix_any(const sm_job_t *job) SM_HIDDEN;
 /* The up to max pairs with the most bytes (then messages, then lower ranks
