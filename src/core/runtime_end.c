@@ -321,6 +321,18 @@ static int sm_runtime_end_shared(bool family, long member)
                                           missing, sizeof missing)
                : sm_job_folder_arrive(sm_outdir, sm_run.rank, sm_run.n_ranks, &n_missing, missing,
                                       sizeof missing);
+    if (end == SM_JOB_FOLDER_NOT_LAST && !family && sm_job_folder_alone(sm_outdir, sm_run.rank)) {
+        /* A folder of its own: its outputs now, from its process file,
+         * which stays (with the bookkeeping) for a late arrival's merge. */
+        sm_log_step(NULL);
+        int failures = sm_end_layer.merge_job(sm_outdir, sm_job_id(), true);
+        sm_log_step("the process's outputs from its files");
+        sm_info(0, "process %u of %s (%u processes) is the only one in %s: output for it "
+                "alone there; its files for sysmeasure-merge stay in %s/.ranks",
+                (unsigned)sm_run.rank, whose, (unsigned)n, sm_outdir, sm_outdir);
+        sm_folder_release_job(sm_outbase);
+        return failures;
+    }
     if (end == SM_JOB_FOLDER_NOT_LAST) {
         sm_info(1, "process %u of %s: its data is in %s; the last of them to end writes the "
                 "outputs", (unsigned)sm_run.rank, whose, sm_outdir);

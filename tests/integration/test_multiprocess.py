@@ -199,6 +199,45 @@ def test_torchrun_ranks_end_at_once():
     torch_job("torch-at-once", None)
 
 
+def test_torchrun_folder_per_rank():
+    """Each torchrun process with a folder of its own (-o out.$RANK, the way
+    users kept the processes apart before a job's processes shared one):
+    each folder gets its process's archive and profile when it ends, with
+    one line that says so; nothing waits for the other."""
+    work = workdir("torch-own-folders")
+    run_id = os.path.basename(work)
+    procs, gos, started, outs = [], [], [], []
+    for r in range(2):
+        outs.append(os.path.join(work, "out.%d" % r))
+        gos.append(os.path.join(work, "go-%d" % r))
+        started.append(os.path.join(work, "started-%d" % r))
+        cmd = SYSMEASURE + ["-o", outs[r], MEMBER, str((r + 1) * MS), gos[r], started[r]]
+        procs.append(subprocess.Popen(cmd, env=torch_env(r, 2, run_id), stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    check(wait_for(started, procs), "every rank runs: %s" % [p.poll() for p in procs])
+    results = end_ranks(procs, gos, [0, 1])
+    for r in range(2):
+        stdout, stderr, rc = results[r]
+        check(rc == 0 and stdout == "application output\n",
+              "rank %d: rc 0, its output kept: %d %r %s" % (r, rc, stdout, stderr))
+        check("is the only one in %s" % outs[r] in stderr,
+              "rank %d says its folder holds it alone: %r" % (r, stderr))
+        profile = read_json(outs[r], "profile.json")
+        work_cp = [c for c in profile.get("callpaths", []) if c.get("path") == ["work"]]
+        check(len(work_cp) == 1 and [p["visits"] for p in work_cp[0].get("per_rank", [])] == [2],
+              "rank %d: profile.json has its 2 visits of 'work': %s" % (r, work_cp))
+        try:
+            trace = Trace(outs[r])
+        except Exception as e:
+            check(False, "rank %d: the archive cannot be read: %s" % (r, e))
+            continue
+        check_trace_consistent(trace)
+        visits = region_visits_by_rank(trace)
+        counts = {k: sum(v.values()) for k, v in visits.items() if k in ("work", "waiting")}
+        check(counts == {"work": 2, "waiting": 1},
+              "rank %d: its archive holds its planted regions: %s" % (r, visits))
+
+
 def test_slurm_step():
     """Two tasks of a Slurm step without MPI (srun -n 2 sysmeasure -o DIR)."""
     work = workdir("slurm-step")
