@@ -170,7 +170,10 @@ def test_regions():
             if name in COLLECTIVES or name in P2P:
                 check(a.get("nccl ranks") == 2, where + ": 2 ranks")
                 check(a.get("nccl datatype") == "float32", where + ": float32")
-                check(a.get("nccl stream", 0) != 0, where + ": on a stream of the program's")
+                # The stream the call names: 0 is the program's default
+                # stream, where PyTorch 2.8 and later run a collective that
+                # is not async_op (the current stream).
+                check("nccl stream" in a, where + ": names its stream")
                 check(attrs(lv).get("nccl result", 7) == 7,
                       where + ": succeeded (or in progress, on a nonblocking communicator)")
             if name == "ncclAllReduce":
