@@ -23,6 +23,7 @@ static void sm_convert_usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    sm_log_set_program("sysmeasure-convert");
     sm_runtime_discard_output(); /* never measure ourselves */
     const char *folder = NULL;
     int perfetto = 0;

@@ -45,6 +45,7 @@ static void sm_merge_usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    sm_log_set_program("sysmeasure-merge");
     int verbose = 0, argi = 1;
     const char *want = NULL;
     int perfetto = 0; /* --perfetto, or the job's own configuration */

@@ -172,6 +172,7 @@ static int sm_passes_drive(char **cmd, int n, uint32_t passes)
 
 int main(int argc, char **argv)
 {
+    sm_log_set_program("sysmeasure-passes");
     sm_runtime_discard_output(); /* never measure ourselves */
     uint32_t passes = 0;
     int i = 1;

@@ -13,6 +13,7 @@
 
 int main(int argc, char **argv)
 {
+    sm_log_set_program("sysmeasure-report");
     sm_runtime_discard_output(); /* never measure ourselves */
     if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
         printf("usage: sysmeasure-report FOLDER\n"

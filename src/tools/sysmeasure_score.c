@@ -295,6 +295,7 @@ static void sm_usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    sm_log_set_program("sysmeasure-score");
     sm_runtime_discard_output(); /* never measure ourselves */
     signal(SIGPIPE, SIG_DFL);    /* sysmeasure-score DIR | head */
     const char *dir = NULL, *gfile = NULL;
