@@ -648,8 +648,8 @@ static int sm_write_config(const char *path)
         sm_config_free(&cfg);
         return 1;
     }
-    fprintf(f, "# sysmeasure configuration file, written by sysmeasure-avail -G "
-               "(sysmeasure %s).\n", PACKAGE_VERSION);
+    fprintf(f, "# sysmeasure configuration file, by sysmeasure-avail -G (sysmeasure %s).\n",
+            PACKAGE_VERSION);
     sm_comment(f, "Use it with 'sysmeasure -c FILE program' or "
                   "SYSMEASURE_CONFIG_FILE=FILE. Lines are 'key = value'; '#' at the start of a "
                   "line or after a space starts a comment. The environment (SYSMEASURE_*) and "
@@ -666,7 +666,7 @@ static int sm_write_config(const char *path)
             if (!heading) {
                 fprintf(f, "\n# ======== %s", sm_category_title(c));
                 if (c < SM_CONFIG_CAT_COUNT)
-                    fprintf(f, " (sysmeasure-avail -c %s)", sm_config_categories[c].name);
+                    fprintf(f, " [-c %s]", sm_config_categories[c].name);
                 fprintf(f, "\n");
                 heading = true;
             }
@@ -674,8 +674,9 @@ static int sm_write_config(const char *path)
             sm_type_text(v, type, sizeof type);
             sm_option_text(v, option, sizeof option);
             sm_config_format(&cfg, v, value, sizeof value);
-            fprintf(f, "\n# %s: %s; default %s%s%s\n", v->env, type, *v->def ? v->def : "empty",
-                    *option ? "; option " : "", option);
+            fprintf(f, "\n# %s: %s, default %s\n", v->env, type, *v->def ? v->def : "empty");
+            if (*option)
+                fprintf(f, "# option: %s\n", option);
             sm_comment(f, v->help);
             if (i == SM_CONFIG_CONFIG_FILE) {
                 fprintf(f, "# (not in a config file: SYSMEASURE_CONFIG_FILE or -c names the "
