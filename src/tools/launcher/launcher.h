@@ -62,8 +62,6 @@ extern char sm_made_top[PATH_MAX] SM_HIDDEN, sm_made_dir[PATH_MAX] SM_HIDDEN;
 extern const sm_config_var_t *const sm_verbose_var SM_HIDDEN;
 int sm_parse_options(int argc, char **argv, sm_options_t *opts) SM_HIDDEN;
 _Noreturn void sm_option_value_error(const sm_config_var_t *var, const char *err) SM_HIDDEN;
-/* The summary --help gives of a variable's description (allocated). */
-char *sm_help_summary(const char *help) SM_HIDDEN;
 
 /* ---------------------------------------------------------------- checks.c */
 

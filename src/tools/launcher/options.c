@@ -140,7 +140,7 @@ static size_t sm_first_sentence(const char *text)
  * sysmeasure-avail and the man page): its first sentence without the
  * asides in parentheses, and when that is still long, up to its first
  * ':' or ';'.  Allocated; NULL when out of memory. */
-char *sm_help_summary(const char *help)
+static char *sm_help_summary(const char *help)
 {
     enum { LONG = 100 };
     size_t len = sm_first_sentence(help), o = 0;
