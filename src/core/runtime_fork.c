@@ -142,6 +142,7 @@ static void sm_runtime_after_daemon(void)
     }
     if (me)
         me->tid = gettid();
+    sm_ending_after_daemon(); /* a signal's end: written off the thread it lands on */
     sm_samplers_after_daemon();
     sm_subsystems_after_daemon();
     char note[200];
