@@ -692,9 +692,10 @@ void sm_ending_after_fork_child(void)
     sm_end_pending = 0;
     sm_end_for_signal = 0;
     sm_exit_owner = 0;
-    /* The ending thread is not in the child.  A child of fork writes
-     * nothing (a signal ends it at once); the one that daemon() leaves
-     * starts its own (sm_ending_after_daemon). */
+    /* The ending thread is not in the child.  A child of fork that writes
+     * nothing ends at once at a signal; one that measures on (after
+     * daemon(), or of a program's family) starts its own
+     * (sm_ending_child_measures). */
     sm_ender_on = 0;
     sm_ender_wanted = 0;
     sm_end_request = 0;
@@ -702,9 +703,11 @@ void sm_ending_after_fork_child(void)
     sm_ender_lock = m; /* (a thread of the parent may have held it) */
 }
 
-void sm_ending_after_daemon(void)
+void sm_ending_child_measures(void)
 {
     __atomic_store_n(&sm_ender_wanted, 1, __ATOMIC_RELEASE);
+    /* A child of a parent with threads has one thread, but the C library
+     * takes its locks there as in the parent: the thread is needed now. */
     if (!sm_single_threaded())
         sm_ending_start_thread();
 }

@@ -64,8 +64,9 @@ void sm_ending_exit_gate(void) SM_HIDDEN;
 
 /* A forked child starts over (no write of its own, no claim). */
 void sm_ending_after_fork_child(void) SM_HIDDEN;
-/* The child that goes on after daemon(): its own ending thread. */
-void sm_ending_after_daemon(void) SM_HIDDEN;
+/* A forked child that measures on (after daemon(), or of a program's
+ * family): its own ending thread. */
+void sm_ending_child_measures(void) SM_HIDDEN;
 /* The calling thread is about to create a thread (the program's or one of
  * sysmeasure's): the process's ending thread starts first, if it has none
  * yet (ending.c says why not before). */

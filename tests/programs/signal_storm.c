@@ -2,14 +2,13 @@
  * library's locks, for test_signal_end.py.  Every mode first records "work"
  * > "step" (STEPS pairs) on the main thread.
  *
- *   signal-storm malloc STEPS THREADS DELAY_US SIGNALS
+ *   signal-storm malloc STEPS THREADS
  *       THREADS threads allocate and free blocks of many sizes (the heap's
  *       bins, sbrk and mmap), write lines to /dev/null through stdio and
  *       record an "alloc" region every 16 blocks; the main thread blocks
- *       SIGTERM (so that it lands on one of them); a second process sends
- *       SIGTERM DELAY_US after the threads started, SIGNALS times 2 ms
- *       apart.  Prints "not killed" and returns 3 if it is still alive 30 s
- *       later.
+ *       SIGTERM (so that the test's SIGTERM lands on one of them) and
+ *       prints "ready".  Prints "not killed" and returns 3 if it is still
+ *       alive 30 s later.
  *   signal-storm read STEPS IDLE
  *       with IDLE 1, first starts a thread that blocks SIGTERM and waits;
  *       prints "ready", then reads stdin (a pipe the test keeps open): a
@@ -18,10 +17,12 @@
  *   signal-storm sleep STEPS SECONDS
  *       prints "ready", then sleeps SECONDS (in pieces, so that a signal's
  *       EINTR does not end it) and returns 0.
- *   signal-storm fork-child STEPS
- *       a forked child (no exec) allocates in a loop until a SIGTERM the
- *       parent sends it ends it; the parent prints "child killed by N"
- *       and returns 0.
+ *   signal-storm fork-child STEPS IDLE DELAY_US
+ *       with IDLE 1, first starts a thread that waits (the C library then
+ *       takes its locks in the child too); a forked child (no exec)
+ *       allocates in a loop on its one thread until a SIGTERM the parent
+ *       sends it DELAY_US later ends it; the parent prints "child killed by
+ *       N" (0: not killed within 30 s) and returns 0.
  *   signal-storm after-end STEPS
  *       returns 0 from main; a destructor of the program's, which runs after
  *       sysmeasure wrote the output at exit, prints "in destructor" and
@@ -121,20 +122,9 @@ static void start_idle(void)
     pthread_create(&t, NULL, idle, NULL);
 }
 
-static int storm(long steps, int threads, long delay_us, int signals)
+static int storm(long steps, int threads)
 {
     work(steps);
-    pid_t parent = getpid();
-    pid_t killer = fork();
-    if (killer == 0) {
-        sleep_us(delay_us);
-        for (int i = 0; i < signals; i++) {
-            if (i)
-                sleep_us(2000);
-            kill(parent, SIGTERM);
-        }
-        _exit(0);
-    }
     pthread_t t;
     for (int i = 0; i < threads; i++)
         pthread_create(&t, NULL, allocator, (void *)(size_t)(i + 1));
@@ -142,6 +132,8 @@ static int storm(long steps, int threads, long delay_us, int signals)
     sigemptyset(&term);
     sigaddset(&term, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &term, NULL);
+    printf("ready\n");
+    fflush(stdout);
     sleep_us(30000000);
     printf("not killed\n");
     return 3;
@@ -153,8 +145,8 @@ int main(int argc, char **argv)
         return 2;
     const char *mode = argv[1];
     long steps = atol(argv[2]);
-    if (!strcmp(mode, "malloc") && argc > 5)
-        return storm(steps, atoi(argv[3]), atol(argv[4]), atoi(argv[5]));
+    if (!strcmp(mode, "malloc") && argc > 3)
+        return storm(steps, atoi(argv[3]));
     work(steps);
     if (!strcmp(mode, "read")) {
         if (argc > 3 && atoi(argv[3]))
@@ -192,16 +184,22 @@ int main(int argc, char **argv)
         sleep_us(30000000);
         return 0;
     }
-    if (!strcmp(mode, "fork-child")) {
+    if (!strcmp(mode, "fork-child") && argc > 4) {
+        if (atoi(argv[3]))
+            start_idle();
+        fflush(stdout);
         pid_t child = fork();
         if (child == 0) {
             allocator((void *)1);
             _exit(0);
         }
-        sleep_us(20000);
+        sleep_us(atol(argv[4]));
         kill(child, SIGTERM);
         int status = 0;
-        waitpid(child, &status, 0);
+        for (int i = 0; i < 3000 && waitpid(child, &status, WNOHANG) == 0; i++)
+            sleep_us(10000);
+        if (!WIFSIGNALED(status))
+            kill(child, SIGKILL); /* a hang: the test says so */
         printf("child killed by %d\n", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
         return 0;
     }
