@@ -54,13 +54,20 @@ void sm_runtime_emergency_write(const char *reason)
 
 /* ---------------------------------------------------------------- fatal signals */
 
-/* A signal ends the process (ending.c calls this on the thread it landed
- * on): the output of a process on its own, or the process file of a rank.
- * 0, or -1 when another thread writes already. */
+void sm_runtime_signal_arrived(void)
+{
+    uint64_t none = 0;
+    __atomic_compare_exchange_n(&sm_signal_arrival_ns, &none, sm_clock_monotonic_ns(), false,
+                                __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+/* A signal ends the process (ending.c calls this on its ending thread, or
+ * on the thread the signal landed on when that thread cannot return): the
+ * output of a process on its own, or the process file of a rank.  0, or -1
+ * when another thread writes already. */
 int sm_runtime_finalize_for_signal(int sig)
 {
-    if (!sm_signal_arrival_ns)
-        sm_signal_arrival_ns = sm_clock_monotonic_ns();
+    sm_runtime_signal_arrived();
     char reason[sizeof sm_end_reason];
     snprintf(reason, sizeof reason, "signal %d (%s)", sig, strsignal(sig));
     return sm_runtime_finalize_as(reason, 1) == -2 ? -1 : 0;

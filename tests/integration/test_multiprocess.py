@@ -172,8 +172,7 @@ def check_job_result(out, results, pids, launcher):
     check(visits.get("work") == {r: 2 for r in range(size)}
           and visits.get("waiting") == {r: 1 for r in range(size)},
           "the archive holds every rank's planted regions: %s" % visits)
-    groups = sorted({l.group.name for l in trace.locations})
-    check(len(groups) == size, "the archive has %d processes: %s" % (size, groups))
+    check_process_names(trace, size, launcher)
 
 
 def torch_job(name, order):
@@ -286,6 +285,7 @@ def test_killed_rank():
     except Exception as e:
         check(False, "the archive cannot be read: %s" % e)
         return
+    check_process_names(trace, 2, "killed rank, merged")
     visits = region_visits_by_rank(trace)
     check(visits.get("work") == {0: 2, 1: 2} and visits.get("waiting") == {0: 1, 1: 1},
           "the archive has rank 0's regions and rank 1's up to the kill: %s" % visits)
@@ -309,7 +309,9 @@ def test_program_without_mpi_under_mpirun():
     check(meta.get("ranks") == 3 and len({p["pid"] for p in meta.get("processes", [])}) == 3,
           "metadata.json: 3 ranks: %s" % meta.get("processes"))
     try:
-        visits = region_visits_by_rank(Trace(out))
+        trace = Trace(out)
+        visits = region_visits_by_rank(trace)
+        check_process_names(trace, 3, "mpirun without MPI")
     except Exception as e:
         visits = {}
         check(False, "the archive cannot be read: %s" % e)
@@ -379,6 +381,14 @@ def run_family(name, cmd, work=None):
     return out, proc
 
 
+def check_process_names(trace, n, what, kind="Process"):
+    """The archive's processes are named "<kind> 0" .. "<kind> n-1": a job
+    without MPI does not call its processes MPI ranks."""
+    groups = sorted({l.group.name for l in trace.locations}, key=lambda g: int(g.split()[-1]))
+    check(groups == ["%s %d" % (kind, r) for r in range(n)],
+          "%s: the archive's %d processes named %s 0..%d: %s" % (what, n, kind, n - 1, groups))
+
+
 def check_family(out, proc, n, what):
     """One archive of n processes (the program and those it started), one
     closing line, nothing left."""
@@ -400,6 +410,7 @@ def check_family(out, proc, n, what):
         check(False, "%s: the archive cannot be read: %s" % (what, e))
         return {}, {}
     check_trace_consistent(trace)
+    check_process_names(trace, n, what)
     return region_visits_by_rank(trace), read_json(out, "profile.json")
 
 
@@ -575,6 +586,7 @@ def test_mpi_job_unchanged():
     try:
         trace = Trace(out)
         check(check_messages(trace, 2) == 6, "the ring's 6 messages matched")
+        check_process_names(trace, 2, "MPI job", "MPI Rank")
     except Exception as e:
         check(False, "the archive cannot be read: %s" % e)
 
