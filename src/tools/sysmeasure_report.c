@@ -13,9 +13,11 @@
 
 int main(int argc, char **argv)
 {
+    sm_log_set_program("sysmeasure-report");
     sm_runtime_discard_output(); /* never measure ourselves */
     if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-        printf("usage: sysmeasure-report FOLDER\n"
+        printf("Usage: sysmeasure-report FOLDER\n"
+               "\n"
                "Writes FOLDER/report.html, a self-contained page with plots of the run, from\n"
                "the metadata.json and profile.json that sysmeasure wrote there.\n");
         return 0;
