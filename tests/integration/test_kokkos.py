@@ -173,6 +173,55 @@ def test_no_kokkos():
     check_patterns(out, "--no-kokkos", kokkos=False)
 
 
+# ---- the launcher names the tool in the one variable the program's Kokkos reads
+def read_tool_variables(path):
+    """{variable: value or "(unset)"} as kokkos-patterns wrote them."""
+    values = {"KOKKOS_TOOLS_LIBS": "(unset)", "KOKKOS_PROFILE_LIBRARY": "(unset)"}
+    for line in open(path):
+        k, _, v = line.rstrip("\n").partition("=")
+        values[k] = v
+    return values
+
+
+def test_kokkos3_variable():
+    """Kokkos 3.4.1 reads only KOKKOS_PROFILE_LIBRARY: that one is set, the
+    other not, and the program is still measured."""
+    env_out = os.path.join(workdir("kokkos3-var"), "env.txt")
+    out, proc = measure([PROG], "kokkos3-var", env={"KP_ENV_OUT": env_out})
+    check_patterns(out, "kokkos 3 variable")
+    if check(os.path.exists(env_out), "kokkos-patterns wrote its variables: %s" % proc.stderr):
+        got = read_tool_variables(env_out)
+        check(got.get("KOKKOS_TOOLS_LIBS") == "(unset)",
+              "Kokkos 3.4: KOKKOS_TOOLS_LIBS unset: %s" % got)
+        check(got.get("KOKKOS_PROFILE_LIBRARY", "").endswith("libsysmeasure-kokkos.so"),
+              "Kokkos 3.4: KOKKOS_PROFILE_LIBRARY names our tool: %s" % got)
+    check("deprecated" not in proc.stderr, "no deprecation warning: %s" % proc.stderr)
+
+
+def test_kokkos4_variable():
+    """A program that reads the variables as Kokkos 4 does (warning on the
+    deprecated one) gets only KOKKOS_TOOLS_LIBS: no warning, kernels measured."""
+    k4 = program("kokkos4-tools-env")
+    out, proc = measure([k4], "kokkos4-var")
+    check("deprecated" not in proc.stderr, "Kokkos 4: no deprecation warning: %s" % proc.stderr)
+    check(proc.stdout.startswith("done "), "Kokkos 4: the program ran: %r" % proc.stdout)
+    profile = load_json(out, "profile.json")
+    cp = callpath(profile, "k4_kernel")
+    check(cp is not None and cp["per_thread"][0]["visits"] == 3 and cp["paradigm"] == "kokkos",
+          "Kokkos 4: k4_kernel measured 3 times: %s" % (cp and cp["per_thread"][0]))
+    # The user's KOKKOS_PROFILE_LIBRARY naming our tool: the same.
+    out2, proc2 = measure([k4], "kokkos4-user", env={"KOKKOS_PROFILE_LIBRARY": LIB})
+    check("deprecated" not in proc2.stderr, "the user's KOKKOS_PROFILE_LIBRARY: no warning: %s" % proc2.stderr)
+    cp = callpath(load_json(out2, "profile.json"), "k4_kernel")
+    check(cp is not None and cp["per_thread"][0]["visits"] == 3, "measured through the user's variable")
+    # Without the launcher, what the user set is left alone (Kokkos 4 warns).
+    alone = subprocess.run([k4], env=clean_env({"KOKKOS_PROFILE_LIBRARY": LIB,
+                                                "SYSMEASURE_OUTPUT": os.path.join(workdir("kokkos4-alone"), "out")}),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+    check(alone.returncode == 0 and "deprecated" in alone.stderr,
+          "without the launcher the user's variable stays: %s" % alone.stderr)
+
+
 # ---- in front of a second tool (the user's), which sees every callback
 def test_chained():
     probe_out = os.path.join(workdir("kokkos-chain"), "probe.txt")
