@@ -319,6 +319,10 @@ static void sm_pjson_callpath(const sm_cpath_t *p, void *arg)
                                      ? sm_defset_region_get(x->job->defs, p->region) : NULL;
     sm_json_field_string(j, "paradigm",
                          sm_paradigm_name(def ? (sm_paradigm_t)def->paradigm : SM_PARADIGM_COUNT));
+    sm_json_field_string(j, "kind",
+                         def ? sm_region_kind_name((sm_paradigm_t)def->paradigm,
+                                                   (sm_region_role_t)def->role)
+                             : "?");
     if (def && def->file != SM_INVALID_ID)
         sm_json_field_string(j, "file", sm_defset_string_get(x->job->defs, def->file));
     if (def && def->line)

@@ -262,18 +262,23 @@ static void sm_text_member(const sm_text_t *x, char *buf, size_t len, const sm_s
 
 /* ---------------------------------------------------------------- the tables */
 
+/* KIND, last: what the region is (ParFor, REGION, FENCE, ... for Kokkos;
+ * loop, barrier, collective, ... for the others). */
 static const char *const sm_thread_heads[] = {"LABEL", "COUNT", "DEPTH", "METRIC",
                                               "UNITS", "SUM",   "MEAN",  "MIN",
-                                              "MAX",   "VAR",   "STDDEV", "% SELF"};
+                                              "MAX",   "VAR",   "STDDEV", "% SELF", "KIND"};
 
 static const char *const sm_across_heads[] = {"LABEL",  "THREADS",    "COUNT", "METRIC",
                                               "UNITS",  "MEAN",       "MIN",   "MIN THREAD",
-                                              "MAX",    "MAX THREAD", "STDDEV"};
+                                              "MAX",    "MAX THREAD", "STDDEV", "KIND"};
 
 static const char *const sm_ranks_heads[] = {
     "LABEL",     "RANKS",    "COUNT",       "UNITS",     "INCL MEAN", "INCL MIN",
     "MIN RANK",  "INCL MAX", "MAX RANK",    "INCL STDDEV", "EXCL MEAN", "EXCL MIN",
-    "MIN RANK",  "EXCL MAX", "MAX RANK",    "EXCL STDDEV"};
+    "MIN RANK",  "EXCL MAX", "MAX RANK",    "EXCL STDDEV", "KIND"};
+#define SM_THREAD_KIND_COL 12
+#define SM_ACROSS_KIND_COL 11
+#define SM_RANKS_KIND_COL 16
 
 typedef enum { SM_TABLE_THREAD, SM_TABLE_THREADS, SM_TABLE_RANKS } sm_table_kind_t;
 
@@ -354,7 +359,9 @@ static void sm_thread_row(const sm_cpath_t *p, void *arg)
     SM_CELL(row, 9, "%.6f", var / (u->ns * u->ns));
     SM_CELL(row, 10, "%.6f", sqrt(var) / u->ns);
     SM_CELL(row, 11, "%.1f", self);
+    SM_CELL(row, SM_THREAD_KIND_COL, "%s", sm_job_region_kind(w->x->job, p->region));
     sm_table_row(w->table, row);
+    row->cell[SM_THREAD_KIND_COL][0] = '\0'; /* (the counter rows below) */
     sm_thread_counter_rows(w, m);
 }
 
@@ -414,7 +421,9 @@ static void sm_across_row(const sm_cpath_t *p, void *arg)
         for (int c = 4; c < 11; c++)
             SM_CELL(row, c, "-");
     }
+    SM_CELL(row, SM_ACROSS_KIND_COL, "%s", sm_job_region_kind(x->job, p->region));
     sm_table_row(w->table, row);
+    row->cell[SM_ACROSS_KIND_COL][0] = '\0';
     sm_across_counter_rows(w, p, sp.n);
 }
 
@@ -451,7 +460,9 @@ static void sm_ranks_row(const sm_cpath_t *p, void *arg)
         for (int c = 3; c < 16; c++)
             SM_CELL(row, c, "-");
     }
+    SM_CELL(row, SM_RANKS_KIND_COL, "%s", sm_job_region_kind(x->job, p->region));
     sm_table_row(w->table, row);
+    row->cell[SM_RANKS_KIND_COL][0] = '\0';
     /* Each PAPI event: the label names it, the cells are counts. */
     for (uint32_t k = 0; incl.n && k < x->s->n_counters; k++) {
         char label[SM_LABEL_SIZE];
@@ -482,12 +493,12 @@ static void sm_text_table(const sm_text_t *x, sm_table_kind_t kind)
 {
     sm_table_t t;
     if (kind == SM_TABLE_THREAD)
-        sm_table_init(&t, "CALL-PATH PROFILE PER THREAD", sm_thread_heads, "lrrllrrrrrrr", 12);
+        sm_table_init(&t, "CALL-PATH PROFILE PER THREAD", sm_thread_heads, "lrrllrrrrrrrl", 13);
     else if (kind == SM_TABLE_THREADS)
-        sm_table_init(&t, "CALL-PATH PROFILE ACROSS THREADS", sm_across_heads, "lrrllrrrrrr", 11);
+        sm_table_init(&t, "CALL-PATH PROFILE ACROSS THREADS", sm_across_heads, "lrrllrrrrrrl", 12);
     else
         sm_table_init(&t, "CALL-PATH PROFILE ACROSS RANKS (per rank: sum over its threads)",
-                      sm_ranks_heads, "lrrlrrrrrrrrrrrr", 16);
+                      sm_ranks_heads, "lrrlrrrrrrrrrrrrl", 17);
     sm_text_rows(&t, x, kind);
     sm_table_begin(&t, x->o);
     sm_text_rows(&t, x, kind);

@@ -58,6 +58,12 @@ typedef struct sm_rpath {
     const sm_jv_t *v;
     double incl, excl, visits; /* sums over ranks */
     uint32_t ranks, depth;
+    /* What its exclusive time counts as (sm_tl_*): its paradigm's kind, but
+     * OpenMP that a Kokkos kernel, copy or fence runs (Kokkos' OpenMP
+     * backend) counts as Kokkos, the paradigm the user wrote; under_kokkos
+     * says so. */
+    int credit;
+    bool under_kokkos;
 } sm_rpath_t;
 
 typedef struct sm_report {
@@ -99,6 +105,7 @@ void sm_legend(sm_out_t *o, const bool *used) SM_HIDDEN;
 int sm_report_check(sm_report_t *r, const char **file, char *err, size_t errlen) SM_HIDDEN;
 int sm_report_check_timeline(const sm_jv_t *tl, char *err, size_t errlen) SM_HIDDEN;
 int sm_report_prepare(sm_report_t *r) SM_HIDDEN;
+int sm_report_credit(sm_report_t *r) SM_HIDDEN;
 sm_jv_t *sm_report_read(const char *dir, const char *name, sm_fs_input_t how,
                         const char *const *skip, int *refused, char *err, size_t errlen) SM_HIDDEN;
 

@@ -170,12 +170,15 @@ void sm_report_time(sm_report_t *r)
     /* Exclusive time of every path by row and kind; time in no region is
      * the threads' share of the run less their top-level regions. */
     double *top = calloc(n, sizeof *top);
+    double omp_in_kokkos = 0; /* OpenMP run by Kokkos kernels, counted as Kokkos */
     for (uint32_t i = 0; top && i < r->n_paths; i++) {
         const sm_jv_t *v = r->paths[i].v;
         const char *pd = sm_jv_str(v, "paradigm");
         if (pd && !strcmp(pd, "sampling"))
             continue; /* callers found by sampling: inside their region's time */
-        int c = sm_tl_kind_of_paradigm(pd);
+        int c = r->paths[i].credit;
+        if (r->paths[i].under_kokkos)
+            omp_in_kokkos += r->paths[i].excl;
         if (binned) {
             for (uint32_t b = 0; b < n; b++) {
                 t[(size_t)b * SM_TL_COUNT + c] += sm_rpath_bin(v, "exclusive_sum", b);
@@ -248,6 +251,14 @@ void sm_report_time(sm_report_t *r)
                       sm_tl_color[c], sm_tl_name[c], b, all > 0 ? 100 * sum[c] / all : 0.0);
     }
     sm_out_printf(o, "</table>\n");
+    if (omp_in_kokkos > 0) {
+        char b[48];
+        sm_fmt_time(b, sizeof b, omp_in_kokkos);
+        sm_out_printf(o, "<p class=note id=openmp-in-kokkos>Kokkos includes %s of OpenMP "
+                         "regions that Kokkos kernels, copies and fences ran (its OpenMP "
+                         "backend): the program wrote Kokkos, so they count as Kokkos here. The call "
+                         "paths and the timeline show them as OpenMP, inside the kernels.</p>\n", b);
+    }
 
     /* Per rank (range): one stacked bar each, on one scale (a longer bar: a
      * rank whose threads took longer in all; a range: its mean rank). */
