@@ -25,7 +25,8 @@ static const char sm_report_css[] =
     "#dde5ee}th.a:after{content:' \\25b2'}th.d:after{content:' \\25bc'}"
     ".note{color:#555;font-style:italic}.warn{color:#a00}.key span{display:inline-block;"
     "width:12px;height:12px;margin:0 4px 0 12px;vertical-align:middle}"
-    "svg text{font:11px system-ui,sans-serif}td.path{font-family:monospace}"
+    "svg text{font:11px system-ui,sans-serif}td.path{font-family:monospace;"
+    "overflow-wrap:anywhere}span.abbr{border-bottom:1px dotted #888;cursor:help}"
     "dt{font-weight:bold;float:left;clear:left;width:150px}dd{margin-left:160px}";
 
 /* Sorting only: click a header; numbers sort by data-v. */

@@ -33,6 +33,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "../../util/abbrev.h"
 #include "../../util/grow.h"
 #include "../../util/json_read.h"
 #include "../../util/log.h"
@@ -51,7 +52,12 @@
 #define SM_REPORT_MAX_BINS 4096         /* rank ranges (profile.json has 128 at most) */
 
 /* Where time goes: the kinds of work of timeline.h (sm_tl_*), one list for
- * the bars, the timeline and timeline.json. */
+ * the bars, the timeline and timeline.json.  Their colours mean a kind of
+ * work everywhere on the page; what is not a kind of work (slow and fast
+ * ranks, a metric's line) is drawn in greys, darker for more. */
+#define SM_REPORT_NEUTRAL_DARK "#2f2f2f"  /* the slowest rank; a metric's largest */
+#define SM_REPORT_NEUTRAL "#8c8c8c"       /* the other ranks */
+#define SM_REPORT_NEUTRAL_LIGHT "#c8c8c8" /* the fastest rank; a metric's mean */
 
 /* One call path as the page uses it. */
 typedef struct sm_rpath {
@@ -94,6 +100,9 @@ static inline double sm_rpath_bin(const sm_jv_t *v, const char *col, uint32_t b)
 /* text.c */
 void sm_bin_name(const sm_report_t *r, uint32_t b, char *buf, size_t len) SM_HIDDEN;
 void sm_html(sm_out_t *o, const char *s) SM_HIDDEN;
+/* A region's name for a table: abbreviated (util/abbrev.h), the full name
+ * on hover (title) where it was. */
+void sm_html_name(sm_out_t *o, const char *name) SM_HIDDEN;
 void sm_fmt_time(char *buf, size_t len, double ns) SM_HIDDEN;
 void sm_fmt_bytes(char *buf, size_t len, double b) SM_HIDDEN;
 void sm_td_num(sm_out_t *o, double v, const char *text) SM_HIDDEN;

@@ -315,7 +315,7 @@ void sm_path_text(sm_out_t *o, const sm_jv_t *v)
     const sm_jv_t *path = sm_jv_get(v, "path");
     for (uint32_t d = 0; d < sm_jv_len(path); d++) {
         sm_out_printf(o, d ? " / " : "");
-        sm_html(o, sm_jv_at(path, d)->str);
+        sm_html_name(o, sm_jv_at(path, d)->str);
     }
 }
 
@@ -366,11 +366,11 @@ void sm_report_paths(sm_report_t *r, sm_rpath_t **sorted)
         uint32_t depth = sm_jv_len(path);
         sm_out_printf(o, "<tr><td class=path>");
         for (uint32_t d = 0; d + 1 < depth; d++) {
-            sm_html(o, sm_jv_at(path, d)->str);
+            sm_html_name(o, sm_jv_at(path, d)->str);
             sm_out_printf(o, " / ");
         }
         sm_out_printf(o, "<b>");
-        sm_html(o, depth ? sm_jv_at(path, depth - 1)->str : "?");
+        sm_html_name(o, depth ? sm_jv_at(path, depth - 1)->str : "?");
         sm_out_printf(o, "</b></td><td>");
         sm_html(o, sm_jv_str(p->v, "paradigm"));
         sm_out_printf(o, "</td>");
@@ -399,7 +399,8 @@ void sm_report_imbalance(sm_report_t *r, sm_rpath_t **sorted)
     sm_out_t *o = &r->o;
     sm_out_printf(o, "<h2 id=imbalance>Load imbalance</h2>\n<p>The regions with the most "
                      "time: each rank's inclusive time (the sum over its threads). Imbalance is "
-                     "max / mean across ranks (1.00: balanced).</p>\n");
+                     "max / mean across ranks (1.00: balanced). In grey, darkest the slowest "
+                     "rank, lightest the fastest (colours on this page are kinds of work).</p>\n");
     /* The headline: the region outside MPI whose own (exclusive) time costs
      * the most waiting, (max - mean) across ranks: time in MPI is mostly
      * the wait for the slowest, and a parent's inclusive time holds it. */
@@ -495,7 +496,7 @@ void sm_report_imbalance(sm_report_t *r, sm_rpath_t **sorted)
                                  "rank %.0f: %s</title></rect><text x=0 y=%.0f "
                                  "font-size=8>r%.0f</text>",
                               1 + rank * (H + 1), max > 0 ? W * v / max : 0, H,
-                              v == max ? "#e15759" : v == min ? "#59a14f" : "#4e79a7", rank, b,
+                              v == max ? SM_REPORT_NEUTRAL_DARK : v == min ? SM_REPORT_NEUTRAL_LIGHT : SM_REPORT_NEUTRAL, rank, b,
                               rank * (H + 1) + H, rank);
             }
             if (max > 0)
@@ -507,7 +508,7 @@ void sm_report_imbalance(sm_report_t *r, sm_rpath_t **sorted)
         } else {
             /* min .. max as a range, the mean as a tick, on the region's scale. */
             sm_out_printf(o, "<svg width=%d height=14><rect x=%.1f y=3 width=%.1f height=8 "
-                             "fill=\"#4e79a7\"/><line x1=%.1f x2=%.1f y1=0 y2=14 stroke="
+                             "fill=\"" SM_REPORT_NEUTRAL "\"/><line x1=%.1f x2=%.1f y1=0 y2=14 stroke="
                              "\"#222\"/></svg> %s / %s / %s",
                           W + 10, max > 0 ? W * min / max : 0,
                           max > 0 ? W * (max - min) / max : 0, max > 0 ? W * mean / max : 0,
@@ -535,7 +536,7 @@ void sm_report_imbalance(sm_report_t *r, sm_rpath_t **sorted)
                     sm_out_printf(o, "<rect x=%.1f y=%.1f width=%.1f height=%.1f fill=\"%s\">"
                                      "<title>%s: %s .. %s, mean %s</title></rect>",
                                   b * cw, y0, cw > 1.5 ? cw - 0.5 : cw, y1 - y0 > 1 ? y1 - y0 : 1,
-                                  hi == max ? "#e15759" : lo == min ? "#59a14f" : "#4e79a7", who,
+                                  hi == max ? SM_REPORT_NEUTRAL_DARK : lo == min ? SM_REPORT_NEUTRAL_LIGHT : SM_REPORT_NEUTRAL, who,
                                   bl, bh, bm);
                 }
                 sm_out_printf(o, "</svg>");
