@@ -400,6 +400,15 @@ int sm_profile_write_json(const sm_run_info_t *run, const sm_job_t *job,
     sm_json_field_string(&j, "program", run->program);
     sm_json_field_int(&j, "pid", run->pid);
     sm_json_field_uint(&j, "ranks", summary->n_ranks);
+    /* A merge of some of the job's ranks (sysmeasure-merge) says which,
+     * as metadata.json does: the statistics are of those ranks. */
+    uint32_t present = sm_job_ranks_present(job);
+    if (present != sm_job_ranks(job)) {
+        char text[2048];
+        sm_json_field_uint(&j, "ranks_merged", present);
+        sm_job_missing_text(job, text, sizeof text);
+        sm_json_field_string(&j, "missing_ranks", text);
+    }
     sm_json_field_uint(&j, "thread_count", summary->n_threads);
     /* Whether "threads", "per_thread" and "per_rank" are there (at most
      * SM_PROFILE_DETAIL_MAX threads in the job). */

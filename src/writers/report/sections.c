@@ -61,10 +61,24 @@ void sm_report_run(sm_report_t *r)
                 max_threads = per;
         }
     }
-    sm_out_printf(o, "</code></dd>\n<dt>Ranks &times; threads</dt><dd>%u rank%s &times; up to "
-                     "%u thread%s (%u in all)</dd>\n",
-                  (unsigned)r->n_ranks, r->n_ranks == 1 ? "" : "s", (unsigned)max_threads,
+    /* A merge of some of the job's ranks says so first. */
+    const sm_jv_t *merged = sm_jv_get(m, "ranks_merged");
+    const sm_jv_t *gone = sm_jv_get(m, "missing_ranks");
+    char of[64] = "";
+    if (merged && merged->type == SM_JV_NUMBER)
+        snprintf(of, sizeof of, "%.0f of ", merged->num);
+    sm_out_printf(o, "</code></dd>\n<dt>Ranks &times; threads</dt><dd id=ranks>%s%u rank%s "
+                     "&times; up to %u thread%s (%u in all)",
+                  of, (unsigned)r->n_ranks, r->n_ranks == 1 ? "" : "s", (unsigned)max_threads,
                   max_threads == 1 ? "" : "s", (unsigned)threads);
+    if (sm_jv_len(gone)) {
+        sm_out_printf(o, "; missing: rank%s", sm_jv_len(gone) == 1 ? "" : "s");
+        for (uint32_t i = 0; i < sm_jv_len(gone) && i < 32; i++)
+            sm_out_printf(o, "%s %.0f", i ? "," : "", sm_jv_num(sm_jv_at(gone, i), "rank", 0));
+        if (sm_jv_len(gone) > 32)
+            sm_out_printf(o, " &hellip; (%u in all)", (unsigned)sm_jv_len(gone));
+    }
+    sm_out_printf(o, "</dd>\n");
     /* Hosts, each once, in rank order (sorted, not searched: a job may
      * have 10^5 processes). */
     const sm_jv_t *procs = sm_jv_get(m, "processes");
@@ -112,6 +126,39 @@ void sm_report_run(sm_report_t *r)
         sm_out_printf(o, "<li class=warn>");
         sm_html(o, sm_jv_at(notes, i)->str);
         sm_out_printf(o, "</li>\n");
+    }
+    /* Ranks a merge had no data of: the page is of the others.  One line,
+     * the ranks grouped by their reason (in rank order, as the file lists
+     * them; the first 64). */
+    if (sm_jv_len(gone) && ++items) {
+        uint32_t ng = sm_jv_len(gone) < 64 ? sm_jv_len(gone) : 64;
+        sm_out_printf(o, "<li class=warn id=missing-ranks>%.0f of %u ranks merged "
+                         "(sysmeasure-merge): every figure on this page is of those. Missing:",
+                      merged && merged->type == SM_JV_NUMBER ? merged->num : 0.0,
+                      (unsigned)r->n_ranks);
+        bool *done = calloc(ng, sizeof *done);
+        for (uint32_t i = 0; done && i < ng; i++) {
+            if (done[i])
+                continue;
+            const char *why = sm_jv_str(sm_jv_at(gone, i), "reason");
+            sm_out_printf(o, "%s rank", i ? ";" : "");
+            for (uint32_t k = i, first = 1; k < ng; k++) {
+                const char *w = sm_jv_str(sm_jv_at(gone, k), "reason");
+                if (done[k] || (w != why && (!w || !why || strcmp(w, why))))
+                    continue;
+                done[k] = true;
+                sm_out_printf(o, "%s %.0f", first ? "" : ",", sm_jv_num(sm_jv_at(gone, k), "rank", 0));
+                first = 0;
+            }
+            sm_out_printf(o, " (");
+            sm_html(o, why);
+            sm_out_printf(o, ")");
+        }
+        free(done);
+        if (sm_jv_len(gone) > ng)
+            sm_out_printf(o, "; &hellip; %u in all (metadata.json missing_ranks)",
+                          (unsigned)sm_jv_len(gone));
+        sm_out_printf(o, ".</li>\n");
     }
     const sm_jv_t *buf = sm_jv_get(m, "buffers");
     double dropped = sm_jv_num(buf, "dropped_records", 0), spills = sm_jv_num(buf, "spills", 0);
