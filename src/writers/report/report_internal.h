@@ -72,8 +72,25 @@ typedef struct sm_rpath {
     bool under_kokkos;
 } sm_rpath_t;
 
+/* Two runs compared (compare.c): per call path ("a / b / c") or MPI
+ * function ("MPI function MPI_Send", all its paths), the exclusive time of
+ * all ranks together in A and in B. */
+typedef struct sm_cmp_row {
+    char *key;
+    const char *kind; /* (the profile's, while it is loaded) */
+    bool mpi, in_a, in_b;
+    double a, b;
+} sm_cmp_row_t;
+
+typedef struct sm_cmp {
+    sm_cmp_row_t *rows; /* the largest change (|B - A|) first */
+    uint32_t n, cap;
+} sm_cmp_t;
+
 typedef struct sm_report {
     sm_out_t o;
+    const sm_cmp_t *cmp;  /* a comparison to show, or NULL */
+    const char *cmp_dir;  /* the run compared with (A) */
     const sm_jv_t *meta, *prof, *tl; /* tl: timeline.json, NULL without */
     uint32_t n_ranks;
     double duration_ns;
@@ -131,6 +148,16 @@ void sm_report_mpi_table(sm_report_t *r) SM_HIDDEN;
 void sm_report_matrix(sm_report_t *r) SM_HIDDEN;
 void sm_report_timeline(sm_report_t *r) SM_HIDDEN;
 void sm_report_metrics(sm_report_t *r) SM_HIDDEN;
+
+/* tree.c */
+void sm_report_tree(sm_report_t *r) SM_HIDDEN;
+extern const char sm_report_tree_js[] SM_HIDDEN;
+
+/* compare.c */
+int sm_cmp_build(sm_cmp_t *c, const sm_jv_t *a, const sm_jv_t *b) SM_HIDDEN;
+void sm_cmp_free(sm_cmp_t *c) SM_HIDDEN;
+void sm_cmp_text(FILE *f, const sm_cmp_t *c, const char *a, const char *b) SM_HIDDEN;
+void sm_report_compare(sm_report_t *r) SM_HIDDEN;
 
 /* measures.c */
 void sm_report_gpu(sm_report_t *r) SM_HIDDEN;
