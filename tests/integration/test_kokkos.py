@@ -282,7 +282,7 @@ def test_openmp_in_kokkos():
     if os.environ.get("SM_HAVE_OMPT") != "yes" or smtest.CLANG in ("", "no"):
         smtest.skip("no OMPT adapter or no clang -fopenmp")
     k4 = smtest.build_program(smtest.CLANG, "kokkos4_tools_env.c", "kokkos4-omp",
-                              ["-fopenmp", "-O1", "-ldl"])
+                              ["-fopenmp", "-O1", "-ldl", "-Wl,--no-as-needed", "-lstdc++"])
     out, proc = measure([k4], "kokkos-omp")
     profile = load_json(out, "profile.json")
     omp = sum(t["exclusive"]["sum"] for cp in profile["callpaths"] if cp["paradigm"] == "openmp"

@@ -110,7 +110,7 @@ def test_idle_threads():
     if os.environ.get("SM_HAVE_OMPT") != "yes" or smtest.CLANG in ("", "no"):
         smtest.skip("no OMPT adapter or no clang -fopenmp")
     prog = smtest.build_program(smtest.CLANG, "kokkos4_tools_env.c", "readable-omp",
-                                ["-fopenmp", "-O1", "-ldl"])
+                                ["-fopenmp", "-O1", "-ldl", "-Wl,--no-as-needed", "-lstdc++"])
     out, proc = measure([prog], "readable-idle")
     tl = load_json(out, "timeline.json")
     workers = [l for l in tl["lanes"] if "OpenMP thread" in l["name"]]

@@ -6,7 +6,9 @@
  * each kernel callback.  It runs the kernel "k4_kernel" three times and
  * fences once itself ("k4_user_fence").  Built with OpenMP (the report's
  * test), each kernel runs an OpenMP parallel loop of about 20 ms on 2
- * threads, as Kokkos' OpenMP backend would.  Exit 3 when no tool was named. */
+ * threads, as Kokkos' OpenMP backend would.  Linked with the C++ runtime,
+ * as a Kokkos program is (sysmeasure looks for Kokkos in the executable of
+ * a C++ program).  Exit 3 when no tool was named. */
 #include <dlfcn.h>
 #include <stdbool.h>
 #include <stdint.h>

@@ -404,7 +404,7 @@ void sm_report_paths(sm_report_t *r, sm_rpath_t **sorted)
     sm_out_printf(o, "<table class=sortable id=paths-table><thead><tr><th>Call path</th>"
                      "<th>Paradigm</th><th>Ranks</th><th>Visits</th><th>Inclusive</th>"
                      "<th>Exclusive</th><th>Incl. mean/rank</th><th>Incl. min</th>"
-                     "<th>Incl. max</th></tr></thead>\n<tbody>\n");
+                     "<th>Incl. max</th><th>Kind</th></tr></thead>\n<tbody>\n");
     for (uint32_t i = 0; i < rows && !o->err; i++) {
         const sm_rpath_t *p = sorted[i];
         /* The whole path (rows are sorted, so indentation would mislead),
@@ -426,7 +426,9 @@ void sm_report_paths(sm_report_t *r, sm_rpath_t **sorted)
         sm_td_time(o, p->incl);
         sm_td_time(o, p->excl);
         sm_spread_cells(o, sm_jv_get(sm_jv_get(p->v, "across_ranks"), "inclusive"));
-        sm_out_printf(o, "</tr>\n");
+        sm_out_printf(o, "<td>");
+        sm_html(o, sm_jv_str(p->v, "kind"));
+        sm_out_printf(o, "</td></tr>\n");
     }
     sm_out_printf(o, "</tbody></table>\n");
 }
