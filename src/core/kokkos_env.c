@@ -7,7 +7,8 @@
  * *kokkos* are searched, and the executable when a C++ runtime is loaded
  * (Kokkos is C++), so that the shell and the tools of a job script pay one
  * walk over the list of their libraries, and a C++ program one pass over
- * its read-only data (memmem: about a millisecond for a few MB). */
+ * its read-only data (memmem: 4 ms for the 47 MB of a 300 MB executable
+ * whose pages are in memory, 16 ms when they were not). */
 #define _GNU_SOURCE
 #include "kokkos_env.h"
 
@@ -23,14 +24,22 @@ typedef struct sm_kokkos_scan {
     int has_old, has_new;
 } sm_kokkos_scan_t;
 
-/* Whether the object's read-only segments hold the string (without its
- * NUL: a literal may end a longer one the linker merged it into). */
+/* Whether the object's read-only data holds the string (without its NUL:
+ * a literal may end a longer one the linker merged it into).  Strings are
+ * in the read-only segment that is not code, where the linker makes one
+ * (binutils' default since 2.31); else also in the code's. */
 static int sm_object_has(const struct dl_phdr_info *info, const char *s)
 {
     size_t len = strlen(s);
+    int data_only = 0;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD || (ph->p_flags & PF_W) || !(ph->p_flags & PF_R))
+        data_only |= ph->p_type == PT_LOAD && (ph->p_flags & (PF_R | PF_W | PF_X)) == PF_R;
+    }
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || (ph->p_flags & PF_W) || !(ph->p_flags & PF_R) ||
+            (data_only && (ph->p_flags & PF_X)))
             continue;
         const void *at = (const void *)(info->dlpi_addr + ph->p_vaddr);
         if (memmem(at, ph->p_filesz, s, len))
