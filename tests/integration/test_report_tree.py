@@ -1,7 +1,7 @@
 """What a Cube or ParaProf user looks for in report.html: the call tree
 (expandable, inclusive and exclusive time per path), the distribution of a
-chosen path over the ranks (drawn in the browser from the values in the
-page), and two runs compared (sysmeasure-report --compare A B: what got
+chosen path over the ranks and threads (drawn in the browser from the
+values in the page), and two runs compared (sysmeasure-report --compare A B: what got
 slower or faster, per call path and MPI function, largest change first, as
 text and as a section of B's page).  Planted: tests/programs/named-regions
 with "step > solve" sleeping 30 ms twice in A and 60 ms twice in B, and
@@ -191,10 +191,16 @@ def test_distribution_drawn_in_browser():
     dom = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                           "--user-data-dir=" + profile, "--dump-dom", "file://%s#dist-%s" % (page, node)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=240)
-    m = re.search(r'<div id="dist"[^>]*>(.*?)</div>', dom.stdout, re.S)
-    text = m.group(1) if m else ""
-    check("slowest rank 2" in text and "of 4 ranks" in text, "the distribution names the slowest: %s" % text[:300])
-    check(text.count("<rect") == 16, "a histogram of 16 columns: %d" % text.count("<rect"))
+    at = dom.stdout.find('<div id="dist"')
+    text = dom.stdout[at:] if at >= 0 else ""
+    ranks = re.search(r'<div class="dist-ranks">(.*?)</div>', text, re.S)
+    threads = re.search(r'<div class="dist-threads">(.*?)</div>', text, re.S)
+    check(ranks and "4 ranks," in ranks.group(1) and "slowest rank 2," in ranks.group(1),
+          "over the ranks, the slowest named: %s" % text[:300])
+    check(ranks and ranks.group(1).count("<rect") == 16, "a histogram of 16 columns")
+    check(threads and re.search(r"slowest thread \d+ \(rank 2\)", threads.group(1))
+          and threads.group(1).count("<rect") == 16,
+          "over the threads too, the slowest rank 2's: %s" % (threads and threads.group(1)[:200]))
 
 
 if __name__ == "__main__":

@@ -145,6 +145,18 @@ static int sm_report_write(const char *dir, sm_fs_input_t how, const char *other
         sm_jv_free(prof);
         return SM_REPORT_NOT_OUTPUT;
     }
+    /* A small profile is read again whole: the call tree's distributions
+     * then have each thread's time too. */
+    if (prof && sm_jv_len(sm_jv_get(prof, "callpaths")) <= SM_REPORT_THREAD_PATHS &&
+        sm_jv_num(prof, "thread_count", 0) <= SM_REPORT_THREAD_VALUES) {
+        sm_jv_t *whole = sm_report_read(dir, "profile.json", how, NULL, &refused, why, sizeof why);
+        if (whole && sm_jv_get(whole, "callpaths")) {
+            sm_jv_free(prof);
+            prof = whole;
+        } else {
+            sm_jv_free(whole);
+        }
+    }
     /* timeline.json: written with the trace; a damaged one costs only the
      * timeline (said on the page and in one line), not the report. */
     sm_jv_t *tl = sm_report_read(dir, "timeline.json", how, NULL, &refused, why, sizeof why);

@@ -50,6 +50,10 @@
 #define SM_REPORT_TL_MAX_BINS 10000     /* columns of timeline.json (it has 300) */
 #define SM_REPORT_TL_MAX_CELLS (1u << 21) /* lanes x columns (512 x 300 at most) */
 #define SM_REPORT_MAX_BINS 4096         /* rank ranges (profile.json has 128 at most) */
+/* A profile.json of at most so many paths and threads is read with its
+ * per-thread values (the call tree's distributions per thread). */
+#define SM_REPORT_THREAD_PATHS 2000
+#define SM_REPORT_THREAD_VALUES 64
 
 /* Where time goes: the kinds of work of timeline.h (sm_tl_*), one list for
  * the bars, the timeline and timeline.json.  Their colours mean a kind of

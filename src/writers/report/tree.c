@@ -1,8 +1,9 @@
 /* The report's call tree: the call paths as an expandable tree (HTML
  * details/summary) with inclusive and exclusive time, visits and kind;
  * clicking a path draws the distribution of its inclusive time over the
- * ranks (or the ranges of ranks of a large job) from values the node
- * carries (data-d), so the page needs nothing else.  Bounded: at most
+ * ranks (or the ranges of ranks of a large job; data-d) and, in a small
+ * job, over the threads (data-t), from values the node carries, so the
+ * page needs nothing else.  Bounded: at most
  * SM_REPORT_MAX_TREE nodes, the biggest first; paths below 0.1 % of the
  * job's time are folded (the page says how many). */
 #include <errno.h>
@@ -43,6 +44,18 @@ static void sm_tree_values(sm_tree_t *t, const sm_rpath_t *p)
 {
     sm_out_t *o = &t->r->o;
     const sm_jv_t *pr = sm_jv_get(p->v, "per_rank");
+    /* Per thread (a small profile, read whole): member:rank:time. */
+    const sm_jv_t *pt = sm_jv_get(p->v, "per_thread");
+    if (sm_jv_len(pt)) {
+        sm_out_printf(o, " data-t=\"");
+        for (uint32_t k = 0; k < sm_jv_len(pt); k++) {
+            const sm_jv_t *e = sm_jv_at(pt, k);
+            sm_out_printf(o, "%s%.0f:%.0f:%.0f", k ? "," : "", sm_jv_num(e, "member", 0),
+                          sm_jv_num(e, "rank", 0),
+                          sm_jv_num(sm_jv_get(e, "inclusive"), "sum", 0) / 1e3);
+        }
+        sm_out_printf(o, "\"");
+    }
     if (pr) {
         sm_out_printf(o, " data-u=rank data-d=\"");
         for (uint32_t k = 0; k < sm_jv_len(pr); k++) {
@@ -182,29 +195,34 @@ out:
     free(kids);
 }
 
-/* The distribution: a histogram of the clicked path's values (16 columns
- * from its least to its largest), the slowest and fastest named. */
+/* The distribution: histograms of the clicked path's values (16 columns
+ * from its least to its largest), per rank (or range of ranks) and, where
+ * the node has them, per thread; the slowest and fastest named. */
 const char sm_report_tree_js[] =
-    "function smDist(s){var d=s.dataset.d,box=document.getElementById('dist');if(!d||!box)"
-    "return;\n"
-    " var v=d.split(',').map(function(x){var p=x.split(':');return{r:+p[0],t:+p[1]}});\n"
+    "function smHist(v,one,many){\n"
     " var lo=Infinity,hi=-Infinity,sl=v[0],fa=v[0];v.forEach(function(x){if(x.t<lo){lo=x.t;"
     "fa=x}if(x.t>hi){hi=x.t;sl=x}});\n"
     " var B=16,c=new Array(B).fill(0),w=(hi-lo)/B||1;v.forEach(function(x){c[Math.min(B-1,"
     "Math.floor((x.t-lo)/w))]++});\n"
-    " var m=Math.max.apply(null,c),u=s.dataset.u=='range'?'range of ranks from':'rank',"
-    "W=480,H=120,g='';\n"
+    " var m=Math.max.apply(null,c),W=480,H=100,g='';\n"
     " for(var i=0;i<B;i++){var h=m?H*c[i]/m:0;g+='<rect x='+(40+i*W/B)+' y='+(10+H-h)+"
-    "' width='+(W/B-2)+' height='+h+' fill=\"#8c8c8c\"><title>'+c[i]+' '+(s.dataset.u=="
-    "'range'?'ranges':'ranks')+': '+(lo+i*w).toFixed(0)+' to '+(lo+(i+1)*w).toFixed(0)+"
-    "' us</title></rect>'}\n"
-    " var n=s.querySelector('.tn').textContent;\n"
-    " box.innerHTML='<b>'+n.replace(/&/g,'&amp;').replace(/</g,'&lt;')+'</b>: inclusive time"
-    " of '+v.length+' '+(s.dataset.u=='range'?'ranges of ranks':'ranks')+', '+lo.toFixed(0)+"
-    "' to '+hi.toFixed(0)+' us; slowest '+u+' '+sl.r+', fastest '+u+' '+fa.r+'<br><svg "
-    "id=dist-svg width='+(W+60)+' height='+(H+30)+'>'+g+'<text x=40 y='+(H+24)+'>'+"
+    "' width='+(W/B-2)+' height='+h+' fill=\"#8c8c8c\"><title>'+c[i]+' '+many+': '+"
+    "(lo+i*w).toFixed(0)+' to '+(lo+(i+1)*w).toFixed(0)+' us</title></rect>'}\n"
+    " return '<div class=dist-'+(one=='thread'?'threads':'ranks')+'>'+v.length+' '+many+', '+"
+    "lo.toFixed(0)+' to '+hi.toFixed(0)+' us; slowest '+one+' '+sl.n+', fastest '+one+' '+"
+    "fa.n+'<br><svg width='+(W+60)+' height='+(H+30)+'>'+g+'<text x=40 y='+(H+24)+'>'+"
     "lo.toFixed(0)+' us</text><text x='+(40+W)+' y='+(H+24)+' text-anchor=end>'+"
-    "hi.toFixed(0)+' us</text><text x=0 y=20>'+m+'</text></svg>'}\n"
+    "hi.toFixed(0)+' us</text><text x=0 y=20>'+m+'</text></svg></div>'}\n"
+    "function smDist(s){var d=s.dataset.d,box=document.getElementById('dist');if(!d||!box)"
+    "return;\n"
+    " var r=s.dataset.u=='range',v=d.split(',').map(function(x){var p=x.split(':');"
+    "return{n:p[0],t:+p[1]}});\n"
+    " var n=s.querySelector('.tn').textContent,h='<b>'+n.replace(/&/g,'&amp;')"
+    ".replace(/</g,'&lt;')+'</b>: inclusive time'+smHist(v,r?'range from rank':'rank',"
+    "r?'ranges of ranks':'ranks');\n"
+    " if(s.dataset.t)h+=smHist(s.dataset.t.split(',').map(function(x){var p=x.split(':');"
+    "return{n:p[0]+' (rank '+p[1]+')',t:+p[2]}}),'thread','threads');\n"
+    " box.innerHTML=h}\n"
     "document.querySelectorAll('#calltree summary').forEach(function(s){s.addEventListener("
     "'click',function(){smDist(s)})});\n"
     "if(location.hash.indexOf('#dist-')==0){var s0=document.querySelector('#'+"
