@@ -3,7 +3,8 @@
  * the folder's own metadata.json, profile.json and comm_matrix data (the
  * same files at finalize, in sysmeasure-merge and in sysmeasure-report, so
  * the page is the same whichever wrote it).  Plots are inline SVG drawn
- * here; the only script sorts tables.  Nothing is loaded from elsewhere.
+ * here; the scripts sort tables and draw a path's distribution from the
+ * values its tree node carries.  Nothing is loaded from elsewhere.
  *
  * The page stays small for large jobs: tables are capped (SM_REPORT_MAX_*)
  * and the page says what was left out; per-rank plots draw the rank ranges
@@ -20,6 +21,8 @@
  *   mpi_timeline.c  MPI (table and heat maps), the timeline, metric
  *                   timelines
  *   measures.c      GPU, counters, sampled functions
+ *   tree.c          the call tree and the distribution of a clicked path
+ *   compare.c       two runs compared (sysmeasure-report --compare A B)
  *   text.c          HTML escaping, numbers and table cells, the legend
  *
  * This header is what they share; the rest of the tree uses writers.h. */
