@@ -352,6 +352,7 @@ typedef struct sm_ompt_scope {
  * (read after the runtime unlocked it, the lock's counter may have moved). */
 typedef struct sm_ompt_held {
     ompt_wait_id_t wait_id;
+    uint64_t time;  /* the acquisition as recorded */
     uint32_t lock;
     uint32_t order;
 } sm_ompt_held_t;

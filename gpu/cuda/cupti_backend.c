@@ -662,18 +662,8 @@ static int sm_cu_memory_call(int driver, CUpti_CallbackId cbid, const CUpti_Call
             a[n++] = (sm_adapter_attr_t){sm_cu_attr_freed, bytes};
     }
     if (sm_cu_memory == SM_CU_MEMORY_CALLS) {
-        sm_gpu_mem_op_t op;
-        memset(&op, 0, sizeof op);
-        op.what = c.what;
-        op.kind = c.kind;
-        op.flags = c.flags;
-        op.address = c.address;
-        op.bytes = c.bytes;
-        op.correlation = cb->correlationId;
-        op.vendor = SM_GPU_VENDOR_NVIDIA;
-        op.level = SM_GPU_MEM_LEVEL_API;
-        op.time = sm_cu_api->now();
-        op.device = SM_GPU_NONE; /* a free: the block's */
+        sm_gpu_mem_op_t op = sm_gpu_mem_op_of_call(&c, SM_GPU_VENDOR_NVIDIA, cb->correlationId,
+                                                   sm_cu_api->now());
         if (c.what == SM_GPU_MEM_ALLOC) {
             CUcontext ctx = cb->context;
             uint32_t ordinal = 0;

@@ -22,15 +22,8 @@
 #include "../../src/core/compiler.h"
 #include "../../src/core/gpu_memory.h"
 
-/* What an API call did to memory. */
-typedef struct sm_cum_call {
-    uint32_t what;    /* sm_gpu_mem_what_t */
-    uint32_t kind;    /* sm_gpu_mem_kind_t (allocations) */
-    uint32_t flags;   /* SM_GPU_MEM_ASYNC */
-    uint32_t pad;
-    uint64_t address; /* the block allocated or freed (0: none, a null free) */
-    uint64_t bytes;   /* an allocation's size (pitched: pitch x rows); 0 for a free */
-} sm_cum_call_t;
+/* What an API call did to memory (core/gpu_memory.h). */
+typedef sm_gpu_mem_call_t sm_cum_call_t;
 
 /* The memory effect of a runtime (driver 0) or driver (driver 1) API call,
  * from its parameters at its exit (the call succeeded): 0, or -1 for a

@@ -18,14 +18,8 @@
 #include "core/compiler.h"
 #include "core/gpu_memory.h"
 
-typedef struct sm_hip_mem_call {
-    uint32_t what;    /* sm_gpu_mem_what_t */
-    uint32_t kind;    /* sm_gpu_mem_kind_t (allocations) */
-    uint32_t flags;   /* SM_GPU_MEM_ASYNC */
-    uint32_t pad;
-    uint64_t address; /* 0: none (a null free, a failed allocation) */
-    uint64_t bytes;   /* an allocation's size (pitched: pitch x rows); 0 for a free */
-} sm_hip_mem_call_t;
+/* What a HIP call did to memory (core/gpu_memory.h). */
+typedef sm_gpu_mem_call_t sm_hip_mem_call_t;
 
 /* 0, or -1 for a call that neither allocates nor frees. */
 int sm_hip_mem_from_call(uint32_t cid, const hip_api_data_t *d, sm_hip_mem_call_t *out) SM_HIDDEN;

@@ -167,18 +167,8 @@ static int sm_hip_memory_call(uint32_t cid, const hip_api_data_t *d, sm_region_i
         return 0;
     sm_adapter_attr_t a[2] = {{sm_hip_attr_address, c.address}, {SM_INVALID_ID, 0}};
     uint32_t n = 1;
-    sm_gpu_mem_op_t op;
-    memset(&op, 0, sizeof op);
-    op.what = c.what;
-    op.kind = c.kind;
-    op.flags = c.flags;
-    op.address = c.address;
-    op.bytes = c.bytes;
-    op.correlation = d->correlation_id;
-    op.vendor = SM_GPU_VENDOR_AMD;
-    op.level = SM_GPU_MEM_LEVEL_API;
-    op.time = sm_hip_api->now();
-    op.device = SM_GPU_NONE; /* a free: the block's */
+    sm_gpu_mem_op_t op =
+        sm_gpu_mem_op_of_call(&c, SM_GPU_VENDOR_AMD, d->correlation_id, sm_hip_api->now());
     if (c.what == SM_GPU_MEM_ALLOC) {
         int ordinal = 0;
         if (sm_hip_rt.get_device && sm_hip_rt.get_device(&ordinal) != hipSuccess)

@@ -85,8 +85,7 @@ sm_chunk_t *sm_crash_chunk_map_now(void)
         b[i] = 0;
     /* A calibration point for the clock of a process that may never get
      * to its end (the journal, journal.h). */
-    uint64_t point[2] = {sm_clock_now(), sm_clock_monotonic_ns()};
-    sm_journal_add(SM_J_CLOCK_POINT, point, sizeof point, NULL, 0);
+    sm_journal_add_clock_point();
     sm_chunk_t *c = p;
     c->capacity = (uint32_t)(sm_slot_bytes - sizeof(sm_chunk_t));
     c->used = 0;

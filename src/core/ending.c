@@ -4,15 +4,30 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/syscall.h>
+#if defined(__has_include)
+#if __has_include(<sys/single_threaded.h>)
+#include <sys/single_threaded.h>
+#define SM_LIBC_SINGLE_THREADED 1
+#endif
+#endif
+#include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
+#include "location.h"
 #include "runtime.h"
+#include "sig_hold.h"
+#include "../util/log.h"
 
 /* ---------------------------------------------------------------- the real functions */
 
@@ -54,10 +69,14 @@ static int sm_real_sigaction(int sig, const struct sigaction *act, struct sigact
 static volatile int sm_end_phase;       /* SM_END_* */
 static volatile pid_t sm_end_writer;    /* the thread that writes */
 static volatile int sm_end_pending;     /* a signal held during the write */
-static volatile int sm_end_in_handler;  /* the writer writes from a signal handler */
+static volatile int sm_end_for_signal;  /* the write is a signal's: it ends by it */
 static volatile pid_t sm_exit_owner;    /* the thread that ends the process */
 static pid_t sm_end_pid;                /* the measured process (not a vfork child) */
-static SM_TLS int sm_handler_sig;      /* the signal this thread's handler writes for */
+static SM_TLS int sm_handler_sig;      /* the signal this thread writes the end for */
+
+/* sm_exit_owner when a signal's end was handed to the ending thread: every
+ * thread that calls exit then waits for the process to end by it. */
+#define SM_EXIT_BY_SIGNAL ((pid_t)-1)
 static pthread_mutex_t sm_end_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t sm_end_cond = PTHREAD_COND_INITIALIZER;
 
@@ -147,33 +166,277 @@ static void __attribute__((noreturn)) sm_wait_forever(void)
         pause();
 }
 
+/* ---------------------------------------------------------------- the ending thread */
+
+/* A terminating signal sent to the process (kill, Slurm's scancel, mpirun's
+ * teardown, a timeout) lands on whichever thread of the program does not
+ * block it, wherever that thread is: inside malloc, holding stdio's lock or
+ * a lock of the program's.  The end of the run allocates, prints and takes
+ * locks; written on that thread, inside its handler, it waited for ever for
+ * the lock that the very thread it interrupted held.  So the end of an
+ * asynchronous signal is written by a thread of our own (started with the
+ * process's second thread, see sm_single_threaded), which sleeps on a
+ * semaphore: the handler stops its thread's recording, posts (sem_post is
+ * async-signal-safe) and returns, so the interrupted thread leaves malloc
+ * (or whatever lock it held); the ending thread then writes the end and
+ * ends the process by the signal (the faults and the other signals a
+ * thread cannot return from stay on it: sm_cannot_return).  Until
+ * then the program's threads run on, as its other threads always did while
+ * one thread wrote in its handler: their locations are closed by the write
+ * and record nothing more, and exit() waits for the end (the exit gate
+ * below).  All signals are blocked on the ending thread, so the program's
+ * signals never land on it; it is no measured location (created through the
+ * C library's pthread_create) and sleeps unless a signal comes. */
+static sem_t sm_ender_sem;
+static volatile int sm_ender_on;     /* the ending thread runs in this process */
+static volatile int sm_ender_wanted; /* this process measures: it wants one */
+static volatile int sm_end_request;  /* the signal handed to it (the first) */
+static pthread_mutex_t sm_ender_lock = PTHREAD_MUTEX_INITIALIZER;
+static SM_TLS bool sm_ender_creating;
+
+/* Whether the process has only ever had one thread.  The C library then
+ * takes no lock in malloc, free or stdio (and the first thread created
+ * turns those fast paths off for good: putc costs 7 times as much): a
+ * signal's end written on that one thread cannot wait for them.  So the
+ * ending thread starts with the process's second thread (the program's
+ * first pthread_create, or one of sysmeasure's own threads), not before. */
+static bool sm_single_threaded(void)
+{
+#ifdef SM_LIBC_SINGLE_THREADED
+    return __libc_single_threaded;
+#else
+    return false;
+#endif
+}
+
+/* The end's deepest stack measured: 170 KB (call-stack sampling's
+ * symbols), 30-65 KB otherwise (traces, profiles, Perfetto, 100,000
+ * nested regions); the rest is margin, mapped and never touched. */
+#define SM_ENDER_STACK (512u << 10)
+
+static void __attribute__((noreturn)) sm_ending_for(int sig);
+
+static void *sm_ender_main(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        if (sem_wait(&sm_ender_sem) != 0)
+            continue;
+        int sig = __atomic_load_n(&sm_end_request, __ATOMIC_SEQ_CST);
+        if (sig)
+            sm_ending_for(sig);
+    }
+    return NULL;
+}
+
+static void sm_ending_start_thread(void)
+{
+    __atomic_store_n(&sm_ender_on, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&sm_end_request, 0, __ATOMIC_RELEASE);
+    if (sem_init(&sm_ender_sem, 0, 0) != 0)
+        return;
+    pthread_t thread;
+    sm_ender_creating = true; /* (sm_ending_before_thread: not for this one) */
+    int rc = sm_internal_thread_create(&thread, SM_ENDER_STACK, sm_ender_main, NULL);
+    sm_ender_creating = false;
+    if (rc != 0) {
+        __atomic_store_n(&sm_ender_wanted, 0, __ATOMIC_RELEASE); /* (said once) */
+        sm_warning("the thread that writes the end of the run at a signal cannot start (%s): "
+                   "a signal's end is written on the thread it lands on", strerror(rc));
+        return;
+    }
+    pthread_setname_np(thread, "sysmeasure-end");
+    pthread_detach(thread);
+    __atomic_store_n(&sm_ender_on, 1, __ATOMIC_RELEASE);
+}
+
+/* sysmeasure's own code, where a thread may be in the middle of recording
+ * an event: the core library's text, the vDSO and the C library's
+ * clock_gettime (the clock a record reads when the TSC is not used).
+ * Fixed at install, read by the handler. */
+typedef struct sm_code_range {
+    uintptr_t lo, hi;
+} sm_code_range_t;
+#define SM_CODE_RANGES 8
+static sm_code_range_t sm_own_code[SM_CODE_RANGES];
+static int sm_own_code_n;
+
+static void sm_own_code_add(uintptr_t lo, uintptr_t hi)
+{
+    if (sm_own_code_n < SM_CODE_RANGES && lo < hi)
+        sm_own_code[sm_own_code_n++] = (sm_code_range_t){lo, hi};
+}
+
+static void sm_ending_signal(int sig, siginfo_t *info, void *uc);
+
+static int sm_own_code_find(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    (void)arg;
+    uintptr_t self = (uintptr_t)&sm_ending_signal, vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+    bool wanted = false;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (ph->p_type == PT_LOAD && ((self >= lo && self < hi) || (vdso && vdso >= lo && vdso < hi)))
+            wanted = true;
+    }
+    for (int i = 0; wanted && i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X))
+            sm_own_code_add(info->dlpi_addr + ph->p_vaddr,
+                            info->dlpi_addr + ph->p_vaddr + ph->p_memsz);
+    }
+    return 0;
+}
+
+static void sm_own_code_init(void)
+{
+    sm_own_code_n = 0;
+    dl_iterate_phdr(sm_own_code_find, NULL);
+    Dl_info di;
+    const ElfW(Sym) *sym = NULL;
+    if (dladdr1((void *)clock_gettime, &di, (void **)&sym, RTLD_DL_SYMENT) && sym)
+        sm_own_code_add((uintptr_t)di.dli_saddr, (uintptr_t)di.dli_saddr + sym->st_size);
+}
+
+/* Whether the signal interrupted sysmeasure's own code (true too where the
+ * architecture's context is not known here).  A thread there may be half way
+ * through an event: returning would let it finish that event into a buffer
+ * being written.  Our code holds no lock where a signal can reach it (its
+ * locked sections hold signals: sig_hold.h), so the end is written on the
+ * thread itself there, as it always was. */
+static bool sm_in_own_code(const void *uc)
+{
+    if (!uc || sm_sig_switching_mask())
+        return true; /* (a signal a section held, delivered at its end: mid-event) */
+    uintptr_t pc = 0;
+#if defined(__x86_64__)
+    pc = (uintptr_t)((const ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+    pc = (uintptr_t)((const ucontext_t *)uc)->uc_mcontext.pc;
+#endif
+    if (!pc)
+        return true;
+    for (int i = 0; i < sm_own_code_n; i++)
+        if (pc >= sm_own_code[i].lo && pc < sm_own_code[i].hi)
+            return true;
+    return false;
+}
+
+/* A signal the thread cannot return from: a fault of its own (it would
+ * come again), and a signal the process raised at one of its threads
+ * (raise, abort, pthread_kill: abort would raise it again with SIG_DFL,
+ * losing the output, and code after raise() expects never to run), or the
+ * SIGPIPE and SIGXFSZ its write raised.  These are written on the thread
+ * itself, as before: a thread that holds a lock there holds it for ever
+ * anyway (a fault inside malloc), so the ending thread would wait for it
+ * just the same. */
+static bool sm_cannot_return(int sig, const siginfo_t *info)
+{
+    if (sm_is_fault(sig, info))
+        return true;
+    if (!info || info->si_pid != getpid())
+        return false;
+    return info->si_code == SI_TKILL ||
+           (info->si_code == SI_USER && (sig == SIGPIPE || sig == SIGXFSZ));
+}
+
+/* In the handler: the end goes to the ending thread, and the thread
+ * returns.  Its own location records nothing more from now on (it was not
+ * inside our code: no event half done), and exit() from any thread waits
+ * for the end. */
+static void sm_ending_hand_over(int sig)
+{
+    sm_location_t *loc = sm_tls_location;
+    uint8_t open = SM_LOC_OPEN;
+    if (loc)
+        __atomic_compare_exchange_n(&loc->closed, &open, SM_LOC_STOPPED, false, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE);
+    sm_runtime_signal_arrived();
+    pid_t none = 0;
+    __atomic_compare_exchange_n(&sm_exit_owner, &none, SM_EXIT_BY_SIGNAL, false, __ATOMIC_ACQ_REL,
+                                __ATOMIC_ACQUIRE);
+    int no_request = 0;
+    __atomic_compare_exchange_n(&sm_end_request, &no_request, sig, false, __ATOMIC_SEQ_CST,
+                                __ATOMIC_SEQ_CST);
+    sem_post(&sm_ender_sem);
+}
+
+/* On the ending thread: the end of the run by sig, whatever stage it is
+ * at; the process ends by sig. */
+static void __attribute__((noreturn)) sm_ending_for(int sig)
+{
+    for (;;) {
+        int phase = sm_ending_phase();
+        if (phase == SM_END_RUNNING && sm_runtime_active) {
+            sm_handler_sig = sig; /* for sm_ending_begin_write */
+            int rc = sm_runtime_finalize_for_signal(sig);
+            sm_handler_sig = 0;
+            if (rc == 0)
+                sm_die_by(sig); /* (the write ended the process; here if it wrote nothing) */
+            continue;           /* another thread began writing first */
+        }
+        if (phase == SM_END_WRITING) {
+            /* Another thread writes (exit, MPI_Finalize, a fault): it ends
+             * the process by the signal when done.  The phase is read again
+             * after the signal is set: the writer reads the signal after
+             * each change of phase (sequentially consistent, both). */
+            int none = 0;
+            __atomic_compare_exchange_n(&sm_end_pending, &none, sig, false, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST);
+            if (sm_ending_phase() == SM_END_WRITING)
+                sm_wait_forever();
+            continue;
+        }
+        if (phase == SM_END_SAVED) {
+            sm_runtime_note_signal_in_finalize(sig);
+            sm_runtime_before_signal_death(sig);
+        }
+        sm_die_by(sig);
+    }
+}
+
 static void sm_ending_signal(int sig, siginfo_t *info, void *uc)
 {
-    (void)uc;
     int saved_errno = errno;
+    if (sm_end_pid != 0 && getpid() != sm_end_pid)
+        sm_die_by(sig); /* a vfork child, or a fork child before its atfork handler: nothing ours */
     pid_t self = gettid();
     int phase = sm_ending_phase();
-    if (phase == SM_END_WRITING) {
-        if (__atomic_load_n(&sm_end_writer, __ATOMIC_ACQUIRE) == self) {
-            if (sm_is_fault(sig, info)) {
-                char num[16];
-                snprintf(num, sizeof num, "%d", sig);
-                sm_say("signal ", num, " (a fault) during the end-of-run write: the output is "
-                       "incomplete");
-                sm_die_by(sig);
-            }
-            /* Held: the write goes on, and ends the process by it. */
-            int none = 0;
-            __atomic_compare_exchange_n(&sm_end_pending, &none, sig, false, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_ACQUIRE);
-            errno = saved_errno;
-            return;
+    if (phase == SM_END_WRITING && __atomic_load_n(&sm_end_writer, __ATOMIC_ACQUIRE) == self) {
+        if (sm_is_fault(sig, info)) {
+            char num[16];
+            snprintf(num, sizeof num, "%d", sig);
+            sm_say("signal ", num, " (a fault) during the end-of-run write: the output is "
+                   "incomplete");
+            sm_die_by(sig);
         }
-        /* Another thread writes: it ends the process by this signal when
-         * done; this thread waits for that. */
+        /* Held: the write goes on, and ends the process by it. */
         int none = 0;
-        __atomic_compare_exchange_n(&sm_end_pending, &none, sig, false, __ATOMIC_ACQ_REL,
-                                    __ATOMIC_ACQUIRE);
+        __atomic_compare_exchange_n(&sm_end_pending, &none, sig, false, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_SEQ_CST);
+        errno = saved_errno;
+        return;
+    }
+    /* An asynchronous signal that landed outside our code: the ending
+     * thread writes the end, this thread returns (see above).  Faults and
+     * the rest are written here, as below. */
+    if ((phase == SM_END_WRITING || phase == SM_END_SAVED ||
+         (phase == SM_END_RUNNING && sm_runtime_active)) &&
+        __atomic_load_n(&sm_ender_on, __ATOMIC_ACQUIRE) && !sm_cannot_return(sig, info) &&
+        !sm_in_own_code(uc)) {
+        sm_ending_hand_over(sig);
+        errno = saved_errno;
+        return;
+    }
+    if (phase == SM_END_WRITING) {
+        /* Another thread writes: it ends the process by this signal when
+         * done; this thread (which cannot return, or is inside our code)
+         * waits for that. */
+        int none = 0;
+        __atomic_compare_exchange_n(&sm_end_pending, &none, sig, false, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_SEQ_CST);
         sm_wait_forever();
     }
     if (phase == SM_END_SAVED) {
@@ -212,6 +475,10 @@ void sm_ending_install(void)
 {
     sm_end_pid = getpid();
     sm_ending_resolve();
+    sm_own_code_init();
+    __atomic_store_n(&sm_ender_wanted, 1, __ATOMIC_RELEASE);
+    if (!sm_single_threaded())
+        sm_ending_start_thread(); /* before the handler: there for any signal */
     memset(&sm_our_action, 0, sizeof sm_our_action);
     sm_our_action.sa_sigaction = sm_ending_signal;
     sm_our_action.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
@@ -349,19 +616,19 @@ int sm_ending_begin_write(void)
         return -1;
     __atomic_store_n(&sm_end_writer, gettid(), __ATOMIC_RELEASE);
     if (sm_handler_sig) {
-        /* Writing from the handler of this signal: the process ends by it,
-         * whatever comes meanwhile. */
-        __atomic_store_n(&sm_end_in_handler, 1, __ATOMIC_RELEASE);
-        __atomic_store_n(&sm_end_pending, sm_handler_sig, __ATOMIC_RELEASE);
+        /* Writing for this signal (in its handler, or on the ending
+         * thread): the process ends by it, whatever comes meanwhile. */
+        __atomic_store_n(&sm_end_for_signal, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&sm_end_pending, sm_handler_sig, __ATOMIC_SEQ_CST);
     }
     return 0;
 }
 
 void sm_ending_saved(void)
 {
-    __atomic_store_n(&sm_end_phase, SM_END_SAVED, __ATOMIC_RELEASE);
+    __atomic_store_n(&sm_end_phase, SM_END_SAVED, __ATOMIC_SEQ_CST);
     /* A signal held until now finds the data on disk: it ends the process. */
-    int sig = __atomic_load_n(&sm_end_pending, __ATOMIC_ACQUIRE);
+    int sig = __atomic_load_n(&sm_end_pending, __ATOMIC_SEQ_CST);
     if (sig) {
         sm_runtime_note_signal_in_finalize(sig);
         sm_runtime_before_signal_death(sig);
@@ -371,13 +638,15 @@ void sm_ending_saved(void)
 
 void sm_ending_end_write(bool at_exit)
 {
-    __atomic_store_n(&sm_end_phase, SM_END_DONE, __ATOMIC_RELEASE);
-    if (!__atomic_load_n(&sm_end_in_handler, __ATOMIC_ACQUIRE)) {
+    __atomic_store_n(&sm_end_phase, SM_END_DONE, __ATOMIC_SEQ_CST);
+    /* (A signal's write does not wake the threads that wait for it: they
+     * would go on to exit with their own code.) */
+    if (!__atomic_load_n(&sm_end_for_signal, __ATOMIC_ACQUIRE)) {
         pthread_mutex_lock(&sm_end_lock);
         pthread_cond_broadcast(&sm_end_cond);
         pthread_mutex_unlock(&sm_end_lock);
     }
-    int sig = __atomic_load_n(&sm_end_pending, __ATOMIC_ACQUIRE);
+    int sig = __atomic_load_n(&sm_end_pending, __ATOMIC_SEQ_CST);
     if (!sig)
         return;
     /* exit() was under way: it would have flushed the application's
@@ -408,7 +677,10 @@ void sm_ending_exit_gate(void)
         none == self)
         return;
     /* Another thread is ending the process: it writes the output and exits
-     * with its code; this thread waits for that, as with a thread-safe exit. */
+     * with its code; this thread waits for that, as with a thread-safe exit.
+     * (Or a signal's end is under way on the ending thread: the process
+     * ends by the signal, the program's atexit handlers unrun, as without
+     * sysmeasure.) */
     sm_wait_forever();
 }
 
@@ -418,8 +690,41 @@ void sm_ending_after_fork_child(void)
     sm_end_phase = SM_END_RUNNING;
     sm_end_writer = 0;
     sm_end_pending = 0;
-    sm_end_in_handler = 0;
+    sm_end_for_signal = 0;
     sm_exit_owner = 0;
+    /* The ending thread is not in the child.  A child of fork that writes
+     * nothing ends at once at a signal; one that measures on (after
+     * daemon(), or of a program's family) starts its own
+     * (sm_ending_child_measures). */
+    sm_ender_on = 0;
+    sm_ender_wanted = 0;
+    sm_end_request = 0;
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    sm_ender_lock = m; /* (a thread of the parent may have held it) */
+}
+
+void sm_ending_child_measures(void)
+{
+    __atomic_store_n(&sm_ender_wanted, 1, __ATOMIC_RELEASE);
+    /* A child of a parent with threads has one thread, but the C library
+     * takes its locks there as in the parent: the thread is needed now. */
+    if (!sm_single_threaded())
+        sm_ending_start_thread();
+}
+
+void sm_ending_before_thread(void)
+{
+    if (!__atomic_load_n(&sm_ender_wanted, __ATOMIC_ACQUIRE) ||
+        __atomic_load_n(&sm_ender_on, __ATOMIC_ACQUIRE) || sm_ender_creating ||
+        sm_ending_phase() != SM_END_RUNNING)
+        return;
+    sm_sig_hold(SM_SIG_LOCKS); /* (an end written meanwhile starts threads too) */
+    pthread_mutex_lock(&sm_ender_lock);
+    if (!__atomic_load_n(&sm_ender_on, __ATOMIC_ACQUIRE) &&
+        __atomic_load_n(&sm_ender_wanted, __ATOMIC_ACQUIRE))
+        sm_ending_start_thread();
+    pthread_mutex_unlock(&sm_ender_lock);
+    sm_sig_release();
 }
 
 SM_EXPORT void exit(int status) __attribute__((noreturn));

@@ -6,8 +6,14 @@
  *   the end-of-run write is never cut short and the first exit code stays.
  *   A return from main takes the same way.
  * - Signals whose default action ends the process: where the disposition is
- *   SIG_DFL, sysmeasure's handler writes the output, then the process dies by
- *   the same signal (default action, so the wait status is unchanged).  A
+ *   SIG_DFL, sysmeasure's handler has the output written, then the process
+ *   dies by the same signal (default action, so the wait status is
+ *   unchanged).  A signal sent to the process (kill: Slurm, mpirun, a
+ *   timeout) is handed to sysmeasure's ending thread and the handler
+ *   returns, so that the thread it interrupted leaves whatever lock it held
+ *   (malloc's, stdio's) before the write needs it; a fault, a signal the
+ *   program raised at itself, and one that lands inside sysmeasure's own
+ *   code are written on the thread itself (ending.c says why).  A
  *   signal that arrives while the output is being written is held until the
  *   write is done, whichever thread it lands on.  What the application
  *   ignores or handles stays the application's: its sigaction/signal calls
@@ -58,5 +64,12 @@ void sm_ending_exit_gate(void) SM_HIDDEN;
 
 /* A forked child starts over (no write of its own, no claim). */
 void sm_ending_after_fork_child(void) SM_HIDDEN;
+/* A forked child that measures on (after daemon(), or of a program's
+ * family): its own ending thread. */
+void sm_ending_child_measures(void) SM_HIDDEN;
+/* The calling thread is about to create a thread (the program's or one of
+ * sysmeasure's): the process's ending thread starts first, if it has none
+ * yet (ending.c says why not before). */
+void sm_ending_before_thread(void) SM_HIDDEN;
 
 #endif

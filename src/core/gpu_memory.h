@@ -82,6 +82,39 @@ typedef struct sm_gpu_mem_op {
     uint32_t flags;         /* SM_GPU_MEM_ASYNC */
 } sm_gpu_mem_op_t;
 
+/* What a vendor's API call did to memory, decoded from its parameters at
+ * its exit (gpu/cuda's and gpu/rocm's decoders give the same). */
+typedef struct sm_gpu_mem_call {
+    uint32_t what;    /* sm_gpu_mem_what_t */
+    uint32_t kind;    /* sm_gpu_mem_kind_t (allocations) */
+    uint32_t flags;   /* SM_GPU_MEM_ASYNC */
+    uint32_t pad;
+    uint64_t address; /* the block allocated or freed (0: none, a null free) */
+    uint64_t bytes;   /* an allocation's size (pitched: pitch x rows); 0 for a free */
+} sm_gpu_mem_call_t;
+
+/* The operation of such a call, seen at the API level, at core ticks time,
+ * the call's correlation id: the device SM_GPU_NONE (a free: the block's;
+ * an allocation's, the backend sets it). */
+static inline sm_gpu_mem_op_t sm_gpu_mem_op_of_call(const sm_gpu_mem_call_t *c,
+                                                    sm_gpu_vendor_t vendor,
+                                                    uint64_t correlation, uint64_t time)
+{
+    sm_gpu_mem_op_t op = {
+        .time = time,
+        .address = c->address,
+        .bytes = c->bytes,
+        .correlation = correlation,
+        .device = SM_GPU_NONE,
+        .what = c->what,
+        .kind = c->kind,
+        .vendor = vendor,
+        .level = SM_GPU_MEM_LEVEL_API,
+        .flags = c->flags,
+    };
+    return op;
+}
+
 /* "device", "managed", "pinned host", "static", "other". */
 const char *sm_gpu_mem_kind_name(sm_gpu_mem_kind_t kind) SM_HIDDEN;
 

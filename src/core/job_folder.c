@@ -490,6 +490,29 @@ sm_job_folder_end_t sm_job_folder_family_end(const char *folder, long k, long ro
     return SM_JOB_FOLDER_LAST;
 }
 
+int sm_job_folder_alone(const char *folder, uint32_t rank)
+{
+    int dir = sm_jf_open(folder, sm_job_hash(), 0);
+    if (dir < 0)
+        return 0; /* cannot tell: not alone */
+    int copy = dup(dir);
+    DIR *d = copy >= 0 ? fdopendir(copy) : NULL;
+    int alone = d != NULL;
+    char mine[32];
+    snprintf(mine, sizeof mine, "start-%u", (unsigned)rank);
+    struct dirent *e;
+    /* In a shared folder another's record is among the first entries. */
+    while (alone && (e = readdir(d)) != NULL)
+        if (!strncmp(e->d_name, "start-", 6) && strcmp(e->d_name, mine) != 0)
+            alone = 0;
+    if (d)
+        closedir(d);
+    else if (copy >= 0)
+        close(copy);
+    close(dir);
+    return alone;
+}
+
 void sm_job_folder_remove(const char *folder, uint64_t job_hash)
 {
     int dir = sm_jf_open(folder, job_hash, 0);

@@ -56,6 +56,15 @@ sm_job_folder_end_t sm_job_folder_arrive(const char *folder, uint32_t rank, uint
                                          uint32_t *n_missing, char *missing, size_t len)
     SM_HIDDEN;
 
+/* Whether no other rank of the job has ever started in folder (only this
+ * rank's start-<rank> is there): the processes write to folders of their
+ * own (`-o out.$RANK`).  At the end of a rank that is not the last (its
+ * job's others have not arrived), such a rank writes the folder's outputs
+ * for itself (runtime_end.c); should another rank of the job arrive later
+ * after all, the tree above makes it the last and its merge, of both,
+ * replaces them. */
+int sm_job_folder_alone(const char *folder, uint32_t rank) SM_HIDDEN;
+
 /* A family: a program and the processes it starts (fork, exec, Python's
  * multiprocessing), which no launcher numbers.  They share the program's
  * identity (the launcher hands it on, job.h) and its folder, and are

@@ -1,6 +1,7 @@
 /* The crash-safe definitions journal (see journal.h). */
 #define _GNU_SOURCE
 #include "journal.h"
+#include "clock.h"
 #include "sig_hold.h"
 
 #include <errno.h>
@@ -136,8 +137,12 @@ int sm_journal_on(void)
     return __atomic_load_n(&sm_j_on, __ATOMIC_ACQUIRE);
 }
 
-void sm_journal_add(uint32_t kind, const void *head, uint32_t head_len, const void *tail,
-                    uint32_t tail_len)
+/* Appends one entry with the lock held; head is NULL for a clock point,
+ * read here: under the lock, so that points are in the journal in the
+ * order of their times (two threads that read the clock before taking the
+ * lock could append them the other way round). */
+static void sm_j_append(uint32_t kind, const void *head, uint32_t head_len, const void *tail,
+                        uint32_t tail_len)
 {
     if (!sm_journal_on())
         return;
@@ -150,6 +155,13 @@ void sm_journal_add(uint32_t kind, const void *head, uint32_t head_len, const vo
         pthread_mutex_unlock(&sm_j_lock);
         sm_sig_release();
         return;
+    }
+    uint64_t point[2];
+    if (!head) {
+        point[0] = sm_clock_now();
+        point[1] = sm_clock_monotonic_ns();
+        head = point;
+        head_len = sizeof point;
     }
     sm_journal_head_t *h = sm_j_head();
     uint64_t fill = h->fill, len = (uint64_t)head_len + tail_len;
@@ -178,6 +190,18 @@ void sm_journal_add(uint32_t kind, const void *head, uint32_t head_len, const vo
     __atomic_store_n(&h->fill, fill + step, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&sm_j_lock);
     sm_sig_release();
+}
+
+void sm_journal_add(uint32_t kind, const void *head, uint32_t head_len, const void *tail,
+                    uint32_t tail_len)
+{
+    static const uint8_t none;
+    sm_j_append(kind, head ? head : &none, head ? head_len : 0, tail, tail_len);
+}
+
+void sm_journal_add_clock_point(void)
+{
+    sm_j_append(SM_J_CLOCK_POINT, NULL, 0, NULL, 0);
 }
 
 int sm_journal_move(const char *dir)

@@ -75,6 +75,9 @@ int sm_journal_on(void) SM_HIDDEN;
 /* Appends one entry: head then tail (either may be empty). */
 void sm_journal_add(uint32_t kind, const void *head, uint32_t head_len, const void *tail,
                     uint32_t tail_len) SM_HIDDEN;
+/* Appends an SM_J_CLOCK_POINT of now: the clocks are read under the
+ * journal's lock, so the points of all threads are in time order. */
+void sm_journal_add_clock_point(void) SM_HIDDEN;
 /* Moves the journal into another folder (the output folder was renamed). */
 int sm_journal_move(const char *dir) SM_HIDDEN;
 /* The output is complete: the journal is removed. */

@@ -12,6 +12,7 @@
 
 #include "clock.h"
 #include "events.h"
+#include "ending.h"
 #include "runtime.h"
 #include "counters.h"
 #include "subsystem.h"
@@ -172,7 +173,7 @@ void sm_location_bind_current(sm_location_t *loc)
 /* Where a thread lands when it has no location: one that never touched the
  * API before, or any thread while the process is not measured (a shared,
  * closed location swallows its events). */
-static sm_location_t sm_inactive_location = {.closed = 1};
+static sm_location_t sm_inactive_location = {.closed = SM_LOC_CLOSED};
 
 static sm_location_t *sm_location_for_thread_held(void);
 
@@ -287,7 +288,7 @@ void sm_location_leave_deep(sm_location_t *loc)
 
 void sm_location_close(sm_location_t *loc, uint64_t time)
 {
-    if (loc->closed)
+    if (__atomic_load_n(&loc->closed, __ATOMIC_ACQUIRE) == SM_LOC_CLOSED)
         return;
     while (loc->sp != loc->stack)
         sm_event_leave_top(loc, time);
@@ -297,13 +298,14 @@ void sm_location_close(sm_location_t *loc, uint64_t time)
     sm_counters_thread_stop(loc);
     sm_subsystems_thread_end(loc);
     loc->end_time = time;
-    __atomic_store_n(&loc->closed, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&loc->closed, SM_LOC_CLOSED, __ATOMIC_RELEASE);
 }
 
 typedef int (*sm_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 
 int sm_internal_thread_create(pthread_t *thread, size_t stack, void *(*start)(void *), void *arg)
 {
+    sm_ending_before_thread();
     sm_create_fn create = (sm_create_fn)dlsym(RTLD_NEXT, "pthread_create");
     if (!create)
         create = pthread_create;

@@ -41,7 +41,7 @@ typedef struct sm_location {
     uint8_t tracing;
     uint8_t profiling;
     uint8_t thread_enabled;  /* sysmeasure_start/stop_thread */
-    uint8_t closed;          /* no more events: thread ended or finalized */
+    uint8_t closed;          /* no more events (sm_location_state_t) */
     /* A timestamp taken by an event right before a leave (a message
      * received, a collective ended), for that leave to reuse: it belongs to
      * the frame stamp_frame.  Saves a clock read per MPI call. */
@@ -156,7 +156,17 @@ sm_frame_t *sm_location_grow_stack(sm_location_t *loc) SM_HIDDEN;
 /* A leave while deep_open > 0: closes one of the enters beyond the limit. */
 void sm_location_leave_deep(sm_location_t *loc) SM_HIDDEN;
 
-/* The thread is gone: its last events are in; record its end. */
+/* The values of `closed`: every event path tests it as a truth value (any
+ * but OPEN records nothing). */
+typedef enum sm_location_state {
+    SM_LOC_OPEN = 0,
+    SM_LOC_CLOSED = 1,  /* its end recorded: the thread ended, or the run */
+    SM_LOC_STOPPED = 2  /* a terminating signal's handler stopped its own
+                         * thread, which goes on without recording: the end
+                         * of the run closes what it left open (ending.c) */
+} sm_location_state_t;
+
+/* The thread is gone (or stopped): its last events are in; record its end. */
 void sm_location_close(sm_location_t *loc, uint64_t time) SM_HIDDEN;
 
 uint32_t sm_location_count(void) SM_HIDDEN;

@@ -132,6 +132,10 @@ int sm_runtime_finalize_as(const char *reason, int how) SM_HIDDEN;
  * another thread writes; a line at rank 0 when a rank ends by a signal
  * inside MPI_Finalize, its data on disk. */
 int sm_runtime_finalize_for_signal(int sig) SM_HIDDEN;
+/* A terminating signal came (async-signal-safe: from its handler, which
+ * hands the end to ending.c's thread): the time a SIGKILL that follows
+ * counts from. */
+void sm_runtime_signal_arrived(void) SM_HIDDEN;
 /* A rank ending by signal sig, its data on disk: in a job that Open MPI
  * tears down, it first waits (bounded) until the other ranks of its node
  * have saved theirs too (runtime_end.c says why). */

@@ -54,13 +54,20 @@ void sm_runtime_emergency_write(const char *reason)
 
 /* ---------------------------------------------------------------- fatal signals */
 
-/* A signal ends the process (ending.c calls this on the thread it landed
- * on): the output of a process on its own, or the process file of a rank.
- * 0, or -1 when another thread writes already. */
+void sm_runtime_signal_arrived(void)
+{
+    uint64_t none = 0;
+    __atomic_compare_exchange_n(&sm_signal_arrival_ns, &none, sm_clock_monotonic_ns(), false,
+                                __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+/* A signal ends the process (ending.c calls this on its ending thread, or
+ * on the thread the signal landed on when that thread cannot return): the
+ * output of a process on its own, or the process file of a rank.  0, or -1
+ * when another thread writes already. */
 int sm_runtime_finalize_for_signal(int sig)
 {
-    if (!sm_signal_arrival_ns)
-        sm_signal_arrival_ns = sm_clock_monotonic_ns();
+    sm_runtime_signal_arrived();
     char reason[sizeof sm_end_reason];
     snprintf(reason, sizeof reason, "signal %d (%s)", sig, strsignal(sig));
     return sm_runtime_finalize_as(reason, 1) == -2 ? -1 : 0;
@@ -321,6 +328,18 @@ static int sm_runtime_end_shared(bool family, long member)
                                           missing, sizeof missing)
                : sm_job_folder_arrive(sm_outdir, sm_run.rank, sm_run.n_ranks, &n_missing, missing,
                                       sizeof missing);
+    if (end == SM_JOB_FOLDER_NOT_LAST && !family && sm_job_folder_alone(sm_outdir, sm_run.rank)) {
+        /* A folder of its own: its outputs now, from its process file,
+         * which stays (with the bookkeeping) for a late arrival's merge. */
+        sm_log_step(NULL);
+        int failures = sm_end_layer.merge_job(sm_outdir, sm_job_id(), true);
+        sm_log_step("the process's outputs from its files");
+        sm_info(0, "process %u of %s (%u processes) is the only one in %s: output for it "
+                "alone there; its files for sysmeasure-merge stay in %s/.ranks",
+                (unsigned)sm_run.rank, whose, (unsigned)n, sm_outdir, sm_outdir);
+        sm_folder_release_job(sm_outbase);
+        return failures;
+    }
     if (end == SM_JOB_FOLDER_NOT_LAST) {
         sm_info(1, "process %u of %s: its data is in %s; the last of them to end writes the "
                 "outputs", (unsigned)sm_run.rank, whose, sm_outdir);

@@ -85,6 +85,7 @@ static void sm_runtime_fork_child_measures(void)
     sm_run.start_realtime_ns = sm_clock_realtime_at_init_ns() +
                                (sm_clock_monotonic_ns() - sm_clock_monotonic_at_init_ns());
     sm_runtime_set_rank((uint32_t)sm_member, (uint32_t)sm_member + 1);
+    sm_ending_child_measures(); /* a signal's end: written off the thread it lands on */
 }
 
 /* In a forked child the parent's data is not ours to write again, unless
@@ -142,6 +143,7 @@ static void sm_runtime_after_daemon(void)
     }
     if (me)
         me->tid = gettid();
+    sm_ending_child_measures(); /* a signal's end: written off the thread it lands on */
     sm_samplers_after_daemon();
     sm_subsystems_after_daemon();
     char note[200];

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,6 +38,15 @@ static __thread unsigned sm_sig_depth;
 static __thread bool sm_sig_io;      /* an end-of-run write: look for SIGXFSZ */
 static __thread bool sm_sig_efbig;   /* a write of ours failed with EFBIG */
 static __thread sigset_t sm_sig_now; /* the thread's mask inside the sections */
+/* Set while a section changes the mask: a signal the section held is
+ * delivered right there, in the middle of what the section is part of (an
+ * event's new chunk).  Read by signal handlers (ending.c): initial-exec. */
+static SM_TLS volatile uint8_t sm_sig_switching;
+
+bool sm_sig_switching_mask(void)
+{
+    return sm_sig_switching;
+}
 
 /* A SIGXFSZ pending for the calling thread that our own write raised while
  * it was blocked, discarded; kept where the program's mask blocks it (it
@@ -89,7 +99,9 @@ void sm_sig_hold(sm_sig_section_t section)
     /* The mask first: a handler that jumps away before it leaves no trace
      * of the section, and none runs after it. */
     sigset_t before;
+    sm_sig_switching = 1;
     bool changed = more && pthread_sigmask(SIG_BLOCK, &want, &before) == 0;
+    sm_sig_switching = 0;
     if (changed)
         sigorset(&sm_sig_now, &before, &want);
     if (level < SM_SIG_LEVELS) {
@@ -122,6 +134,8 @@ void sm_sig_release(void)
     if (sm_sig_io || sm_sig_efbig)
         sm_sig_drop_own_xfsz(&sm_sig_levels[level].before);
     sm_sig_now = sm_sig_levels[level].before;
+    sm_sig_switching = 1;
     pthread_sigmask(SIG_SETMASK, &sm_sig_now, NULL);
+    sm_sig_switching = 0;
     errno = saved_errno;
 }

@@ -28,6 +28,7 @@
 #define SM_SIG_HOLD_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include "compiler.h"
 
 typedef enum sm_sig_section {
@@ -43,6 +44,9 @@ void sm_sig_let_through(int sig) SM_HIDDEN;
 /* Ends the innermost section: its signals are delivered (those of an
  * outer section when that one ends). */
 void sm_sig_release(void) SM_HIDDEN;
+/* Whether the calling thread is changing its mask for a section (what a
+ * signal handler interrupted: sysmeasure's own code, ending.c). */
+bool sm_sig_switching_mask(void) SM_HIDDEN;
 /* A write of sysmeasure's on the calling thread failed with err: EFBIG
  * raised a SIGXFSZ, which the io section drops at its end (the end-of-run
  * write looks for one in any case: its writes are a library's too). */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm_pairs.h"
 #include "pipeline.h"
 #include "../core/location.h"
 #include "../core/metrics.h"
@@ -76,40 +77,35 @@ static void sm_live_job_totals(const sm_procs_t *procs, sm_run_info_t *run)
     }
 }
 
-/* The communication matrix at rank 0: every process's row (the sum over its
- * threads), gathered.  The two matrices are NULL when no process sent any. */
-static int sm_live_gather_matrix(const sm_procs_t *procs, uint64_t **messages, uint64_t **bytes)
+/* The communication matrix at rank 0 as its pairs (comm_pairs.h): this
+ * process's row is the sum over its threads' rows. */
+static int sm_live_gather_matrix(const sm_procs_t *procs, sm_comm_pair_t **pairs,
+                                 uint64_t *n_pairs)
 {
-    uint32_t n = procs->size, nloc = sm_location_count();
-    uint64_t *row = calloc(2u * (size_t)n + 1, sizeof *row);
-    uint64_t *all = procs->rank == 0 ? calloc((size_t)n * (2u * n + 1), sizeof *all) : NULL;
-    int rc = -1;
-    *messages = *bytes = NULL;
-    if (row && (procs->rank != 0 || all)) {
-        for (uint32_t i = 0; i < nloc; i++) {
-            const sm_location_t *loc = sm_location_get(i);
-            for (uint32_t k = 0; loc->msg_matrix && k < loc->msg_matrix_n && k < n; k++) {
-                row[2 * k] += loc->msg_matrix[2 * k];
-                row[2 * k + 1] += loc->msg_matrix[2 * k + 1];
-                row[2u * n] += loc->msg_matrix[2 * k];
-            }
+    uint32_t n = procs->size, nloc = sm_location_count(), used = 0;
+    uint64_t *row = calloc(2u * (size_t)n, sizeof *row);
+    sm_comm_pair_t *mine = NULL;
+    for (uint32_t i = 0; row && i < nloc; i++) {
+        const sm_location_t *loc = sm_location_get(i);
+        for (uint32_t k = 0; loc->msg_matrix && k < loc->msg_matrix_n && k < n; k++) {
+            row[2 * k] += loc->msg_matrix[2 * k];
+            row[2 * k + 1] += loc->msg_matrix[2 * k + 1];
         }
-        rc = procs->gather(procs->ctx, 0, row, sizeof *row * (2u * n + 1), all);
     }
-    if (rc == 0 && procs->rank == 0) {
-        uint64_t total = 0;
-        for (uint32_t r = 0; r < n; r++)
-            total += all[(size_t)r * (2u * n + 1) + 2u * n];
-        *messages = total ? malloc(sizeof **messages * n * n) : NULL;
-        *bytes = total ? malloc(sizeof **bytes * n * n) : NULL;
-        for (uint32_t r = 0; *messages && *bytes && r < n; r++)
-            for (uint32_t k = 0; k < n; k++) {
-                (*messages)[(size_t)r * n + k] = all[(size_t)r * (2u * n + 1) + 2 * k];
-                (*bytes)[(size_t)r * n + k] = all[(size_t)r * (2u * n + 1) + 2 * k + 1];
-            }
+    for (uint32_t k = 0; row && k < n; k++)
+        used += row[2 * k] || row[2 * k + 1];
+    if (row && used && (mine = malloc(sizeof *mine * used)) != NULL) {
+        used = 0;
+        for (uint32_t k = 0; k < n; k++)
+            if (row[2 * k] || row[2 * k + 1])
+                mine[used++] = (sm_comm_pair_t){procs->rank, k, row[2 * k], row[2 * k + 1]};
+    } else if (used) {
+        used = 0; /* out of memory: this rank's row is lost, the exchange goes on */
+        sm_error("the communication matrix's row of this process: out of memory");
     }
+    int rc = sm_comm_pairs_gather(procs, mine, used, pairs, n_pairs);
     free(row);
-    free(all);
+    free(mine);
     return rc;
 }
 
@@ -150,8 +146,9 @@ int sm_finalize_live(const sm_procs_t *procs, sm_run_info_t *run, char *summary_
     if (procs->gather(procs->ctx, 0, &me, sizeof me, all) != 0 || (procs->rank == 0 && !all))
         failures++;
 
-    uint64_t *messages = NULL, *bytes = NULL;
-    if (sm_live_gather_matrix(procs, &messages, &bytes) != 0)
+    sm_comm_pair_t *pairs = NULL;
+    uint64_t n_pairs = 0;
+    if (sm_live_gather_matrix(procs, &pairs, &n_pairs) != 0)
         failures++;
     sm_live_job_totals(procs, run);
     /* Every process's named metrics (their high-water marks), for rank 0's
@@ -172,8 +169,8 @@ int sm_finalize_live(const sm_procs_t *procs, sm_run_info_t *run, char *summary_
             .defs = defs,
             .maps = &maps,
             .processes = all,
-            .matrix_messages = messages,
-            .matrix_bytes = bytes,
+            .matrix_pairs = pairs,
+            .matrix_pairs_n = n_pairs,
             .metrics = metrics,
             .metrics_len = metrics_len,
         },
@@ -199,8 +196,7 @@ int sm_finalize_live(const sm_procs_t *procs, sm_run_info_t *run, char *summary_
     failures += sm_finalize_run(&f);
     snprintf(summary_line, summary_len, "%s", f.summary_line);
     free(blob);
-    free(messages);
-    free(bytes);
+    free(pairs);
     free(metrics);
     free(all);
     sm_defset_free(defs);

@@ -21,6 +21,7 @@
 #include "../util/fs.h"
 #include "../util/grow.h"
 #include "../util/log.h"
+#include "../finalize/comm_pairs.h"
 #include "../finalize/pipeline.h"
 #include "../writers/summary_common.h"
 #include "../writers/writers.h"
@@ -29,10 +30,6 @@
 #include "profile_summary.h"
 #include "recover.h"
 #include "unify.h"
-
-/* The largest job whose communication matrix the merge makes (two
- * n x n tables of 8-byte counts: 1 GiB at this size). */
-#define SM_MERGE_MATRIX_MAX 8192u
 
 #define SM_RECOVERED_REASON "killed; recovered from its crash-safe files"
 
@@ -540,25 +537,17 @@ static int sm_merge_write(sm_merge_t *m, const sm_merge_options_t *opt, uint32_t
         }
 
     /* The job as the writers see it: one process holding every rank. */
-    /* The communication matrix: n_ranks^2 pairs, made only when some rank
-     * sent a message, and up to SM_MERGE_MATRIX_MAX ranks (a larger
-     * job's would take gigabytes here; the profile still counts its
-     * messages). */
-    uint64_t any_message = 0;
+    /* The communication matrix as its pairs that talk (comm_pairs.h). */
+    uint64_t n_pairs = 0;
     for (uint32_t i = 0; i < n_files; i++)
         for (uint32_t k = 0; k < files[i]->n_ranks && k < n_ranks; k++)
-            any_message += files[i]->matrix_row[2 * k];
-    int matrix = any_message && n_ranks <= SM_MERGE_MATRIX_MAX;
-    if (any_message && !matrix)
-        sm_warning("the communication matrix of %u ranks is left out (more than %u ranks)",
-                   (unsigned)n_ranks, (unsigned)SM_MERGE_MATRIX_MAX);
-    uint64_t *messages = matrix ? calloc((size_t)n_ranks * n_ranks, sizeof *messages) : NULL;
-    uint64_t *bytes = matrix ? calloc((size_t)n_ranks * n_ranks, sizeof *bytes) : NULL;
+            n_pairs += files[i]->matrix_row[2 * k] || files[i]->matrix_row[2 * k + 1];
+    sm_comm_pair_t *pairs = n_pairs ? malloc(sizeof *pairs * n_pairs) : NULL;
+    uint64_t used_pairs = 0;
     sm_image_t *imgs = calloc(n_files, sizeof *imgs);
-    if ((matrix && (!messages || !bytes)) || !imgs) {
+    if ((n_pairs && !pairs) || !imgs) {
         sm_error("out of memory");
-        free(messages);
-        free(bytes);
+        free(pairs);
         free(imgs);
         sm_defset_free(defs);
         return 1;
@@ -571,10 +560,10 @@ static int sm_merge_write(sm_merge_t *m, const sm_merge_options_t *opt, uint32_t
     run.clock_source = "merged";
     for (uint32_t i = 0; i < n_files; i++) {
         sm_process_file_t *f = files[i];
-        for (uint32_t k = 0; matrix && k < f->n_ranks && k < n_ranks; k++) {
-            messages[(size_t)f->rank * n_ranks + k] = f->matrix_row[2 * k];
-            bytes[(size_t)f->rank * n_ranks + k] = f->matrix_row[2 * k + 1];
-        }
+        for (uint32_t k = 0; k < f->n_ranks && k < n_ranks; k++)
+            if (f->matrix_row[2 * k] || f->matrix_row[2 * k + 1])
+                pairs[used_pairs++] = (sm_comm_pair_t){f->rank, k, f->matrix_row[2 * k],
+                                                       f->matrix_row[2 * k + 1]};
         if (sm_merge_recovered(f))
             sm_recover_image(f, &imgs[i]);
         else
@@ -595,6 +584,7 @@ static int sm_merge_write(sm_merge_t *m, const sm_merge_options_t *opt, uint32_t
         if (f->end_realtime_ns > run.end_realtime_ns)
             run.end_realtime_ns = f->end_realtime_ns;
     }
+    sm_comm_pairs_sort(pairs, &used_pairs);
     run.program = files[0]->program;
     run.argc = files[0]->argc;
     run.argv = files[0]->argv;
@@ -634,8 +624,8 @@ static int sm_merge_write(sm_merge_t *m, const sm_merge_options_t *opt, uint32_t
             .maps = &files[0]->maps,
             .processes = processes,
             .missing = missing,
-            .matrix_messages = matrix ? messages : NULL,
-            .matrix_bytes = matrix ? bytes : NULL,
+            .matrix_pairs = used_pairs ? pairs : NULL,
+            .matrix_pairs_n = used_pairs,
         },
         .images = imgs,
         .n_images = n_files,
@@ -694,8 +684,7 @@ static int sm_merge_write(sm_merge_t *m, const sm_merge_options_t *opt, uint32_t
     free(seq);
     free(mseq);
     free(imgs);
-    free(messages);
-    free(bytes);
+    free(pairs);
     sm_defset_free(defs);
     return failures;
 }

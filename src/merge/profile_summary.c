@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "../core/clock.h"
+#include "../core/counters.h"
 #include "../util/bytes.h"
 #include "../core/events.h"
 #include "../core/gpu_counters.h"
@@ -367,13 +368,14 @@ sm_profile_summary_t *sm_profile_summarize(void)
                                        .creator_path = loc->creator_path,
                                        .root = &loc->profile.root};
     }
-    const char *names[SM_SUMMARY_MAX_COUNTERS];
-    uint32_t nc = 0;
-#ifdef SM_HAVE_PAPI
-    nc = sm_counters_count();
-    for (uint32_t i = 0; i < nc && i < SM_SUMMARY_MAX_COUNTERS; i++)
+    /* The counter sources' (core/counters.h): none in a build without
+     * one, which this file need not know. */
+    const char *names[SM_SUMMARY_MAX_COUNTERS] = {NULL};
+    uint32_t nc = sm_counters_count();
+    if (nc > SM_SUMMARY_MAX_COUNTERS)
+        nc = SM_SUMMARY_MAX_COUNTERS;
+    for (uint32_t i = 0; i < nc; i++)
         names[i] = sm_counters_name(i);
-#endif
     sm_profile_summary_t *s =
         sm_profile_summary_from_counting_threads(t, k, sm_clock_ns_per_tick(), nc, names);
     free(t);

@@ -19,6 +19,9 @@
 /* ---------------------------------------------------------------- the journal */
 
 #define SM_REC_MAX_RANKS SM_PF_MAX_RANKS
+/* How far back a clock point may be and still be the process's (a thread
+ * descheduled between reading the clocks and appending them). */
+#define SM_REC_POINT_SLACK_NS 1000000000ull
 
 typedef struct sm_rec_state {
     sm_defs_lists_t l;
@@ -191,9 +194,17 @@ static int sm_rec_entry(uint32_t kind, const uint8_t *p, uint32_t len, void *arg
             memcpy(&ticks, p, 8);
             memcpy(&ns, p + 8, 8);
             /* Points come in time order: one that goes back (or leaps more
-             * than a year ahead) is not the process's. */
-            if (s->points && (ticks < s->point_ticks[1] || ns < s->point_ns[1] ||
-                              ns - s->point_ns[1] > 366ull * 86400000000000ull)) {
+             * than a year ahead) is not the process's.  Up to
+             * SM_REC_POINT_SLACK_NS back is a point of another thread
+             * appended late (journals of versions that read the clocks
+             * before the journal's lock): skipped, the later one kept. */
+            if (s->points && (ticks < s->point_ticks[1] || ns < s->point_ns[1])) {
+                if (ns + SM_REC_POINT_SLACK_NS < s->point_ns[1] ||
+                    ns > s->point_ns[1] + SM_REC_POINT_SLACK_NS)
+                    s->invalid++;
+                break;
+            }
+            if (s->points && ns - s->point_ns[1] > 366ull * 86400000000000ull) {
                 s->invalid++;
                 break;
             }

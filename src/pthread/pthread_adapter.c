@@ -10,6 +10,7 @@
 
 #include "core/clock.h"
 #include "core/compiler.h"
+#include "core/ending.h"
 #include "core/events.h"
 #include "core/location.h"
 #include "core/runtime.h"
@@ -52,6 +53,7 @@ SM_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
         return EAGAIN;
     if (!sm_runtime_active)
         return real(thread, attr, start, arg);
+    sm_ending_before_thread(); /* the process's second thread: ending.c's comes first */
     sm_location_t *creator = sm_location_current();
     sm_thread_start_t *s = malloc(sizeof *s);
     sm_location_t *loc = (s && !creator->closed) ? sm_location_new_thread(creator) : NULL;

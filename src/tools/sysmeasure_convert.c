@@ -13,7 +13,9 @@
 
 static void sm_convert_usage(FILE *f)
 {
-    fprintf(f, "usage: sysmeasure-convert --perfetto FOLDER\n"
+    fprintf(f, "Usage: sysmeasure-convert --perfetto FOLDER\n"
+               "\n"
+               "Converts the trace of a sysmeasure run to Perfetto's format.\n"
                "Writes FOLDER/trace.pftrace, the OTF2 archive of FOLDER (traces.otf2) in\n"
                "Perfetto's trace format: open it at https://ui.perfetto.dev (Open trace file).\n"
                "A process track per rank, a thread track per thread, a track per GPU stream,\n"
@@ -23,6 +25,7 @@ static void sm_convert_usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    sm_log_set_program("sysmeasure-convert");
     sm_runtime_discard_output(); /* never measure ourselves */
     const char *folder = NULL;
     int perfetto = 0;

@@ -20,31 +20,45 @@
 
 static void sm_merge_usage(FILE *f)
 {
-    fprintf(f, "usage: sysmeasure-merge [-v] [--job ID] [--perfetto] [--keep] FOLDER\n"
+    fprintf(f, "Usage: sysmeasure-merge [-v] [--job ID] [--perfetto] [--keep] FOLDER\n"
                "       sysmeasure-merge --gpu-passes FOLDER\n"
+               "\n"
+               "Completes the output of a job that could not write it itself.\n"
                "Writes FOLDER/traces.otf2, profile.txt, profile.json, profile.csv,\n"
                "profile-ranks.csv, metadata.json and report.html from the process files\n"
                "that the ranks of a job left in FOLDER/.ranks when they could not write\n"
-               "them together\n"
-               "(MPI_Abort, a signal, no MPI_Finalize), and, for processes run with\n"
-               "--crash-safe and killed without a word (kill -9), from their crash-safe\n"
-               "files in FOLDER/.spill.  Each file is placed by the identity in its header\n"
-               "(job, host, pid, rank), whatever its name.  Ranks that left nothing are\n"
-               "named with the reason (stderr, metadata.json missing_ranks, profile.txt).\n"
-               "When the folder holds the files\n"
-               "of several jobs, --job ID names the one to merge (the error lists them).\n"
-               "After a merge that lost nothing, the files merged are removed from\n"
-               "FOLDER/.ranks and FOLDER/.spill; --keep leaves them.\n"
-               "--perfetto also writes trace.pftrace (Perfetto's format, for ui.perfetto.dev),\n"
-               "as the job's own --perfetto would have.\n"
-               "--gpu-passes merges the application-mode passes FOLDER/pass0, pass1, ...\n"
-               "(sysmeasure-passes runs them) by rank, call path, kernel and n-th launch:\n"
-               "FOLDER/counter_collection.csv, profile_gpu_counters.txt/.json/.csv and\n"
-               "gpu_passes.json, which lists the launches not in every pass.\n");
+               "them together (MPI_Abort, a signal, no MPI_Finalize), and, for processes\n"
+               "run with --crash-safe and killed without a word (kill -9), from their\n"
+               "crash-safe files in FOLDER/.spill.  Each file is placed by the identity in\n"
+               "its header (job, host, pid, rank), whatever its name.  Ranks that left\n"
+               "nothing are named with the reason (stderr, metadata.json missing_ranks,\n"
+               "profile.txt).\n"
+               "\n"
+               "Options:\n"
+               "  --job ID       When the folder holds the files of several jobs, the one to\n"
+               "                 merge (the error that lists the jobs names them).\n"
+               "  --keep         Leave the files merged in FOLDER/.ranks and FOLDER/.spill\n"
+               "                 (after a merge that lost nothing they are removed).\n"
+               "  --perfetto     Also write trace.pftrace (Perfetto's format, for\n"
+               "                 ui.perfetto.dev), as the job's own --perfetto would have.\n"
+               "  --gpu-passes   Merge the application-mode passes FOLDER/pass0, pass1, ...\n"
+               "                 (sysmeasure-passes runs them) by rank, call path, kernel and\n"
+               "                 n-th launch: FOLDER/counter_collection.csv,\n"
+               "                 profile_gpu_counters.txt/.json/.csv and gpu_passes.json,\n"
+               "                 which lists the launches not in every pass.\n"
+               "  -v, --verbose  More messages on stderr (each -v adds one).\n"
+               "  -h, --help     Show this help and exit.\n"
+               "  --version      Show the version and exit.\n"
+               "\n"
+               "Examples:\n"
+               "  mpirun -np 4 sysmeasure -o run1 ./app; sysmeasure-merge run1\n"
+               "      A job that ended without MPI_Finalize on every rank: its archive and\n"
+               "      summaries from what the ranks left.\n");
 }
 
 int main(int argc, char **argv)
 {
+    sm_log_set_program("sysmeasure-merge");
     int verbose = 0, argi = 1;
     const char *want = NULL;
     int perfetto = 0; /* --perfetto, or the job's own configuration */

@@ -40,8 +40,10 @@ enum { SM_PASSES_USAGE = 2 };
 
 static void sm_passes_usage(FILE *f)
 {
-    fprintf(f, "usage: sysmeasure-passes [--passes N] -- COMMAND...\n"
+    fprintf(f, "Usage: sysmeasure-passes [--passes N] -- COMMAND...\n"
                "       sysmeasure-passes --merge DIR\n"
+               "\n"
+               "Collects GPU metrics that need several passes, one run per pass.\n"
                "Runs COMMAND (a sysmeasure run in --gpu-counter-mode=application, or an MPI\n"
                "launcher around one) once per GPU metric group, with SYSMEASURE_GPU_PASS=k\n"
                "and its output in DIR/pass<k>, then merges the passes into DIR by rank,\n"
@@ -172,6 +174,7 @@ static int sm_passes_drive(char **cmd, int n, uint32_t passes)
 
 int main(int argc, char **argv)
 {
+    sm_log_set_program("sysmeasure-passes");
     sm_runtime_discard_output(); /* never measure ourselves */
     uint32_t passes = 0;
     int i = 1;

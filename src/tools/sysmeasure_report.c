@@ -23,16 +23,20 @@ static int sm_report_folder(const char *dir)
 
 int main(int argc, char **argv)
 {
+    sm_log_set_program("sysmeasure-report");
     sm_runtime_discard_output(); /* never measure ourselves */
     if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-        printf("usage: sysmeasure-report FOLDER\n"
+        printf("Usage: sysmeasure-report FOLDER\n"
                "       sysmeasure-report --compare A B\n"
+               "\n"
                "Writes FOLDER/report.html, a self-contained page with plots of the run, from\n"
                "the metadata.json and profile.json that sysmeasure wrote there.\n"
-               "--compare A B compares run B with run A (two output folders): prints the call\n"
-               "paths and MPI functions whose exclusive time (all ranks together) changed the\n"
-               "most, largest change first, with B / A, and writes B/report.html with a\n"
-               "section of the same.\n");
+               "\n"
+               "Options:\n"
+               "  --compare A B  Compare run B with run A (two output folders): print the\n"
+               "                 call paths and MPI functions whose exclusive time (all ranks\n"
+               "                 together) changed the most, largest change first, with B / A,\n"
+               "                 and write B/report.html with a section of the same.\n");
         return 0;
     }
     if (argc == 2 && !strcmp(argv[1], "--version")) {

@@ -285,16 +285,27 @@ static uint64_t sm_score_other_events(const sm_jv_t *records, uint64_t *gpu_byte
 
 static void sm_usage(FILE *f)
 {
-    fprintf(f, "usage: sysmeasure-score DIR [-g [FILE]] [-r]\n"
+    fprintf(f, "Usage: sysmeasure-score DIR [-g [FILE]] [-r]\n"
+               "\n"
                "Estimates the trace size of a sysmeasure run per region, and proposes a filter.\n"
+               "\n"
+               "Options:\n"
                "  DIR        output folder of a sysmeasure run\n"
                "  -g [FILE]  write a filter file proposing to exclude small, frequent regions\n"
                "             (default FILE: sysmeasure-score.filter)\n"
-               "  -r         list every region (default: the 30 largest)\n");
+               "  -r         list every region (default: the 30 largest)\n"
+               "  -h, --help  show this help and exit\n"
+               "  --version   show the version and exit\n"
+               "\n"
+               "Examples:\n"
+               "  sysmeasure-score run1 -g small.filter\n"
+               "      The trace size per region; small.filter leaves out the small, frequent\n"
+               "      ones (sysmeasure --filter=small.filter ./app uses it).\n");
 }
 
 int main(int argc, char **argv)
 {
+    sm_log_set_program("sysmeasure-score");
     sm_runtime_discard_output(); /* never measure ourselves */
     signal(SIGPIPE, SIG_DFL);    /* sysmeasure-score DIR | head */
     const char *dir = NULL, *gfile = NULL;

@@ -11,6 +11,14 @@
 #include <unistd.h>
 
 static int sm_verbosity;
+/* The prefix of every line: the runtime and the launcher are "sysmeasure",
+ * each other tool names itself (sm_log_set_program). */
+static const char *sm_log_program = "sysmeasure";
+
+void sm_log_set_program(const char *name)
+{
+    sm_log_program = name;
+}
 
 void sm_log_set_verbosity(int level)
 {
@@ -33,7 +41,7 @@ static void sm_log_line(const char *kind, const char *fmt, va_list ap)
 {
     int saved_errno = errno;
     char line[1024];
-    int n = snprintf(line, sizeof line, "sysmeasure: %s", kind);
+    int n = snprintf(line, sizeof line, "%s: %s", sm_log_program, kind);
     if (n < 0)
         n = 0;
     int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);

@@ -1,4 +1,5 @@
-/* sysmeasure's own messages: one line each on stderr, prefixed "sysmeasure: ".
+/* sysmeasure's own messages: one line each on stderr, prefixed "sysmeasure: "
+ * (a tool's own name in the tools: "sysmeasure-merge: ").
  * Never on stdout, which belongs to the application. */
 #ifndef SM_LOG_H
 #define SM_LOG_H
@@ -6,6 +7,9 @@
 #include "../core/compiler.h"
 
 void sm_log_set_verbosity(int level) SM_HIDDEN;
+/* The name the lines start with; a string that lives as long as the
+ * process (a tool's main sets it first thing). */
+void sm_log_set_program(const char *name) SM_HIDDEN;
 int sm_log_verbosity(void) SM_HIDDEN;
 void sm_error(const char *fmt, ...) __attribute__((format(printf, 1, 2))) SM_HIDDEN;
 void sm_warning(const char *fmt, ...) __attribute__((format(printf, 1, 2))) SM_HIDDEN;

@@ -13,13 +13,7 @@
 
 bool sm_comm_matrix_any(const sm_job_t *job)
 {
-    if (!job || !job->matrix_messages || !job->matrix_bytes)
-        return false;
-    uint64_t n = sm_job_ranks(job);
-    for (uint64_t k = 0; k < n * n; k++)
-        if (job->matrix_messages[k] || job->matrix_bytes[k])
-            return true;
-    return false;
+    return job && job->matrix_pairs && job->matrix_pairs_n > 0;
 }
 
 /* Whether a ranks before b in the top list. */
@@ -38,25 +32,41 @@ uint32_t sm_comm_matrix_top(const sm_job_t *job, sm_comm_pair_t *top, uint32_t m
 {
     if (!sm_comm_matrix_any(job) || max == 0)
         return 0;
-    uint32_t n = sm_job_ranks(job), used = 0;
-    /* One pass keeping the best max in order: n^2 cells, max small. */
-    for (uint32_t s = 0; s < n; s++) {
-        for (uint32_t r = 0; r < n; r++) {
-            size_t k = (size_t)s * n + r;
-            sm_comm_pair_t c = {s, r, job->matrix_messages[k], job->matrix_bytes[k]};
-            if (!c.messages && !c.bytes)
-                continue;
-            if (used == max && !sm_comm_pair_before(&c, &top[max - 1]))
-                continue;
-            uint32_t i = used < max ? used++ : max - 1;
-            while (i > 0 && sm_comm_pair_before(&c, &top[i - 1])) {
-                top[i] = top[i - 1];
-                i--;
-            }
-            top[i] = c;
+    uint32_t used = 0;
+    /* One pass keeping the best max in order: max is small. */
+    for (uint64_t p = 0; p < job->matrix_pairs_n; p++) {
+        const sm_comm_pair_t *c = &job->matrix_pairs[p];
+        if (used == max && !sm_comm_pair_before(c, &top[max - 1]))
+            continue;
+        uint32_t i = used < max ? used++ : max - 1;
+        while (i > 0 && sm_comm_pair_before(c, &top[i - 1])) {
+            top[i] = top[i - 1];
+            i--;
         }
+        top[i] = *c;
     }
     return used;
+}
+
+/* The job's totals over every pair. */
+static void sm_comm_matrix_totals(const sm_job_t *job, uint64_t *messages, uint64_t *bytes)
+{
+    *messages = *bytes = 0;
+    for (uint64_t p = 0; p < job->matrix_pairs_n; p++) {
+        *messages += job->matrix_pairs[p].messages;
+        *bytes += job->matrix_pairs[p].bytes;
+    }
+}
+
+static void sm_comm_pair_json(sm_json_t *j, uint64_t sender, uint64_t receiver,
+                              uint64_t messages, uint64_t bytes)
+{
+    sm_json_object_begin_inline(j);
+    sm_json_field_uint(j, "sender", sender);
+    sm_json_field_uint(j, "receiver", receiver);
+    sm_json_field_uint(j, "messages", messages);
+    sm_json_field_uint(j, "bytes", bytes);
+    sm_json_object_end(j);
 }
 
 void sm_comm_matrix_json(sm_json_t *j, const sm_job_t *job)
@@ -65,30 +75,17 @@ void sm_comm_matrix_json(sm_json_t *j, const sm_job_t *job)
         sm_json_null(j);
         return;
     }
-    uint32_t n = sm_job_ranks(job);
-    uint64_t messages = 0, bytes = 0;
-    for (size_t k = 0; k < (size_t)n * n; k++) {
-        messages += job->matrix_messages[k];
-        bytes += job->matrix_bytes[k];
-    }
+    uint64_t messages, bytes;
+    sm_comm_matrix_totals(job, &messages, &bytes);
     sm_json_object_begin(j);
-    sm_json_field_uint(j, "ranks", n);
+    sm_json_field_uint(j, "ranks", sm_job_ranks(job));
     sm_json_field_uint(j, "messages", messages);
     sm_json_field_uint(j, "bytes", bytes);
     sm_json_key(j, "pairs");
     sm_json_array_begin(j);
-    for (uint32_t s = 0; s < n && !j->err; s++) {
-        for (uint32_t r = 0; r < n; r++) {
-            size_t k = (size_t)s * n + r;
-            if (!job->matrix_messages[k] && !job->matrix_bytes[k])
-                continue;
-            sm_json_object_begin_inline(j);
-            sm_json_field_uint(j, "sender", s);
-            sm_json_field_uint(j, "receiver", r);
-            sm_json_field_uint(j, "messages", job->matrix_messages[k]);
-            sm_json_field_uint(j, "bytes", job->matrix_bytes[k]);
-            sm_json_object_end(j);
-        }
+    for (uint64_t p = 0; p < job->matrix_pairs_n && !j->err; p++) {
+        const sm_comm_pair_t *c = &job->matrix_pairs[p];
+        sm_comm_pair_json(j, c->sender, c->receiver, c->messages, c->bytes);
     }
     sm_json_array_end(j);
     sm_json_object_end(j);
@@ -107,15 +104,16 @@ void sm_comm_matrix_json_binned(sm_json_t *j, const sm_job_t *job, uint32_t cell
         j->err = ENOMEM;
         return;
     }
-    uint64_t messages = 0, bytes = 0;
-    for (uint32_t s = 0; s < n; s++)
-        for (uint32_t r = 0; r < n; r++) {
-            size_t k = (size_t)s * n + r, c = 2 * ((size_t)(s / per) * side + r / per);
-            m[c] += job->matrix_messages[k];
-            m[c + 1] += job->matrix_bytes[k];
-            messages += job->matrix_messages[k];
-            bytes += job->matrix_bytes[k];
-        }
+    uint64_t messages, bytes;
+    sm_comm_matrix_totals(job, &messages, &bytes);
+    for (uint64_t p = 0; p < job->matrix_pairs_n; p++) {
+        const sm_comm_pair_t *c = &job->matrix_pairs[p];
+        if (c->sender >= n || c->receiver >= n)
+            continue; /* (a merge of files that disagree on the size) */
+        size_t k = 2 * ((size_t)(c->sender / per) * side + c->receiver / per);
+        m[k] += c->messages;
+        m[k + 1] += c->bytes;
+    }
     sm_json_object_begin(j);
     sm_json_field_uint(j, "ranks", n);
     sm_json_field_uint(j, "messages", messages);
@@ -126,14 +124,8 @@ void sm_comm_matrix_json_binned(sm_json_t *j, const sm_job_t *job, uint32_t cell
     for (uint32_t a = 0; a < side && !j->err; a++)
         for (uint32_t b = 0; b < side; b++) {
             size_t c = 2 * ((size_t)a * side + b);
-            if (!m[c] && !m[c + 1])
-                continue;
-            sm_json_object_begin_inline(j);
-            sm_json_field_uint(j, "sender", (uint64_t)a * per);
-            sm_json_field_uint(j, "receiver", (uint64_t)b * per);
-            sm_json_field_uint(j, "messages", m[c]);
-            sm_json_field_uint(j, "bytes", m[c + 1]);
-            sm_json_object_end(j);
+            if (m[c] || m[c + 1])
+                sm_comm_pair_json(j, (uint64_t)a * per, (uint64_t)b * per, m[c], m[c + 1]);
         }
     sm_json_array_end(j);
     free(m);
@@ -141,14 +133,8 @@ void sm_comm_matrix_json_binned(sm_json_t *j, const sm_job_t *job, uint32_t cell
     uint32_t k = sm_comm_matrix_top(job, top, SM_COMM_TOP_PAIRS);
     sm_json_key(j, "top_pairs");
     sm_json_array_begin(j);
-    for (uint32_t i = 0; i < k; i++) {
-        sm_json_object_begin_inline(j);
-        sm_json_field_uint(j, "sender", top[i].sender);
-        sm_json_field_uint(j, "receiver", top[i].receiver);
-        sm_json_field_uint(j, "messages", top[i].messages);
-        sm_json_field_uint(j, "bytes", top[i].bytes);
-        sm_json_object_end(j);
-    }
+    for (uint32_t i = 0; i < k; i++)
+        sm_comm_pair_json(j, top[i].sender, top[i].receiver, top[i].messages, top[i].bytes);
     sm_json_array_end(j);
     sm_json_object_end(j);
 }
@@ -157,20 +143,15 @@ int sm_comm_matrix_write(const sm_run_info_t *run, const sm_job_t *job)
 {
     if (!sm_comm_matrix_any(job))
         return 0;
-    uint32_t n = sm_job_ranks(job);
     sm_out_t o;
     /* One file that cannot be written does not cost the other. */
     int rc = sm_out_open(&o, run->output_dir, "comm_matrix.csv");
     if (rc == 0)
         sm_out_printf(&o, "sender,receiver,messages,bytes\n");
-    for (uint32_t s = 0; rc == 0 && s < n && !o.err; s++) {
-        for (uint32_t r = 0; r < n; r++) {
-            size_t k = (size_t)s * n + r;
-            if (job->matrix_messages[k] || job->matrix_bytes[k])
-                sm_out_printf(&o, "%u,%u,%llu,%llu\n", (unsigned)s, (unsigned)r,
-                              (unsigned long long)job->matrix_messages[k],
-                              (unsigned long long)job->matrix_bytes[k]);
-        }
+    for (uint64_t p = 0; rc == 0 && p < job->matrix_pairs_n && !o.err; p++) {
+        const sm_comm_pair_t *c = &job->matrix_pairs[p];
+        sm_out_printf(&o, "%u,%u,%llu,%llu\n", (unsigned)c->sender, (unsigned)c->receiver,
+                      (unsigned long long)c->messages, (unsigned long long)c->bytes);
     }
     if (rc == 0)
         rc = sm_out_close(&o);
@@ -184,7 +165,7 @@ int sm_comm_matrix_write(const sm_run_info_t *run, const sm_job_t *job)
 
 static bool sm_comm_matrix_wanted(const sm_finalize_t *f)
 {
-    return f->job.matrix_messages != NULL;
+    return f->job.matrix_pairs != NULL;
 }
 
 static int sm_comm_matrix_output(sm_finalize_t *f)

@@ -1,7 +1,8 @@
 /* profile.csv: one row per (call path, rank, thread) that was on the path,
  * a tidy table for pandas or R.  Times in ns like profile.json; a path is
  * named by its id, its parent's id (0: top level) and its region names
- * joined with " > ".  A job of more than SM_PROFILE_DETAIL_MAX threads has
+ * joined with " > " (the innermost SM_PATH_NAMES, "... > " first, where
+ * deeper).  A job of more than SM_PROFILE_DETAIL_MAX threads has
  * one row per path instead, rank, thread and location empty: the sums over
  * every thread of every rank, min and max per visit over all of them (each
  * thread's rows are in profile-ranks.csv). */
@@ -36,32 +37,7 @@ static void sm_pcsv_depth(const sm_cpath_t *p, void *arg)
 /* The joined names of p into x->path; false when out of memory. */
 static bool sm_pcsv_path(sm_pcsv_t *x, const sm_cpath_t *p)
 {
-    size_t len = 0;
-    for (const sm_cpath_t *q = p; q->depth > 0; q = q->parent)
-        len += strlen(sm_job_region_name(x->job, q->region)) + 3;
-    if (len + 1 > x->path_cap) {
-        char *path = realloc(x->path, len + 1);
-        if (!path)
-            return false;
-        x->path = path;
-        x->path_cap = len + 1;
-    }
-    /* Filled from the end: the walk up meets the innermost name first. */
-    size_t at = len;
-    x->path[at] = '\0';
-    for (const sm_cpath_t *q = p; q->depth > 0; q = q->parent) {
-        const char *name = sm_job_region_name(x->job, q->region);
-        size_t n = strlen(name);
-        at -= n;
-        memcpy(x->path + at, name, n);
-        if (q->depth > 1) {
-            at -= 3;
-            memcpy(x->path + at, " > ", 3);
-        }
-    }
-    if (at) /* the 3 bytes counted for the outermost name's separator */
-        memmove(x->path, x->path + at, len - at + 1);
-    return true;
+    return sm_cpath_joined(x->job, p, &x->path, &x->path_cap);
 }
 
 /* ns to the picosecond, trailing zeros dropped: "4046.007", "60000000".

@@ -27,8 +27,11 @@ typedef struct sm_pjson {
     sm_json_t *j;
     const sm_job_t *job;
     const sm_profile_summary_t *s;
-    const char **names; /* path names, root first, reused between paths */
-    uint32_t names_cap;
+    const char **names; /* path names, outermost first, reused between paths */
+    uint64_t next_id;   /* pre-order, as profile.csv's path_id */
+    uint64_t *id_at_depth; /* a path's parent is the last one a level up */
+    uint32_t ids_cap;
+    uint64_t cut;       /* paths named by their SM_PATH_NAMES innermost regions */
 } sm_pjson_t;
 
 static void sm_pjson_id_or_null(sm_json_t *j, const char *key, uint32_t id)
@@ -294,26 +297,37 @@ static void sm_pjson_callpath(const sm_cpath_t *p, void *arg)
     const sm_profile_summary_t *s = x->s;
     if (p->depth == 0 || j->err)
         return;
-    if (p->depth > x->names_cap) {
+    if (p->depth >= x->ids_cap) {
         uint32_t cap = p->depth * 2;
-        const char **names = realloc(x->names, cap * sizeof *names);
-        if (!names) {
+        uint64_t *ids = realloc(x->id_at_depth, cap * sizeof *ids);
+        if (!ids) {
             j->err = ENOMEM;
             return;
         }
-        x->names = names;
-        x->names_cap = cap;
+        x->id_at_depth = ids;
+        x->ids_cap = cap;
     }
-    for (const sm_cpath_t *q = p; q && q->depth > 0; q = q->parent)
-        x->names[q->depth - 1] = sm_job_region_name(x->job, q->region);
+    uint64_t id = ++x->next_id;
+    x->id_at_depth[p->depth] = id;
+    /* At most SM_PATH_NAMES names: the file stays linear in the paths at
+     * any depth (the outer part of a deeper path: through "parent"). */
+    uint32_t from = sm_cpath_names_from(p), n = p->depth - from;
+    for (const sm_cpath_t *q = p; q->depth > from; q = q->parent)
+        x->names[q->depth - from - 1] = sm_job_region_name(x->job, q->region);
 
     sm_json_object_begin(j);
+    sm_json_field_uint(j, "id", id);
+    sm_json_field_uint(j, "parent", p->depth > 1 ? x->id_at_depth[p->depth - 1] : 0);
     sm_json_key(j, "path");
     sm_json_array_begin_inline(j);
-    for (uint32_t d = 0; d < p->depth; d++)
+    for (uint32_t d = 0; d < n; d++)
         sm_json_string(j, x->names[d]);
     sm_json_array_end(j);
-    sm_json_field_string(j, "region", x->names[p->depth - 1]);
+    if (from) {
+        sm_json_field_uint(j, "path_from_depth", from);
+        x->cut++;
+    }
+    sm_json_field_string(j, "region", x->names[n - 1]);
     sm_json_field_uint(j, "depth", p->depth - 1);
     const sm_region_def_t *def = x->job && x->job->defs
                                      ? sm_defset_region_get(x->job->defs, p->region) : NULL;
@@ -426,11 +440,19 @@ int sm_profile_write_json(const sm_run_info_t *run, const sm_job_t *job,
     sm_json_array_end(&j);
 
     sm_pjson_t x = {.j = &j, .job = job, .s = summary};
+    x.names = malloc(SM_PATH_NAMES * sizeof *x.names);
+    if (!x.names)
+        j.err = ENOMEM;
     sm_json_key(&j, "callpaths");
     sm_json_array_begin(&j);
     sm_cpath_walk(&summary->root, sm_pjson_callpath, &x);
     sm_json_array_end(&j);
     free(x.names);
+    free(x.id_at_depth);
+    if (x.cut)
+        sm_info(1, "profile.json: %llu call paths deeper than %d levels are named by their "
+                "%d innermost regions (\"path_from_depth\"; the rest through \"parent\")",
+                (unsigned long long)x.cut, SM_PATH_NAMES, SM_PATH_NAMES);
 
     int rc = sm_pjson_mpi(&j, job, summary);
     if (rc && !j.err)

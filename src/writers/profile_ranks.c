@@ -3,7 +3,8 @@
  * thread was on, columns
  *
  *   rank, thread (its index on the rank, by location id), location, depth
- *   (0: top level), region, path (names joined with " > "), visits,
+ *   (0: top level), region, path (names joined with " > "; the innermost
+ *   SM_PATH_NAMES, "... > " first, where deeper), visits,
  *   incl_ns, excl_ns (sums), incl_min_ns, incl_max_ns, excl_min_ns,
  *   excl_max_ns (per visit; empty without visits), bytes_sent,
  *   bytes_received, then per PAPI event of the job "<event> incl",
@@ -138,31 +139,7 @@ typedef struct sm_prk_walk {
 /* "a > b > c" of p into w->path. */
 static bool sm_prk_path(sm_prk_walk_t *w, const sm_cpath_t *p)
 {
-    size_t len = 1;
-    for (const sm_cpath_t *q = p; q->depth > 0; q = q->parent)
-        len += strlen(sm_job_region_name(w->job, q->region)) + 3;
-    if (len > w->path_cap) {
-        char *path = realloc(w->path, len);
-        if (!path)
-            return false;
-        w->path = path;
-        w->path_cap = len;
-    }
-    size_t at = len - 1;
-    w->path[at] = '\0';
-    for (const sm_cpath_t *q = p; q->depth > 0; q = q->parent) {
-        const char *name = sm_job_region_name(w->job, q->region);
-        size_t n = strlen(name);
-        at -= n;
-        memcpy(w->path + at, name, n);
-        if (q->depth > 1) {
-            at -= 3;
-            memcpy(w->path + at, " > ", 3);
-        }
-    }
-    if (at)
-        memmove(w->path, w->path + at, len - at);
-    return true;
+    return sm_cpath_joined(w->job, p, &w->path, &w->path_cap);
 }
 
 static void sm_prk_row(const sm_cpath_t *p, void *arg)

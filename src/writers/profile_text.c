@@ -762,12 +762,21 @@ static void sm_text_matrix(const sm_text_t *x)
     }
     uint32_t n = sm_job_ranks(job);
     if (n <= SM_TEXT_MAX_MATRIX) {
+        uint64_t messages[SM_TEXT_MAX_MATRIX * SM_TEXT_MAX_MATRIX] = {0};
+        uint64_t bytes[SM_TEXT_MAX_MATRIX * SM_TEXT_MAX_MATRIX] = {0};
+        for (uint64_t p = 0; p < job->matrix_pairs_n; p++) {
+            const sm_comm_pair_t *c = &job->matrix_pairs[p];
+            if (c->sender < n && c->receiver < n) {
+                messages[(size_t)c->sender * n + c->receiver] += c->messages;
+                bytes[(size_t)c->sender * n + c->receiver] += c->bytes;
+            }
+        }
         /* Short titles: a long one would widen the narrow columns. */
         sm_out_printf(x->o, "point-to-point communication matrix (row: sender rank, column: "
                             "receiver rank):\n\n");
-        sm_matrix_table(x, "MESSAGES", job->matrix_messages, n);
+        sm_matrix_table(x, "MESSAGES", messages, n);
         sm_out_printf(x->o, "\n");
-        sm_matrix_table(x, "BYTES", job->matrix_bytes, n);
+        sm_matrix_table(x, "BYTES", bytes, n);
         return;
     }
     sm_comm_pair_t top[SM_TEXT_TOP_PAIRS];

@@ -45,6 +45,38 @@ const char *sm_job_region_kind(const sm_job_t *job, sm_region_id_t id)
                : "?";
 }
 
+bool sm_cpath_joined(const sm_job_t *job, const sm_cpath_t *p, char **buf, size_t *cap)
+{
+    uint32_t from = sm_cpath_names_from(p);
+    static const char cut[] = "... > ", sep[] = " > ";
+    size_t len = 1 + (from ? sizeof cut - 1 : 0);
+    for (const sm_cpath_t *q = p; q->depth > from; q = q->parent)
+        len += strlen(sm_job_region_name(job, q->region)) + (q->depth > from + 1 ? 3 : 0);
+    if (len > *cap) {
+        char *b = realloc(*buf, len);
+        if (!b)
+            return false;
+        *buf = b;
+        *cap = len;
+    }
+    /* Filled from the end: the walk up meets the innermost name first. */
+    size_t at = len - 1;
+    (*buf)[at] = '\0';
+    for (const sm_cpath_t *q = p; q->depth > from; q = q->parent) {
+        const char *name = sm_job_region_name(job, q->region);
+        size_t n = strlen(name);
+        at -= n;
+        memcpy(*buf + at, name, n);
+        if (q->depth > from + 1) {
+            at -= 3;
+            memcpy(*buf + at, sep, 3);
+        }
+    }
+    if (from)
+        memcpy(*buf, cut, sizeof cut - 1);
+    return true;
+}
+
 bool sm_job_region_is_mpi(sm_region_id_t id, void *arg)
 {
     const sm_job_t *job = arg;

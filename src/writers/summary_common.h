@@ -19,6 +19,21 @@ void sm_csv_field(sm_out_t *o, const char *s) SM_HIDDEN;
 const char *sm_job_region_name(const sm_job_t *job, sm_region_id_t id) SM_HIDDEN;
 /* What the region is, in a word (sm_region_kind_name): "ParFor", "loop", ... */
 const char *sm_job_region_kind(const sm_job_t *job, sm_region_id_t id) SM_HIDDEN;
+/* A call path's names are written in full up to this depth.  A deeper one
+ * (deep recursion under a large SYSMEASURE_PROFILE_DEPTH) is named by its
+ * SM_PATH_NAMES innermost regions, its outer part through the parent ids:
+ * written in full, the profiles grew with the depth squared. */
+#define SM_PATH_NAMES 64
+/* The first depth (0: top level) of p's names as written. */
+static inline uint32_t sm_cpath_names_from(const sm_cpath_t *p)
+{
+    return p->depth > SM_PATH_NAMES ? p->depth - SM_PATH_NAMES : 0;
+}
+/* p's names from sm_cpath_names_from(p), outermost first, joined with
+ * " > ", "... > " first where cut, into *buf (grown, *cap its size); false
+ * when out of memory. */
+bool sm_cpath_joined(const sm_job_t *job, const sm_cpath_t *p, char **buf,
+                     size_t *cap) SM_HIDDEN;
 /* An sm_region_select_fn (arg: the job): regions of paradigm MPI. */
 bool sm_job_region_is_mpi(sm_region_id_t id, void *job) SM_HIDDEN;
 
@@ -58,11 +73,6 @@ uint32_t sm_summary_derived(const sm_profile_summary_t *s, sm_derived_t *out,
 double sm_derived_value(const sm_derived_t *d, uint64_t num, uint64_t den) SM_HIDDEN;
 
 /* ---- communication matrix ---- */
-typedef struct sm_comm_pair {
-    uint32_t sender, receiver;
-    uint64_t messages, bytes;
-} sm_comm_pair_t;
-
 /* Whether the job has a matrix with any message. */
 bool sm_comm_matrix_any(const sm_job_t *job) SM_HIDDEN;
 /* The up to max pairs with the most bytes (then messages, then lower ranks

@@ -23,6 +23,13 @@ typedef struct sm_job_process {
     char hostname[64];
 } sm_job_process_t;
 
+/* One sender-receiver pair of the point-to-point communication matrix
+ * (world ranks) with what it moved. */
+typedef struct sm_comm_pair {
+    uint32_t sender, receiver;
+    uint64_t messages, bytes;
+} sm_comm_pair_t;
+
 /* What every writer needs to know about the job beyond this process. */
 typedef struct sm_job {
     const sm_procs_t *procs;   /* rank, size and the transport */
@@ -36,10 +43,12 @@ typedef struct sm_job {
      * array NULL: every rank has).  Such a rank is listed as missing, with
      * the reason, never as a process. */
     const char *const *missing;
-    /* Rank 0 only: the point-to-point communication matrix, row = sender,
-     * column = receiver (world ranks), n x n each; NULL without messages. */
-    const uint64_t *matrix_messages;
-    const uint64_t *matrix_bytes;
+    /* Rank 0 only: the point-to-point communication matrix as its pairs
+     * that moved something, ordered by sender then receiver (world ranks):
+     * its size is that of the pairs that talk, never P x P (issue 29).
+     * NULL and 0 without messages. */
+    const sm_comm_pair_t *matrix_pairs;
+    uint64_t matrix_pairs_n;
     /* Rank 0 only: every process's named metrics (sm_metrics_serialize),
      * gathered as sm_tree_gather gives them; NULL: this process's alone. */
     const void *metrics;

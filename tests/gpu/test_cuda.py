@@ -18,6 +18,11 @@ PROGRAMS = os.environ.get("SM_GPU_PROGRAMS",
 APP = os.path.join(PROGRAMS, "gpu_app")
 APP_MPI = os.path.join(PROGRAMS, "gpu_app_mpi")
 SLACK_NS = 5000  # "a few µs": clocks of host and CUPTI read apart
+# The runs whose copies are checked against their calls take GPU memory from
+# the calls: with CUPTI's memory records on (the default), CUPTI's pageable
+# copies end up to ~14 µs after their cudaMemcpy returns (H200, CUDA 13,
+# 2026-11-28; 5 µs and inside without them).  test_memory covers the records.
+TIMED = ["--gpu-memory=api"]
 
 
 def expectation(proc):
@@ -251,7 +256,7 @@ def stream_kernels(trace, name):
 # ---------------------------------------------------------------- one process
 
 print("gpu_app under sysmeasure:")
-out, proc = measure([APP], "gpu-full")
+out, proc = measure([APP], "gpu-full", launcher_args=TIMED)
 expect = expectation(proc)
 if expect:
     trace = Trace(out)
@@ -319,7 +324,7 @@ if os.path.exists(OTHER):
 
 if os.path.exists(APP_MPI):
     print("mpirun -np 2 sysmeasure gpu_app_mpi (one GPU):")
-    out, proc = mpi_measure(2, [APP_MPI], "gpu-mpi")
+    out, proc = mpi_measure(2, [APP_MPI], "gpu-mpi", launcher_args=TIMED)
     lines = [json.loads(l) for l in proc.stdout.splitlines() if l.startswith("{")]
     check(len(lines) == 2, "2 ranks should print their expectation: %s" % proc.stdout)
     if lines:

@@ -21,9 +21,12 @@ preloaded, answers the calls first.  Checked in each archive:
 - every NCCL kernel on a GPU stream linked by its correlation id to a launch
   inside an NCCL call (the collective itself, or the ncclGroupEnd of its
   group), and every collective and send/receive with at least one kernel.
-The case one_archive runs both processes into one folder: it checks the
-communicator's 2 members where this build makes one archive of the job,
-and is skipped where it does not (issue 30 item 2).
+The case one_archive runs both processes into one folder: one archive of
+the job with the communicator's 2 members.  The torchrun cases run a
+DistributedDataParallel loop (tests/gpu/ddp_torch.py) as torchrun starts
+it, `torchrun --nproc_per_node 2 --no-python sysmeasure -o OUT python3
+ddp_torch.py`: the same loss as a plain run, one archive of 2 ranks, each
+with its GPU's kernels and its ncclAllReduce calls.
 SM_GPU_KEEP=DIR keeps the output folders."""
 
 import json
@@ -167,7 +170,10 @@ def test_regions():
             if name in COLLECTIVES or name in P2P:
                 check(a.get("nccl ranks") == 2, where + ": 2 ranks")
                 check(a.get("nccl datatype") == "float32", where + ": float32")
-                check(a.get("nccl stream", 0) != 0, where + ": on a stream of the program's")
+                # The stream the call names: 0 is the program's default
+                # stream, where PyTorch 2.8 and later run a collective that
+                # is not async_op (the current stream).
+                check("nccl stream" in a, where + ": names its stream")
                 check(attrs(lv).get("nccl result", 7) == 7,
                       where + ": succeeded (or in progress, on a nonblocking communicator)")
             if name == "ncclAllReduce":
@@ -281,9 +287,8 @@ def test_one_archive():
           % [(rc, se[-500:]) for _, rc, _, se in runs])
     path = os.path.join(out, "metadata.json")
     ranks = json.load(open(path)).get("ranks") if os.path.exists(path) else None
-    if ranks != 2:
-        skip("the processes of one job sharing a folder are not one archive in this build "
-             "(metadata.json ranks: %s; issue 30 item 2)" % ranks)
+    check(ranks == 2, "the two processes sharing a folder are one job of 2 ranks "
+          "(metadata.json ranks: %s)" % ranks)
     tr = Trace(out)
     comms = [c for c in tr.definitions.comms if str(c.name).startswith("NCCL communicator")]
     both = [c for c in comms if len(c.group.members) == 2]
@@ -292,6 +297,79 @@ def test_one_archive():
     for c in both:
         groups = {m.group for m in c.group.members}
         check(len(groups) == 2, "%s: its members are the two processes" % c.name)
+
+
+DDP = os.path.join(SRC, "tests", "gpu", "ddp_torch.py")
+
+
+@smtest.fixture
+def torchrun(measured):
+    """(returncode, stdout, stderr, out) of the DDP loop under torchrun, with
+    the launcher between torchrun and python3 when measured."""
+    why = torch_ready()
+    if why:
+        skip(why)
+    base = workdir("ddp-torchrun" if measured else "ddp-plain")
+    out = os.path.join(base, "out")
+    cmd = [TORCH_PY, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+           "--master_port", str(free_port()), "--no-python"]
+    cmd += [LAUNCHER, "-o", out, TORCH_PY, DDP] if measured else [TORCH_PY, DDP]
+    p = subprocess.run(cmd, env=clean_env({}), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=900)
+    if KEEP:
+        shutil.copytree(base, os.path.join(KEEP, os.path.basename(base)), dirs_exist_ok=True)
+    return p.returncode, p.stdout, p.stderr, out
+
+
+def ddp_loss(so):
+    return [line.split()[-1] for line in so.splitlines() if line.startswith("ddp loss")]
+
+
+def test_torchrun_ddp_runs():
+    rc, so, se, out = torchrun(True)
+    prc, pso, pse, _ = torchrun(False)
+    check(prc == 0, "the plain torchrun exits 0: %s" % pse[-2000:])
+    check(rc == 0, "torchrun under sysmeasure exits 0: %s" % se[-3000:])
+    check(so.count("ddp ok rank") == 2, "both processes end: %s" % so)
+    check(ddp_loss(so) and ddp_loss(so) == ddp_loss(pso),
+          "the same loss as the plain run: %s vs %s" % (ddp_loss(so), ddp_loss(pso)))
+    check("overwrit" not in se, "no process overwrote another's files: %s" % se[-2000:])
+
+
+def test_torchrun_ddp_one_archive():
+    rc, so, se, out = torchrun(True)
+    path = os.path.join(out, "metadata.json")
+    meta = json.load(open(path)) if os.path.exists(path) else {}
+    check(meta.get("ranks") == 2, "metadata.json: one job of 2 ranks (%s)" % meta.get("ranks"))
+    tr = Trace(out)
+    by_group = {}
+    for loc, evs in tr.events.items():
+        g = loc.group
+        stream = loc.type == otf2.LocationType.ACCELERATOR_STREAM
+        if stream and g.creating_location_group is not None:
+            g = g.creating_location_group  # the process that owns the GPU
+        d = by_group.setdefault(str(g.name), {"kernels": 0, "allreduce": 0, "gpu": set()})
+        for e in evs:
+            if not isinstance(e, Enter):
+                continue
+            name = str(e.region.name)
+            if stream:
+                d["kernels"] += 1
+                d["gpu"].add(str(loc.name))
+            elif name == "ncclAllReduce":
+                d["allreduce"] += 1
+    procs = {k: v for k, v in by_group.items() if v["kernels"] or v["allreduce"]}
+    check(len(procs) == 2, "two processes with GPU work in the archive: %s" % sorted(procs))
+    for name, d in procs.items():
+        # 20 steps: DDP reduces the gradients of each step (one bucket here),
+        # plus the final loss's all_reduce.
+        check(d["allreduce"] >= 21, "%s: %d ncclAllReduce calls, expected at least 21"
+              % (name, d["allreduce"]))
+        check(d["kernels"] >= 20 * 3, "%s: %d kernels on its GPU streams" % (name, d["kernels"]))
+    comms = [c for c in tr.definitions.comms if str(c.name).startswith("NCCL communicator")]
+    check(any(len(c.group.members) == 2 for c in comms),
+          "an NCCL communicator with both processes: %s"
+          % [(str(c.name), len(c.group.members)) for c in comms])
 
 
 if __name__ == "__main__":

@@ -237,7 +237,7 @@ def test_shared_library():
 def test_unknown_compiler():
     proc = subprocess.run([os.path.join(BUILD, "sysmeasure-instrument"), "tcc", "-c", "x.c"],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    check(proc.returncode == 2 and proc.stderr.startswith("sysmeasure-instrument: unknown compiler 'tcc'")
+    check(proc.returncode == 2 and proc.stderr.startswith("sysmeasure-instrument: error: unknown compiler 'tcc'")
           and proc.stderr.count("\n") == 1, "unknown compiler: rc %d, %r" % (proc.returncode, proc.stderr))
 
 

@@ -210,7 +210,7 @@ def test_deep_profile_depth_limit():
     check("profile depth limit" in open(os.path.join(out, "profile.txt")).read(),
           "deep: the note in profile.txt")
     if profile:
-        depths = [len(cp["path"]) for cp in profile["callpaths"]]
+        depths = [cp["depth"] + 1 for cp in profile["callpaths"]]
         check(max(depths) == 256 and len(depths) == 256, "deep: 256 call paths of depth up to 256: %d, %d"
               % (len(depths), max(depths)))
     size = sum(os.path.getsize(os.path.join(out, f)) for f in ("profile.json", "profile.txt", "profile.csv"))
@@ -253,7 +253,7 @@ def test_profile_depth_from_env():
     out, proc = measure([PROG, "deep", "50"], "deep-10", env={"SYSMEASURE_PROFILE_DEPTH": "10"})
     profile = complete(out, "deep with SYSMEASURE_PROFILE_DEPTH=10")
     if profile:
-        check(max(len(cp["path"]) for cp in profile["callpaths"]) == 10, "depth limit 10 holds")
+        check(max(cp["depth"] + 1 for cp in profile["callpaths"]) == 10, "depth limit 10 holds")
     check(load_json(out, "metadata.json").get("profile_folded_enters") == 40, "40 enters folded")
 
 

@@ -26,6 +26,7 @@ The tool runs are limited to 4 GiB of address space and a timeout, so that
 a regression fails here instead of filling the machine."""
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -62,8 +63,12 @@ def bounded(cmd, timeout):
         return None, out, err, time.monotonic() - start
 
 
+# Each tool names itself in its messages ("sysmeasure-merge: error: ").
+ERROR_LINE = re.compile(r"^sysmeasure(-[a-z+]+)?: error: ")
+
+
 def errors(stderr):
-    return [l for l in stderr.splitlines() if l.startswith("sysmeasure: error: ")]
+    return [l for l in stderr.splitlines() if ERROR_LINE.match(l)]
 
 
 def one_refusal(what, result, *words, rc=2, seconds=10):
@@ -73,7 +78,7 @@ def one_refusal(what, result, *words, rc=2, seconds=10):
     check(code is not None, "%s: it ended (it ran past its timeout: a hang)" % what)
     check(code == rc, "%s: exit %d, not %r; stderr %r" % (what, rc, code, err[-500:]))
     lines = err.splitlines()
-    check(len(lines) == 1 and lines[0].startswith("sysmeasure: error: "),
+    check(len(lines) == 1 and ERROR_LINE.match(lines[0]) is not None,
           "%s: exactly one error line: %r" % (what, err[-1000:]))
     for w in words:
         check(w in err, "%s: the line says %r: %r" % (what, w, err[-500:]))

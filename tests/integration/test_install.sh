@@ -21,6 +21,16 @@ for f in libsysmeasure.so pkgconfig/sysmeasure.pc; do
     [ -e "$stage$libdir/$f" ] || no "$libdir/$f not installed"
 done
 grep -q 'SYSMEASURE_BUFFER_SIZE' "$root/share/man/man1/sysmeasure.1" || no "man page lacks the variables"
+# Every installed tool has its man page, which man renders.
+for t in "$root"/bin/*; do
+    page="$root/share/man/man1/$(basename "$t").1"
+    if [ ! -s "$page" ]; then
+        no "$(basename "$t") has no man page in share/man/man1"
+    elif command -v groff >/dev/null 2>&1; then
+        w=$(groff -man -Tutf8 -ww -z "$page" 2>&1)
+        [ -z "$w" ] || no "groff warns on $(basename "$page"): $w"
+    fi
+done
 grep -q -- '-lsysmeasure' "$stage$libdir/pkgconfig/sysmeasure.pc" || no "pkg-config file"
 
 # Only the public API (and the pthread_create wrapper, the OMPT tool's

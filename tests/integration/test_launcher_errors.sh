@@ -53,7 +53,11 @@ expect_error() {
     [ $rc -eq "$status" ] || fail "$what: exit status $rc, expected $status"
     lines=$(wc -l <err.txt)
     [ "$lines" -eq 1 ] || fail "$what: $lines lines on stderr, expected exactly 1"
-    grep -q '^sysmeasure: error: ' err.txt || fail "$what: stderr is not 'sysmeasure: error: ...'"
+    # Each tool names itself: "sysmeasure: error: ", "sysmeasure-avail: error: ".
+    tool=$1
+    [ "$tool" = env ] && for a in "$@"; do case $a in env|*=*) ;; *) tool=$a; break ;; esac; done
+    tool=$(basename "$tool")
+    grep -q "^$tool: error: " err.txt || fail "$what: stderr is not '$tool: error: ...'"
     printf '%s' "$patterns" | while IFS= read -r p; do
         grep -q -F -e "$p" err.txt || { echo "FAIL: $what: stderr does not say '$p'"; exit 1; }
     done || failures=$((failures + 1))

@@ -5,6 +5,9 @@
 #    src/util (or the configure header sm_build.h);
 #  - no_optional_dependency: no SM_HAVE_* test of an optional library in
 #    src/core (a part that needs one is a plug-in of src/plugins.def);
+#  - merge_no_optional_dependency: nor in src/merge, which reads counters
+#    through the core's counter sources (an #ifdef SM_HAVE_PAPI there broke
+#    the build without PAPI);
 #  - symbols: the core's objects use nothing defined outside src/core and
 #    src/util but the three plug-in tables (sm_counter_sources,
 #    sm_subsystems, sm_end_layer).
@@ -41,6 +44,11 @@ case_no_optional_dependency() {
     result no_optional_dependency "$bad"
 }
 
+case_merge_no_optional_dependency() {
+    bad=$(grep -n 'SM_HAVE_' "$SM_SRCDIR"/src/merge/*.c "$SM_SRCDIR"/src/merge/*.h)
+    result merge_no_optional_dependency "$bad"
+}
+
 case_symbols() {
     core=$(ls "$SM_BUILDDIR"/src/core/.libs/*.o 2>/dev/null)
     util=$(ls "$SM_BUILDDIR"/src/util/.libs/*.o "$SM_BUILDDIR"/src/util/*.o 2>/dev/null)
@@ -59,5 +67,6 @@ case_symbols() {
 
 case_includes
 case_no_optional_dependency
+case_merge_no_optional_dependency
 case_symbols
 [ "$failures" -eq 0 ]

@@ -172,8 +172,7 @@ def check_job_result(out, results, pids, launcher):
     check(visits.get("work") == {r: 2 for r in range(size)}
           and visits.get("waiting") == {r: 1 for r in range(size)},
           "the archive holds every rank's planted regions: %s" % visits)
-    groups = sorted({l.group.name for l in trace.locations})
-    check(len(groups) == size, "the archive has %d processes: %s" % (size, groups))
+    check_process_names(trace, size, launcher)
 
 
 def torch_job(name, order):
@@ -197,6 +196,45 @@ def test_torchrun_rank0_ends_first():
 def test_torchrun_ranks_end_at_once():
     """Both let go at the same moment: exactly one of them merges."""
     torch_job("torch-at-once", None)
+
+
+def test_torchrun_folder_per_rank():
+    """Each torchrun process with a folder of its own (-o out.$RANK, the way
+    users kept the processes apart before a job's processes shared one):
+    each folder gets its process's archive and profile when it ends, with
+    one line that says so; nothing waits for the other."""
+    work = workdir("torch-own-folders")
+    run_id = os.path.basename(work)
+    procs, gos, started, outs = [], [], [], []
+    for r in range(2):
+        outs.append(os.path.join(work, "out.%d" % r))
+        gos.append(os.path.join(work, "go-%d" % r))
+        started.append(os.path.join(work, "started-%d" % r))
+        cmd = SYSMEASURE + ["-o", outs[r], MEMBER, str((r + 1) * MS), gos[r], started[r]]
+        procs.append(subprocess.Popen(cmd, env=torch_env(r, 2, run_id), stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    check(wait_for(started, procs), "every rank runs: %s" % [p.poll() for p in procs])
+    results = end_ranks(procs, gos, [0, 1])
+    for r in range(2):
+        stdout, stderr, rc = results[r]
+        check(rc == 0 and stdout == "application output\n",
+              "rank %d: rc 0, its output kept: %d %r %s" % (r, rc, stdout, stderr))
+        check("is the only one in %s" % outs[r] in stderr,
+              "rank %d says its folder holds it alone: %r" % (r, stderr))
+        profile = read_json(outs[r], "profile.json")
+        work_cp = [c for c in profile.get("callpaths", []) if c.get("path") == ["work"]]
+        check(len(work_cp) == 1 and [p["visits"] for p in work_cp[0].get("per_rank", [])] == [2],
+              "rank %d: profile.json has its 2 visits of 'work': %s" % (r, work_cp))
+        try:
+            trace = Trace(outs[r])
+        except Exception as e:
+            check(False, "rank %d: the archive cannot be read: %s" % (r, e))
+            continue
+        check_trace_consistent(trace)
+        visits = region_visits_by_rank(trace)
+        counts = {k: sum(v.values()) for k, v in visits.items() if k in ("work", "waiting")}
+        check(counts == {"work": 2, "waiting": 1},
+              "rank %d: its archive holds its planted regions: %s" % (r, visits))
 
 
 def test_slurm_step():
@@ -247,6 +285,7 @@ def test_killed_rank():
     except Exception as e:
         check(False, "the archive cannot be read: %s" % e)
         return
+    check_process_names(trace, 2, "killed rank, merged")
     visits = region_visits_by_rank(trace)
     check(visits.get("work") == {0: 2, 1: 2} and visits.get("waiting") == {0: 1, 1: 1},
           "the archive has rank 0's regions and rank 1's up to the kill: %s" % visits)
@@ -270,7 +309,9 @@ def test_program_without_mpi_under_mpirun():
     check(meta.get("ranks") == 3 and len({p["pid"] for p in meta.get("processes", [])}) == 3,
           "metadata.json: 3 ranks: %s" % meta.get("processes"))
     try:
-        visits = region_visits_by_rank(Trace(out))
+        trace = Trace(out)
+        visits = region_visits_by_rank(trace)
+        check_process_names(trace, 3, "mpirun without MPI")
     except Exception as e:
         visits = {}
         check(False, "the archive cannot be read: %s" % e)
@@ -340,6 +381,14 @@ def run_family(name, cmd, work=None):
     return out, proc
 
 
+def check_process_names(trace, n, what, kind="Process"):
+    """The archive's processes are named "<kind> 0" .. "<kind> n-1": a job
+    without MPI does not call its processes MPI ranks."""
+    groups = sorted({l.group.name for l in trace.locations}, key=lambda g: int(g.split()[-1]))
+    check(groups == ["%s %d" % (kind, r) for r in range(n)],
+          "%s: the archive's %d processes named %s 0..%d: %s" % (what, n, kind, n - 1, groups))
+
+
 def check_family(out, proc, n, what):
     """One archive of n processes (the program and those it started), one
     closing line, nothing left."""
@@ -361,6 +410,7 @@ def check_family(out, proc, n, what):
         check(False, "%s: the archive cannot be read: %s" % (what, e))
         return {}, {}
     check_trace_consistent(trace)
+    check_process_names(trace, n, what)
     return region_visits_by_rank(trace), read_json(out, "profile.json")
 
 
@@ -536,6 +586,7 @@ def test_mpi_job_unchanged():
     try:
         trace = Trace(out)
         check(check_messages(trace, 2) == 6, "the ring's 6 messages matched")
+        check_process_names(trace, 2, "MPI job", "MPI Rank")
     except Exception as e:
         check(False, "the archive cannot be read: %s" % e)
 

@@ -10,6 +10,7 @@ import csv
 import os
 import shutil
 import subprocess
+import sys
 
 import otf2
 import smtest
@@ -238,6 +239,9 @@ def test_mpi_merged():
 
 
 if __name__ == "__main__":
+    if os.environ.get("SM_HAVE_PAPI") == "without":
+        print("built --without-papi")
+        sys.exit(77)
     if not check(os.environ.get("SM_HAVE_PAPI") == "yes",
                  "sysmeasure is built with PAPI (apt-get install libpapi-dev)"):
         finish()

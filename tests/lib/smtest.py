@@ -360,9 +360,16 @@ def mpi_measure(np, args, name, launcher_args=(), expect_rc=0, env=None, timeout
 
 
 def location_rank(loc):
-    """The MPI rank of a location (its location group is 'MPI Rank r')."""
+    """The rank of a location: its location group is 'MPI Rank r' in an MPI
+    job, 'Process r' in a job of several processes without MPI ('Process
+    PID' for a process alone); a process's group is numbered by its rank."""
     name = loc.group.name
-    return int(name.split()[-1]) if name.startswith("MPI Rank") else 0
+    if name.startswith("MPI Rank"):
+        return int(name.split()[-1])
+    if name.startswith("Process ") and loc.group.location_group_type == \
+            otf2.LocationGroupType.PROCESS:
+        return loc.group._ref
+    return 0
 
 
 def comm_world_ranks(comm, n_ranks=None):

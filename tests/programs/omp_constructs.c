@@ -5,7 +5,8 @@
  *   nested      2 threads, each starting 2: 4 threads
  *   tasks       10 tasks and a taskwait, 5 tasks in a taskgroup, 1
  *               undeferred task, 1 final task with an included child
- *   locks       50 x per thread: omp_set_lock, critical, nest lock (twice)
+ *   locks [T]   T threads (2 if not given), 50 x per thread: omp_set_lock,
+ *               critical, nest lock (twice)
  *   reduction   a parallel for with a sum reduction
  * Prints a result line, exits 0 (or 1 when the result is wrong). */
 #include <omp.h>
@@ -100,14 +101,14 @@ static int tasks(void)
     return done == 18 ? 0 : 1;
 }
 
-static int locks(void)
+static int locks(int threads)
 {
     omp_lock_t lock;
     omp_nest_lock_t nest;
     long a = 0, b = 0, c = 0;
     omp_init_lock(&lock);
     omp_init_nest_lock(&nest);
-#pragma omp parallel num_threads(2)
+#pragma omp parallel num_threads(threads)
     for (int i = 0; i < 50; i++) {
         omp_set_lock(&lock);
         a++;
@@ -123,7 +124,8 @@ static int locks(void)
     omp_destroy_lock(&lock);
     omp_destroy_nest_lock(&nest);
     printf("locks: %ld %ld %ld\n", a, b, c);
-    return a == 100 && b == 100 && c == 100 ? 0 : 1;
+    long want = 50L * threads;
+    return a == want && b == want && c == want ? 0 : 1;
 }
 
 static int reduction(void)
@@ -146,9 +148,9 @@ int main(int argc, char **argv)
     if (!strcmp(what, "tasks"))
         return tasks();
     if (!strcmp(what, "locks"))
-        return locks();
+        return locks(argc > 2 ? atoi(argv[2]) : 2);
     if (!strcmp(what, "reduction"))
         return reduction();
-    fprintf(stderr, "usage: %s repeat [N] | nested | tasks | locks | reduction\n", argv[0]);
+    fprintf(stderr, "usage: %s repeat [N] | nested | tasks | locks [T] | reduction\n", argv[0]);
     return 2;
 }

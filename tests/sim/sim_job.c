@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/event_record.h"
+#include "finalize/comm_pairs.h"
 #include "merge/profile_reduce.h"
 #include "sim_procs.h"
 #include "util/bytes.h"
@@ -464,8 +465,8 @@ sm_profile_summary_t *sim_profile_step(const sm_procs_t *procs, const void *blob
 
 /* The other exchanges of live.c's sm_finalize_live, with the sizes it
  * uses: the all-reduce of "unusable", the gather of every process's
- * sm_job_process_t, the communication matrix (a row of 2P + 1 counters from
- * each rank, P x P matrices at rank 0), the run totals, and the tree gather
+ * sm_job_process_t, the communication matrix (its pairs up the tree,
+ * src/finalize/comm_pairs.c, checked at rank 0), the run totals, and the tree gather
  * of the named metrics (the size of sm_metrics_serialize's blob for three
  * metrics). */
 static int sim_live_replay(const sm_procs_t *procs)
@@ -480,32 +481,28 @@ static int sim_live_replay(const sm_procs_t *procs)
     sm_job_process_t *all = r == 0 ? calloc(n, sizeof *all) : NULL;
     failures += procs->gather(procs->ctx, 0, &me, sizeof me, all) != 0;
 
-    uint64_t *row = calloc(2u * (size_t)n + 1, sizeof *row);
-    uint64_t *mat = r == 0 ? calloc((size_t)n * (2u * n + 1), sizeof *mat) : NULL;
-    uint64_t *messages = NULL, *bytes = NULL;
-    if (row && (r != 0 || mat)) {
-        uint32_t peers[2] = {r ^ 1u, r ^ 2u};
-        for (int k = 0; k < 2; k++)
-            if (peers[k] < n) {
-                row[2 * peers[k]] += 100;
-                row[2 * peers[k] + 1] += 819200;
-                row[2u * n] += 100;
-            }
-        failures += procs->gather(procs->ctx, 0, row, sizeof *row * (2u * n + 1), mat) != 0;
-    } else {
-        failures++;
+    /* Each rank sends 100 messages of 8 KiB to ranks r^1 and r^2: rank 0
+     * must hold exactly those pairs, in order, and nothing of P x P. */
+    sm_comm_pair_t sends[2];
+    uint32_t n_mine = 0;
+    uint32_t peers[2] = {r ^ 1u, r ^ 2u};
+    for (int k = 0; k < 2; k++)
+        if (peers[k] < n)
+            sends[n_mine++] = (sm_comm_pair_t){r, peers[k], 100, 819200};
+    sm_comm_pair_t *pairs = NULL;
+    uint64_t n_pairs = 0;
+    failures += sm_comm_pairs_gather(procs, sends, n_mine, &pairs, &n_pairs) != 0;
+    if (r == 0) {
+        uint64_t want = 0;
+        for (uint32_t i = 0; i < n; i++)
+            want += ((i ^ 1u) < n) + ((i ^ 2u) < n);
+        failures += n_pairs != want;
+        for (uint64_t i = 1; i < n_pairs; i++)
+            failures += pairs[i - 1].sender > pairs[i].sender ||
+                        (pairs[i - 1].sender == pairs[i].sender &&
+                         pairs[i - 1].receiver >= pairs[i].receiver);
     }
-    if (r == 0 && mat) {
-        messages = malloc(sizeof *messages * n * n);
-        bytes = malloc(sizeof *bytes * n * n);
-        for (uint32_t i = 0; messages && bytes && i < n; i++)
-            for (uint32_t k = 0; k < n; k++) {
-                messages[(size_t)i * n + k] = mat[(size_t)i * (2u * n + 1) + 2 * k];
-                bytes[(size_t)i * n + k] = mat[(size_t)i * (2u * n + 1) + 2 * k + 1];
-            }
-    }
-    free(row);
-    free(mat);
+    free(pairs);
 
     uint64_t v4[4] = {0}, first = 0, records[2 * SM_REC_KIND_COUNT] = {0}, most = 0, v6[6] = {0};
     failures += procs->allreduce_sum_u64(procs->ctx, v4, 4) != 0;
@@ -531,8 +528,6 @@ static int sim_live_replay(const sm_procs_t *procs)
     failures += sm_tree_gather(procs, mine ? mine : "", mine ? mlen : 0, &gathered, &glen) != 0;
     free(mine);
     free(gathered);
-    free(messages);
-    free(bytes);
     free(all);
     return failures;
 }

@@ -559,8 +559,47 @@ static void test_process(void)
         fprintf(stderr, "could not remove %s\n", dir);
 }
 
+/* The operation of an API call (both vendors' backends build theirs with
+ * it): every field from the call, the vendor, the correlation and the time;
+ * the API level; no device (a free's is the block's; an allocation's the
+ * backend sets), and then accounted as an allocation of that call. */
+static void test_op_of_call(void)
+{
+    sm_gpu_mem_call_t c = {SM_GPU_MEM_ALLOC, SM_GPU_MEM_MANAGED, SM_GPU_MEM_ASYNC, 0,
+                           0x7f0000001000ull, 4096};
+    sm_gpu_mem_op_t o = sm_gpu_mem_op_of_call(&c, SM_GPU_VENDOR_AMD, 77, 123456);
+    CHECK_EQ_U(o.what, SM_GPU_MEM_ALLOC);
+    CHECK_EQ_U(o.kind, SM_GPU_MEM_MANAGED);
+    CHECK_EQ_U(o.flags, SM_GPU_MEM_ASYNC);
+    CHECK_EQ_U(o.address, 0x7f0000001000ull);
+    CHECK_EQ_U(o.bytes, 4096);
+    CHECK_EQ_U(o.correlation, 77);
+    CHECK_EQ_U(o.time, 123456);
+    CHECK_EQ_U(o.vendor, SM_GPU_VENDOR_AMD);
+    CHECK_EQ_U(o.level, SM_GPU_MEM_LEVEL_API);
+    CHECK_EQ_U(o.device, SM_GPU_NONE);
+    sm_gpu_mem_call_t f = {SM_GPU_MEM_FREE, 0, 0, 0, 0x7f0000001000ull, 0};
+    sm_gpu_mem_op_t fo = sm_gpu_mem_op_of_call(&f, SM_GPU_VENDOR_AMD, 78, 123999);
+    CHECK_EQ_U(fo.what, SM_GPU_MEM_FREE);
+    CHECK_EQ_U(fo.bytes, 0);
+    CHECK_EQ_U(sm_gpu_mem_op_of_call(&f, SM_GPU_VENDOR_NVIDIA, 1, 2).vendor, SM_GPU_VENDOR_NVIDIA);
+    CHECK_EQ_U(fo.device, SM_GPU_NONE);
+    CHECK_EQ_U(fo.correlation, 78);
+
+    /* Accounted: the allocation on device 0 in use, the free takes it back. */
+    sm_gmem_t *g = sm_gmem_new();
+    sm_gmem_result_t r;
+    o.device = 0;
+    CHECK(apply(g, o, &r) == SM_GMEM_TAKEN);
+    CHECK_EQ_U(r.in_use, 4096);
+    CHECK(apply(g, fo, &r) == SM_GMEM_TAKEN);
+    CHECK_EQ_U(r.in_use, 0);
+    sm_gmem_delete(g);
+}
+
 int main(void)
 {
+    test_op_of_call();
     test_planted_sequence();
     test_unknown_free();
     test_devices();

@@ -182,18 +182,16 @@ static void test_large_job(void)
     CHECK(s != NULL);
     sm_procs_t procs = {.rank = 0, .size = RANKS};
     sm_job_process_t processes[RANKS];
-    uint64_t *messages = malloc(sizeof *messages * RANKS * RANKS);
-    uint64_t *bytes = malloc(sizeof *bytes * RANKS * RANKS);
+    sm_comm_pair_t *pairs = malloc(sizeof *pairs * RANKS * RANKS);
     for (uint32_t r = 0; r < RANKS; r++) {
         processes[r] = (sm_job_process_t){.rank = r, .pid = 1000 + r};
         snprintf(processes[r].hostname, sizeof processes[r].hostname, "node%u", r / 16);
     }
-    for (size_t k = 0; messages && bytes && k < RANKS * RANKS; k++) {
-        messages[k] = 1 + k % 7;
-        bytes[k] = 1000 * (1 + k % 13);
-    }
+    for (size_t k = 0; pairs && k < RANKS * RANKS; k++)
+        pairs[k] = (sm_comm_pair_t){(uint32_t)(k / RANKS), (uint32_t)(k % RANKS), 1 + k % 7,
+                                    1000 * (1 + k % 13)};
     sm_job_t job = {.procs = &procs, .defs = defs, .processes = processes,
-                    .matrix_messages = messages, .matrix_bytes = bytes};
+                    .matrix_pairs = pairs, .matrix_pairs_n = pairs ? RANKS * RANKS : 0};
     char dir[] = "/tmp/sm-test-report-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     char *argv[] = {"./app"};
@@ -272,8 +270,7 @@ static void test_large_job(void)
     }
     sm_profile_summary_free(s);
     free(seq);
-    free(messages);
-    free(bytes);
+    free(pairs);
     sm_defset_free(defs);
 }
 

@@ -430,9 +430,10 @@ int main(void)
     CHECK(sm_defset_region(defs, "MPI_Recv", NULL, 0, SM_PARADIGM_MPI, SM_ROLE_POINT2POINT) == RECV);
     sm_procs_t procs = {.rank = 0, .size = 3};
     sm_job_process_t processes[3] = {{0, 100, "node1"}, {1, 101, "node1"}, {2, 200, "node2"}};
-    uint64_t messages[9] = {0, 3, 0, 0, 0, 0, 1, 0, 0}, bytes[9] = {0, 300, 0, 0, 0, 0, 1000, 0, 0};
+    /* Rank 0 sent 3 messages (300 bytes) to rank 1, rank 2 one of 1000 to 0. */
+    sm_comm_pair_t pairs[2] = {{0, 1, 3, 300}, {2, 0, 1, 1000}};
     sm_job_t job = {.procs = &procs, .defs = defs, .processes = processes,
-                    .matrix_messages = messages, .matrix_bytes = bytes};
+                    .matrix_pairs = pairs, .matrix_pairs_n = 2};
     char dir[] = "/tmp/sm-test-summary-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     char *argv[] = {"./app", "x y"};

@@ -3,19 +3,12 @@
  * said with the option the user typed. */
 #include "launcher.h"
 
+#include "../../core/config_category.h"
+#include "../short_options.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Short forms of some table options. */
-static const struct {
-    char letter;
-    const char *option;
-    const char *metavar;
-} sm_short_options[] = {
-    {'o', "output", "DIR"},
-    {'c', "config", "FILE"},
-};
 
 const sm_config_var_t *const sm_verbose_var = &sm_config_vars[SM_CONFIG_VERBOSE];
 
@@ -23,8 +16,8 @@ const sm_config_var_t *const sm_verbose_var = &sm_config_vars[SM_CONFIG_VERBOSE]
 
 static const char *sm_metavar(const sm_config_var_t *var)
 {
-    for (size_t i = 0; i < sizeof sm_short_options / sizeof sm_short_options[0]; i++)
-        if (!strcmp(var->option, sm_short_options[i].option))
+    for (size_t i = 0; i < SM_N_SHORT_OPTIONS; i++)
+        if (!strcmp(var->option, sm_short_options[i].option) && sm_short_options[i].metavar)
             return sm_short_options[i].metavar;
     switch (var->type) {
     case SM_CONFIG_TYPE_INT: return "N";
@@ -37,15 +30,12 @@ static const char *sm_metavar(const sm_config_var_t *var)
 
 static char sm_short_letter(const sm_config_var_t *var)
 {
-    if (var == sm_verbose_var)
-        return 'v';
-    for (size_t i = 0; i < sizeof sm_short_options / sizeof sm_short_options[0]; i++)
+    for (size_t i = 0; i < SM_N_SHORT_OPTIONS; i++)
         if (!strcmp(var->option, sm_short_options[i].option))
             return sm_short_options[i].letter;
     return 0;
 }
 
-/* "-o, --output DIR", "    --trace, --no-trace", "-v, --verbose[=N]" */
 /* Whether an ENUM variable offers this choice ("auto|yes|no"). */
 static bool sm_enum_has(const sm_config_var_t *var, const char *choice)
 {
@@ -61,33 +51,51 @@ static bool sm_enum_has(const sm_config_var_t *var, const char *choice)
     return false;
 }
 
-static void sm_option_label(const sm_config_var_t *var, char *buf, size_t len)
+/* Whether the option's value is optional (--mpi, --trace, -v): then a value
+ * must follow '=', and one given as the next word would be the program. */
+static bool sm_value_optional(const sm_config_var_t *var)
 {
-    char letter = sm_short_letter(var);
-    char lead[8] = "    ";
-    if (letter)
-        snprintf(lead, sizeof lead, "-%c, ", letter);
-    if (var->type == SM_CONFIG_TYPE_BOOL)
-        snprintf(buf, len, "%s--%s, --no-%s", lead, var->option, var->option);
-    else if (var == sm_verbose_var)
-        snprintf(buf, len, "%s--%s[=N]", lead, var->option);
-    else if (sm_enum_has(var, "yes") && sm_enum_has(var, "no"))
-        snprintf(buf, len, "%s--%s[=%s], --no-%s", lead, var->option, var->choices, var->option);
-    else
-        snprintf(buf, len, "%s--%s %s", lead, var->option, sm_metavar(var));
+    return var->type == SM_CONFIG_TYPE_BOOL || var == sm_verbose_var || sm_enum_has(var, "yes");
 }
 
-/* Prints text from column col, wrapped at 79 columns, continuing at indent. */
-static void sm_wrap(FILE *f, const char *text, int col, int indent)
+/* Prints a label ("-o, --output DIR", "    --trace, --no-trace",
+ * "-v, --verbose[=N]"); returns its width. */
+static int sm_print_label(FILE *f, const sm_config_var_t *var)
 {
-    const char *p = text;
-    while (*p) {
-        while (*p == ' ')
+    char letter = sm_short_letter(var);
+    int n;
+    if (letter)
+        n = fprintf(f, "  -%c, ", letter);
+    else
+        n = fprintf(f, "      ");
+    if (var->type == SM_CONFIG_TYPE_BOOL)
+        n += fprintf(f, "--%s, --no-%s", var->option, var->option);
+    else if (var == sm_verbose_var)
+        n += fprintf(f, "--%s[=N]", var->option);
+    else if (sm_enum_has(var, "yes") && sm_enum_has(var, "no"))
+        n += fprintf(f, "--%s[=%s], --no-%s", var->option, var->choices, var->option);
+    else
+        n += fprintf(f, "--%s %s", var->option, sm_metavar(var));
+    return n;
+}
+
+enum { SM_HELP_COL = 32, SM_HELP_WIDTH = 79 };
+
+/* Prints the words of text[0, len) from column col, wrapped at
+ * SM_HELP_WIDTH and continuing at indent; a word longer than a line is
+ * printed whole on a line of its own.  Returns the column reached. */
+static int sm_wrap_part(FILE *f, const char *text, size_t len, int col, int indent)
+{
+    const char *p = text, *end = text + len;
+    while (p < end) {
+        while (p < end && *p == ' ')
             p++;
-        size_t n = strcspn(p, " ");
+        size_t n = 0;
+        while (p + n < end && p[n] != ' ')
+            n++;
         if (!n)
             break;
-        if (col > indent && col + 1 + (int)n > 79) {
+        if (col > indent && col + 1 + (int)n > SM_HELP_WIDTH) {
             fprintf(f, "\n%*s", indent, "");
             col = indent;
         } else if (col > indent) {
@@ -98,20 +106,113 @@ static void sm_wrap(FILE *f, const char *text, int col, int indent)
         col += (int)n;
         p += n;
     }
+    return col;
+}
+
+static void sm_wrap(FILE *f, const char *text, int col, int indent)
+{
+    sm_wrap_part(f, text, strlen(text), col, indent);
     fputc('\n', f);
+}
+
+/* The length of the first sentence of a description: up to the first ". "
+ * outside parentheses that does not end "e.g.", "i.e." or "...". */
+static size_t sm_first_sentence(const char *text)
+{
+    int depth = 0;
+    for (const char *p = text; *p; p++) {
+        if (*p == '(')
+            depth++;
+        else if (*p == ')' && depth)
+            depth--;
+        else if (*p == '.' && p[1] == ' ' && !depth) {
+            size_t at = (size_t)(p - text);
+            if ((at >= 3 && !strncmp(p - 3, "e.g", 3)) || (at >= 3 && !strncmp(p - 3, "i.e", 3)) ||
+                (at >= 1 && p[-1] == '.'))
+                continue;
+            return at + 1;
+        }
+    }
+    return strlen(text);
+}
+
+/* The summary --help gives of a description (the whole one is in
+ * sysmeasure-avail and the man page): its first sentence without the
+ * asides in parentheses, and when that is still long, up to its first
+ * ':' or ';'.  Allocated; NULL when out of memory. */
+static char *sm_help_summary(const char *help)
+{
+    enum { LONG = 100 };
+    size_t len = sm_first_sentence(help), o = 0;
+    char *s = malloc(len + 2);
+    int depth = 0;
+    if (!s)
+        return NULL;
+    for (size_t i = 0; i < len; i++) {
+        if (help[i] == '(') {
+            if (!depth++)
+                while (o && s[o - 1] == ' ')
+                    o--;
+        } else if (help[i] == ')' && depth) {
+            depth--;
+        } else if (!depth) {
+            s[o++] = help[i];
+        }
+    }
+    s[o] = '\0';
+    if (o > LONG) {
+        for (size_t i = 0; i < o; i++)
+            if ((s[i] == ':' || s[i] == ';') && s[i + 1] == ' ') {
+                s[i] = '.';
+                s[i + 1] = '\0';
+                break;
+            }
+    }
+    return s;
+}
+
+/* One option: its label, then from SM_HELP_COL (or below the label when
+ * it is wider) the first sentence of its description and, in brackets,
+ * its variable and default. */
+static void sm_help_option(FILE *f, const sm_config_var_t *v)
+{
+    int col = sm_print_label(f, v);
+    if (col >= SM_HELP_COL - 1) {
+        fprintf(f, "\n%*s", SM_HELP_COL, "");
+    } else {
+        fprintf(f, "%*s", SM_HELP_COL - col, "");
+    }
+    char *summary = sm_help_summary(v->help);
+    const char *text = summary ? summary : v->help;
+    col = sm_wrap_part(f, text, strlen(text), SM_HELP_COL, SM_HELP_COL);
+    free(summary);
+    if (v == sm_verbose_var)
+        col = sm_wrap_part(f, " Each -v adds one.", 18, col, SM_HELP_COL);
+    char tail[256];
+    snprintf(tail, sizeof tail, "[%s, default %s]", v->env, *v->def ? v->def : "empty");
+    sm_wrap(f, tail, col, SM_HELP_COL);
 }
 
 static void sm_help_row(FILE *f, const char *label, const char *text)
 {
-    enum { COL = 31 };
     int col = fprintf(f, "  %s", label);
-    if (col >= COL - 1) {
-        fprintf(f, "\n%*s", COL, "");
-    } else {
-        fprintf(f, "%*s", COL - col, "");
-    }
-    sm_wrap(f, text, COL, COL);
+    fprintf(f, "%*s", SM_HELP_COL - col, "");
+    sm_wrap(f, text, SM_HELP_COL, SM_HELP_COL);
 }
+
+/* Examples: a command and what it does. */
+static const char *const sm_examples[][2] = {
+    {"sysmeasure ./app input.dat",
+     "Measure a program: trace, profile, report.html in a new folder sysmeasure-app-..."},
+    {"mpirun -np 4 sysmeasure -o run1 ./mpi_app", "An MPI job: one folder, one archive."},
+    {"sysmeasure --no-trace --papi=PAPI_TOT_INS ./app",
+     "Profile only, with a PAPI counter per call path."},
+    {"sysmeasure --sampling --sampling-freq=1000 ./app",
+     "Call-stack sampling at 1000 Hz besides the instrumented regions."},
+    {"sysmeasure --mpi=no --gpu=no ./app", "Leave MPI and the GPUs unmeasured."},
+    {"sysmeasure-avail -G site.conf; sysmeasure -c site.conf ./app",
+     "Write a commented config file of every variable, edit it, use it."},
+};
 
 static void sm_usage(FILE *f)
 {
@@ -120,28 +221,35 @@ static void sm_usage(FILE *f)
             "Runs PROGRAM with the sysmeasure measurement library preloaded. Its trace "
             "(OTF2), profile and metadata go to one output folder.",
             0, 0);
-    fprintf(f, "\nOptions:\n");
+    fprintf(f, "\nGeneral:\n");
     sm_help_row(f, "-h, --help", "Show this help and exit.");
     sm_help_row(f, "-V, --version", "Show the version and exit.");
-    for (size_t i = 0; i < SM_CONFIG_COUNT; i++) {
-        const sm_config_var_t *v = &sm_config_vars[i];
-        char label[128], text[1024];
-        if (!v->option)
-            continue;
-        sm_option_label(v, label, sizeof label);
-        if (v == sm_verbose_var)
-            snprintf(text, sizeof text, "%s -v adds one. [%s, default %s]", v->help, v->env,
-                     v->def);
-        else
-            snprintf(text, sizeof text, "%s [%s, default %s]", v->help, v->env,
-                     *v->def ? v->def : "empty");
-        sm_help_row(f, label, text);
+    for (int c = 0; c <= SM_CONFIG_CAT_NONE; c++) {
+        bool heading = false;
+        for (size_t i = 0; i < SM_CONFIG_COUNT; i++) {
+            const sm_config_var_t *v = &sm_config_vars[i];
+            if (!v->option || (int)sm_config_category_of(v) != c)
+                continue;
+            if (!heading)
+                fprintf(f, "\n%s:\n", c < SM_CONFIG_CAT_COUNT ? sm_config_categories[c].title
+                                                              : "Other");
+            heading = true;
+            sm_help_option(f, v);
+        }
+    }
+    fprintf(f, "\nExamples:\n");
+    for (size_t i = 0; i < sizeof sm_examples / sizeof sm_examples[0]; i++) {
+        fprintf(f, "  %s\n", sm_examples[i][0]);
+        fprintf(f, "%*s", 6, "");
+        sm_wrap(f, sm_examples[i][1], 6, 6);
     }
     fputc('\n', f);
     sm_wrap(f,
             "Each option sets the environment variable in brackets for the program. "
-            "Environment variables and the config file set the others; "
-            "'sysmeasure-avail' lists every variable with its current value.",
+            "Environment variables and the config file set the others. Each entry is "
+            "the summary of a description: 'sysmeasure-avail -s WORD' shows the "
+            "variables whose name or description has WORD, with the whole description and "
+            "current value; 'man sysmeasure' has them all.",
             0, 0);
 }
 
@@ -162,6 +270,33 @@ static void sm_give(sm_options_t *opts, const sm_config_var_t *var, const char *
     opts->given[var - sm_config_vars] = value;
     if (var == sm_verbose_var)
         opts->verbose_increments = 0;
+}
+
+/* An option whose value is optional (--mpi, --trace, --verbose, -v) given
+ * with its value as the next word ("--mpi no"): that word would be taken
+ * as the program ("program 'no' not found"), so say the form meant.  A
+ * program of that name is still run after "--". */
+static void sm_check_detached_value(const sm_config_var_t *var, const char *typed,
+                                    const char *next)
+{
+    bool is_value = false;
+    if (!next || !*next)
+        return;
+    if (var == sm_verbose_var) {
+        is_value = strspn(next, "0123456789") == strlen(next);
+    } else if (var->type == SM_CONFIG_TYPE_BOOL) {
+        bool b;
+        is_value = sm_config_parse_bool(next, &b) == 0;
+    } else if (var->type == SM_CONFIG_TYPE_ENUM) {
+        is_value = sm_enum_has(var, next);
+    }
+    if (!is_value)
+        return;
+    if (var == sm_verbose_var)
+        sm_die(SM_EXIT_USAGE, "'%s %s': the level goes after '=' (--verbose=%s, or -v%s); a "
+               "program named '%s' goes after '--'", typed, next, next, next, next);
+    sm_die(SM_EXIT_USAGE, "'%s %s': the value goes after '=' (--%s=%s); a program named '%s' "
+           "goes after '--'", typed, next, var->option, next, next);
 }
 
 /* Returns the index of the program in argv. */
@@ -203,6 +338,8 @@ int sm_parse_options(int argc, char **argv, sm_options_t *opts)
             if (!var)
                 sm_die(SM_EXIT_USAGE, "unknown option '--%.*s' (sysmeasure --help lists them)",
                        (int)len, name);
+            if (!negated && !value && sm_value_optional(var))
+                sm_check_detached_value(var, a, i + 1 < argc ? argv[i + 1] : NULL);
             if (negated) {
                 if (value)
                     sm_die(SM_EXIT_USAGE, "option '--%.*s' takes no value", (int)len, name);
@@ -239,11 +376,18 @@ int sm_parse_options(int argc, char **argv, sm_options_t *opts)
                 exit(0);
             }
             if (*p == 'v') {
+                /* -v2 and -v=2 mean --verbose=2. */
+                if (p[1] == '=' || (p[1] >= '0' && p[1] <= '9')) {
+                    sm_give(opts, sm_verbose_var, p + 1 + (p[1] == '='));
+                    break;
+                }
                 opts->verbose_increments++;
+                if (!p[1])
+                    sm_check_detached_value(sm_verbose_var, a, i + 1 < argc ? argv[i + 1] : NULL);
                 continue;
             }
             const sm_config_var_t *var = NULL;
-            for (size_t k = 0; k < sizeof sm_short_options / sizeof sm_short_options[0]; k++)
+            for (size_t k = 0; k < SM_N_SHORT_OPTIONS; k++)
                 if (sm_short_options[k].letter == *p)
                     var = sm_find_option(sm_short_options[k].option,
                                          strlen(sm_short_options[k].option));

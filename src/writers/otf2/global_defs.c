@@ -521,7 +521,25 @@ static uint32_t sm_otf2_device_slot(const sm_otf2_proc_info_t *procs, uint32_t r
     return k + sm_otf2_devices_before(&procs[r], i, NULL);
 }
 
-/* System tree: the job, one node per host, one location group per process. */
+/* Whether the job's processes are MPI ranks: MPI_COMM_WORLD (key {0, 0},
+ * defined by the MPI adapter at MPI_Init) is among its communicators.  The
+ * processes of a job without MPI (torchrun, a Slurm step, a program and the
+ * processes it started) are not named as MPI ranks. */
+static bool sm_otf2_job_has_mpi(const sm_otf2_writer_t *w)
+{
+    const sm_defset_t *d = w->job->defs;
+    uint32_t n = d ? sm_defset_comm_count(d) : 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const sm_comm_def_t *c = sm_defset_comm_get(d, i);
+        if (c && c->key.leader == 0 && c->key.seq == 0)
+            return true;
+    }
+    return false;
+}
+
+/* System tree: the job, one node per host, one location group per process:
+ * "MPI Rank R" in an MPI job, "Process R" (the launcher's rank) in a job of
+ * several processes without MPI, "Process PID" for a process alone. */
 static bool sm_otf2_system_tree(sm_otf2_writer_t *w, OTF2_GlobalDefWriter *g,
                                 const sm_otf2_proc_info_t *procs)
 {
@@ -552,10 +570,11 @@ static bool sm_otf2_system_tree(sm_otf2_writer_t *w, OTF2_GlobalDefWriter *g,
              sm_otf2_ok(w, OTF2_GlobalDefWriter_WriteSystemTreeNode(g, node_of[r], s_host, s_node,
                                                                     0));
     }
+    bool mpi = sm_otf2_job_has_mpi(w);
     for (uint32_t r = 0; ok && r < n; r++) {
         OTF2_StringRef s_process;
         if (n > 1)
-            snprintf(text, sizeof text, "MPI Rank %" PRIu32, r);
+            snprintf(text, sizeof text, "%s %" PRIu32, mpi ? "MPI Rank" : "Process", r);
         else
             snprintf(text, sizeof text, "Process %" PRId64, jp ? jp[r].pid : (int64_t)w->run->pid);
         ok = sm_otf2_extra_string(w, g, text, &s_process) &&

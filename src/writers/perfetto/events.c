@@ -175,41 +175,30 @@ static void sm_pf_message(sm_pf_t *pf, OTF2_TimeStamp t, bool send, uint32_t pee
                       send && id ? 1 : 0, !send && id ? &id : NULL, !send && id ? 1 : 0);
 }
 
-static OTF2_CallbackCode sm_pf_send(OTF2_LocationRef loc, OTF2_TimeStamp t, uint64_t pos, void *u,
-                                    OTF2_AttributeList *al, uint32_t to, OTF2_CommRef comm,
-                                    uint32_t tag, uint64_t len)
-{
-    (void)loc, (void)pos, (void)al;
-    sm_pf_message(u, t, true, to, comm, tag, len);
-    return OTF2_CALLBACK_SUCCESS;
-}
+/* OTF2's callbacks of one direction (sending or receiving), blocking and
+ * immediate: the same message (an immediate send is drawn where it is
+ * posted, an immediate receive where it completes, as OTF2 records them;
+ * the request id adds nothing). */
+#define SM_PF_P2P_CALLBACKS(dir, is_send)                                                      \
+    static OTF2_CallbackCode sm_pf_##dir(OTF2_LocationRef loc, OTF2_TimeStamp t, uint64_t pos,  \
+                                         void *u, OTF2_AttributeList *al, uint32_t peer,        \
+                                         OTF2_CommRef comm, uint32_t tag, uint64_t len)         \
+    {                                                                                          \
+        (void)loc, (void)pos, (void)al;                                                        \
+        sm_pf_message(u, t, is_send, peer, comm, tag, len);                                    \
+        return OTF2_CALLBACK_SUCCESS;                                                          \
+    }                                                                                          \
+    static OTF2_CallbackCode sm_pf_i##dir(OTF2_LocationRef loc, OTF2_TimeStamp t, uint64_t pos, \
+                                          void *u, OTF2_AttributeList *al, uint32_t peer,       \
+                                          OTF2_CommRef comm, uint32_t tag, uint64_t len,        \
+                                          uint64_t req)                                         \
+    {                                                                                          \
+        (void)req;                                                                             \
+        return sm_pf_##dir(loc, t, pos, u, al, peer, comm, tag, len);                          \
+    }
 
-static OTF2_CallbackCode sm_pf_isend(OTF2_LocationRef loc, OTF2_TimeStamp t, uint64_t pos,
-                                     void *u, OTF2_AttributeList *al, uint32_t to,
-                                     OTF2_CommRef comm, uint32_t tag, uint64_t len, uint64_t req)
-{
-    (void)loc, (void)pos, (void)al, (void)req;
-    sm_pf_message(u, t, true, to, comm, tag, len);
-    return OTF2_CALLBACK_SUCCESS;
-}
-
-static OTF2_CallbackCode sm_pf_recv(OTF2_LocationRef loc, OTF2_TimeStamp t, uint64_t pos, void *u,
-                                    OTF2_AttributeList *al, uint32_t from, OTF2_CommRef comm,
-                                    uint32_t tag, uint64_t len)
-{
-    (void)loc, (void)pos, (void)al;
-    sm_pf_message(u, t, false, from, comm, tag, len);
-    return OTF2_CALLBACK_SUCCESS;
-}
-
-static OTF2_CallbackCode sm_pf_irecv(OTF2_LocationRef loc, OTF2_TimeStamp t, uint64_t pos,
-                                     void *u, OTF2_AttributeList *al, uint32_t from,
-                                     OTF2_CommRef comm, uint32_t tag, uint64_t len, uint64_t req)
-{
-    (void)loc, (void)pos, (void)al, (void)req;
-    sm_pf_message(u, t, false, from, comm, tag, len);
-    return OTF2_CALLBACK_SUCCESS;
-}
+SM_PF_P2P_CALLBACKS(send, true)
+SM_PF_P2P_CALLBACKS(recv, false)
 
 static OTF2_CallbackCode sm_pf_metric(OTF2_LocationRef loc, OTF2_TimeStamp t, uint64_t pos,
                                       void *u, OTF2_AttributeList *al, OTF2_MetricRef metric,

@@ -360,6 +360,8 @@ static int sm_rpath_by_incl(const void *a, const void *b)
 void sm_path_text(sm_out_t *o, const sm_jv_t *v)
 {
     const sm_jv_t *path = sm_jv_get(v, "path");
+    if (sm_jv_get(v, "path_from_depth")) /* a deep path: its innermost names */
+        sm_out_printf(o, "... / ");
     for (uint32_t d = 0; d < sm_jv_len(path); d++) {
         sm_out_printf(o, d ? " / " : "");
         sm_html_name(o, sm_jv_at(path, d)->str);
