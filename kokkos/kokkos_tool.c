@@ -35,6 +35,17 @@ static int sm_kp_on;
 /* A kernel or fence id that names no region (the core did not define one). */
 #define SM_KP_NO_REGION UINT64_MAX
 
+/* The fences Kokkos makes because a tool asked for global fencing carry
+ * this in their name (Kokkos 3.5 and newer; kokkos-tools filters them
+ * likewise).  They are the tool's, not the program's: left out unless
+ * SYSMEASURE_KOKKOS_TOOL_FENCES asks for them, and counted. */
+#define SM_KP_TOOL_FENCE "Kokkos Profile Tool Fence"
+static int sm_kp_tool_fences;          /* record them */
+static uint64_t sm_kp_tool_fences_out; /* left out */
+/* The region cached for a tool fence left out (never a region id: the
+ * filter bit is set, and no core hands out so many). */
+#define SM_KP_SKIPPED_REGION (SM_INVALID_ID - 1)
+
 
 /* ---------------------------------------------------------------- the next tool */
 
@@ -257,8 +268,11 @@ static SM_NOINLINE sm_region_id_t sm_kp_region_slow(sm_kp_thread_t *t, unsigned 
                                                     sm_region_role_t role)
 {
     int saved_errno = errno;
-    sm_region_id_t r = sm_kp_api->region_define(name, NULL, 0, SM_PARADIGM_KOKKOS, role);
-    if (r != SM_INVALID_ID) {
+    /* A tool fence is cached as no region: later ones cost the lookup. */
+    int skip = role == SM_ROLE_BARRIER && !sm_kp_tool_fences && strstr(name, SM_KP_TOOL_FENCE);
+    sm_region_id_t r = skip ? SM_KP_SKIPPED_REGION
+                            : sm_kp_api->region_define(name, NULL, 0, SM_PARADIGM_KOKKOS, role);
+    if (r != SM_INVALID_ID || skip) {
         char *copy = strdup(name);
         if (copy) {
             free(t->cache[slot].name);
@@ -295,8 +309,11 @@ static inline uint64_t sm_kp_enter_named(const char *name, sm_region_role_t role
     if (SM_UNLIKELY(!t))
         return SM_KP_NO_REGION;
     sm_region_id_t r = sm_kp_region(t, name, role);
-    if (SM_UNLIKELY(r == SM_INVALID_ID))
+    if (SM_UNLIKELY(r >= SM_KP_SKIPPED_REGION)) {
+        if (r == SM_KP_SKIPPED_REGION)
+            __atomic_add_fetch(&sm_kp_tool_fences_out, 1, __ATOMIC_RELAXED);
         return SM_KP_NO_REGION;
+    }
     sm_kp_api->enter(r);
     return r;
 }
@@ -338,6 +355,10 @@ void kokkosp_init_library(const int load_seq, const uint64_t interface_version,
             sm_kp_metadata_u64("kokkosp.interface_version", interface_version);
             sm_kp_metadata_u64("kokkosp.load_sequence", (uint64_t)load_seq);
             sm_kp_metadata_u64("kokkosp.devices", dev_info_count);
+            char yes[8] = "";
+            if (SM_ADAPTER_API_HAS(api, config_value))
+                api->config_value("kokkos_tool_fences", yes, sizeof yes);
+            sm_kp_tool_fences = !strcmp(yes, "yes");
             __atomic_store_n(&sm_kp_on, 1, __ATOMIC_RELEASE);
         }
     } else {
@@ -356,6 +377,9 @@ void kokkosp_finalize_library(void)
 {
     if (sm_kp_next.finalize_library)
         sm_kp_next.finalize_library();
+    if (__atomic_load_n(&sm_kp_on, __ATOMIC_RELAXED) && !sm_kp_tool_fences)
+        sm_kp_metadata_u64("kokkosp.tool_fences_not_recorded",
+                           __atomic_load_n(&sm_kp_tool_fences_out, __ATOMIC_RELAXED));
     /* The output is written when the process ends (or at MPI_Finalize), so
      * that what the program does after Kokkos::finalize is measured too. */
 }
@@ -443,8 +467,8 @@ static inline void sm_kp_next_end(void (*end)(const uint64_t))
 
 /* A kernel's id is its region: end_* needs no table to find it. */
 SM_KP_KERNEL(parallel_for, SM_ROLE_LOOP)
-SM_KP_KERNEL(parallel_reduce, SM_ROLE_LOOP)
-SM_KP_KERNEL(parallel_scan, SM_ROLE_LOOP)
+SM_KP_KERNEL(parallel_reduce, SM_ROLE_REDUCE)
+SM_KP_KERNEL(parallel_scan, SM_ROLE_SCAN)
 SM_KP_KERNEL(fence, SM_ROLE_BARRIER)
 
 /* ---------------------------------------------------------------- regions and sections */

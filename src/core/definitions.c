@@ -511,3 +511,29 @@ const char *sm_paradigm_name(sm_paradigm_t p)
     };
     return (unsigned)p < SM_PARADIGM_COUNT ? names[p] : "unknown";
 }
+
+const char *sm_region_kind_name(sm_paradigm_t p, sm_region_role_t role)
+{
+    /* Kokkos: the names kokkos-tools' kernel-timer prints, so that its
+     * users read both alike. */
+    static const char *const kokkos[SM_ROLE_COUNT] = {
+        [SM_ROLE_LOOP] = "ParFor",     [SM_ROLE_REDUCE] = "ParRed",
+        [SM_ROLE_SCAN] = "ParScan",    [SM_ROLE_CODE] = "REGION",
+        [SM_ROLE_BARRIER] = "FENCE",   [SM_ROLE_FUNCTION] = "DEEPCOPY",
+        [SM_ROLE_ARTIFICIAL] = "EVENT",
+    };
+    static const char *const roles[SM_ROLE_COUNT] = {
+        [SM_ROLE_FUNCTION] = "function",   [SM_ROLE_CODE] = "region",
+        [SM_ROLE_WRAPPER] = "call",        [SM_ROLE_ARTIFICIAL] = "mark",
+        [SM_ROLE_PARALLEL] = "parallel",   [SM_ROLE_BARRIER] = "barrier",
+        [SM_ROLE_TASK] = "task",           [SM_ROLE_LOOP] = "loop",
+        [SM_ROLE_COLLECTIVE] = "collective", [SM_ROLE_POINT2POINT] = "p2p",
+        [SM_ROLE_DATA_TRANSFER] = "transfer", [SM_ROLE_REDUCE] = "reduce",
+        [SM_ROLE_SCAN] = "scan",
+    };
+    if ((unsigned)role >= SM_ROLE_COUNT)
+        return "?";
+    if (p == SM_PARADIGM_KOKKOS && kokkos[role])
+        return kokkos[role];
+    return roles[role] ? roles[role] : "?";
+}

@@ -33,6 +33,8 @@ typedef enum {
     SM_ROLE_COLLECTIVE,
     SM_ROLE_POINT2POINT,
     SM_ROLE_DATA_TRANSFER, /* a copy or memset of device memory */
+    SM_ROLE_REDUCE, /* a loop that reduces (Kokkos parallel_reduce; OTF2: loop) */
+    SM_ROLE_SCAN,   /* a loop that scans (Kokkos parallel_scan; OTF2: loop) */
     SM_ROLE_COUNT
 } sm_region_role_t;
 
@@ -180,5 +182,10 @@ const sm_comm_def_t *sm_comm_get(sm_comm_id_t id) SM_HIDDEN;
 uint32_t sm_comm_count(void) SM_HIDDEN;
 
 const char *sm_paradigm_name(sm_paradigm_t p) SM_HIDDEN;
+/* What a region is, in a word for tables: for Kokkos the kinds of
+ * kokkos-tools' kernel-timer (ParFor, ParRed, ParScan, REGION, FENCE,
+ * DEEPCOPY, EVENT), for the others its role (function, loop, barrier,
+ * collective, p2p, ...). */
+const char *sm_region_kind_name(sm_paradigm_t p, sm_region_role_t role) SM_HIDDEN;
 
 #endif

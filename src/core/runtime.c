@@ -28,6 +28,7 @@
 #include "events.h"
 #include "job.h"
 #include "job_folder.h"
+#include "kokkos_env.h"
 #include "journal.h"
 #include "location.h"
 #include "region_filter.h"
@@ -393,8 +394,10 @@ __attribute__((constructor)) static void sm_runtime_constructor(int argc, char *
     const char *enable = getenv(SM_ENV_PREFIX "ENABLE");
     bool on = false;
     if (enable && sm_config_parse_bool(enable, &on) == 0 && on &&
-        !(argc > 0 && argv && sm_is_launcher_daemon(argv[0])))
+        !(argc > 0 && argv && sm_is_launcher_daemon(argv[0]))) {
+        sm_kokkos_env_settle(); /* before the program's Kokkos reads it */
         sm_runtime_init_as(argc, argv);
+    }
 }
 
 /* ---------------------------------------------------------------- where the writer thread runs */

@@ -846,8 +846,8 @@ sm_merge_status_t sm_merge_folder(const char *folder, const sm_merge_options_t *
         goto out;
     char rest[160] = "";
     if (left)
-        snprintf(rest, sizeof rest, "; %u file%s of other jobs or not of this merge left there",
-                 (unsigned)left, left == 1 ? "" : "s");
+        snprintf(rest, sizeof rest, "; %u file%s kept there: of ranks not merged (their events "
+                 "without names) or of other jobs", (unsigned)left, left == 1 ? "" : "s");
     fprintf(stderr, "sysmeasure-merge: %u of %u ranks merged into %s (the %u files merged, "
             "%.1f MB, removed from .ranks and .spill%s)%s\n", (unsigned)m.n_files,
             (unsigned)n_ranks, folder, (unsigned)removed, (double)freed / 1e6, rest,

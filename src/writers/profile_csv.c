@@ -66,7 +66,7 @@ static void sm_pcsv_job_row(sm_pcsv_t *x, const sm_cpath_t *p, uint64_t id)
     sm_out_printf(x->o, "%llu,%llu,%u,", (unsigned long long)id,
                   (unsigned long long)x->id_at_depth[p->depth - 1], (unsigned)(p->depth - 1));
     sm_csv_field(x->o, sm_job_region_name(x->job, p->region));
-    sm_out_printf(x->o, ",");
+    sm_out_printf(x->o, ",%s,", sm_job_region_kind(x->job, p->region));
     sm_csv_field(x->o, x->path);
     bool visited = st->threads[SM_PV_VISITS].n > 0;
     sm_out_printf(x->o, ",,,,%llu,%llu,", (unsigned long long)sm_cpath_total(s, p, SM_PV_VISITS),
@@ -114,7 +114,7 @@ static void sm_pcsv_row(const sm_cpath_t *p, void *arg)
         sm_out_printf(x->o, "%llu,%llu,%u,", (unsigned long long)id,
                       (unsigned long long)x->id_at_depth[p->depth - 1], (unsigned)(p->depth - 1));
         sm_csv_field(x->o, sm_job_region_name(x->job, p->region));
-        sm_out_printf(x->o, ",");
+        sm_out_printf(x->o, ",%s,", sm_job_region_kind(x->job, p->region));
         sm_csv_field(x->o, x->path);
         /* Empty min/max without visits (R and pandas read NA). */
         char isum[48], imin[48] = "", imax[48] = "", esum[48], emin[48] = "", emax[48] = "";
@@ -152,7 +152,7 @@ int sm_profile_write_csv(const sm_run_info_t *run, const sm_job_t *job,
     sm_out_t o;
     if (sm_out_open(&o, run->output_dir, "profile.csv") != 0)
         return -1;
-    sm_out_printf(&o, "path_id,parent_id,depth,region,path,rank,thread,location,visits,"
+    sm_out_printf(&o, "path_id,parent_id,depth,region,kind,path,rank,thread,location,visits,"
                       "incl_sum_ns,incl_min_ns,incl_max_ns,excl_sum_ns,excl_min_ns,excl_max_ns,"
                       "bytes_sent,bytes_received");
     for (uint32_t k = 0; k < summary->n_counters; k++) {

@@ -333,6 +333,10 @@ static void sm_pjson_callpath(const sm_cpath_t *p, void *arg)
                                      ? sm_defset_region_get(x->job->defs, p->region) : NULL;
     sm_json_field_string(j, "paradigm",
                          sm_paradigm_name(def ? (sm_paradigm_t)def->paradigm : SM_PARADIGM_COUNT));
+    sm_json_field_string(j, "kind",
+                         def ? sm_region_kind_name((sm_paradigm_t)def->paradigm,
+                                                   (sm_region_role_t)def->role)
+                             : "?");
     if (def && def->file != SM_INVALID_ID)
         sm_json_field_string(j, "file", sm_defset_string_get(x->job->defs, def->file));
     if (def && def->line)
@@ -410,6 +414,15 @@ int sm_profile_write_json(const sm_run_info_t *run, const sm_job_t *job,
     sm_json_field_string(&j, "program", run->program);
     sm_json_field_int(&j, "pid", run->pid);
     sm_json_field_uint(&j, "ranks", summary->n_ranks);
+    /* A merge of some of the job's ranks (sysmeasure-merge) says which,
+     * as metadata.json does: the statistics are of those ranks. */
+    uint32_t present = sm_job_ranks_present(job);
+    if (present != sm_job_ranks(job)) {
+        char text[2048];
+        sm_json_field_uint(&j, "ranks_merged", present);
+        sm_job_missing_text(job, text, sizeof text);
+        sm_json_field_string(&j, "missing_ranks", text);
+    }
     sm_json_field_uint(&j, "thread_count", summary->n_threads);
     /* Whether "threads", "per_thread" and "per_rank" are there (at most
      * SM_PROFILE_DETAIL_MAX threads in the job). */

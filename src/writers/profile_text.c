@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "../core/definitions.h"
+#include "../util/abbrev.h"
 #include "../util/json.h"
 #include "../util/log.h"
 
@@ -62,7 +63,6 @@ static void sm_text_sanitize(char *s)
 #define SM_CELL_SIZE 96      /* numbers and short words; five ranks and their times */
 #define SM_LABEL_SIZE 1024   /* the label: prefix, indentation, name */
 #define SM_LABEL_MAX_INDENT 32 /* levels; DEPTH tells deeper ones apart */
-#define SM_LABEL_MAX_NAME 160  /* characters; profile.json has the full name */
 
 typedef struct sm_row {
     char label[SM_LABEL_SIZE];
@@ -210,24 +210,23 @@ typedef struct sm_text {
     const sm_profile_summary_t *s;
     sm_row_t *row;
     bool multi;         /* more than one rank */
-    uint32_t shown;     /* members with per-thread rows */
+    uint32_t shown;     /* members with per-thread rows: */
+    uint32_t members[SM_TEXT_MAX_MEMBERS]; /* which, in member order */
+    uint32_t idle;      /* members with no event (not shown) */
+    uint32_t slow_rank, fast_rank; /* ranks with the most and least time in regions */
     sm_derived_t derived[SM_SUMMARY_MAX_COUNTERS];
     uint32_t n_derived;
 } sm_text_t;
 
-/* Name cut at SM_LABEL_MAX_NAME characters (C++ templates), sanitized. */
+/* Name sanitized and abbreviated (util/abbrev.h: C++ template arguments
+ * collapsed, SM_ABBREV_WIDTH characters at most); profile.json and
+ * profile.csv have the full name. */
 static void sm_text_name_into(char *name, size_t room, const char *s)
 {
-    snprintf(name, room, "%s", s);
-    sm_text_sanitize(name);
-    size_t chars = 0;
-    for (char *q = name; *q; q++) {
-        if ((*q & 0xC0) == 0x80 || ++chars <= SM_LABEL_MAX_NAME)
-            continue;
-        if ((size_t)(q - name) + 4 <= room)
-            memcpy(q, "...", 4);
-        break;
-    }
+    char full[SM_LABEL_SIZE];
+    snprintf(full, sizeof full, "%s", s);
+    sm_text_sanitize(full);
+    sm_abbrev(full, name, room, SM_ABBREV_WIDTH);
 }
 
 /* prefix, then "main", "|_run", "  |_step": the indentation of the
@@ -262,18 +261,23 @@ static void sm_text_member(const sm_text_t *x, char *buf, size_t len, const sm_s
 
 /* ---------------------------------------------------------------- the tables */
 
+/* KIND, last: what the region is (ParFor, REGION, FENCE, ... for Kokkos;
+ * loop, barrier, collective, ... for the others). */
 static const char *const sm_thread_heads[] = {"LABEL", "COUNT", "DEPTH", "METRIC",
                                               "UNITS", "SUM",   "MEAN",  "MIN",
-                                              "MAX",   "VAR",   "STDDEV", "% SELF"};
+                                              "MAX",   "VAR",   "STDDEV", "% SELF", "KIND"};
 
 static const char *const sm_across_heads[] = {"LABEL",  "THREADS",    "COUNT", "METRIC",
                                               "UNITS",  "MEAN",       "MIN",   "MIN THREAD",
-                                              "MAX",    "MAX THREAD", "STDDEV"};
+                                              "MAX",    "MAX THREAD", "STDDEV", "KIND"};
 
 static const char *const sm_ranks_heads[] = {
     "LABEL",     "RANKS",    "COUNT",       "UNITS",     "INCL MEAN", "INCL MIN",
     "MIN RANK",  "INCL MAX", "MAX RANK",    "INCL STDDEV", "EXCL MEAN", "EXCL MIN",
-    "MIN RANK",  "EXCL MAX", "MAX RANK",    "EXCL STDDEV"};
+    "MIN RANK",  "EXCL MAX", "MAX RANK",    "EXCL STDDEV", "KIND"};
+#define SM_THREAD_KIND_COL 12
+#define SM_ACROSS_KIND_COL 11
+#define SM_RANKS_KIND_COL 16
 
 typedef enum { SM_TABLE_THREAD, SM_TABLE_THREADS, SM_TABLE_RANKS } sm_table_kind_t;
 
@@ -354,7 +358,9 @@ static void sm_thread_row(const sm_cpath_t *p, void *arg)
     SM_CELL(row, 9, "%.6f", var / (u->ns * u->ns));
     SM_CELL(row, 10, "%.6f", sqrt(var) / u->ns);
     SM_CELL(row, 11, "%.1f", self);
+    SM_CELL(row, SM_THREAD_KIND_COL, "%s", sm_job_region_kind(w->x->job, p->region));
     sm_table_row(w->table, row);
+    row->cell[SM_THREAD_KIND_COL][0] = '\0'; /* (the counter rows below) */
     sm_thread_counter_rows(w, m);
 }
 
@@ -414,7 +420,9 @@ static void sm_across_row(const sm_cpath_t *p, void *arg)
         for (int c = 4; c < 11; c++)
             SM_CELL(row, c, "-");
     }
+    SM_CELL(row, SM_ACROSS_KIND_COL, "%s", sm_job_region_kind(x->job, p->region));
     sm_table_row(w->table, row);
+    row->cell[SM_ACROSS_KIND_COL][0] = '\0';
     sm_across_counter_rows(w, p, sp.n);
 }
 
@@ -451,7 +459,9 @@ static void sm_ranks_row(const sm_cpath_t *p, void *arg)
         for (int c = 3; c < 16; c++)
             SM_CELL(row, c, "-");
     }
+    SM_CELL(row, SM_RANKS_KIND_COL, "%s", sm_job_region_kind(x->job, p->region));
     sm_table_row(w->table, row);
+    row->cell[SM_RANKS_KIND_COL][0] = '\0';
     /* Each PAPI event: the label names it, the cells are counts. */
     for (uint32_t k = 0; incl.n && k < x->s->n_counters; k++) {
         char label[SM_LABEL_SIZE];
@@ -473,8 +483,10 @@ static void sm_text_rows(sm_table_t *t, const sm_text_t *x, sm_table_kind_t kind
     else if (kind == SM_TABLE_RANKS)
         sm_cpath_walk(&x->s->root, sm_ranks_row, &w);
     else
-        for (w.member = 0; w.member < x->shown; w.member++)
+        for (uint32_t k = 0; k < x->shown; k++) {
+            w.member = x->members[k];
             sm_cpath_walk(&x->s->root, sm_thread_row, &w);
+        }
 }
 
 /* One table: measure, then print. */
@@ -482,12 +494,12 @@ static void sm_text_table(const sm_text_t *x, sm_table_kind_t kind)
 {
     sm_table_t t;
     if (kind == SM_TABLE_THREAD)
-        sm_table_init(&t, "CALL-PATH PROFILE PER THREAD", sm_thread_heads, "lrrllrrrrrrr", 12);
+        sm_table_init(&t, "CALL-PATH PROFILE PER THREAD", sm_thread_heads, "lrrllrrrrrrrl", 13);
     else if (kind == SM_TABLE_THREADS)
-        sm_table_init(&t, "CALL-PATH PROFILE ACROSS THREADS", sm_across_heads, "lrrllrrrrrr", 11);
+        sm_table_init(&t, "CALL-PATH PROFILE ACROSS THREADS", sm_across_heads, "lrrllrrrrrrl", 12);
     else
         sm_table_init(&t, "CALL-PATH PROFILE ACROSS RANKS (per rank: sum over its threads)",
-                      sm_ranks_heads, "lrrlrrrrrrrrrrrr", 16);
+                      sm_ranks_heads, "lrrlrrrrrrrrrrrrl", 17);
     sm_text_rows(&t, x, kind);
     sm_table_begin(&t, x->o);
     sm_text_rows(&t, x, kind);
@@ -820,11 +832,88 @@ static void sm_text_name(sm_out_t *o, const char *name, const char *missing)
     sm_out_printf(o, "%s", buf);
 }
 
+/* Per member: its visits in all and its time in top-level regions. */
+typedef struct sm_member_load {
+    const sm_profile_summary_t *s;
+    uint64_t *visits;
+    double *top_ns;
+} sm_member_load_t;
+
+static void sm_member_load_path(const sm_cpath_t *p, void *arg)
+{
+    sm_member_load_t *l = arg;
+    if (p->depth == 0 || !p->members)
+        return;
+    for (uint32_t i = 0; i < l->s->n_members; i++) {
+        l->visits[i] += p->members[i].visits;
+        if (p->depth == 1)
+            l->top_ns[i] += (double)p->members[i].incl.sum * sm_summary_member_ns_per_tick(l->s, i);
+    }
+}
+
+/* The threads with per-thread rows, when there are more than the table
+ * takes: first every thread with events of the slowest and of the fastest
+ * rank (by the time of their threads in top-level regions), then threads
+ * with events in order; threads without any event (an MPI library's idle
+ * helper threads) never.  Shown in member order. */
+static void sm_text_pick_members(sm_text_t *x)
+{
+    const sm_profile_summary_t *s = x->s;
+    x->shown = x->idle = 0;
+    if (!s->per_member || !s->n_members)
+        return;
+    if (s->n_members <= SM_TEXT_MAX_MEMBERS) {
+        for (uint32_t i = 0; i < s->n_members; i++)
+            x->members[x->shown++] = i;
+        return;
+    }
+    uint64_t *visits = calloc(s->n_members, sizeof *visits);
+    double *top = calloc(s->n_members, sizeof *top);
+    uint32_t n_ranks = s->n_ranks ? s->n_ranks : 1;
+    double *rank_ns = calloc(n_ranks, sizeof *rank_ns);
+    bool *pick = calloc(s->n_members, sizeof *pick);
+    if (!visits || !top || !rank_ns || !pick) { /* (the first ones, as before) */
+        for (uint32_t i = 0; i < SM_TEXT_MAX_MEMBERS; i++)
+            x->members[x->shown++] = i;
+        free(visits), free(top), free(rank_ns), free(pick);
+        return;
+    }
+    sm_member_load_t l = {s, visits, top};
+    sm_cpath_walk(&s->root, sm_member_load_path, &l);
+    for (uint32_t i = 0; i < s->n_members; i++) {
+        uint32_t r = s->member_rank[i] < n_ranks ? s->member_rank[i] : 0;
+        rank_ns[r] += top[i];
+        x->idle += visits[i] == 0;
+    }
+    x->slow_rank = x->fast_rank = 0;
+    for (uint32_t r = 1; r < n_ranks; r++) {
+        if (rank_ns[r] > rank_ns[x->slow_rank])
+            x->slow_rank = r;
+        if (rank_ns[r] < rank_ns[x->fast_rank])
+            x->fast_rank = r;
+    }
+    uint32_t n = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (uint32_t i = 0; i < s->n_members && n < SM_TEXT_MAX_MEMBERS; i++) {
+            bool wanted = visits[i] && !pick[i] &&
+                          (pass == 1 || s->member_rank[i] == x->slow_rank ||
+                           s->member_rank[i] == x->fast_rank);
+            if (wanted) {
+                pick[i] = true;
+                n++;
+            }
+        }
+    for (uint32_t i = 0; i < s->n_members; i++)
+        if (pick[i])
+            x->members[x->shown++] = i;
+    free(visits), free(top), free(rank_ns), free(pick);
+}
+
 static void sm_text_legend(const sm_text_t *x)
 {
     const sm_profile_summary_t *s = x->s;
-    uint32_t shown = s->n_members < SM_TEXT_MAX_MEMBERS ? s->n_members : SM_TEXT_MAX_MEMBERS;
-    for (uint32_t i = 0; i < shown; i++) {
+    for (uint32_t k = 0; k < x->shown; k++) {
+        uint32_t i = x->members[k];
         const sm_summary_member_t *m = &s->member_info[i];
         sm_out_printf(x->o, "  thread %u: ", (unsigned)i);
         if (x->multi)
@@ -840,11 +929,16 @@ static void sm_text_legend(const sm_text_t *x)
                 sm_text_name(x->o, sm_job_region_name(x->job, m->creation_path[d]), "?");
             }
         }
+        if (x->shown < s->n_members && x->multi && s->member_rank[i] == x->slow_rank)
+            sm_out_printf(x->o, " [slowest rank]");
+        else if (x->shown < s->n_members && x->multi && s->member_rank[i] == x->fast_rank)
+            sm_out_printf(x->o, " [fastest rank]");
         sm_out_printf(x->o, "\n");
     }
-    if (shown < s->n_members)
-        sm_out_printf(x->o, "  ... and %u more threads: see \"threads\" in profile.json\n",
-                      (unsigned)(s->n_members - shown));
+    if (x->shown < s->n_members)
+        sm_out_printf(x->o, "  ... %u more threads not shown (%u of them without any event); "
+                      "see \"threads\" in profile.json\n",
+                      (unsigned)(s->n_members - x->shown), (unsigned)x->idle);
 }
 
 static int sm_text_compare_str(const void *a, const void *b)
@@ -971,9 +1065,12 @@ static int sm_text_body(sm_text_t *x)
         if (s->per_member) {
             sm_text_table(x, SM_TABLE_THREAD);
             if (x->shown < s->n_members)
-                sm_out_printf(x->o, "(per-thread rows of the first %u of %u threads; all are in "
-                              "profile.json, profile.csv and profile-ranks.csv)\n",
-                              (unsigned)x->shown, (unsigned)s->n_members);
+                sm_out_printf(x->o, "(per-thread rows of %u of %u threads: those with events of "
+                              "the slowest and the fastest rank, then others with events; %u "
+                              "hidden, %u of them without any event; all are in profile.json, "
+                              "profile.csv and profile-ranks.csv)\n",
+                              (unsigned)x->shown, (unsigned)s->n_members,
+                              (unsigned)(s->n_members - x->shown), (unsigned)x->idle);
         } else {
             sm_out_printf(x->o, "(%llu threads: more than %u, so no per-thread rows here; each "
                           "thread's rows are in profile-ranks.csv)\n",
@@ -1016,9 +1113,8 @@ int sm_profile_write_text(const sm_run_info_t *run, const sm_job_t *job,
     if (sm_out_open(&o, run->output_dir, "profile.txt") != 0)
         return -1;
     sm_text_t x = {.o = &o, .run = run, .job = job, .s = summary,
-                   .multi = summary->n_ranks > 1,
-                   .shown = summary->n_members < SM_TEXT_MAX_MEMBERS ? summary->n_members
-                                                                    : SM_TEXT_MAX_MEMBERS};
+                   .multi = summary->n_ranks > 1};
+    sm_text_pick_members(&x);
     x.n_derived = sm_summary_derived(summary, x.derived, SM_SUMMARY_MAX_COUNTERS);
     x.row = malloc(sizeof *x.row);
     int rc = x.row ? sm_text_body(&x) : ENOMEM;

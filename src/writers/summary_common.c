@@ -38,6 +38,13 @@ const char *sm_job_region_name(const sm_job_t *job, sm_region_id_t id)
     return job && job->defs ? sm_defset_region_name(job->defs, id) : "?";
 }
 
+const char *sm_job_region_kind(const sm_job_t *job, sm_region_id_t id)
+{
+    const sm_region_def_t *def = job && job->defs ? sm_defset_region_get(job->defs, id) : NULL;
+    return def ? sm_region_kind_name((sm_paradigm_t)def->paradigm, (sm_region_role_t)def->role)
+               : "?";
+}
+
 bool sm_cpath_joined(const sm_job_t *job, const sm_cpath_t *p, char **buf, size_t *cap)
 {
     uint32_t from = sm_cpath_names_from(p);

@@ -17,6 +17,8 @@ void sm_csv_field(sm_out_t *o, const char *s) SM_HIDDEN;
 
 /* Region name in the job's definitions, "?" when unknown. */
 const char *sm_job_region_name(const sm_job_t *job, sm_region_id_t id) SM_HIDDEN;
+/* What the region is, in a word (sm_region_kind_name): "ParFor", "loop", ... */
+const char *sm_job_region_kind(const sm_job_t *job, sm_region_id_t id) SM_HIDDEN;
 /* A call path's names are written in full up to this depth.  A deeper one
  * (deep recursion under a large SYSMEASURE_PROFILE_DEPTH) is named by its
  * SM_PATH_NAMES innermost regions, its outer part through the parent ids:

@@ -27,10 +27,11 @@ enum { SM_TL_REC_LOCATION = 1, SM_TL_REC_METRIC = 2 };
 
 const char *const sm_tl_name[SM_TL_COUNT] = {
     "compute outside regions", "user regions", "MPI", "OpenMP", "Kokkos", "GPU API", "other",
-    "GPU kernels", "GPU copies and memsets"};
+    "GPU kernels", "GPU copies and memsets", "idle (other threads outside regions)"};
 const char *const sm_tl_color[SM_TL_COUNT] = {"#b8c4ce", "#4e79a7", "#e15759",
                                               "#59a14f", "#f28e2b", "#b07aa1",
-                                              "#9c755f", "#edc948", "#76b7b2"};
+                                              "#9c755f", "#edc948", "#76b7b2",
+                                              "#e6e6e6"};
 
 int sm_tl_kind_of_paradigm(const char *p)
 {
@@ -89,6 +90,8 @@ void sm_timeline_begin(sm_timeline_t *t, uint32_t id, uint32_t type, const char 
     t->started = false;
     t->cur_width = 0;
     t->depth = 0;
+    /* The process's first thread (location 0) is its main thread. */
+    t->outside = type == SM_LOCATION_CPU_THREAD && id != 0 ? SM_TL_IDLE : SM_TL_OUTSIDE;
     t->used = 0;
     memset(t->bins, 0, sizeof t->bins);
 }

@@ -16,7 +16,10 @@
 #include "../util/bytes.h"
 
 /* The kinds of work, as a reader thinks of them (also the report's "where
- * the time went"); "outside" is a thread's time in no region at all. */
+ * the time went"); "outside" is the main thread's time in no region at all,
+ * "idle" another thread's (an OpenMP worker between parallel regions, an
+ * MPI library's progress thread: waiting, as far as anything measured
+ * says). */
 enum {
     SM_TL_OUTSIDE,
     SM_TL_USER,
@@ -27,6 +30,7 @@ enum {
     SM_TL_OTHER,
     SM_TL_GPU_KERNEL,
     SM_TL_GPU_COPY,
+    SM_TL_IDLE,
     SM_TL_COUNT
 };
 extern const char *const sm_tl_name[SM_TL_COUNT] SM_HIDDEN;
@@ -61,6 +65,7 @@ typedef struct sm_timeline {
     uint64_t cur_lo, cur_width; /* the bin of the last interval (sm_tl_add) */
     uint32_t cur;
     uint32_t depth;
+    uint8_t outside; /* the kind of time in no region: SM_TL_OUTSIDE or SM_TL_IDLE */
     uint8_t stack[SM_TL_DEPTH];
     uint32_t used; /* bit per kind */
     uint64_t bins[SM_TL_FINE][SM_TL_COUNT]; /* ns (integers: no conversion per event) */
@@ -82,7 +87,7 @@ void sm_timeline_until_slow(sm_timeline_t *t, uint64_t ns) SM_HIDDEN;
 static inline int sm_timeline_top_kind(const sm_timeline_t *t)
 {
     return t->depth ? t->stack[(t->depth > SM_TL_DEPTH ? SM_TL_DEPTH : t->depth) - 1]
-                    : SM_TL_OUTSIDE;
+                    : t->outside;
 }
 
 /* Time since the last event of a thread goes to its innermost region.  The

@@ -100,6 +100,12 @@ int sm_metadata_write_json(const sm_run_info_t *run, const sm_job_t *job) SM_HID
  * no sysmeasure output or its files are damaged or refused. */
 #define SM_REPORT_NOT_OUTPUT (-2)
 int sm_report_write_html(const char *dir, sm_fs_input_t how, char *err, size_t errlen) SM_HIDDEN;
+/* The same, comparing dir's run (B) with the run in other (A): the page
+ * gets a section of what changed, and the comparison goes to text as
+ * text (NULL: not).  Also SM_REPORT_NOT_OUTPUT (err naming the folder)
+ * when other holds no profile.json of sysmeasure. */
+int sm_report_write_compare(const char *dir, const char *other, FILE *text, char *err,
+                            size_t errlen) SM_HIDDEN;
 
 /* The "buffers" object (budget, chunk size, spills, dropped events) and
  * "unmatched_leaves", shared by profile.json and metadata.json. */

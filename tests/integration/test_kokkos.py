@@ -6,6 +6,7 @@ the archive, deep-copy bytes in profile.json, the memory space's metric and
 high-water mark and the declared metadata in metadata.json."""
 import glob
 import os
+import re
 import subprocess
 import sys
 
@@ -171,6 +172,132 @@ def test_launcher():
 def test_no_kokkos():
     out, proc = measure([PROG], "kokkos-off", launcher_args=["--no-kokkos"])
     check_patterns(out, "--no-kokkos", kokkos=False)
+
+
+# ---- the launcher names the tool in the one variable the program's Kokkos reads
+def read_tool_variables(path):
+    """{variable: value or "(unset)"} as kokkos-patterns wrote them."""
+    values = {"KOKKOS_TOOLS_LIBS": "(unset)", "KOKKOS_PROFILE_LIBRARY": "(unset)"}
+    for line in open(path):
+        k, _, v = line.rstrip("\n").partition("=")
+        values[k] = v
+    return values
+
+
+def test_kokkos3_variable():
+    """Kokkos 3.4.1 reads only KOKKOS_PROFILE_LIBRARY: that one is set, the
+    other not, and the program is still measured."""
+    env_out = os.path.join(workdir("kokkos3-var"), "env.txt")
+    out, proc = measure([PROG], "kokkos3-var", env={"KP_ENV_OUT": env_out})
+    check_patterns(out, "kokkos 3 variable")
+    if check(os.path.exists(env_out), "kokkos-patterns wrote its variables: %s" % proc.stderr):
+        got = read_tool_variables(env_out)
+        check(got.get("KOKKOS_TOOLS_LIBS") == "(unset)",
+              "Kokkos 3.4: KOKKOS_TOOLS_LIBS unset: %s" % got)
+        check(got.get("KOKKOS_PROFILE_LIBRARY", "").endswith("libsysmeasure-kokkos.so"),
+              "Kokkos 3.4: KOKKOS_PROFILE_LIBRARY names our tool: %s" % got)
+    check("deprecated" not in proc.stderr, "no deprecation warning: %s" % proc.stderr)
+
+
+def test_kokkos4_variable():
+    """A program that reads the variables as Kokkos 4 does (warning on the
+    deprecated one) gets only KOKKOS_TOOLS_LIBS: no warning, kernels measured."""
+    k4 = program("kokkos4-tools-env")
+    out, proc = measure([k4], "kokkos4-var")
+    check("deprecated" not in proc.stderr, "Kokkos 4: no deprecation warning: %s" % proc.stderr)
+    check(proc.stdout.startswith("done "), "Kokkos 4: the program ran: %r" % proc.stdout)
+    profile = load_json(out, "profile.json")
+    cp = callpath(profile, "k4_kernel")
+    check(cp is not None and cp["per_thread"][0]["visits"] == 3 and cp["paradigm"] == "kokkos",
+          "Kokkos 4: k4_kernel measured 3 times: %s" % (cp and cp["per_thread"][0]))
+    # The user's KOKKOS_PROFILE_LIBRARY naming our tool: the same.
+    out2, proc2 = measure([k4], "kokkos4-user", env={"KOKKOS_PROFILE_LIBRARY": LIB})
+    check("deprecated" not in proc2.stderr, "the user's KOKKOS_PROFILE_LIBRARY: no warning: %s" % proc2.stderr)
+    cp = callpath(load_json(out2, "profile.json"), "k4_kernel")
+    check(cp is not None and cp["per_thread"][0]["visits"] == 3, "measured through the user's variable")
+    # Without the launcher, what the user set is left alone (Kokkos 4 warns).
+    alone = subprocess.run([k4], env=clean_env({"KOKKOS_PROFILE_LIBRARY": LIB,
+                                                "SYSMEASURE_OUTPUT": os.path.join(workdir("kokkos4-alone"), "out")}),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+    check(alone.returncode == 0 and "deprecated" in alone.stderr,
+          "without the launcher the user's variable stays: %s" % alone.stderr)
+
+
+# ---- what each region is: the kinds of kokkos-tools' kernel-timer
+KINDS = {"pf_label": "ParFor", "pr_label": "ParRed", "ps_label": "ParScan", "phase_a": "REGION",
+         "section_s": "REGION", "test_fence": "FENCE", COPY_B: "DEEPCOPY", "marker": "EVENT",
+         "user_outer": "region"}
+
+
+def test_kinds():
+    out, proc = measure([PROG], "kokkos-kinds")
+    profile = load_json(out, "profile.json")
+    got = {cp["region"]: cp.get("kind") for cp in profile["callpaths"] if cp["region"] in KINDS}
+    check(got == KINDS, "kinds in profile.json: %s" % got)
+    import csv
+    with open(os.path.join(out, "profile.csv")) as f:
+        rows = {r["region"]: r["kind"] for r in csv.DictReader(f) if r["region"] in KINDS}
+    check(rows == KINDS, "kinds in profile.csv: %s" % rows)
+    text = open(os.path.join(out, "profile.txt")).read()
+    check("| KIND |" in text.replace("  ", " ") or " KIND " in text, "profile.txt has a KIND column")
+    lines = [l for l in text.splitlines() if "pr_label" in l and "wall_clock" in l]
+    check(lines and all(l.rstrip().endswith("ParRed |") or "ParRed" in l for l in lines),
+          "profile.txt: pr_label is ParRed: %s" % lines[:2])
+
+
+# ---- the fences sysmeasure asks Kokkos for are not the program's
+TOOL_FENCE = "Kokkos::Tools::invoke_kokkosp_callback: Kokkos Profile Tool Fence"
+
+
+def test_tool_fences():
+    k4 = program("kokkos4-tools-env")
+    out, proc = measure([k4], "kokkos-tool-fences")
+    profile = load_json(out, "profile.json")
+    regions = {cp["region"] for cp in profile["callpaths"]}
+    check(TOOL_FENCE not in regions, "tool fences not recorded by default: %s" % sorted(regions))
+    fence = callpath(profile, "k4_user_fence")
+    check(fence is not None and fence["kind"] == "FENCE" and fence["per_thread"][0]["visits"] == 1,
+          "the program's own fence is recorded: %s" % (fence and fence["kind"]))
+    kernel = callpath(profile, "k4_kernel")
+    check(kernel is not None and kernel["per_thread"][0]["visits"] == 3, "kernels still measured")
+    meta = load_json(out, "metadata.json")
+    check(meta["metadata"].get("kokkosp.tool_fences_not_recorded") == "6",
+          "6 tool fences counted in metadata.json: %s" % meta["metadata"].get("kokkosp.tool_fences_not_recorded"))
+    trace = Trace(out)
+    check(TOOL_FENCE not in trace.regions, "no tool fence in the archive")
+    # One switch away: --kokkos-tool-fences records them (3 before the
+    # kernels, 3 inside them, before their end).
+    out2, proc2 = measure([k4], "kokkos-tool-fences-on", launcher_args=["--kokkos-tool-fences"])
+    profile2 = load_json(out2, "profile.json")
+    top = callpath(profile2, TOOL_FENCE)
+    inner = callpath(profile2, "k4_kernel", TOOL_FENCE)
+    check(top is not None and inner is not None and top["per_thread"][0]["visits"] == 3
+          and inner["per_thread"][0]["visits"] == 3 and top["kind"] == "FENCE",
+          "--kokkos-tool-fences: recorded, 3 + 3: %s %s" % (top and top["per_thread"][0]["visits"],
+                                                          inner and inner["per_thread"][0]["visits"]))
+
+
+# ---- OpenMP that a Kokkos kernel runs counts as Kokkos in the report
+def test_openmp_in_kokkos():
+    if os.environ.get("SM_HAVE_OMPT") != "yes" or smtest.CLANG in ("", "no"):
+        smtest.skip("no OMPT adapter or no clang -fopenmp")
+    k4 = smtest.build_program(smtest.CLANG, "kokkos4_tools_env.c", "kokkos4-omp",
+                              ["-fopenmp", "-O1", "-ldl", "-Wl,--no-as-needed", "-lstdc++"])
+    out, proc = measure([k4], "kokkos-omp")
+    profile = load_json(out, "profile.json")
+    omp = sum(t["exclusive"]["sum"] for cp in profile["callpaths"] if cp["paradigm"] == "openmp"
+              for t in cp["per_thread"])
+    # 3 kernels x 20 ms x 2 threads, nearly all of it in OpenMP regions
+    check(omp > 100e6, "the kernels' OpenMP regions hold their time: %.0f ms" % (omp / 1e6))
+    html = open(os.path.join(out, "report.html")).read()
+    start = html.index("<table id=paradigm-table>")
+    rows = {}
+    for name, share in re.findall(r"</span> ([^<]+)</td><td class=n>[^<]*</td><td class=n>([0-9.]+)%",
+                                  html[start:html.index("</table>", start)]):
+        rows[name] = float(share)
+    check(rows.get("Kokkos", 0) > 90 and rows.get("OpenMP", 0) < 5,
+          "where the time went: Kokkos, not OpenMP: %s" % rows)
+    check('id=openmp-in-kokkos' in html, "the report says the OpenMP inside kernels counts as Kokkos")
 
 
 # ---- in front of a second tool (the user's), which sees every callback

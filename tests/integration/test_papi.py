@@ -94,7 +94,7 @@ def test_profile_text():
     check("PAPI events : %s, %s" % (WORK, BYTES) in text, "profile.txt names the events")
     rows = [l for l in text.splitlines() if "|1>>> outer" in l and WORK in l]
     cells = [c.strip() for c in rows[0].split("|")] if rows else []
-    check(len(rows) == 1 and cells[6:8] == ["events", "32"] and cells[-2] == "62.5",
+    check(len(rows) == 1 and cells[6:8] == ["events", "32"] and cells[-3] == "62.5",
           "profile.txt row of outer / WORK on thread 1: %s" % rows)
 
 

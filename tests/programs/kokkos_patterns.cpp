@@ -3,13 +3,33 @@
 // user region, views allocated and deep-copied, a fence, a profile section,
 // an event and declared metadata.  Views of 1 MiB each, so that the memory
 // space's high-water mark is known within Kokkos' own small allocations.
+// With KP_ENV_OUT set, it writes the KOKKOS_* variables it was given there
+// (found by prefix: the names of the tool variables must not be among its
+// strings, where sysmeasure looks for which one Kokkos reads).
 #include <Kokkos_Core.hpp>
 #include <sysmeasure.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+extern char **environ;
+
+static void write_tool_variables(const char *path)
+{
+    FILE *f = std::fopen(path, "w");
+    if (!f)
+        return;
+    for (char **e = environ; *e; e++)
+        if (!std::strncmp(*e, "KOKKOS_", 7))
+            std::fprintf(f, "%s\n", *e);
+    std::fclose(f);
+}
 
 int main(int argc, char **argv)
 {
+    if (const char *env_out = std::getenv("KP_ENV_OUT"))
+        write_tool_variables(env_out);
     Kokkos::initialize(argc, argv);
     {
         const int n = 131072; // doubles: 1 MiB per view

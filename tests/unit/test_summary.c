@@ -446,11 +446,11 @@ int main(void)
     const char *text = slurp(dir, "comm_matrix.csv");
     CHECK_STR(text, "sender,receiver,messages,bytes\n0,1,3,300\n2,0,1,1000\n");
     text = slurp(dir, "profile.csv");
-    CHECK(text && strstr(text, "\n2,1,1,compute,main > compute,2,3,0,3,60000000,20000000,"
+    CHECK(text && strstr(text, "\n2,1,1,compute,region,main > compute,2,3,0,3,60000000,20000000,"
                                "20000000,60000000,20000000,20000000,0,0\n"));
-    CHECK(text && strstr(text, "\n2,1,1,compute,main > compute,1,2,1,1,15000000,15000000,"
+    CHECK(text && strstr(text, "\n2,1,1,compute,region,main > compute,1,2,1,1,15000000,15000000,"
                                "15000000,15000000,15000000,15000000,0,0\n"));
-    CHECK(text && strstr(text, "\n3,1,1,MPI_Send,main > MPI_Send,2,3,0,1,4000000,4000000,"
+    CHECK(text && strstr(text, "\n3,1,1,MPI_Send,p2p,main > MPI_Send,2,3,0,1,4000000,4000000,"
                                "4000000,4000000,4000000,4000000,1000,0\n"));
     text = slurp(dir, "profile.txt");
     CHECK(text && strstr(text, "ranks       : 3 on 2 hosts\n"));

@@ -92,7 +92,9 @@ void sm_set_cuda_injection(const char *program, bool asked, bool uses, char *tri
  * KOKKOS_PROFILE_LIBRARY (before) itself, and only a program that uses Kokkos
  * does: so ours is named for every program, which also covers a Kokkos
  * linked statically or loaded by dlopen.  Both variables get the same list
- * (newer Kokkos reads the first, older the second).  A tool the user named
+ * (newer Kokkos reads the first, older the second); in the program, before
+ * main, the core unsets the one its Kokkos does not read, so that Kokkos 4
+ * does not warn of the deprecated one (src/core/kokkos_env.h).  A tool the user named
  * stays, after ours: our library loads it and forwards every callback. */
 void sm_set_kokkos_tools(char *tried, size_t tlen)
 {

@@ -43,6 +43,8 @@ static OTF2_RegionRole sm_otf2_role(uint8_t r)
     case SM_ROLE_TASK:
         return OTF2_REGION_ROLE_TASK;
     case SM_ROLE_LOOP:
+    case SM_ROLE_REDUCE:
+    case SM_ROLE_SCAN:
         return OTF2_REGION_ROLE_LOOP;
     case SM_ROLE_COLLECTIVE:
         return OTF2_REGION_ROLE_COLL_ALL2ALL;

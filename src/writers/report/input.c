@@ -276,6 +276,70 @@ int sm_report_prepare(sm_report_t *r)
         }
         r->bin_first[r->n_bins] = r->n_ranks;
     }
+    return sm_report_credit(r);
+}
+
+/* Whether a path's region is Kokkos work that a backend runs: a kernel, a
+ * deep copy or a fence (not a profile region, which the user wrote). */
+static bool sm_rpath_kokkos_work(const sm_jv_t *v)
+{
+    const char *pd = sm_jv_str(v, "paradigm"), *kind = sm_jv_str(v, "kind");
+    return pd && !strcmp(pd, "kokkos") && kind && strcmp(kind, "REGION") && strcmp(kind, "EVENT");
+}
+
+static int sm_str_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Each path's credit (sm_rpath_t).  The paths come in pre-order (depth
+ * first), so a stack of depths gives each its ancestors.  The master thread
+ * runs the OpenMP region inside the kernel; the workers run it at their
+ * top, where no kernel is above it: their OpenMP regions count as Kokkos
+ * when their outermost OpenMP region is one that runs inside a kernel
+ * somewhere (same name: same parallel construct). */
+int sm_report_credit(sm_report_t *r)
+{
+    uint32_t n = r->n_paths;
+    /* per depth on the stack: under Kokkos work, the outermost OpenMP name */
+    bool *kokkos = calloc(n ? n : 1, sizeof *kokkos);
+    const char **outer_omp = calloc(n ? n : 1, sizeof *outer_omp);
+    const char **inside = calloc(n ? n : 1, sizeof *inside); /* names run inside kernels */
+    const char **omp_of = calloc(n ? n : 1, sizeof *omp_of);  /* each path's outermost */
+    uint32_t n_inside = 0;
+    if (!kokkos || !outer_omp || !inside || !omp_of) {
+        free(kokkos), free(outer_omp), free(inside), free(omp_of);
+        return -1;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        sm_rpath_t *p = &r->paths[i];
+        const char *pd = sm_jv_str(p->v, "paradigm");
+        uint32_t d = p->depth < n ? p->depth : n - 1;
+        bool above = d > 0 && kokkos[d - 1];
+        const char *outer = d > 0 ? outer_omp[d - 1] : NULL;
+        bool omp = pd && !strcmp(pd, "openmp");
+        if (omp && !outer)
+            outer = sm_jv_str(p->v, "region");
+        kokkos[d] = above || sm_rpath_kokkos_work(p->v);
+        outer_omp[d] = outer;
+        omp_of[i] = omp ? outer : NULL;
+        p->credit = sm_tl_kind_of_paradigm(pd);
+        if (omp && above) {
+            p->under_kokkos = true;
+            if (outer)
+                inside[n_inside++] = outer;
+        }
+    }
+    qsort(inside, n_inside, sizeof *inside, sm_str_cmp);
+    for (uint32_t i = 0; i < n; i++) {
+        sm_rpath_t *p = &r->paths[i];
+        if (!p->under_kokkos && omp_of[i] &&
+            bsearch(&omp_of[i], inside, n_inside, sizeof *inside, sm_str_cmp))
+            p->under_kokkos = true;
+        if (p->under_kokkos)
+            p->credit = SM_TL_KOKKOS;
+    }
+    free(kokkos), free(outer_omp), free(inside), free(omp_of);
     return 0;
 }
 

@@ -55,7 +55,7 @@ void sm_report_gpu(sm_report_t *r)
     for (uint32_t i = 0; i < sm_jv_len(ks) && i < SM_REPORT_MAX_PATHS && !o->err; i++) {
         const sm_jv_t *k = sm_jv_at(ks, i);
         sm_out_printf(o, "<tr><td class=path>");
-        sm_html(o, sm_jv_str(k, "name"));
+        sm_html_name(o, sm_jv_str(k, "name"));
         sm_out_printf(o, "</td>");
         sm_td_count(o, sm_jv_num(k, "calls", 0));
         sm_td_time(o, sm_jv_num(k, "total_ns", 0));
@@ -242,7 +242,7 @@ static void sm_report_flame(sm_report_t *r)
         sm_out_printf(o, " (%s): %s, %.1f%%</title><rect x=%.1f y=%.0f width=%.1f height=%d "
                          "fill=\"%s\" stroke=\"#fff\" stroke-width=\"0.5\"/>",
                       sampled ? "sampled" : pd ? pd : "?", b, 100 * p->incl / total, x, y, w,
-                      H - 1, sampled ? "#f28e2b" : sm_tl_color[sm_tl_kind_of_paradigm(pd)]);
+                      H - 1, sampled ? SM_REPORT_NEUTRAL_LIGHT : sm_tl_color[sm_tl_kind_of_paradigm(pd)]);
         if (w > 40) {
             char cut[64];
             int fit = (int)(w / 7);
@@ -304,7 +304,7 @@ void sm_report_sampling(sm_report_t *r)
                   sm_jv_str(s, "clock") ? sm_jv_str(s, "clock") : "cpu", all);
     for (uint32_t h = 0; h < n && h < 30 && hot[h].samples > 0 && !o->err; h++) {
         sm_out_printf(o, "<tr><td class=path>");
-        sm_html(o, hot[h].name);
+        sm_html_name(o, hot[h].name);
         sm_out_printf(o, "</td><td>");
         if (hot[h].file) {
             sm_html(o, hot[h].file);

@@ -291,7 +291,7 @@ void sm_report_metrics(sm_report_t *r)
     sm_out_printf(o, "<h2 id=metrics>Metric timelines</h2>\n<p>The sampled metrics over the "
                      "job's %s: the line is the largest value of any rank in each column, the "
                      "dashed line the mean.</p>\n", b0);
-    const int W = 440, H = 90, L = 70;
+    const int W = 440, H = 90;
     for (uint32_t i = 0; i < sm_jv_len(ms) && i < 24 && !o->err; i++) {
         const sm_jv_t *m = sm_jv_at(ms, i), *mx = sm_jv_get(m, "max"), *mean = sm_jv_get(m, "mean");
         uint32_t nb = sm_jv_len(mx);
@@ -322,6 +322,10 @@ void sm_report_metrics(sm_report_t *r)
             snprintf(bh, sizeof bh, "%.3g %s", hi, unit && strcmp(unit, "1") ? unit : "");
             snprintf(bl, sizeof bl, "%.3g", lo);
         }
+        /* The axis labels' room: about 7 px a character at the page's
+         * font, so that a long unit is not cut at the left edge. */
+        size_t longest = strlen(bh) > strlen(bl) ? strlen(bh) : strlen(bl);
+        int L = 10 + 7 * (int)(longest < 40 ? longest : 40);
         sm_out_printf(o, "<figure class=metric style=\"display:inline-block;margin:0 16px 8px 0\">"
                          "<svg width=%d height=%d role=img aria-label=\"", L + W + 4, H + 8);
         sm_html(o, sm_jv_str(m, "name"));
@@ -334,7 +338,8 @@ void sm_report_metrics(sm_report_t *r)
         for (int k = 0; k < 2; k++) {
             const sm_jv_t *a = k ? mean : mx;
             sm_out_printf(o, "<polyline fill=none stroke=\"%s\" stroke-width=\"1.5\"%s points=\"",
-                          k ? "#59a14f" : "#4e79a7", k ? " stroke-dasharray=\"3,2\"" : "");
+                          k ? SM_REPORT_NEUTRAL_LIGHT : SM_REPORT_NEUTRAL_DARK,
+                          k ? " stroke-dasharray=\"3,2\"" : "");
             for (uint32_t b = 0; b < nb && b < sm_jv_len(a); b++) {
                 const sm_jv_t *x = sm_jv_at(a, b);
                 if (x->type == SM_JV_NUMBER)

@@ -25,8 +25,13 @@ static const char sm_report_css[] =
     "#dde5ee}th.a:after{content:' \\25b2'}th.d:after{content:' \\25bc'}"
     ".note{color:#555;font-style:italic}.warn{color:#a00}.key span{display:inline-block;"
     "width:12px;height:12px;margin:0 4px 0 12px;vertical-align:middle}"
-    "svg text{font:11px system-ui,sans-serif}td.path{font-family:monospace}"
-    "dt{font-weight:bold;float:left;clear:left;width:150px}dd{margin-left:160px}";
+    "svg text{font:11px system-ui,sans-serif}td.path{font-family:monospace;"
+    "overflow-wrap:anywhere}span.abbr{border-bottom:1px dotted #888;cursor:help}"
+    "dt{font-weight:bold;float:left;clear:left;width:150px}dd{margin-left:160px}"
+    "#calltree details{margin-left:18px}#calltree summary{cursor:pointer}"
+    "#calltree details.leaf>summary{list-style:none}#calltree .tn{font-family:monospace}"
+    "#calltree .tm{color:#555;font-size:12px}"
+    "#dist{position:sticky;bottom:0;background:#fff;border-top:1px solid #ddd;padding:4px}";
 
 /* Sorting only: click a header; numbers sort by data-v. */
 static const char sm_report_js[] =
@@ -55,7 +60,7 @@ static void sm_report_page(sm_report_t *r)
     if (r->prof)
         sm_out_printf(o, "<a href=\"#time\">Where the time went</a><a href=\"#paths\">Top call "
                          "paths</a><a href=\"#imbalance\">Load imbalance</a><a href=\"#mpi\">"
-                         "MPI</a>");
+                         "MPI</a><a href=\"#tree\">Call tree</a>");
     if (r->tl)
         sm_out_printf(o, "<a href=\"#timeline\">Timeline</a>");
     if (sm_jv_len(sm_jv_get(r->prof, "papi_events")))
@@ -66,8 +71,11 @@ static void sm_report_page(sm_report_t *r)
         sm_out_printf(o, "<a href=\"#sampling\">Sampled functions</a>");
     if (sm_jv_len(sm_jv_get(r->tl, "metrics")))
         sm_out_printf(o, "<a href=\"#metrics\">Metrics</a>");
+    if (r->cmp)
+        sm_out_printf(o, "<a href=\"#compare\">Compared</a>");
     sm_out_printf(o, "</nav>\n");
     sm_report_run(r);
+    sm_report_compare(r);
     if (r->prof) {
         sm_rpath_t **sorted = sm_sorted_paths(r);
         if (!sorted) {
@@ -76,6 +84,7 @@ static void sm_report_page(sm_report_t *r)
             sm_report_time(r);
             sm_report_timeline(r);
             sm_report_paths(r, sorted);
+            sm_report_tree(r);
             sm_report_imbalance(r, sorted);
             sm_report_counters(r, sorted);
             free(sorted);
@@ -91,12 +100,27 @@ static void sm_report_page(sm_report_t *r)
     sm_out_printf(o, "<p class=note style=\"margin-top:32px\">Written by sysmeasure from "
                      "metadata.json, profile.json and timeline.json in this folder; the full "
                      "figures are there and in profile.txt, the events in traces.otf2.</p>\n"
-                     "<script>\n%s</script>\n</body></html>\n",
-                  sm_report_js);
+                     "<script>\n%s%s</script>\n</body></html>\n",
+                  sm_report_js, r->prof ? sm_report_tree_js : "");
 }
 
 
+static int sm_report_write(const char *dir, sm_fs_input_t how, const char *other, FILE *text,
+                           char *err, size_t errlen);
+
 int sm_report_write_html(const char *dir, sm_fs_input_t how, char *err, size_t errlen)
+{
+    return sm_report_write(dir, how, NULL, NULL, err, errlen);
+}
+
+int sm_report_write_compare(const char *dir, const char *other, FILE *text, char *err,
+                            size_t errlen)
+{
+    return sm_report_write(dir, SM_FS_INPUT_FOUND, other, text, err, errlen);
+}
+
+static int sm_report_write(const char *dir, sm_fs_input_t how, const char *other, FILE *text,
+                           char *err, size_t errlen)
 {
     char why[512];
     int refused;
@@ -120,6 +144,18 @@ int sm_report_write_html(const char *dir, sm_fs_input_t how, char *err, size_t e
         sm_jv_free(meta);
         sm_jv_free(prof);
         return SM_REPORT_NOT_OUTPUT;
+    }
+    /* A small profile is read again whole: the call tree's distributions
+     * then have each thread's time too. */
+    if (prof && sm_jv_len(sm_jv_get(prof, "callpaths")) <= SM_REPORT_THREAD_PATHS &&
+        sm_jv_num(prof, "thread_count", 0) <= SM_REPORT_THREAD_VALUES) {
+        sm_jv_t *whole = sm_report_read(dir, "profile.json", how, NULL, &refused, why, sizeof why);
+        if (whole && sm_jv_get(whole, "callpaths")) {
+            sm_jv_free(prof);
+            prof = whole;
+        } else {
+            sm_jv_free(whole);
+        }
     }
     /* timeline.json: written with the trace; a damaged one costs only the
      * timeline (said on the page and in one line), not the report. */
@@ -147,6 +183,27 @@ int sm_report_write_html(const char *dir, sm_fs_input_t how, char *err, size_t e
     sm_report_t r = {.meta = meta, .prof = prof, .tl = tl};
     const char *file;
     int rc = -1;
+    sm_cmp_t cmp = {0};
+    sm_jv_t *aprof = NULL;
+    if (other) {
+        /* The run compared with: its profile.json, and this run's. */
+        aprof = sm_report_read(other, "profile.json", how, skip, &refused, why, sizeof why);
+        if (!aprof || !sm_jv_get(aprof, "callpaths") || !prof) {
+            snprintf(err, errlen, "%s/profile.json %s", prof ? other : dir,
+                     !prof ? "is not there (no profile to compare)"
+                           : aprof ? "is damaged (no call paths)" : why);
+            rc = SM_REPORT_NOT_OUTPUT;
+            goto done;
+        }
+        if (sm_cmp_build(&cmp, aprof, prof) != 0) {
+            sm_error("comparing %s with %s failed: %s", dir, other, strerror(ENOMEM));
+            goto done;
+        }
+        r.cmp = &cmp;
+        r.cmp_dir = other;
+        if (text)
+            sm_cmp_text(text, &cmp, other, dir);
+    }
     if (sm_report_check(&r, &file, why, sizeof why) != 0) {
         snprintf(err, errlen, "%s/%s is damaged: %s", dir, file, why);
         rc = SM_REPORT_NOT_OUTPUT;
@@ -156,6 +213,9 @@ int sm_report_write_html(const char *dir, sm_fs_input_t how, char *err, size_t e
         sm_report_page(&r);
         rc = sm_out_close(&r.o);
     }
+done:
+    sm_cmp_free(&cmp);
+    sm_jv_free(aprof);
     free(r.paths);
     free(r.threads);
     free(r.main_threads);

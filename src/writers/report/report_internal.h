@@ -3,7 +3,8 @@
  * the folder's own metadata.json, profile.json and comm_matrix data (the
  * same files at finalize, in sysmeasure-merge and in sysmeasure-report, so
  * the page is the same whichever wrote it).  Plots are inline SVG drawn
- * here; the only script sorts tables.  Nothing is loaded from elsewhere.
+ * here; the scripts sort tables and draw a path's distribution from the
+ * values its tree node carries.  Nothing is loaded from elsewhere.
  *
  * The page stays small for large jobs: tables are capped (SM_REPORT_MAX_*)
  * and the page says what was left out; per-rank plots draw the rank ranges
@@ -20,6 +21,8 @@
  *   mpi_timeline.c  MPI (table and heat maps), the timeline, metric
  *                   timelines
  *   measures.c      GPU, counters, sampled functions
+ *   tree.c          the call tree and the distribution of a clicked path
+ *   compare.c       two runs compared (sysmeasure-report --compare A B)
  *   text.c          HTML escaping, numbers and table cells, the legend
  *
  * This header is what they share; the rest of the tree uses writers.h. */
@@ -33,6 +36,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "../../util/abbrev.h"
 #include "../../util/grow.h"
 #include "../../util/json_read.h"
 #include "../../util/log.h"
@@ -49,19 +53,51 @@
 #define SM_REPORT_TL_MAX_BINS 10000     /* columns of timeline.json (it has 300) */
 #define SM_REPORT_TL_MAX_CELLS (1u << 21) /* lanes x columns (512 x 300 at most) */
 #define SM_REPORT_MAX_BINS 4096         /* rank ranges (profile.json has 128 at most) */
+/* A profile.json of at most so many paths and threads is read with its
+ * per-thread values (the call tree's distributions per thread). */
+#define SM_REPORT_THREAD_PATHS 2000
+#define SM_REPORT_THREAD_VALUES 64
 
 /* Where time goes: the kinds of work of timeline.h (sm_tl_*), one list for
- * the bars, the timeline and timeline.json. */
+ * the bars, the timeline and timeline.json.  Their colours mean a kind of
+ * work everywhere on the page; what is not a kind of work (slow and fast
+ * ranks, a metric's line) is drawn in greys, darker for more. */
+#define SM_REPORT_NEUTRAL_DARK "#2f2f2f"  /* the slowest rank; a metric's largest */
+#define SM_REPORT_NEUTRAL "#8c8c8c"       /* the other ranks */
+#define SM_REPORT_NEUTRAL_LIGHT "#c8c8c8" /* the fastest rank; a metric's mean */
 
 /* One call path as the page uses it. */
 typedef struct sm_rpath {
     const sm_jv_t *v;
     double incl, excl, visits; /* sums over ranks */
     uint32_t ranks, depth;
+    /* What its exclusive time counts as (sm_tl_*): its paradigm's kind, but
+     * OpenMP that a Kokkos kernel, copy or fence runs (Kokkos' OpenMP
+     * backend) counts as Kokkos, the paradigm the user wrote; under_kokkos
+     * says so. */
+    int credit;
+    bool under_kokkos;
 } sm_rpath_t;
+
+/* Two runs compared (compare.c): per call path ("a / b / c") or MPI
+ * function ("MPI function MPI_Send", all its paths), the exclusive time of
+ * all ranks together in A and in B. */
+typedef struct sm_cmp_row {
+    char *key;
+    const char *kind; /* (the profile's, while it is loaded) */
+    bool mpi, in_a, in_b;
+    double a, b;
+} sm_cmp_row_t;
+
+typedef struct sm_cmp {
+    sm_cmp_row_t *rows; /* the largest change (|B - A|) first */
+    uint32_t n, cap;
+} sm_cmp_t;
 
 typedef struct sm_report {
     sm_out_t o;
+    const sm_cmp_t *cmp;  /* a comparison to show, or NULL */
+    const char *cmp_dir;  /* the run compared with (A) */
     const sm_jv_t *meta, *prof, *tl; /* tl: timeline.json, NULL without */
     uint32_t n_ranks;
     double duration_ns;
@@ -88,6 +124,9 @@ static inline double sm_rpath_bin(const sm_jv_t *v, const char *col, uint32_t b)
 /* text.c */
 void sm_bin_name(const sm_report_t *r, uint32_t b, char *buf, size_t len) SM_HIDDEN;
 void sm_html(sm_out_t *o, const char *s) SM_HIDDEN;
+/* A region's name for a table: abbreviated (util/abbrev.h), the full name
+ * on hover (title) where it was. */
+void sm_html_name(sm_out_t *o, const char *name) SM_HIDDEN;
 void sm_fmt_time(char *buf, size_t len, double ns) SM_HIDDEN;
 void sm_fmt_bytes(char *buf, size_t len, double b) SM_HIDDEN;
 void sm_td_num(sm_out_t *o, double v, const char *text) SM_HIDDEN;
@@ -99,6 +138,7 @@ void sm_legend(sm_out_t *o, const bool *used) SM_HIDDEN;
 int sm_report_check(sm_report_t *r, const char **file, char *err, size_t errlen) SM_HIDDEN;
 int sm_report_check_timeline(const sm_jv_t *tl, char *err, size_t errlen) SM_HIDDEN;
 int sm_report_prepare(sm_report_t *r) SM_HIDDEN;
+int sm_report_credit(sm_report_t *r) SM_HIDDEN;
 sm_jv_t *sm_report_read(const char *dir, const char *name, sm_fs_input_t how,
                         const char *const *skip, int *refused, char *err, size_t errlen) SM_HIDDEN;
 
@@ -115,6 +155,16 @@ void sm_report_mpi_table(sm_report_t *r) SM_HIDDEN;
 void sm_report_matrix(sm_report_t *r) SM_HIDDEN;
 void sm_report_timeline(sm_report_t *r) SM_HIDDEN;
 void sm_report_metrics(sm_report_t *r) SM_HIDDEN;
+
+/* tree.c */
+void sm_report_tree(sm_report_t *r) SM_HIDDEN;
+extern const char sm_report_tree_js[] SM_HIDDEN;
+
+/* compare.c */
+int sm_cmp_build(sm_cmp_t *c, const sm_jv_t *a, const sm_jv_t *b) SM_HIDDEN;
+void sm_cmp_free(sm_cmp_t *c) SM_HIDDEN;
+void sm_cmp_text(FILE *f, const sm_cmp_t *c, const char *a, const char *b) SM_HIDDEN;
+void sm_report_compare(sm_report_t *r) SM_HIDDEN;
 
 /* measures.c */
 void sm_report_gpu(sm_report_t *r) SM_HIDDEN;

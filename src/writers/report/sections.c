@@ -61,10 +61,24 @@ void sm_report_run(sm_report_t *r)
                 max_threads = per;
         }
     }
-    sm_out_printf(o, "</code></dd>\n<dt>Ranks &times; threads</dt><dd>%u rank%s &times; up to "
-                     "%u thread%s (%u in all)</dd>\n",
-                  (unsigned)r->n_ranks, r->n_ranks == 1 ? "" : "s", (unsigned)max_threads,
+    /* A merge of some of the job's ranks says so first. */
+    const sm_jv_t *merged = sm_jv_get(m, "ranks_merged");
+    const sm_jv_t *gone = sm_jv_get(m, "missing_ranks");
+    char of[64] = "";
+    if (merged && merged->type == SM_JV_NUMBER)
+        snprintf(of, sizeof of, "%.0f of ", merged->num);
+    sm_out_printf(o, "</code></dd>\n<dt>Ranks &times; threads</dt><dd id=ranks>%s%u rank%s "
+                     "&times; up to %u thread%s (%u in all)",
+                  of, (unsigned)r->n_ranks, r->n_ranks == 1 ? "" : "s", (unsigned)max_threads,
                   max_threads == 1 ? "" : "s", (unsigned)threads);
+    if (sm_jv_len(gone)) {
+        sm_out_printf(o, "; missing: rank%s", sm_jv_len(gone) == 1 ? "" : "s");
+        for (uint32_t i = 0; i < sm_jv_len(gone) && i < 32; i++)
+            sm_out_printf(o, "%s %.0f", i ? "," : "", sm_jv_num(sm_jv_at(gone, i), "rank", 0));
+        if (sm_jv_len(gone) > 32)
+            sm_out_printf(o, " &hellip; (%u in all)", (unsigned)sm_jv_len(gone));
+    }
+    sm_out_printf(o, "</dd>\n");
     /* Hosts, each once, in rank order (sorted, not searched: a job may
      * have 10^5 processes). */
     const sm_jv_t *procs = sm_jv_get(m, "processes");
@@ -112,6 +126,39 @@ void sm_report_run(sm_report_t *r)
         sm_out_printf(o, "<li class=warn>");
         sm_html(o, sm_jv_at(notes, i)->str);
         sm_out_printf(o, "</li>\n");
+    }
+    /* Ranks a merge had no data of: the page is of the others.  One line,
+     * the ranks grouped by their reason (in rank order, as the file lists
+     * them; the first 64). */
+    if (sm_jv_len(gone) && ++items) {
+        uint32_t ng = sm_jv_len(gone) < 64 ? sm_jv_len(gone) : 64;
+        sm_out_printf(o, "<li class=warn id=missing-ranks>%.0f of %u ranks merged "
+                         "(sysmeasure-merge): every figure on this page is of those. Missing:",
+                      merged && merged->type == SM_JV_NUMBER ? merged->num : 0.0,
+                      (unsigned)r->n_ranks);
+        bool *done = calloc(ng, sizeof *done);
+        for (uint32_t i = 0; done && i < ng; i++) {
+            if (done[i])
+                continue;
+            const char *why = sm_jv_str(sm_jv_at(gone, i), "reason");
+            sm_out_printf(o, "%s rank", i ? ";" : "");
+            for (uint32_t k = i, first = 1; k < ng; k++) {
+                const char *w = sm_jv_str(sm_jv_at(gone, k), "reason");
+                if (done[k] || (w != why && (!w || !why || strcmp(w, why))))
+                    continue;
+                done[k] = true;
+                sm_out_printf(o, "%s %.0f", first ? "" : ",", sm_jv_num(sm_jv_at(gone, k), "rank", 0));
+                first = 0;
+            }
+            sm_out_printf(o, " (");
+            sm_html(o, why);
+            sm_out_printf(o, ")");
+        }
+        free(done);
+        if (sm_jv_len(gone) > ng)
+            sm_out_printf(o, "; &hellip; %u in all (metadata.json missing_ranks)",
+                          (unsigned)sm_jv_len(gone));
+        sm_out_printf(o, ".</li>\n");
     }
     const sm_jv_t *buf = sm_jv_get(m, "buffers");
     double dropped = sm_jv_num(buf, "dropped_records", 0), spills = sm_jv_num(buf, "spills", 0);
@@ -170,12 +217,15 @@ void sm_report_time(sm_report_t *r)
     /* Exclusive time of every path by row and kind; time in no region is
      * the threads' share of the run less their top-level regions. */
     double *top = calloc(n, sizeof *top);
+    double omp_in_kokkos = 0; /* OpenMP run by Kokkos kernels, counted as Kokkos */
     for (uint32_t i = 0; top && i < r->n_paths; i++) {
         const sm_jv_t *v = r->paths[i].v;
         const char *pd = sm_jv_str(v, "paradigm");
         if (pd && !strcmp(pd, "sampling"))
             continue; /* callers found by sampling: inside their region's time */
-        int c = sm_tl_kind_of_paradigm(pd);
+        int c = r->paths[i].credit;
+        if (r->paths[i].under_kokkos)
+            omp_in_kokkos += r->paths[i].excl;
         if (binned) {
             for (uint32_t b = 0; b < n; b++) {
                 t[(size_t)b * SM_TL_COUNT + c] += sm_rpath_bin(v, "exclusive_sum", b);
@@ -248,6 +298,14 @@ void sm_report_time(sm_report_t *r)
                       sm_tl_color[c], sm_tl_name[c], b, all > 0 ? 100 * sum[c] / all : 0.0);
     }
     sm_out_printf(o, "</table>\n");
+    if (omp_in_kokkos > 0) {
+        char b[48];
+        sm_fmt_time(b, sizeof b, omp_in_kokkos);
+        sm_out_printf(o, "<p class=note id=openmp-in-kokkos>Kokkos includes %s of OpenMP "
+                         "regions that Kokkos kernels, copies and fences ran (its OpenMP "
+                         "backend): the program wrote Kokkos, so they count as Kokkos here. The call "
+                         "paths and the timeline show them as OpenMP, inside the kernels.</p>\n", b);
+    }
 
     /* Per rank (range): one stacked bar each, on one scale (a longer bar: a
      * rank whose threads took longer in all; a range: its mean rank). */
@@ -306,7 +364,7 @@ void sm_path_text(sm_out_t *o, const sm_jv_t *v)
         sm_out_printf(o, "... / ");
     for (uint32_t d = 0; d < sm_jv_len(path); d++) {
         sm_out_printf(o, d ? " / " : "");
-        sm_html(o, sm_jv_at(path, d)->str);
+        sm_html_name(o, sm_jv_at(path, d)->str);
     }
 }
 
@@ -348,7 +406,7 @@ void sm_report_paths(sm_report_t *r, sm_rpath_t **sorted)
     sm_out_printf(o, "<table class=sortable id=paths-table><thead><tr><th>Call path</th>"
                      "<th>Paradigm</th><th>Ranks</th><th>Visits</th><th>Inclusive</th>"
                      "<th>Exclusive</th><th>Incl. mean/rank</th><th>Incl. min</th>"
-                     "<th>Incl. max</th></tr></thead>\n<tbody>\n");
+                     "<th>Incl. max</th><th>Kind</th></tr></thead>\n<tbody>\n");
     for (uint32_t i = 0; i < rows && !o->err; i++) {
         const sm_rpath_t *p = sorted[i];
         /* The whole path (rows are sorted, so indentation would mislead),
@@ -357,11 +415,11 @@ void sm_report_paths(sm_report_t *r, sm_rpath_t **sorted)
         uint32_t depth = sm_jv_len(path);
         sm_out_printf(o, "<tr><td class=path>");
         for (uint32_t d = 0; d + 1 < depth; d++) {
-            sm_html(o, sm_jv_at(path, d)->str);
+            sm_html_name(o, sm_jv_at(path, d)->str);
             sm_out_printf(o, " / ");
         }
         sm_out_printf(o, "<b>");
-        sm_html(o, depth ? sm_jv_at(path, depth - 1)->str : "?");
+        sm_html_name(o, depth ? sm_jv_at(path, depth - 1)->str : "?");
         sm_out_printf(o, "</b></td><td>");
         sm_html(o, sm_jv_str(p->v, "paradigm"));
         sm_out_printf(o, "</td>");
@@ -370,7 +428,9 @@ void sm_report_paths(sm_report_t *r, sm_rpath_t **sorted)
         sm_td_time(o, p->incl);
         sm_td_time(o, p->excl);
         sm_spread_cells(o, sm_jv_get(sm_jv_get(p->v, "across_ranks"), "inclusive"));
-        sm_out_printf(o, "</tr>\n");
+        sm_out_printf(o, "<td>");
+        sm_html(o, sm_jv_str(p->v, "kind"));
+        sm_out_printf(o, "</td></tr>\n");
     }
     sm_out_printf(o, "</tbody></table>\n");
 }
@@ -390,7 +450,8 @@ void sm_report_imbalance(sm_report_t *r, sm_rpath_t **sorted)
     sm_out_t *o = &r->o;
     sm_out_printf(o, "<h2 id=imbalance>Load imbalance</h2>\n<p>The regions with the most "
                      "time: each rank's inclusive time (the sum over its threads). Imbalance is "
-                     "max / mean across ranks (1.00: balanced).</p>\n");
+                     "max / mean across ranks (1.00: balanced). In grey, darkest the slowest "
+                     "rank, lightest the fastest (colours on this page are kinds of work).</p>\n");
     /* The headline: the region outside MPI whose own (exclusive) time costs
      * the most waiting, (max - mean) across ranks: time in MPI is mostly
      * the wait for the slowest, and a parent's inclusive time holds it. */
@@ -486,7 +547,7 @@ void sm_report_imbalance(sm_report_t *r, sm_rpath_t **sorted)
                                  "rank %.0f: %s</title></rect><text x=0 y=%.0f "
                                  "font-size=8>r%.0f</text>",
                               1 + rank * (H + 1), max > 0 ? W * v / max : 0, H,
-                              v == max ? "#e15759" : v == min ? "#59a14f" : "#4e79a7", rank, b,
+                              v == max ? SM_REPORT_NEUTRAL_DARK : v == min ? SM_REPORT_NEUTRAL_LIGHT : SM_REPORT_NEUTRAL, rank, b,
                               rank * (H + 1) + H, rank);
             }
             if (max > 0)
@@ -498,7 +559,7 @@ void sm_report_imbalance(sm_report_t *r, sm_rpath_t **sorted)
         } else {
             /* min .. max as a range, the mean as a tick, on the region's scale. */
             sm_out_printf(o, "<svg width=%d height=14><rect x=%.1f y=3 width=%.1f height=8 "
-                             "fill=\"#4e79a7\"/><line x1=%.1f x2=%.1f y1=0 y2=14 stroke="
+                             "fill=\"" SM_REPORT_NEUTRAL "\"/><line x1=%.1f x2=%.1f y1=0 y2=14 stroke="
                              "\"#222\"/></svg> %s / %s / %s",
                           W + 10, max > 0 ? W * min / max : 0,
                           max > 0 ? W * (max - min) / max : 0, max > 0 ? W * mean / max : 0,
@@ -526,7 +587,7 @@ void sm_report_imbalance(sm_report_t *r, sm_rpath_t **sorted)
                     sm_out_printf(o, "<rect x=%.1f y=%.1f width=%.1f height=%.1f fill=\"%s\">"
                                      "<title>%s: %s .. %s, mean %s</title></rect>",
                                   b * cw, y0, cw > 1.5 ? cw - 0.5 : cw, y1 - y0 > 1 ? y1 - y0 : 1,
-                                  hi == max ? "#e15759" : lo == min ? "#59a14f" : "#4e79a7", who,
+                                  hi == max ? SM_REPORT_NEUTRAL_DARK : lo == min ? SM_REPORT_NEUTRAL_LIGHT : SM_REPORT_NEUTRAL, who,
                                   bl, bh, bm);
                 }
                 sm_out_printf(o, "</svg>");

@@ -21,6 +21,20 @@ void sm_bin_name(const sm_report_t *r, uint32_t b, char *buf, size_t len)
 
 /* ---------------------------------------------------------------- text */
 
+void sm_html_name(sm_out_t *o, const char *name)
+{
+    char shortname[4 * SM_ABBREV_WIDTH + 8];
+    if (!name || !sm_abbrev(name, shortname, sizeof shortname, SM_ABBREV_WIDTH)) {
+        sm_html(o, name);
+        return;
+    }
+    sm_out_printf(o, "<span class=abbr title=\"");
+    sm_html(o, name);
+    sm_out_printf(o, "\">");
+    sm_html(o, shortname);
+    sm_out_printf(o, "</span>");
+}
+
 /* s for HTML text and attribute values; control characters become '?'. */
 void sm_html(sm_out_t *o, const char *s)
 {
