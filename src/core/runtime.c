@@ -296,13 +296,19 @@ static int sm_runtime_init_as_held(int argc, char **argv)
 
     sm_definitions_init();
     sm_locations_init();
-    if (sm_cfg.trace && sm_otf2_background_wanted())
+    /* (--dormant: the windows' archives are made by sysmeasure-attach) */
+    if (sm_cfg.trace && sm_otf2_background_wanted() && !sm_cfg.dormant)
         sm_end_layer.trace_during_run(sm_cfg.otf2_background == SM_OTF2_BACKGROUND_CHECK ? 2 : 1);
     sm_counters_init(&sm_cfg); /* before the first thread is bound */
 
-    int enabled = sm_cfg.init_enabled == SM_INIT_ENABLED_YES ||
-                  (sm_cfg.init_enabled == SM_INIT_ENABLED_AUTO && !sm_program_uses_start_stop());
+    int enabled = !sm_cfg.dormant && (sm_cfg.init_enabled == SM_INIT_ENABLED_YES ||
+                                      (sm_cfg.init_enabled == SM_INIT_ENABLED_AUTO &&
+                                       !sm_program_uses_start_stop()));
     sm_measurement_on = (uint8_t)enabled;
+    /* --dormant: off, and the end writes nothing (the windows write theirs). */
+    sm_dormant_idle = (uint8_t)sm_cfg.dormant;
+    if (sm_cfg.dormant)
+        sm_runtime_discard = 1;
     sm_locations_set_modes(sm_cfg.trace, sm_cfg.profile, 1);
 
     memset(&sm_run, 0, sizeof sm_run);
@@ -341,7 +347,7 @@ static int sm_runtime_init_as_held(int argc, char **argv)
     /* After: the main thread is location 0, and a subsystem's thread_begin
      * is not called for it (each init takes the bound thread itself). */
     sm_subsystems_init(&sm_cfg);
-    if (!enabled)
+    if (!enabled && !sm_cfg.dormant)
         sm_event_measurement(main_loc, false, sm_run.start_time);
     sm_info(1, "measuring %s (trace: %s, profile: %s, clock: %s), output in %s", sm_program,
             sm_cfg.trace ? "yes" : "no", sm_cfg.profile ? "yes" : "no", sm_run.clock_source,

@@ -367,6 +367,17 @@ static void sm_runtime_end_write(bool at_exit)
     sm_ending_end_write(at_exit);
 }
 
+/* The end of a --dormant run, which writes nothing itself: the folder is
+ * given back, and removed when no window wrote into it. */
+static void sm_runtime_dormant_end(void)
+{
+    if (!sm_cfg.dormant)
+        return;
+    sm_output_release();
+    if (!sm_procs || sm_run.rank == 0)
+        (void)rmdir(sm_outdir); /* (only when empty) */
+}
+
 int sm_runtime_save_before_finalize(void)
 {
     if (!sm_procs)
@@ -382,6 +393,7 @@ int sm_runtime_save_before_finalize(void)
     sm_finalizing_job = 1;
     sm_runtime_presaved = 1;
     if (sm_runtime_discard) {
+        sm_runtime_dormant_end();
         sm_runtime_end_write(false);
         return 0;
     }
@@ -440,6 +452,7 @@ int sm_runtime_finalize_as(const char *reason, int how)
     }
     bool at_exit = how == 2;
     if (sm_runtime_discard) {
+        sm_runtime_dormant_end();
         sm_runtime_end_write(at_exit);
         errno = saved_errno;
         return 0;
