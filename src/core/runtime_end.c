@@ -30,6 +30,7 @@
 #include "subsystem.h"
 #include "trace_space.h"
 #include "sig_hold.h"
+#include "window.h"
 #include "../util/fs.h"
 #include "../util/log.h"
 
@@ -374,14 +375,15 @@ static void sm_runtime_dormant_end(void)
     if (!sm_cfg.dormant)
         return;
     sm_output_release();
-    if (!sm_procs || sm_run.rank == 0)
-        (void)rmdir(sm_outdir); /* (only when empty) */
+    (void)rmdir(sm_outdir); /* (only when empty: the last process's) */
 }
 
 int sm_runtime_save_before_finalize(void)
 {
     if (!sm_procs)
         return 0;
+    if (sm_cfg.dormant)
+        sm_window_at_end();
     /* No handler of the program may jump out of the write, and a file
      * size limit fails our writes, not the program (sig_hold.h). */
     sm_sig_hold(SM_SIG_END_WRITE);
@@ -426,6 +428,8 @@ int sm_runtime_finalize(void)
 int sm_runtime_finalize_as(const char *reason, int how)
 {
     int saved_errno = errno;
+    if (sm_cfg.dormant && how != 1 && sm_runtime_active)
+        sm_window_at_end(); /* (a window still open is written first) */
     /* No handler of the program may jump out of the write, and a file size
      * limit fails our writes, not the program (sig_hold.h). */
     sm_sig_hold(SM_SIG_END_WRITE);
