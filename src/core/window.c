@@ -327,10 +327,36 @@ int sm_window_start(void)
     return 0;
 }
 
+/* The last process of the folder to end removes the requests and the
+ * answers, and the folder. */
+static void sm_w_remove_control(void)
+{
+    DIR *d = opendir(sm_w.dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    int others = 0;
+    while ((e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        others += e->d_name[0] != '.' && strcmp(e->d_name, "request") != 0 &&
+                  !(n > 6 && !strcmp(e->d_name + n - 6, ".state")) &&
+                  !(n > 8 && !strcmp(e->d_name + n - 8, ".request"));
+    }
+    if (!others) {
+        rewinddir(d);
+        while ((e = readdir(d)) != NULL)
+            if (e->d_name[0] != '.')
+                (void)unlinkat(dirfd(d), e->d_name, 0);
+    }
+    closedir(d);
+    rmdir(sm_w.dir); /* (only when empty) */
+}
+
 void sm_window_at_end(void)
 {
     if (!sm_w.running || sm_w.pid != getpid())
         return;
+    int ended_in_window = 0;
     sm_w.running = 0;
     char c = 0;
     if (write(sm_w.wake[1], &c, 1) == 1)
@@ -341,6 +367,7 @@ void sm_window_at_end(void)
         snprintf(reason, sizeof reason, "window %u (sysmeasure-attach), ended by the program's end",
                  sm_w.windows + 1);
         int rc = sm_w_cut(reason, why, sizeof why);
+        ended_in_window = 1; /* (its answer stays for sysmeasure-attach to read) */
         /* The request's number is the tool's: the answer names the window. */
         sm_w_answer(sm_w.seq[SM_REQ_JOB] > sm_w.seq[SM_REQ_OWN] ? sm_w.seq[SM_REQ_JOB]
                                                                 : sm_w.seq[SM_REQ_OWN],
@@ -355,7 +382,8 @@ void sm_window_at_end(void)
     if (sm_w.dir_fd >= 0)
         close(sm_w.dir_fd);
     sm_w.dir_fd = -1;
-    rmdir(sm_w.dir); /* (when no window was asked for: empty) */
+    if (!ended_in_window)
+        sm_w_remove_control();
 }
 
 void sm_window_after_fork_child(void)

@@ -1,0 +1,476 @@
+/* sysmeasure-attach: a window of measurement in a program (or every process
+ * of a job) started with `sysmeasure --dormant`.  It asks the processes'
+ * control endpoints (src/core/window.h) to switch measurement on, waits
+ * the window's duration, asks them to switch it off and write their files
+ * into the window's folder, then merges those files into the window's
+ * archive and summaries with the same pipeline as sysmeasure-merge. */
+#include "sm_build.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../core/runtime.h"
+#include "../core/window.h"
+#include "../merge/merge.h"
+#include "../util/fs.h"
+#include "../util/log.h"
+
+enum { SM_ATTACH_OK = 0, SM_ATTACH_FAILED = 1, SM_ATTACH_USAGE = 2 };
+
+static void sm_attach_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: sysmeasure-attach [--duration TIME] [-o DIR] [--timeout TIME] [-v] PID\n"
+            "       sysmeasure-attach [--duration TIME] [-o DIR] [--timeout TIME] [-v] --job FOLDER\n"
+            "Measures a window of TIME (default 10s; ms, s, m, h; Ctrl-C ends it early) in a\n"
+            "program started with `sysmeasure --dormant` (PID), or in every process of a\n"
+            "job started so (--job FOLDER: the job's output folder, -o of the launcher;\n"
+            "processes on other nodes too when FOLDER is on a file system they share).\n"
+            "The window is written as an output folder of its own (one OTF2 archive for\n"
+            "the job, profile across ranks, metadata.json, report.html): -o DIR, or\n"
+            "FOLDER/window-1, window-2, ... Regions open at the window's end are closed\n"
+            "there; regions already open at its start are not in it.  --timeout: how\n"
+            "long to wait for the processes' answers (default 30s).\n");
+}
+
+/* "30s", "500ms", "2m", "1h", "10" (seconds) -> ms; -1 when malformed. */
+static long sm_attach_time(const char *text)
+{
+    char *end;
+    double v = strtod(text, &end);
+    if (end == text || v < 0)
+        return -1;
+    double ms = !strcmp(end, "ms") ? v : !strcmp(end, "s") || !*end ? v * 1e3
+                : !strcmp(end, "m")                              ? v * 60e3
+                : !strcmp(end, "h")                              ? v * 3600e3
+                                                                 : -1;
+    return ms < 0 || ms > 1e12 ? -1 : (long)ms;
+}
+
+static volatile sig_atomic_t sm_attach_interrupted;
+static void sm_attach_on_signal(int sig)
+{
+    (void)sig;
+    sm_attach_interrupted = 1;
+}
+
+static void sm_attach_sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static double sm_attach_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---------------------------------------------------------------- the endpoints */
+
+typedef struct sm_attach_ep {
+    char name[128];    /* <host>.<pid> */
+    int answered;      /* to the current request */
+    char state[32];
+    char text[PATH_MAX];
+} sm_attach_ep_t;
+
+/* PID's control folder: the one it holds open (window.c).  0, or -1 after
+ * one line. */
+static int sm_attach_find_pid(long pid, char *dir, size_t len)
+{
+    char path[64], comm[256] = "?";
+    snprintf(path, sizeof path, "/proc/%ld/comm", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        sm_error("no process %ld%s", pid, errno == ENOENT ? "" : ": /proc cannot say");
+        return -1;
+    }
+    if (fgets(comm, sizeof comm, f))
+        comm[strcspn(comm, "\n")] = '\0';
+    fclose(f);
+    snprintf(path, sizeof path, "/proc/%ld/fd", pid);
+    DIR *d = opendir(path);
+    if (!d) {
+        sm_error("cannot look into process %ld (%s): %s (another user's process?)", pid, comm,
+                 strerror(errno));
+        return -1;
+    }
+    struct dirent *e;
+    int found = 0;
+    while (!found && (e = readdir(d)) != NULL) {
+        char link[PATH_MAX + 64], target[PATH_MAX];
+        snprintf(link, sizeof link, "%s/%s", path, e->d_name);
+        ssize_t n = readlink(link, target, sizeof target - 1);
+        if (n <= 0)
+            continue;
+        target[n] = '\0';
+        size_t k = strlen("/" SM_WINDOW_CONTROL_DIR);
+        if ((size_t)n > k && !strcmp(target + n - k, "/" SM_WINDOW_CONTROL_DIR)) {
+            snprintf(dir, len, "%s", target);
+            found = 1;
+        }
+    }
+    closedir(d);
+    if (!found)
+        sm_error("process %ld (%s) has no sysmeasure control endpoint: start it with "
+                 "`sysmeasure --dormant` to attach to it later", pid, comm);
+    return found ? 0 : -1;
+}
+
+static int sm_attach_is_endpoint(const char *name)
+{
+    size_t n = strlen(name);
+    if (name[0] == '.' || !strcmp(name, "request"))
+        return 0;
+    static const char *const tails[] = {".state", ".request", ".tmp"};
+    for (size_t i = 0; i < sizeof tails / sizeof *tails; i++) {
+        size_t k = strlen(tails[i]);
+        if (n > k && !strcmp(name + n - k, tails[i]))
+            return 0;
+    }
+    return 1;
+}
+
+/* A process of this node that is gone: its endpoint is left over. */
+static int sm_attach_gone(const char *name)
+{
+    char host[64] = "";
+    gethostname(host, sizeof host - 1);
+    const char *dot = strrchr(name, '.');
+    if (!dot || (size_t)(dot - name) != strlen(host) || strncmp(name, host, strlen(host)))
+        return 0; /* another node's: it answers or not */
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%s", dot + 1);
+    return access(path, F_OK) != 0;
+}
+
+/* Every endpoint of the folder (the job). */
+static sm_attach_ep_t *sm_attach_job_endpoints(const char *dir, size_t *count)
+{
+    DIR *d = opendir(dir);
+    *count = 0;
+    if (!d)
+        return NULL;
+    size_t cap = 0;
+    sm_attach_ep_t *eps = NULL;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!sm_attach_is_endpoint(e->d_name) || sm_attach_gone(e->d_name))
+            continue;
+        if (*count == cap) {
+            cap = cap ? 2 * cap : 64;
+            sm_attach_ep_t *grown = realloc(eps, cap * sizeof *eps);
+            if (!grown)
+                break;
+            eps = grown;
+        }
+        memset(&eps[*count], 0, sizeof *eps);
+        snprintf(eps[*count].name, sizeof eps->name, "%s", e->d_name);
+        (*count)++;
+    }
+    closedir(d);
+    return eps;
+}
+
+/* The sequence number at the head of a file, 0 when none. */
+static unsigned long long sm_attach_file_seq(const char *path, char *rest, size_t len)
+{
+    char line[PATH_MAX + 128];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, line, sizeof line - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    line[n] = '\0';
+    line[strcspn(line, "\n")] = '\0';
+    char *end;
+    unsigned long long seq = strtoull(line, &end, 10);
+    if (rest)
+        snprintf(rest, len, "%s", *end == ' ' ? end + 1 : "");
+    return end == line ? 0 : seq;
+}
+
+static int sm_attach_put(const char *dir, const char *name, const char *text)
+{
+    char path[PATH_MAX + 256], tmp[PATH_MAX + 300];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(tmp, sizeof tmp, "%s/.%s.%d.tmp", dir, name, (int)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return -1;
+    int ok = fputs(text, f) >= 0;
+    ok &= fclose(f) == 0;
+    if (!ok || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+/* Waits until each endpoint answered seq (or the timeout); the number that
+ * answered. */
+static size_t sm_attach_wait(const char *dir, sm_attach_ep_t *eps, size_t n,
+                             unsigned long long seq, long timeout_ms)
+{
+    double until = sm_attach_now_s() + (double)timeout_ms / 1e3;
+    size_t answered = 0;
+    for (;;) {
+        answered = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (!eps[i].answered) {
+                char path[PATH_MAX + 256], rest[PATH_MAX + 64];
+                snprintf(path, sizeof path, "%s/%s.state", dir, eps[i].name);
+                if (sm_attach_file_seq(path, rest, sizeof rest) >= seq) {
+                    eps[i].answered = 1;
+                    char *sp = strchr(rest, ' ');
+                    snprintf(eps[i].state, sizeof eps[i].state, "%.*s",
+                             sp ? (int)(sp - rest) : (int)strlen(rest), rest);
+                    snprintf(eps[i].text, sizeof eps[i].text, "%s", sp ? sp + 1 : "");
+                }
+            }
+            answered += eps[i].answered;
+        }
+        if (answered == n || sm_attach_now_s() >= until)
+            return answered;
+        sm_attach_sleep_ms(50);
+    }
+}
+
+/* The processes that did not answer, named in one line. */
+static void sm_attach_say_silent(const sm_attach_ep_t *eps, size_t n, const char *what)
+{
+    char list[1024] = "";
+    size_t silent = 0, at = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!eps[i].answered) {
+            silent++;
+            if (at < sizeof list - 140)
+                at += (size_t)snprintf(list + at, sizeof list - at, "%s%s", at ? ", " : "",
+                                       eps[i].name);
+        }
+    if (silent)
+        sm_warning("%zu of %zu processes did not answer %s in time: %s%s", silent, n, what, list,
+                   at >= sizeof list - 140 ? ", ..." : "");
+}
+
+/* ---------------------------------------------------------------- main */
+
+int main(int argc, char **argv)
+{
+    sm_runtime_discard_output(); /* never measure ourselves */
+    const char *job = NULL, *out = NULL;
+    long pid = -1, duration_ms = 10000, timeout_ms = 30000;
+    int verbose = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            sm_attach_usage(stdout);
+            return SM_ATTACH_OK;
+        } else if (!strcmp(a, "--version")) {
+            printf("sysmeasure-attach %s\n", PACKAGE_VERSION);
+            return SM_ATTACH_OK;
+        } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+            verbose++;
+        } else if (!strcmp(a, "--job") || !strcmp(a, "-o") || !strcmp(a, "--output") ||
+                   !strcmp(a, "--duration") || !strcmp(a, "--timeout")) {
+            if (!v || !*v) {
+                sm_error("%s needs a value (sysmeasure-attach --help)", a);
+                return SM_ATTACH_USAGE;
+            }
+            i++;
+            if (!strcmp(a, "--job"))
+                job = v;
+            else if (!strcmp(a, "-o") || !strcmp(a, "--output"))
+                out = v;
+            else {
+                long ms = sm_attach_time(v);
+                if (ms < 0) {
+                    sm_error("%s %s: not a time (30s, 500ms, 2m, 1h)", a, v);
+                    return SM_ATTACH_USAGE;
+                }
+                *(!strcmp(a, "--duration") ? &duration_ms : &timeout_ms) = ms;
+            }
+        } else if (a[0] == '-') {
+            sm_error("unknown option '%s' (sysmeasure-attach --help)", a);
+            return SM_ATTACH_USAGE;
+        } else if (pid < 0) {
+            char *end;
+            pid = strtol(a, &end, 10);
+            if (*end || pid <= 0) {
+                sm_error("'%s' is not a process id (sysmeasure-attach --help)", a);
+                return SM_ATTACH_USAGE;
+            }
+        } else {
+            sm_error("one process id only; a job's processes: --job FOLDER");
+            return SM_ATTACH_USAGE;
+        }
+    }
+    if ((pid > 0) == (job != NULL)) {
+        sm_error(job ? "a process id or --job FOLDER, not both"
+                     : "no process given (usage: sysmeasure-attach PID, or --job FOLDER)");
+        return SM_ATTACH_USAGE;
+    }
+    sm_log_set_verbosity(verbose);
+
+    /* The control folder and its endpoints. */
+    char dir[PATH_MAX], base[PATH_MAX];
+    sm_attach_ep_t *eps = NULL;
+    size_t n = 0;
+    if (pid > 0) {
+        if (sm_attach_find_pid(pid, dir, sizeof dir) != 0)
+            return SM_ATTACH_FAILED;
+        char host[64] = "";
+        gethostname(host, sizeof host - 1);
+        eps = calloc(1, sizeof *eps);
+        if (!eps)
+            return SM_ATTACH_FAILED;
+        snprintf(eps->name, sizeof eps->name, "%s.%ld", host, pid);
+        n = 1;
+    } else {
+        char real[PATH_MAX];
+        if (!realpath(job, real)) {
+            sm_error("--job %s: %s", job, strerror(errno));
+            return SM_ATTACH_USAGE;
+        }
+        snprintf(dir, sizeof dir, "%.*s/%s", PATH_MAX - 16, real, SM_WINDOW_CONTROL_DIR);
+        eps = sm_attach_job_endpoints(dir, &n);
+        if (!n) {
+            sm_error("--job %s: no process of a job started with `sysmeasure --dormant "
+                     "--output %s` runs (%s has no endpoint)", job, job, dir);
+            free(eps);
+            return SM_ATTACH_FAILED;
+        }
+    }
+    snprintf(base, sizeof base, "%.*s", (int)(strlen(dir) - strlen("/" SM_WINDOW_CONTROL_DIR)),
+             dir);
+
+    /* The window's folder: new, so that no other window's files mix in. */
+    char window[PATH_MAX];
+    if (out) {
+        char cwd[PATH_MAX / 2] = ".";
+        if (out[0] != '/' && !getcwd(cwd, sizeof cwd))
+            snprintf(cwd, sizeof cwd, ".");
+        snprintf(window, sizeof window, "%s%s%.*s", out[0] == '/' ? "" : cwd,
+                 out[0] == '/' ? "" : "/", PATH_MAX / 2 - 2, out);
+        if (sm_mkdir_p(window) != 0) {
+            sm_error("cannot create %s: %s", window, strerror(errno));
+            free(eps);
+            return SM_ATTACH_FAILED;
+        }
+    } else {
+        int k = 1;
+        for (; k < 100000; k++) {
+            snprintf(window, sizeof window, "%.*s/window-%d", PATH_MAX - 32, base, k);
+            if (mkdir(window, 0755) == 0)
+                break;
+            if (errno != EEXIST) {
+                sm_error("cannot create %s: %s", window, strerror(errno));
+                free(eps);
+                return SM_ATTACH_FAILED;
+            }
+        }
+    }
+
+    /* The request's number: above every number used in this folder. */
+    const char *req = "request";
+    char own_req[160];
+    if (pid > 0) {
+        snprintf(own_req, sizeof own_req, "%s.request", eps->name);
+        req = own_req;
+    }
+    char path[PATH_MAX + 256];
+    snprintf(path, sizeof path, "%s/%s", dir, req);
+    unsigned long long seq = sm_attach_file_seq(path, NULL, 0);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/%s.state", dir, eps[i].name);
+        unsigned long long s = sm_attach_file_seq(path, NULL, 0);
+        if (s > seq)
+            seq = s;
+    }
+    seq++;
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = sm_attach_on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    char text[PATH_MAX + 64];
+    snprintf(text, sizeof text, "%llu on %s\n", seq, window);
+    if (sm_attach_put(dir, req, text) != 0) {
+        sm_error("cannot write the request into %s: %s", dir, strerror(errno));
+        free(eps);
+        return SM_ATTACH_FAILED;
+    }
+    size_t on = sm_attach_wait(dir, eps, n, seq, timeout_ms);
+    sm_attach_say_silent(eps, n, "the window's start");
+    size_t started = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (eps[i].answered && !strcmp(eps[i].state, "on"))
+            started++;
+        else if (eps[i].answered)
+            sm_warning("process %s: %s (%s)", eps[i].name, eps[i].text, eps[i].state);
+    }
+    if (!started) {
+        sm_error("no process started the window (%zu of %zu answered)", on, n);
+        rmdir(window);
+        free(eps);
+        return SM_ATTACH_FAILED;
+    }
+    sm_info(0, "window open in %zu process%s for %.1f s (Ctrl-C ends it now)", started,
+            started == 1 ? "" : "es", (double)duration_ms / 1e3);
+    double end = sm_attach_now_s() + (double)duration_ms / 1e3;
+    while (!sm_attach_interrupted && sm_attach_now_s() < end) {
+        double left = end - sm_attach_now_s();
+        sm_attach_sleep_ms(left > 0.1 ? 100 : (long)(left * 1e3) + 1);
+    }
+
+    /* Off: those that started it write their files. */
+    seq++;
+    snprintf(text, sizeof text, "%llu off\n", seq);
+    if (sm_attach_put(dir, req, text) != 0) {
+        sm_error("cannot write the request into %s: %s; the window stays open", dir,
+                 strerror(errno));
+        free(eps);
+        return SM_ATTACH_FAILED;
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (eps[i].answered && !strcmp(eps[i].state, "on")) {
+            eps[m] = eps[i];
+            eps[m].answered = 0;
+            m++;
+        }
+    /* Writing takes longer than switching: the timeout counts from here. */
+    sm_attach_wait(dir, eps, m, seq, timeout_ms);
+    sm_attach_say_silent(eps, m, "the window's end");
+    size_t written = 0;
+    for (size_t i = 0; i < m; i++) {
+        if (eps[i].answered && (!strcmp(eps[i].state, "written") || !strcmp(eps[i].state, "ended")))
+            written++;
+        else if (eps[i].answered)
+            sm_warning("process %s: %s (%s)", eps[i].name, eps[i].text, eps[i].state);
+    }
+    free(eps);
+    if (!written) {
+        sm_error("no process wrote the window into %s", window);
+        return SM_ATTACH_FAILED;
+    }
+    sm_merge_options_t opt = {.job = NULL};
+    int rc = (int)sm_merge_folder(window, &opt);
+    return rc == SM_MERGE_OK ? SM_ATTACH_OK : SM_ATTACH_FAILED;
+}
