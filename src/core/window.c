@@ -21,6 +21,7 @@
 #include "events.h"
 #include "location.h"
 #include "profile.h"
+#include "stacks.h"
 #include "../util/fs.h"
 #include "../util/log.h"
 
@@ -243,6 +244,13 @@ static void sm_w_handle(int which)
             sm_w_answer(seq, "on", sm_w.window);
         else
             sm_w_answer(seq, sm_w.open ? "busy" : "failed", why);
+    } else if (!strcmp(line, "stacks")) {
+        char path[PATH_MAX + 256];
+        snprintf(path, sizeof path, "%s/%s.stacks", sm_w.dir, sm_w.name);
+        if (sm_stacks_write(path, sm_run.rank, sm_run.n_ranks, why, sizeof why) == 0)
+            sm_w_answer(seq, "stacks", path);
+        else
+            sm_w_answer(seq, "failed", why);
     } else if (!strcmp(line, "off")) {
         char reason[64];
         snprintf(reason, sizeof reason, "window %u (sysmeasure-attach)", sm_w.windows + 1);

@@ -9,9 +9,10 @@
  *   request                a request to every process of the job
  *   <host>.<pid>.request   a request to this process alone
  *   <host>.<pid>.state     this process's answer
- * A request is one line "SEQ on FOLDER" or "SEQ off" (written under another
- * name and renamed into place); the answer "SEQ on|written|failed|busy
- * TEXT".  A thread of ours waits for requests in poll() on an inotify
+ * A request is one line "SEQ on FOLDER", "SEQ off" or "SEQ stacks" (written
+ * under another name and renamed into place); the answer "SEQ
+ * on|written|ended|stacks|failed|busy TEXT" (stacks: every thread's call
+ * stack in <host>.<pid>.stacks, stacks.h).  A thread of ours waits for requests in poll() on an inotify
  * descriptor of the folder (at once for changes made on this node), waking
  * once a second to read the files again (changes made on another node,
  * which inotify does not see); it never spins. */
