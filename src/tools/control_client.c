@@ -32,13 +32,14 @@ double sm_ctl_now_s(void)
 
 /* PID's control folder: the one it holds open (window.c).  0, or -1 after
  * one line. */
-int sm_ctl_find_pid(long pid, char *dir, size_t len)
+int sm_ctl_find_pid(long pid, char *dir, size_t len, int say)
 {
     char path[64], comm[256] = "?";
     snprintf(path, sizeof path, "/proc/%ld/comm", pid);
     FILE *f = fopen(path, "r");
     if (!f) {
-        sm_error("no process %ld%s", pid, errno == ENOENT ? "" : ": /proc cannot say");
+        if (say)
+            sm_error("no process %ld%s", pid, errno == ENOENT ? "" : ": /proc cannot say");
         return -1;
     }
     if (fgets(comm, sizeof comm, f))
@@ -47,7 +48,8 @@ int sm_ctl_find_pid(long pid, char *dir, size_t len)
     snprintf(path, sizeof path, "/proc/%ld/fd", pid);
     DIR *d = opendir(path);
     if (!d) {
-        sm_error("cannot look into process %ld (%s): %s (another user's process?)", pid, comm,
+        if (say)
+            sm_error("cannot look into process %ld (%s): %s (another user's process?)", pid, comm,
                  strerror(errno));
         return -1;
     }
@@ -67,7 +69,7 @@ int sm_ctl_find_pid(long pid, char *dir, size_t len)
         }
     }
     closedir(d);
-    if (!found)
+    if (!found && say)
         sm_error("process %ld (%s) has no sysmeasure control endpoint: start it with "
                  "`sysmeasure --dormant` to attach to it later", pid, comm);
     return found ? 0 : -1;

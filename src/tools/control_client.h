@@ -16,8 +16,9 @@ typedef struct sm_ctl_ep {
 
 void sm_ctl_sleep_ms(long ms);
 double sm_ctl_now_s(void);
-/* PID's control folder (the one it holds open).  0, or -1 after one line. */
-int sm_ctl_find_pid(long pid, char *dir, size_t len);
+/* PID's control folder (the one it holds open).  0, or -1 (said in one
+ * line when say). */
+int sm_ctl_find_pid(long pid, char *dir, size_t len, int say);
 /* Every endpoint of a control folder (a job's processes that still run). */
 sm_ctl_ep_t *sm_ctl_job_endpoints(const char *dir, size_t *count);
 /* The sequence number at the head of a file (0: none), the rest of its line. */

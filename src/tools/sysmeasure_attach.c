@@ -129,7 +129,7 @@ int main(int argc, char **argv)
     sm_ctl_ep_t *eps = NULL;
     size_t n = 0;
     if (pid > 0) {
-        if (sm_ctl_find_pid(pid, dir, sizeof dir) != 0)
+        if (sm_ctl_find_pid(pid, dir, sizeof dir, 1) != 0)
             return SM_ATTACH_FAILED;
         char host[64] = "";
         gethostname(host, sizeof host - 1);

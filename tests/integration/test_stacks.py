@@ -81,16 +81,63 @@ def test_stacks_of_a_process_by_pid():
           "the program unharmed: %d %r %r" % (proc.returncode, stdout, stderr))
 
 
-def test_stacks_refuses_a_process_not_dormant():
-    proc = subprocess.Popen(["sleep", "30"], env=clean_env())
+TRACER = """
+import ctypes, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+if libc.ptrace(0x4206, int(sys.argv[1]), None, None) != 0:  # PTRACE_SEIZE
+    sys.exit(1)
+print("tracing", flush=True)
+time.sleep(60)
+"""
+
+
+def test_plain_process_through_ptrace():
+    base = workdir("stacks-ptrace")
+    proc = subprocess.Popen([program("attach-loop"), "STOP", "STARTED"], cwd=base, env=clean_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(600):
+        if os.path.exists(os.path.join(base, "STARTED")):
+            break
+        time.sleep(0.05)
+    js = os.path.join(base, "s.json")
+    p, took = stacks([str(proc.pid), "--json", js])
+    open(os.path.join(base, "STOP"), "w").close()
+    stdout, stderr = proc.communicate(timeout=60)
+    check(p.returncode == 0, "stacks through ptrace: %d %s" % (p.returncode, p.stderr))
+    check(p.stdout.startswith("1 process, 2 threads"), "both threads: %s" % p.stdout)
+    lines = p.stdout.splitlines()
+    check(any(l.endswith("nanosleep < main") for l in lines),
+          "the main thread in nanosleep < main: %s" % p.stdout)
+    check(any("ticker" in l for l in lines), "the second thread in ticker: %s" % p.stdout)
+    doc = json.load(open(js))
+    check(doc["processes"] == 1 and doc["threads"] == 2 and all("pids" in g for g in doc["stacks"]),
+          "JSON by pid: %s" % doc)
+    check(proc.returncode == 0 and stdout == "steps made\n" and stderr == "",
+          "the program unharmed: %d %r %r" % (proc.returncode, stdout, stderr))
+
+
+def test_ptrace_refused_under_another_tracer():
+    target = subprocess.Popen(["sleep", "30"], env=clean_env())
+    tracer = subprocess.Popen(["/usr/bin/python3", "-c", TRACER, str(target.pid)], env=clean_env(),
+                              stdout=subprocess.PIPE, text=True)
     try:
-        p, _ = stacks([str(proc.pid)])
-        check(p.returncode != 0 and len(p.stderr.strip().splitlines()) == 1 and
-              "no sysmeasure control endpoint" in p.stderr, "one line naming the reason: %r" % p.stderr)
-        check(proc.poll() is None, "the process is unharmed")
+        check(tracer.stdout.readline().strip() == "tracing", "the other tracer holds the process")
+        p, _ = stacks([str(target.pid)])
+        lines = p.stderr.strip().splitlines()
+        check(p.returncode != 0, "refused: %d" % p.returncode)
+        check(len(lines) == 1 and "is traced by process %d" % tracer.pid in lines[0],
+              "one line naming the other tracer: %r" % p.stderr)
+        state = open("/proc/%d/status" % target.pid).read().split("State:")[1].split()[0]
+        check(target.poll() is None and state == "S", "the target unharmed, running: %s" % state)
     finally:
-        proc.kill()
-        proc.wait()
+        tracer.kill()
+        tracer.wait()
+        target.kill()
+        target.wait()
+    p, _ = stacks(["999999999"])
+    check(p.returncode != 0 and p.stderr.strip() == "sysmeasure: error: no process 999999999",
+          "no such process: one line: %r" % p.stderr)
 
 
 if __name__ == "__main__":
