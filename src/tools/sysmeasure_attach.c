@@ -64,6 +64,27 @@ static void sm_attach_on_signal(int sig)
     sm_attach_interrupted = 1;
 }
 
+/* The processes of eps that ended during the window opened by seq_on (and
+ * wrote it): marked answered; how many of eps are. */
+static size_t sm_attach_ended(const char *dir, sm_ctl_ep_t *eps, size_t n,
+                              unsigned long long seq_on)
+{
+    size_t ended = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!eps[i].answered) {
+            char path[PATH_MAX + 256], rest[PATH_MAX + 64];
+            snprintf(path, sizeof path, "%s/%s.state", dir, eps[i].name);
+            if (sm_ctl_file_seq(path, rest, sizeof rest) >= seq_on && !strncmp(rest, "ended ", 6)) {
+                eps[i].answered = 1;
+                snprintf(eps[i].state, sizeof eps[i].state, "ended");
+                snprintf(eps[i].text, sizeof eps[i].text, "%.*s", PATH_MAX - 1, rest + 6);
+            }
+        }
+        ended += eps[i].answered;
+    }
+    return ended;
+}
+
 /* ---------------------------------------------------------------- main */
 
 int main(int argc, char **argv)
@@ -222,22 +243,8 @@ int main(int argc, char **argv)
     }
     sm_info(0, "window open in %zu process%s for %.1f s (Ctrl-C ends it now)", started,
             started == 1 ? "" : "es", (double)duration_ms / 1e3);
-    double end = sm_ctl_now_s() + (double)duration_ms / 1e3;
-    while (!sm_attach_interrupted && sm_ctl_now_s() < end) {
-        double left = end - sm_ctl_now_s();
-        sm_ctl_sleep_ms(left > 0.1 ? 100 : (long)(left * 1e3) + 1);
-    }
-
-    /* Off: those that started it write their files (another request, a
-     * snapshot of stacks, may have come meanwhile). */
-    seq = sm_ctl_next_seq(dir, req, eps, n);
-    snprintf(text, sizeof text, "%llu off\n", seq);
-    if (sm_ctl_put(dir, req, text) != 0) {
-        sm_error("cannot write the request into %s: %s; the window stays open", dir,
-                 strerror(errno));
-        free(eps);
-        return SM_ATTACH_FAILED;
-    }
+    /* From now on, the processes that started it. */
+    unsigned long long seq_on = seq;
     size_t m = 0;
     for (size_t i = 0; i < n; i++)
         if (eps[i].answered && !strcmp(eps[i].state, "on")) {
@@ -245,9 +252,35 @@ int main(int argc, char **argv)
             eps[m].answered = 0;
             m++;
         }
-    /* Writing takes longer than switching: the timeout counts from here. */
-    sm_ctl_wait(dir, eps, m, seq, timeout_ms);
-    sm_ctl_say_silent(eps, m, "the window's end");
+    /* A process that ends during the window writes it at its end and says
+     * "ended": looked for once a second. */
+    double end = sm_ctl_now_s() + (double)duration_ms / 1e3, look = sm_ctl_now_s() + 1;
+    size_t ended = 0;
+    while (!sm_attach_interrupted && sm_ctl_now_s() < end && ended < m) {
+        double left = end - sm_ctl_now_s();
+        sm_ctl_sleep_ms(left > 0.1 ? 100 : (long)(left * 1e3) + 1);
+        if (sm_ctl_now_s() >= look) {
+            ended = sm_attach_ended(dir, eps, m, seq_on);
+            look = sm_ctl_now_s() + 1;
+        }
+    }
+    ended = sm_attach_ended(dir, eps, m, seq_on);
+
+    /* Off: those still running write their files (another request, a
+     * snapshot of stacks, may have come meanwhile). */
+    if (ended < m) {
+        seq = sm_ctl_next_seq(dir, req, eps, m);
+        snprintf(text, sizeof text, "%llu off\n", seq);
+        if (sm_ctl_put(dir, req, text) != 0) {
+            sm_error("cannot write the request into %s: %s; the window stays open", dir,
+                     strerror(errno));
+            free(eps);
+            return SM_ATTACH_FAILED;
+        }
+        /* Writing takes longer than switching: the timeout counts from here. */
+        sm_ctl_wait(dir, eps, m, seq, timeout_ms);
+        sm_ctl_say_silent(eps, m, "the window's end");
+    }
     size_t written = 0;
     for (size_t i = 0; i < m; i++) {
         if (eps[i].answered && (!strcmp(eps[i].state, "written") || !strcmp(eps[i].state, "ended")))

@@ -160,6 +160,30 @@ def test_window_of_a_job():
     check(load_json(os.path.join(out, "window-1"), "metadata.json") is not None, "metadata.json reads")
 
 
+def test_window_ended_by_the_program():
+    base = workdir("attach-ended")
+    out = os.path.join(base, "out")
+    proc = start_dormant([smtest.LAUNCHER, "--dormant", "--output", out, "--",
+                          program("attach-loop"), "STOP", "STARTED"], base)
+    t0 = time.monotonic()
+    a = subprocess.Popen([ATTACH, "--duration", "60s", str(proc.pid)], env=clean_env(),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    state = os.path.join(out, ".control", "%s.%d.state" % (os.uname().nodename, proc.pid))
+    for _ in range(200):
+        if os.path.exists(state) and " on " in open(state).read():
+            break
+        time.sleep(0.05)
+    time.sleep(0.5)
+    rc, stdout, _ = stop(proc, base)  # the program ends inside the window
+    a_out, a_err = a.communicate(timeout=60)
+    took = time.monotonic() - t0
+    check(rc == 0 and stdout == "steps made\n", "the program ends as it would: %d %r" % (rc, stdout))
+    check(a.returncode == 0, "the window written at the program's end, merged: %d %s" % (a.returncode, a_err))
+    check(took < 20, "sysmeasure-attach did not wait out its 60 s: %.1f s" % took)
+    visits, _ = check_window(os.path.join(out, "window-1"), 0.6, ("step",))  # from "on" to the end
+    check(visits.get("step", 0) > 0, "steps in the window: %s" % visits)
+
+
 def test_attach_refuses_a_process_not_dormant():
     base = workdir("attach-refuse")
     proc = subprocess.Popen(["sleep", "30"], env=clean_env())
