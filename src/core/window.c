@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "events.h"
 #include "location.h"
+#include "metrics.h"
 #include "profile.h"
 #include "stacks.h"
 #include "../util/fs.h"
@@ -219,6 +220,7 @@ static int sm_w_cut(const char *reason, char *why, size_t len)
     int rc = sm_end_layer.save_process(&w, reason);
     for (uint32_t i = 0; i < n; i++)
         sm_w_reset(sm_location_get(i), end);
+    sm_metrics_restart();
     sm_w.open = 0;
     sm_w.windows++;
     (void)sm_runtime_set_output_dir(sm_w.base);
@@ -397,4 +399,43 @@ void sm_window_at_end(void)
 void sm_window_after_fork_child(void)
 {
     sm_w.running = 0;
+}
+
+/* ---------------------------------------------------------------- started from outside */
+
+/* sysmeasure-attach PID of a program not started under sysmeasure: the
+ * tool loads this library into it (a remote dlopen through ptrace) and
+ * calls this on one of its threads.  The process becomes a --dormant one
+ * with its endpoint in <dir>/.control; process sampling (its own thread)
+ * is what it can measure, as nothing calls the wrappers (the program's
+ * calls are bound to their libraries already).  0, or -1 (measured already,
+ * or the configuration failed: said on the program's stderr). */
+SM_EXPORT int sysmeasure_injected_start(const char *dir, int process_sampling);
+
+int sysmeasure_injected_start(const char *dir, int process_sampling)
+{
+    if (sm_runtime_active || !dir || dir[0] != '/')
+        return -1;
+    /* The configuration comes from the environment: set for the start
+     * only, and taken out again, so that what the program starts later
+     * does not inherit it. */
+    static const char *const names[] = {"SYSMEASURE_ENABLE", "SYSMEASURE_DORMANT",
+                                        "SYSMEASURE_OUTPUT", "SYSMEASURE_MPI",
+                                        "SYSMEASURE_PROCESS_SAMPLING"};
+    const char *values[] = {"yes", "yes", dir, "no", process_sampling ? "yes" : "no"};
+    char *old[sizeof names / sizeof *names];
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        const char *v = getenv(names[i]);
+        old[i] = v ? strdup(v) : NULL;
+        setenv(names[i], values[i], 1);
+    }
+    int rc = sm_runtime_init();
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        if (old[i])
+            setenv(names[i], old[i], 1);
+        else
+            unsetenv(names[i]);
+        free(old[i]);
+    }
+    return rc == 0 && sm_w.running ? 0 : -1;
 }

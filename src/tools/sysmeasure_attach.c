@@ -21,6 +21,7 @@
 #include "../core/runtime.h"
 #include "../core/window.h"
 #include "control_client.h"
+#include "inject.h"
 #include "../merge/merge.h"
 #include "../util/fs.h"
 #include "../util/log.h"
@@ -83,6 +84,46 @@ static size_t sm_attach_ended(const char *dir, sm_ctl_ep_t *eps, size_t n,
         ended += eps[i].answered;
     }
     return ended;
+}
+
+/* A process not started under sysmeasure: the core loaded into it
+ * (inject.h), its output folder ./sysmeasure-<program>-<pid>; then its
+ * control folder into dir.  0, or -1 after one line. */
+static int sm_attach_inject(long pid, char *dir)
+{
+    char comm[64] = "program", path[64], base[PATH_MAX], why[PATH_MAX + 256];
+    snprintf(path, sizeof path, "/proc/%ld/comm", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        sm_error("no process %ld", pid);
+        return -1;
+    }
+    if (fgets(comm, sizeof comm, f))
+        comm[strcspn(comm, "\n")] = '\0';
+    fclose(f);
+    for (char *p = comm; *p; p++)
+        if (*p == '/' || *p == ' ')
+            *p = '_';
+    char cwd[PATH_MAX / 2];
+    if (!getcwd(cwd, sizeof cwd))
+        snprintf(cwd, sizeof cwd, "/tmp");
+    snprintf(base, sizeof base, "%s/sysmeasure-%s-%ld", cwd, comm, pid);
+    if (sm_inject_core(pid, base, 1, why, sizeof why) != 0) {
+        sm_error("%s", why);
+        return -1;
+    }
+    for (int i = 0; i < 100; i++) { /* its control thread makes the endpoint */
+        if (sm_ctl_find_pid(pid, dir, PATH_MAX, 0) == 0) {
+            sm_info(0, "process %ld (%s) was not started under sysmeasure: sysmeasure is loaded "
+                    "into it now; a window measures its process sampling only (its calls into "
+                    "MPI and other libraries are bound already and are not seen)", pid, comm);
+            return 0;
+        }
+        sm_ctl_sleep_ms(20);
+    }
+    sm_error("sysmeasure was loaded into process %ld, but its control endpoint did not appear in "
+             "%s/.control", pid, base);
+    return -1;
 }
 
 /* ---------------------------------------------------------------- main */
@@ -150,7 +191,7 @@ int main(int argc, char **argv)
     sm_ctl_ep_t *eps = NULL;
     size_t n = 0;
     if (pid > 0) {
-        if (sm_ctl_find_pid(pid, dir, sizeof dir, 1) != 0)
+        if (sm_ctl_find_pid(pid, dir, sizeof dir, 0) != 0 && sm_attach_inject(pid, dir) != 0)
             return SM_ATTACH_FAILED;
         char host[64] = "";
         gethostname(host, sizeof host - 1);

@@ -184,17 +184,54 @@ def test_window_ended_by_the_program():
     check(visits.get("step", 0) > 0, "steps in the window: %s" % visits)
 
 
-def test_attach_refuses_a_process_not_dormant():
+TRACER = """
+import ctypes, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+if libc.ptrace(0x4206, int(sys.argv[1]), None, None) != 0:  # PTRACE_SEIZE
+    sys.exit(1)
+print("tracing", flush=True)
+time.sleep(60)
+"""
+
+
+def test_attach_to_a_program_not_under_sysmeasure():
+    base = workdir("attach-inject")
+    # A plain shell (no sysmeasure in it) that waits for its child, then prints.
+    proc = subprocess.Popen(["/bin/sh", "-c", "sleep 2.5; echo done"], cwd=base, env=clean_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.3)
+    p = subprocess.run([ATTACH, "--duration", "1s", str(proc.pid)], cwd=base, env=clean_env(),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+    stdout, stderr = proc.communicate(timeout=60)
+    check(p.returncode == 0, "attached by loading sysmeasure into it: %d %s" % (p.returncode, p.stderr))
+    check("process sampling only" in p.stderr and "bound already" in p.stderr,
+          "says plainly what is measured and what is not: %s" % p.stderr)
+    window = os.path.join(base, "sysmeasure-sh-%d" % proc.pid, "window-1")
+    check(os.path.exists(os.path.join(window, "traces.otf2")), "the window's archive: %s" % window)
+    text = open(os.path.join(window, "profile.txt")).read() if os.path.exists(os.path.join(window, "profile.txt")) else ""
+    check("SAMPLED METRICS" in text, "its process sampling in the window's profile")
+    check(proc.returncode == 0 and stdout == "done\n" and stderr == "",
+          "the program unharmed: %d %r %r" % (proc.returncode, stdout, stderr))
+
+
+def test_attach_refused_under_another_tracer():
     base = workdir("attach-refuse")
     proc = subprocess.Popen(["sleep", "30"], env=clean_env())
+    tracer = subprocess.Popen(["/usr/bin/python3", "-c", TRACER, str(proc.pid)], env=clean_env(),
+                              stdout=subprocess.PIPE, text=True)
     try:
+        check(tracer.stdout.readline().strip() == "tracing", "the other tracer holds the process")
         a, _ = attach(["--duration", "1s", str(proc.pid)])
         check(a.returncode != 0, "refused: %d" % a.returncode)
         lines = a.stderr.strip().splitlines()
-        check(len(lines) == 1 and "no sysmeasure control endpoint" in lines[0],
+        check(len(lines) == 1 and "is traced by process %d" % tracer.pid in lines[0],
               "one line naming the reason: %r" % a.stderr)
-        check(proc.poll() is None, "the process is unharmed")
+        state = open("/proc/%d/status" % proc.pid).read().split("State:")[1].split()[0]
+        check(proc.poll() is None and state == "S", "the process is unharmed: %s" % state)
     finally:
+        tracer.kill()
+        tracer.wait()
         proc.kill()
         proc.wait()
     a, _ = attach(["--job", base])
