@@ -283,6 +283,14 @@ static int sm_runtime_init_as_held(int argc, char **argv)
     const char *prog = sm_saved_argc > 0 ? sm_saved_argv[0] : "program";
     const char *slash = strrchr(prog, '/');
     snprintf(sm_program, sizeof sm_program, "%s", slash ? slash + 1 : prog);
+    if (sm_cfg.dormant && sm_cfg.crash_safe) {
+        /* Its files are made at the start, in the run's folder; a window
+         * writes its own folder at its end (window.h). */
+        if (sm_job_launcher_rank() <= 0) /* (once for a job) */
+            sm_warning("--crash-safe is left out with --dormant: each window is written when "
+                       "it ends");
+        sm_cfg.crash_safe = 0;
+    }
     sm_choose_output_dir();
     sm_buffers_set_spill_provider(sm_runtime_spill_dir);
     if (sm_cfg.crash_safe) {

@@ -36,6 +36,17 @@ def test_dormant_exit_code_kept():
     check(not os.path.exists(out), "no output folder")
 
 
+def test_dormant_leaves_out_crash_safe():
+    base = workdir("dormant-crash-safe")
+    out = os.path.join(base, "out")
+    proc = run([program("exit-code"), "3"], launcher_args=["--dormant", "--crash-safe", "--output", out])
+    lines = proc.stderr.strip().splitlines()
+    check(proc.returncode == 3 and proc.stdout == "application output\n", "the program unharmed")
+    check(len(lines) == 1 and "--crash-safe is left out with --dormant" in lines[0],
+          "one line says so: %r" % proc.stderr)
+    check(not os.path.exists(out), "nothing written")
+
+
 def test_dormant_mpi_job():
     base = workdir("dormant-mpi")
     out = os.path.join(base, "out")
