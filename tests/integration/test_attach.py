@@ -151,6 +151,28 @@ def json_names(profile):
     return names
 
 
+def test_windows_that_spill():
+    """A budget the windows exceed: each spills into its own folder, and
+    neither holds the other's events."""
+    base = workdir("attach-spill")
+    out = os.path.join(base, "out")
+    proc = start_dormant([smtest.LAUNCHER, "--dormant", "--buffer-size", "16K", "--output", out,
+                          "--", program("attach-loop"), "STOP", "STARTED"], base,
+                         env={"SYSMEASURE_BUFFER_CHUNK_SIZE": "4K"})
+    a1, _ = attach(["--duration", "1s", str(proc.pid)])
+    time.sleep(0.3)
+    a2, _ = attach(["--duration", "500ms", str(proc.pid)])
+    rc, stdout, _ = stop(proc, base)
+    check(rc == 0 and a1.returncode == 0 and a2.returncode == 0,
+          "both windows: %d %d %d %s %s" % (rc, a1.returncode, a2.returncode, a1.stderr, a2.stderr))
+    w1, _ = check_window(os.path.join(out, "window-1"), 1.0, ("step", "tick"))
+    w2, _ = check_window(os.path.join(out, "window-2"), 0.5, ("step", "tick"))
+    for w in ("window-1", "window-2"):
+        b = load_json(os.path.join(out, w), "metadata.json")["buffers"]
+        check(b["spills"] > 0 and b["dropped_records"] == 0, "%s spilled, lost nothing: %s" % (w, b))
+    check(w2["step"] < w1["step"], "window 2 holds its own steps only: %s %s" % (w1, w2))
+
+
 def test_window_of_a_job():
     base = workdir("attach-job")
     out = os.path.join(base, "out")
