@@ -358,7 +358,7 @@ static int sm_runtime_init_as_held(int argc, char **argv)
     sm_subsystems_init(&sm_cfg);
     if (!enabled && !sm_cfg.dormant)
         sm_event_measurement(main_loc, false, sm_run.start_time);
-    if (sm_cfg.dormant)
+    if (sm_cfg.dormant || sm_cfg.control)
         (void)sm_window_start(); /* (a failure is said; the program runs on) */
     sm_info(1, "measuring %s (trace: %s, profile: %s, clock: %s), output in %s", sm_program,
             sm_cfg.trace ? "yes" : "no", sm_cfg.profile ? "yes" : "no", sm_run.clock_source,

@@ -382,7 +382,7 @@ int sm_runtime_save_before_finalize(void)
 {
     if (!sm_procs)
         return 0;
-    if (sm_cfg.dormant)
+    if (sm_cfg.dormant || sm_cfg.control)
         sm_window_at_end();
     /* No handler of the program may jump out of the write, and a file
      * size limit fails our writes, not the program (sig_hold.h). */
@@ -428,7 +428,7 @@ int sm_runtime_finalize(void)
 int sm_runtime_finalize_as(const char *reason, int how)
 {
     int saved_errno = errno;
-    if (sm_cfg.dormant && how != 1 && sm_runtime_active)
+    if ((sm_cfg.dormant || sm_cfg.control) && how != 1 && sm_runtime_active)
         sm_window_at_end(); /* (a window still open is written first) */
     /* No handler of the program may jump out of the write, and a file size
      * limit fails our writes, not the program (sig_hold.h). */

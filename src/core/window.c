@@ -241,7 +241,9 @@ static void sm_w_handle(int which)
         return;
     sm_w.seq[which] = seq;
     pthread_mutex_lock(&sm_w_lock);
-    if (!strncmp(line, "on ", 3)) {
+    if ((!strncmp(line, "on ", 3) || !strcmp(line, "off")) && !sm_runtime_config()->dormant) {
+        sm_w_answer(seq, "failed", "measured from its start (not --dormant): no windows");
+    } else if (!strncmp(line, "on ", 3)) {
         if (sm_w_open(line + 3, why, sizeof why) == 0)
             sm_w_answer(seq, "on", sm_w.window);
         else
@@ -394,6 +396,11 @@ void sm_window_at_end(void)
     sm_w.dir_fd = -1;
     if (!ended_in_window)
         sm_w_remove_control();
+    /* The folder made for the endpoint at the start, when the job's folder
+     * turned out to be another (a rank's own name before MPI_Init): gone
+     * when empty. */
+    if (strcmp(sm_w.base, sm_outdir) != 0)
+        rmdir(sm_w.base);
 }
 
 void sm_window_after_fork_child(void)

@@ -23,8 +23,9 @@
 
 #define SM_WINDOW_CONTROL_DIR ".control"
 
-/* At the start of a --dormant process: its endpoint and its control
- * thread.  0, or -1 after one line (the process runs on, dormant). */
+/* At the start of a --dormant process (or one with SYSMEASURE_CONTROL: its
+ * endpoint answers stacks requests only): its endpoint and its control
+ * thread.  0, or -1 after one line (the process runs on). */
 int sm_window_start(void) SM_HIDDEN;
 
 /* The run ends (exit, MPI_Finalize; not from a signal handler): a window

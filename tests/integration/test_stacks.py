@@ -32,9 +32,26 @@ def stacks(args):
 
 
 def test_hung_job_names_the_stuck_rank():
+    hung_job("--dormant")
+
+
+def test_hung_measured_job_with_control():
+    hung_job("--control")
+
+
+def test_measured_run_with_control_leaves_no_endpoint():
+    base = workdir("stacks-control-end")
+    out = os.path.join(base, "out")
+    proc = smtest.run([program("sleep-regions")], launcher_args=["--control", "--output", out])
+    check(proc.returncode == 0, "the run ends: %s" % proc.stderr)
+    check(os.path.exists(os.path.join(out, "traces.otf2")), "its output as usual")
+    check(not os.path.exists(os.path.join(out, ".control")), "no endpoint left: %s" % os.listdir(out))
+
+
+def hung_job(how):
     base = workdir("stacks-hung")
     out = os.path.join(base, "out")
-    cmd = [smtest.MPIRUN, "-np", "4", "--oversubscribe", smtest.LAUNCHER, "--dormant", "--output",
+    cmd = [smtest.MPIRUN, "-np", "4", "--oversubscribe", smtest.LAUNCHER, how, "--output",
            out, "--", program("stuck-mpi"), "STARTED"]
     proc = start(cmd, base, env=mpi_env())
     try:
