@@ -174,6 +174,7 @@ size_t sm_ctl_wait(const char *dir, sm_ctl_ep_t *eps, size_t n,
 {
     double until = sm_ctl_now_s() + (double)timeout_ms / 1e3;
     size_t answered = 0;
+    long pause_ms = 20; /* growing to 500: a job's many files on a shared file system */
     for (;;) {
         answered = 0;
         for (size_t i = 0; i < n; i++) {
@@ -192,7 +193,9 @@ size_t sm_ctl_wait(const char *dir, sm_ctl_ep_t *eps, size_t n,
         }
         if (answered == n || sm_ctl_now_s() >= until)
             return answered;
-        sm_ctl_sleep_ms(50);
+        sm_ctl_sleep_ms(pause_ms);
+        if (pause_ms < 500)
+            pause_ms += pause_ms / 2;
     }
 }
 
