@@ -291,6 +291,14 @@ static int sm_runtime_init_as_held(int argc, char **argv)
                        "it ends");
         sm_cfg.crash_safe = 0;
     }
+    if (sm_cfg.dormant && sm_cfg.sampling) {
+        /* Call-stack samples go into the profile at the end of the run, not
+         * into a window's files (callstack.c): none are taken. */
+        if (sm_job_launcher_rank() <= 0)
+            sm_warning("--sampling is left out with --dormant: a window holds events, the "
+                       "profile and process sampling, not call-stack samples");
+        sm_cfg.sampling = 0;
+    }
     sm_choose_output_dir();
     sm_buffers_set_spill_provider(sm_runtime_spill_dir);
     if (sm_cfg.crash_safe) {

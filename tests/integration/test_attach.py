@@ -47,6 +47,17 @@ def test_dormant_leaves_out_crash_safe():
     check(not os.path.exists(out), "nothing written")
 
 
+def test_dormant_leaves_out_sampling():
+    base = workdir("dormant-sampling")
+    out = os.path.join(base, "out")
+    proc = run([program("exit-code"), "4"], launcher_args=["--dormant", "--sampling", "--output", out])
+    lines = proc.stderr.strip().splitlines()
+    check(proc.returncode == 4 and proc.stdout == "application output\n", "the program unharmed")
+    check(len(lines) == 1 and "--sampling is left out with --dormant" in lines[0],
+          "one line says so: %r" % proc.stderr)
+    check(not os.path.exists(out), "nothing written")
+
+
 def test_dormant_mpi_job():
     base = workdir("dormant-mpi")
     out = os.path.join(base, "out")
