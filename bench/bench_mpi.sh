@@ -1,12 +1,14 @@
 #!/bin/sh
 # The cost sysmeasure adds per MPI call, and the time of MPI_Finalize with
 # sysmeasure writing the job's output, in one run: bench-mpi plain, under the
-# launcher with trace and profile, and under the launcher with the profile
-# only (--trace=no), in turn, ROUNDS times; the medians of each are compared.
+# launcher with trace and profile, under the launcher with the profile only
+# (--trace=no), and under the launcher --dormant (everything loaded,
+# measurement off: the stopped path), in turn, ROUNDS times; the medians of
+# each are compared.
 # Usage: bench/bench_mpi.sh BUILDDIR [NP] [ITERS] [ROUNDS]
 #   NP ranks (default 2), ITERS calls per kernel (default 200000).
-# Environment: MPIRUN (default mpirun); SM_BENCH_TRACE=yes or no measures
-# only that mode; BEFORE=DIR (another build of sysmeasure) adds that build's
+# Environment: MPIRUN (default mpirun); SM_BENCH_TRACE=yes, no or dormant
+# (or a list of them) measures only those modes; BEFORE=DIR (another build of sysmeasure) adds that build's
 # launcher in the same modes to the same rounds.
 set -eu
 build=${1:?usage: bench_mpi.sh BUILDDIR [NP] [ITERS] [ROUNDS]}
@@ -17,7 +19,7 @@ mpirun=${MPIRUN:-mpirun}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-modes=${SM_BENCH_TRACE:-yes no}
+modes=${SM_BENCH_TRACE:-yes no dormant}
 before=${BEFORE:-}
 [ -n "$before" ] && modes="$modes $(for t in $modes; do printf 'b%s ' "$t"; done)"
 
@@ -30,10 +32,11 @@ one_run() {
     fi
     t=$1 sm="$build/sysmeasure"
     case $t in b*) t=${t#b} sm="$before/sysmeasure" ;; esac
-    "$mpirun" -np "$np" --oversubscribe "$sm" --trace="$t" \
+    case $t in dormant) how=--dormant ;; *) how=--trace="$t" ;; esac
+    "$mpirun" -np "$np" --oversubscribe "$sm" "$how" \
         --output "$work/out$2" -- "$build/bench/bench-mpi" "$iters" >>"$work/trace-$1" 2>"$work/err" ||
         { echo "a run ($1) failed ($?): $(tail -3 "$work/err")" >&2; }
-    du -sk "$work/out$2" | cut -f1 >>"$work/size_kb-$1"
+    { du -sk "$work/out$2" 2>/dev/null || echo 0; } | cut -f1 >>"$work/size_kb-$1"
     rm -rf "$work/out$2"
 }
 # shellcheck disable=SC2086
@@ -45,6 +48,8 @@ for t in $modes; do
     case $t in
     yes) printf ' %10s %10s' traced added ;;
     no) printf ' %10s %10s' profile added ;;
+    dormant) printf ' %10s %10s' dormant added ;;
+    bdormant) printf ' %10s %10s' bef.dorm added ;;
     byes) printf ' %10s %10s' bef.traced added ;;
     *) printf ' %10s %10s' bef.prof added ;;
     esac
@@ -60,5 +65,5 @@ for k in comm_rank_ns pingpong_ns allreduce8_ns finalize_ms; do
     echo
 done
 for t in $modes; do
-    echo "output folder (trace: $t): $(bench_mid <"$work/size_kb-$t") KiB"
+    echo "output folder ($t): $(bench_mid <"$work/size_kb-$t") KiB"
 done

@@ -403,6 +403,20 @@ def read_list(path):
 
 # ---------------------------------------------------------------- C
 
+def c_where(f):
+    """The call's communicator, peer and tag for sysmeasure-stacks
+    (sm_mpi_call_where), for a function that has a communicator."""
+    comm = f.by_name.get('comm')
+    if not comm or not comm.decl.startswith('MPI_Comm ') or '*' in comm.decl:
+        return None
+    ints = {p.name for p in f.params if p.decl.split()[0] == 'int' and '*' not in p.decl}
+    peer, kind = next(((n, k) for n, k in (('source', 'SOURCE'), ('dest', 'DEST'), ('root', 'ROOT'))
+                       if n in ints), ('-1', 'NONE'))
+    tag = next((n for n in ('tag', 'recvtag', 'sendtag') if n in ints), None)
+    return 'sm_mpi_call_where(SM_MPI_FN_%s, comm, %s, SM_CALL_PEER_%s, %s, %d);' % (
+        f.name, peer, kind, tag or '0', 1 if tag else 0)
+
+
 def c_wrapper(f):
     k = f.template
     decls = ', '.join([p.decl for p in f.params] + (['...'] if f.variadic else [])) or 'void'
@@ -416,6 +430,9 @@ def c_wrapper(f):
     begin = 'sm_mpi_call_begin_lifecycle' if k.lifecycle else 'sm_mpi_call_begin'
     out.append('    if (!%s(&call, SM_MPI_FN_%s))' % (begin, f.name))
     out.append('        return %s;' % plain_call)
+    where = c_where(f)
+    if where:
+        out.append('    ' + where)
     if k.status:
         p, _ = f.param_for(k.status)
         out.append('    MPI_Status *sm_st = sm_wc_status(%s);' % p.name)

@@ -48,18 +48,43 @@ static sm_procs_t sm_mpi_procs;
 #endif
 
 
+static int sm_mpi_call_note(sm_call_note_t *note);
+
 __attribute__((constructor)) static void sm_mpi_adapter_load(void)
 {
     const sm_adapter_api_t *api = sysmeasure_adapter_api(SM_ADAPTER_API_VERSION);
     if (!api || api->version != SM_ADAPTER_API_VERSION || api->size < sizeof(sm_adapter_api_t))
         return;
     sm_mpi_api = api;
+    if (SM_ADAPTER_API_HAS(api, stack_call_note))
+        api->stack_call_note(sm_mpi_call_note);
     __atomic_store_n(&sm_mpi_pass, 0, __ATOMIC_RELEASE);
 }
 
 /* ---------------------------------------------------------------- calls */
 
 SM_TLS uint32_t sm_mpi_in_call;
+SM_TLS sm_mpi_where_t sm_mpi_where;
+
+/* The core's stack note (stacks.h), in a signal handler on the thread:
+ * reads this thread's own records, nothing else. */
+static int sm_mpi_call_note(sm_call_note_t *note)
+{
+    uint32_t in = sm_mpi_in_call;
+    if (!in || in - 1 >= SM_MPI_FN_COUNT)
+        return 0;
+    note->function = sm_mpi_functions[in - 1].name;
+    if (sm_mpi_where.fn != in - 1)
+        return 1; /* (no communicator: a wait, a test) */
+    MPI_Comm c = sm_mpi_where.comm;
+    note->comm = c == MPI_COMM_WORLD ? "MPI_COMM_WORLD" : c == MPI_COMM_SELF ? "MPI_COMM_SELF" : NULL;
+    note->comm_handle = (uint64_t)(uintptr_t)c;
+    note->peer = sm_mpi_where.peer;
+    note->peer_kind = (sm_call_peer_t)sm_mpi_where.peer_kind;
+    note->tag = sm_mpi_where.tag;
+    note->has_tag = sm_mpi_where.has_tag;
+    return 1;
+}
 uint32_t sm_mpi_regions[SM_MPI_FN_COUNT];
 
 uint32_t sm_mpi_current_fn(void)

@@ -84,6 +84,29 @@ static SM_ALWAYS_INLINE int sm_mpi_call_begin(sm_mpi_call_t *call, uint32_t fn)
     return 1;
 }
 
+/* The communicator, peer and tag of the call this thread is in, for
+ * sysmeasure-stacks (the core's stack note, stacks.h): a few stores per
+ * call, no lock.  fn says which call they belong to (a call without a
+ * communicator leaves the previous call's). */
+typedef struct sm_mpi_where {
+    uint32_t fn;
+    int32_t peer, tag;
+    uint8_t peer_kind, has_tag;
+    MPI_Comm comm;
+} sm_mpi_where_t;
+extern SM_TLS sm_mpi_where_t sm_mpi_where SM_HIDDEN;
+
+static SM_ALWAYS_INLINE void sm_mpi_call_where(uint32_t fn, MPI_Comm comm, int peer,
+                                                int peer_kind, int tag, int has_tag)
+{
+    sm_mpi_where.fn = fn;
+    sm_mpi_where.comm = comm;
+    sm_mpi_where.peer = peer;
+    sm_mpi_where.tag = tag;
+    sm_mpi_where.peer_kind = (uint8_t)peer_kind;
+    sm_mpi_where.has_tag = (uint8_t)has_tag;
+}
+
 static SM_ALWAYS_INLINE void sm_mpi_call_end(sm_mpi_call_t *call)
 {
     if (SM_LIKELY(call->region != SM_INVALID_ID))

@@ -14,6 +14,7 @@
 #include "location.h"
 #include "metrics.h"
 #include "runtime.h"
+#include "stacks.h"
 
 /* The location of the calling thread when it records now, else NULL. */
 static inline sm_location_t *sm_api_location(void)
@@ -437,6 +438,7 @@ static const sm_adapter_api_t sm_adapter_api_v1 = {
     .gpu_memory = sm_gpu_memory,
     .gpu_memory_api_source = sm_gpu_memory_api_source,
     .gpu_memory_block_bytes = sm_gpu_memory_block_bytes,
+    .stack_call_note = sm_stacks_set_call_note,
 };
 
 SM_EXPORT const sm_adapter_api_t *sysmeasure_adapter_api(unsigned version);

@@ -67,6 +67,24 @@ typedef struct sm_adapter_attr {
     uint64_t raw;
 } sm_adapter_attr_t;
 
+/* What a thread waits in, for sysmeasure-stacks (stacks.h). */
+typedef enum sm_call_peer {
+    SM_CALL_PEER_NONE,
+    SM_CALL_PEER_SOURCE,
+    SM_CALL_PEER_DEST,
+    SM_CALL_PEER_ROOT
+} sm_call_peer_t;
+
+typedef struct sm_call_note {
+    const char *function; /* static text ("MPI_Recv") */
+    const char *comm;     /* static text ("MPI_COMM_WORLD"), or NULL: another */
+    uint64_t comm_handle; /* the communicator's handle, when comm is NULL */
+    int32_t peer, tag;    /* as the call was given (MPI_ANY_SOURCE: -1 in Open MPI) */
+    sm_call_peer_t peer_kind;
+    int has_tag;
+} sm_call_note_t;
+typedef int (*sm_call_note_fn)(sm_call_note_t *note);
+
 typedef struct sm_adapter_api {
     uint32_t version; /* SM_ADAPTER_API_VERSION */
     uint32_t size;    /* sizeof(sm_adapter_api_t) */
@@ -263,6 +281,12 @@ typedef struct sm_adapter_api {
     /* The size of the block allocated at address; 0 when none is known
      * (a free's bytes for its API call's leave). */
     uint64_t (*gpu_memory_block_bytes)(uint64_t address);
+    /* ---- added for sysmeasure-stacks (stacks.h; check with
+     * SM_ADAPTER_API_HAS(api, stack_call_note)) ---- */
+    /* fn, called in a signal handler on a thread whose stack is taken,
+     * says the call the thread is in (an MPI call: its peer, tag,
+     * communicator); returns 0 when it is in none. */
+    void (*stack_call_note)(sm_call_note_fn fn);
 } sm_adapter_api_t;
 
 /* Whether a table the core handed out has the entry `field`. */

@@ -168,7 +168,22 @@ void sm_buffers_account(int64_t delta)
     }
 }
 
+static void sm_buffer_drop(sm_location_t *loc, int remove_spill);
+
 void sm_buffer_free(sm_location_t *loc)
+{
+    sm_buffer_drop(loc, 1);
+}
+
+void sm_buffer_forget(sm_location_t *loc)
+{
+    sm_buffer_drop(loc, 0);
+    sm_buffer_t *b = &loc->buffer;
+    b->spills = b->spilled_bytes = b->spill_waits = b->dropped_records = 0;
+    b->n_chunks = 0;
+}
+
+static void sm_buffer_drop(sm_location_t *loc, int remove_spill)
 {
     sm_buffer_t *b = &loc->buffer;
     sm_buffers_quiesce();
@@ -202,5 +217,8 @@ void sm_buffer_free(sm_location_t *loc)
     b->first = b->current = NULL;
     loc->pos = loc->end = NULL;
     loc->live_end = NULL;
-    sm_buffer_remove_spill(loc);
+    if (remove_spill)
+        sm_buffer_remove_spill(loc);
+    else
+        sm_buffer_spill_forget(loc);
 }

@@ -196,6 +196,13 @@ void sm_buffer_free(struct sm_location *loc) SM_HIDDEN;
 /* Forgets loc's frames in the spill file (its events are in the archive);
  * the file is deleted when no location has any left. */
 void sm_buffer_remove_spill(struct sm_location *loc) SM_HIDDEN;
+/* The same, the spill file kept on disk (closed with its last user; the
+ * next spill makes a new one where the spill provider says now). */
+void sm_buffer_spill_forget(struct sm_location *loc) SM_HIDDEN;
+/* A window of a --dormant run was written (window.h): loc's chunks go back,
+ * its spilled events stay in the window's file, its counts start again.
+ * Only while its thread records nothing (measurement off, loc closed). */
+void sm_buffer_forget(struct sm_location *loc) SM_HIDDEN;
 /* The spill file holding loc's events, or NULL when none of them is there. */
 const char *sm_buffer_spill_path(const struct sm_location *loc) SM_HIDDEN;
 

@@ -373,7 +373,9 @@ void sm_report_write_error(int err)
                  sm_spill_file ? sm_spill_file : "the spill folder", sm_fs_why(err));
 }
 
-void sm_buffer_remove_spill(sm_location_t *loc)
+/* remove: the file goes with its last user; else it stays on disk, closed,
+ * and the next spill opens a new one (sm_buffer_forget). */
+static void sm_spill_release(sm_location_t *loc, int remove)
 {
     sm_buffer_t *b = &loc->buffer;
     pthread_mutex_lock(&sm_w_lock);
@@ -391,13 +393,24 @@ void sm_buffer_remove_spill(sm_location_t *loc)
     pthread_mutex_lock(&sm_file_lock);
     if (sm_spill_fd_checked() >= 0) {
         close(sm_spill_fd);
-        unlink(sm_spill_file);
+        if (remove)
+            unlink(sm_spill_file);
     }
     sm_spill_fd = -1;
     sm_spill_broken = 0;
     free(sm_spill_file);
     sm_spill_file = NULL;
     pthread_mutex_unlock(&sm_file_lock);
+}
+
+void sm_buffer_remove_spill(sm_location_t *loc)
+{
+    sm_spill_release(loc, 1);
+}
+
+void sm_buffer_spill_forget(sm_location_t *loc)
+{
+    sm_spill_release(loc, 0);
 }
 
 const char *sm_buffer_spill_path(const sm_location_t *loc)

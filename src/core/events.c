@@ -5,6 +5,7 @@
 #include <string.h>
 
 volatile uint8_t sm_measurement_on = 1;
+volatile uint8_t sm_dormant_idle;
 
 void sm_event_leave_mismatch(sm_location_t *loc, sm_region_id_t region, uint64_t t)
 {
@@ -104,7 +105,7 @@ void sm_event_measurement(sm_location_t *loc, bool on, uint64_t t)
 
 void sm_event_thread_create(sm_location_t *loc, uint32_t created, uint64_t t)
 {
-    if (loc->tracing && !loc->closed)
+    if (loc->tracing && !loc->closed && !sm_dormant_idle)
         sm_trace_record(loc, SM_REC_THREAD_CREATE, created, t);
 }
 

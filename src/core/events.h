@@ -18,6 +18,12 @@
  * through the user API are recorded regardless; adapters ask sm_measuring(). */
 extern volatile uint8_t sm_measurement_on SM_HIDDEN;
 
+/* --dormant (SYSMEASURE_DORMANT) while no window is open: besides
+ * sm_measurement_on being 0, user API regions and the threads' begin, end
+ * and creation are not recorded either, so that no event buffer is touched
+ * (window.h opens and closes the windows). */
+extern volatile uint8_t sm_dormant_idle SM_HIDDEN;
+
 static inline bool sm_measuring(const sm_location_t *loc)
 {
     return sm_measurement_on && loc->thread_enabled;

@@ -201,7 +201,7 @@ static sm_location_t *sm_location_for_thread_held(void)
     if (!loc)
         return &sm_inactive_location;
     sm_location_bind_current(loc);
-    if (loc->tracing)
+    if (loc->tracing && !sm_dormant_idle)
         sm_trace_record(loc, SM_REC_THREAD_BEGIN, SM_INVALID_ID, loc->begin_time);
     return loc;
 }
@@ -293,7 +293,7 @@ void sm_location_close(sm_location_t *loc, uint64_t time)
     while (loc->sp != loc->stack)
         sm_event_leave_top(loc, time);
     loc->stack[0].child = 0;
-    if (loc->tracing)
+    if (loc->tracing && !sm_dormant_idle)
         sm_trace_record(loc, SM_REC_THREAD_END, 0, time);
     sm_counters_thread_stop(loc);
     sm_subsystems_thread_end(loc);

@@ -82,6 +82,9 @@ typedef struct sm_location {
      * the first event inside it that needs it; 0 until then). */
     const struct sm_frame *pass_frame;
     uint64_t pass_start;
+    /* Closed by the end of a --dormant run's window (window.h), not by its
+     * thread's end: the next window opens it again. */
+    uint8_t window_closed;
     /* Set while the compiler hooks resolve a function (no recursion). */
     uint8_t in_compiler_hook;
     /* Calls of throttled functions on this thread, by throttle slot

@@ -77,6 +77,18 @@ void sm_metric_sample(sm_metric_id_t id, uint64_t value)
     }
 }
 
+void sm_metrics_restart(void)
+{
+    uint32_t n = __atomic_load_n(&sm_metrics_n, __ATOMIC_ACQUIRE);
+    for (uint32_t i = 0; i < n; i++) {
+        sm_metric_def_t *m = &sm_metrics[i];
+        __atomic_store_n(&m->samples, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&m->sum, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&m->min, UINT64_MAX, __ATOMIC_RELAXED);
+        __atomic_store_n(&m->max, 0, __ATOMIC_RELAXED);
+    }
+}
+
 uint32_t sm_metric_count(void)
 {
     return __atomic_load_n(&sm_metrics_n, __ATOMIC_ACQUIRE);

@@ -35,6 +35,9 @@ sm_metric_id_t sm_metric_define_kind(const char *name, const char *unit,
 /* A sample, from any thread (lock-free). */
 void sm_metric_sample(sm_metric_id_t id, uint64_t value) SM_HIDDEN;
 uint32_t sm_metric_count(void) SM_HIDDEN;
+/* The samples' statistics start again (the next window of a --dormant run,
+ * window.h); definitions and last values stay. */
+void sm_metrics_restart(void) SM_HIDDEN;
 /* A snapshot of one metric; 0, or -1 for an unknown id. */
 int sm_metric_get(sm_metric_id_t id, sm_metric_def_t *out) SM_HIDDEN;
 

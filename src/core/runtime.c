@@ -35,6 +35,7 @@
 #include "subsystem.h"
 #include "trace_space.h"
 #include "sig_hold.h"
+#include "window.h"
 #include "../util/log.h"
 #include "../util/grow.h"
 
@@ -283,6 +284,22 @@ static int sm_runtime_init_as_held(int argc, char **argv)
     const char *prog = sm_saved_argc > 0 ? sm_saved_argv[0] : "program";
     const char *slash = strrchr(prog, '/');
     snprintf(sm_program, sizeof sm_program, "%s", slash ? slash + 1 : prog);
+    if (sm_cfg.dormant && sm_cfg.crash_safe) {
+        /* Its files are made at the start, in the run's folder; a window
+         * writes its own folder at its end (window.h). */
+        if (sm_job_launcher_rank() <= 0) /* (once for a job) */
+            sm_warning("--crash-safe is left out with --dormant: each window is written when "
+                       "it ends");
+        sm_cfg.crash_safe = 0;
+    }
+    if (sm_cfg.dormant && sm_cfg.sampling) {
+        /* Call-stack samples go into the profile at the end of the run, not
+         * into a window's files (callstack.c): none are taken. */
+        if (sm_job_launcher_rank() <= 0)
+            sm_warning("--sampling is left out with --dormant: a window holds events, the "
+                       "profile and process sampling, not call-stack samples");
+        sm_cfg.sampling = 0;
+    }
     sm_choose_output_dir();
     sm_buffers_set_spill_provider(sm_runtime_spill_dir);
     if (sm_cfg.crash_safe) {
@@ -297,13 +314,19 @@ static int sm_runtime_init_as_held(int argc, char **argv)
 
     sm_definitions_init();
     sm_locations_init();
-    if (sm_cfg.trace && sm_otf2_background_wanted())
+    /* (--dormant: the windows' archives are made by sysmeasure-attach) */
+    if (sm_cfg.trace && sm_otf2_background_wanted() && !sm_cfg.dormant)
         sm_end_layer.trace_during_run(sm_cfg.otf2_background == SM_OTF2_BACKGROUND_CHECK ? 2 : 1);
     sm_counters_init(&sm_cfg); /* before the first thread is bound */
 
-    int enabled = sm_cfg.init_enabled == SM_INIT_ENABLED_YES ||
-                  (sm_cfg.init_enabled == SM_INIT_ENABLED_AUTO && !sm_program_uses_start_stop());
+    int enabled = !sm_cfg.dormant && (sm_cfg.init_enabled == SM_INIT_ENABLED_YES ||
+                                      (sm_cfg.init_enabled == SM_INIT_ENABLED_AUTO &&
+                                       !sm_program_uses_start_stop()));
     sm_measurement_on = (uint8_t)enabled;
+    /* --dormant: off, and the end writes nothing (the windows write theirs). */
+    sm_dormant_idle = (uint8_t)sm_cfg.dormant;
+    if (sm_cfg.dormant)
+        sm_runtime_discard = 1;
     sm_locations_set_modes(sm_cfg.trace, sm_cfg.profile, 1);
 
     memset(&sm_run, 0, sizeof sm_run);
@@ -342,8 +365,10 @@ static int sm_runtime_init_as_held(int argc, char **argv)
     /* After: the main thread is location 0, and a subsystem's thread_begin
      * is not called for it (each init takes the bound thread itself). */
     sm_subsystems_init(&sm_cfg);
-    if (!enabled)
+    if (!enabled && !sm_cfg.dormant)
         sm_event_measurement(main_loc, false, sm_run.start_time);
+    if (sm_cfg.dormant || sm_cfg.control)
+        (void)sm_window_start(); /* (a failure is said; the program runs on) */
     sm_info(1, "measuring %s (trace: %s, profile: %s, clock: %s), output in %s", sm_program,
             sm_cfg.trace ? "yes" : "no", sm_cfg.profile ? "yes" : "no", sm_run.clock_source,
             sm_outdir);

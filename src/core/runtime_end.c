@@ -30,6 +30,7 @@
 #include "subsystem.h"
 #include "trace_space.h"
 #include "sig_hold.h"
+#include "window.h"
 #include "../util/fs.h"
 #include "../util/log.h"
 
@@ -386,10 +387,22 @@ static void sm_runtime_end_write(bool at_exit)
     sm_ending_end_write(at_exit);
 }
 
+/* The end of a --dormant run, which writes nothing itself: the folder is
+ * given back, and removed when no window wrote into it. */
+static void sm_runtime_dormant_end(void)
+{
+    if (!sm_cfg.dormant)
+        return;
+    sm_output_release();
+    (void)rmdir(sm_outdir); /* (only when empty: the last process's) */
+}
+
 int sm_runtime_save_before_finalize(void)
 {
     if (!sm_procs)
         return 0;
+    if (sm_cfg.dormant || sm_cfg.control)
+        sm_window_at_end();
     /* No handler of the program may jump out of the write, and a file
      * size limit fails our writes, not the program (sig_hold.h). */
     sm_sig_hold(SM_SIG_END_WRITE);
@@ -401,6 +414,7 @@ int sm_runtime_save_before_finalize(void)
     sm_finalizing_job = 1;
     sm_runtime_presaved = 1;
     if (sm_runtime_discard) {
+        sm_runtime_dormant_end();
         sm_runtime_end_write(false);
         return 0;
     }
@@ -433,6 +447,8 @@ int sm_runtime_finalize(void)
 int sm_runtime_finalize_as(const char *reason, int how)
 {
     int saved_errno = errno;
+    if ((sm_cfg.dormant || sm_cfg.control) && how != 1 && sm_runtime_active)
+        sm_window_at_end(); /* (a window still open is written first) */
     /* No handler of the program may jump out of the write, and a file size
      * limit fails our writes, not the program (sig_hold.h). */
     sm_sig_hold(SM_SIG_END_WRITE);
@@ -459,6 +475,7 @@ int sm_runtime_finalize_as(const char *reason, int how)
     }
     bool at_exit = how == 2;
     if (sm_runtime_discard) {
+        sm_runtime_dormant_end();
         sm_runtime_end_write(at_exit);
         errno = saved_errno;
         return 0;

@@ -20,6 +20,7 @@
 #include "sampler.h"
 #include "sig_hold.h"
 #include "subsystem.h"
+#include "window.h"
 #include "../util/log.h"
 
 /* ---------------------------------------------------------------- fork and daemon() */
@@ -118,6 +119,7 @@ void sm_runtime_after_fork_child(void)
     }
     sm_runtime_discard = 1;
     sm_runtime_active = 0;
+    sm_window_after_fork_child();
     sm_journal_after_fork_child();
     sm_buffers_after_fork_child();
 }

@@ -86,6 +86,8 @@ int sm_sample_last(const sm_sample_sink_t *sink)
 
 static void sm_sampler_read(sm_sampler_slot_t *slot, int last)
 {
+    if (sm_dormant_idle)
+        return; /* --dormant: samples belong to windows only (window.h) */
     sm_sample_sink_t sink = {slot, sm_clock_now(), last};
     slot->s.read(slot->s.ctx, &sink);
 }

@@ -40,7 +40,7 @@ static void *sm_thread_trampoline(void *p)
     sm_thread_start_t s = *(sm_thread_start_t *)p;
     free(p);
     sm_location_bind_current(s.loc);
-    if (s.loc->tracing)
+    if (s.loc->tracing && !sm_dormant_idle)
         sm_trace_record(s.loc, SM_REC_THREAD_BEGIN, s.loc->creator, sm_clock_now());
     return s.start(s.arg);
 }

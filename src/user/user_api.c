@@ -80,9 +80,16 @@ static inline sm_region_id_t sm_user_region(sm_location_t *loc, const char *name
 
 /* ---------------------------------------------------------------- built-in callbacks */
 
+/* User API regions are recorded while the process is measured, except
+ * while a --dormant process has no window open (events.h). */
+static SM_ALWAYS_INLINE int sm_user_recording(void)
+{
+    return sm_runtime_active && !sm_dormant_idle;
+}
+
 static int sm_user_push(const char *name)
 {
-    if (SM_UNLIKELY(!sm_runtime_active))
+    if (SM_UNLIKELY(!sm_user_recording()))
         return SYSMEASURE_ERROR_NOT_ACTIVE;
     if (SM_UNLIKELY(!name))
         return SYSMEASURE_ERROR_BAD_VALUE;
@@ -98,7 +105,7 @@ static int sm_user_push(const char *name)
  * without the launcher a pair costs two calls and two loads. */
 static int sm_user_pop(const char *name)
 {
-    if (SM_UNLIKELY(!sm_runtime_active))
+    if (SM_UNLIKELY(!sm_user_recording()))
         return SYSMEASURE_ERROR_NOT_ACTIVE;
     uint64_t t = sm_clock_now();
     if (SM_UNLIKELY(!name))
@@ -149,7 +156,7 @@ static int sm_user_attrs(const sysmeasure_annotation_t *a, size_t n, sm_attr_val
 
 static int sm_user_push_annotated(const char *name, const sysmeasure_annotation_t *a, size_t n)
 {
-    if (!sm_runtime_active)
+    if (!sm_user_recording())
         return SYSMEASURE_ERROR_NOT_ACTIVE;
     sm_attr_value_t attrs[SM_MAX_ANNOTATIONS];
     if (!name || sm_user_attrs(a, n, attrs) != 0)
@@ -164,7 +171,7 @@ static int sm_user_push_annotated(const char *name, const sysmeasure_annotation_
 
 static int sm_user_pop_annotated(const char *name, const sysmeasure_annotation_t *a, size_t n)
 {
-    if (!sm_runtime_active)
+    if (!sm_user_recording())
         return SYSMEASURE_ERROR_NOT_ACTIVE;
     uint64_t t = sm_clock_now();
     sm_attr_value_t attrs[SM_MAX_ANNOTATIONS];
@@ -179,7 +186,8 @@ static int sm_user_pop_annotated(const char *name, const sysmeasure_annotation_t
 
 static int sm_user_switch(int whole_process, int on)
 {
-    if (!sm_runtime_active)
+    /* --dormant: the windows of sysmeasure-attach decide, not the program. */
+    if (!sm_runtime_active || sm_runtime_config()->dormant)
         return SYSMEASURE_ERROR_NOT_ACTIVE;
     sm_location_t *loc = sm_location_current();
     if (whole_process)
@@ -261,7 +269,7 @@ SM_API sysmeasure_region_t sysmeasure_region_define(const char *name, const char
  * everything but the common case to them). */
 static SM_NOINLINE int sm_user_enter_slow(sysmeasure_region_t region)
 {
-    if (SM_UNLIKELY(!sm_runtime_active))
+    if (SM_UNLIKELY(!sm_user_recording()))
         return SYSMEASURE_ERROR_NOT_ACTIVE;
     if (SM_UNLIKELY(region == 0 || region > sm_region_count()))
         return SYSMEASURE_ERROR_BAD_VALUE;
@@ -291,7 +299,7 @@ static SM_NOINLINE int sm_user_leave_slow(sysmeasure_region_t region, uint64_t t
 SM_API int sysmeasure_region_enter(sysmeasure_region_t region)
 {
     sm_location_t *loc = sm_tls_location;
-    if (SM_LIKELY(sm_runtime_active && loc && region - 1 < sm_region_count() &&
+    if (SM_LIKELY(sm_user_recording() && loc && region - 1 < sm_region_count() &&
                   sm_event_enter_fast(loc, region - 1)))
         return SYSMEASURE_SUCCESS;
     return sm_user_enter_slow(region);
@@ -299,7 +307,7 @@ SM_API int sysmeasure_region_enter(sysmeasure_region_t region)
 
 SM_API int sysmeasure_region_leave(sysmeasure_region_t region)
 {
-    if (SM_UNLIKELY(!sm_runtime_active))
+    if (SM_UNLIKELY(!sm_user_recording()))
         return SYSMEASURE_ERROR_NOT_ACTIVE;
     /* The clock after the loads of the checks: on the Xeon host work that
      * waits for the TSC read overlaps it little, work before it does. */

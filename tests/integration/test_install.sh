@@ -13,7 +13,8 @@ prefix=$(sed -n 's/^prefix = //p' "$SM_BUILDDIR/Makefile")
 libdir=$(sed -n 's/^libdir = //p' "$SM_BUILDDIR/Makefile" | sed "s|\${exec_prefix}|$prefix|")
 root="$stage$prefix"
 for f in bin/sysmeasure bin/sysmeasure-avail bin/sysmeasure-report bin/sysmeasure-instrument bin/sysmeasure-cc \
-         bin/sysmeasure-c++ bin/sysmeasure-fortran bin/sysmeasure-score include/sysmeasure.h share/man/man1/sysmeasure.1 \
+         bin/sysmeasure-c++ bin/sysmeasure-fortran bin/sysmeasure-score bin/sysmeasure-attach bin/sysmeasure-stacks \
+         include/sysmeasure.h share/man/man1/sysmeasure.1 \
          share/doc/sysmeasure/manual.md share/doc/sysmeasure/configuration.md; do
     [ -e "$root/$f" ] || no "$f not installed"
 done
