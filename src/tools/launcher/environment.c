@@ -136,6 +136,17 @@ void sm_set_nccl(char *tried, size_t tlen)
     sm_set_preload(lib);
 }
 
+/* Causal profiling: the wrappers of the calls that wake or block threads,
+ * in front of the C library's (and of libsysmeasure's own), only now. */
+void sm_set_causal(char *tried, size_t tlen)
+{
+    char lib[PATH_MAX];
+    if (sm_find_library("libsysmeasure-causal.so", lib, sizeof lib, tried, tlen) != 0)
+        sm_die(SM_EXIT_USAGE, "--causal: libsysmeasure-causal.so not found (looked for %s)",
+               tried);
+    sm_set_preload(lib);
+}
+
 /* ------------------------------------------------------------------ AMD GPUs */
 
 /* The sysmeasure Python module (the user API, python/sysmeasure) for a

@@ -1,0 +1,24 @@
+/* How libsysmeasure-causal.so (causal_wrap.c, the interposed calls that
+ * wake or block threads) reaches the causal profiler inside
+ * libsysmeasure.so: one table, from the one exported function
+ * sysmeasure_causal_api(), NULL while causal profiling is off. */
+#ifndef SM_CAUSAL_API_H
+#define SM_CAUSAL_API_H
+
+#define SM_CAUSAL_API_VERSION 1
+
+typedef struct sm_causal_api {
+    int version;
+    /* Before the calling thread wakes another (unlock, signal, post,
+     * barrier): it pays the delays it owes first, so that a thread it
+     * wakes is not ahead of the virtual timeline. */
+    void (*catch_up)(void);
+    /* Around a call that may block (lock, wait, join, sleep): delays
+     * inserted while the thread was blocked are not its to pay. */
+    void (*block_begin)(void);
+    void (*block_end)(void);
+} sm_causal_api_t;
+
+typedef const sm_causal_api_t *(*sm_causal_api_fn)(void);
+
+#endif

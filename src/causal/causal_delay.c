@@ -1,0 +1,391 @@
+/* Virtual speedups (causal.h): a CPU-time timer per thread, and the delays
+ * that make the chosen function look faster.
+ *
+ * Time is counted in ns.  The global count is the delay inserted so far;
+ * each thread's own count is the delay it has accounted for, by inserting
+ * it or by paying it.  A sample inside the chosen function adds speedup x
+ * period to its thread's count (the time that thread saves); when a
+ * thread's count passes the global one, the global count is raised to it
+ * (every other thread now owes that much); a thread behind the global
+ * count sleeps the difference (pays) at its next sample, and before it
+ * wakes another thread (the interposed unlock, signal, post: catch_up).
+ * Two threads in the chosen function at once raise the global count only
+ * once, as the speedup of both would.  A thread that was blocked (a lock,
+ * a wait, a sleep, MPI) is forgiven what was inserted while it waited
+ * (block_begin/block_end): it would have waited anyway.
+ *
+ * The handler takes no lock, allocates nothing, keeps errno; it sleeps
+ * with the clock_nanosleep system call (a signal-safe wait, never a spin).
+ * A thread's oversleep (the kernel wakes it late) is credited to its next
+ * payment. */
+#define _GNU_SOURCE
+#include "causal_internal.h"
+#include "causal_api.h"
+#include "causal.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "../core/sig_hold.h"
+#include "../util/log.h"
+
+volatile int32_t sm_causal_selected = -1;
+volatile uint64_t sm_causal_delay_ns;
+volatile int32_t sm_causal_candidate = -1;
+
+typedef struct sm_cd_thread {
+    sm_location_t *loc;
+    timer_t timer;
+    int have_timer;
+    volatile sig_atomic_t busy; /* in the handler's work or a wrapper's */
+    uint32_t blocked;           /* nesting of blocking calls */
+    uint64_t local;             /* delay accounted for (ns) */
+    uint64_t pending;           /* saved by samples, not yet added to local (atomic) */
+    uint64_t block_mark;        /* the global count when it blocked */
+    uint64_t excess;            /* overslept, credited to the next payment */
+    uint64_t samples;
+    uint64_t paid;              /* ns slept */
+    struct sm_cd_thread *next;
+} sm_cd_thread_t;
+
+static SM_TLS sm_cd_thread_t *sm_cd_tls;
+static sm_cd_thread_t *sm_cd_threads; /* pushed with a CAS */
+static uint64_t sm_cd_global;         /* atomic */
+static uint64_t sm_cd_selected_samples;
+static uint64_t *sm_cd_fn_samples;    /* per function of the scope, atomic */
+static uint64_t sm_cd_period;
+static int sm_cd_signal;
+static volatile sig_atomic_t sm_cd_on;
+static uint32_t sm_cd_failures;
+
+uint64_t sm_causal_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Sleeps ns (the system call: signal-safe, and not the interposed
+ * nanosleep, which would count it as a block).  Returns the time slept. */
+static uint64_t sm_cd_sleep(uint64_t ns)
+{
+    uint64_t start = sm_causal_now_ns();
+    uint64_t until = start + ns;
+    struct timespec ts = {(time_t)(until / 1000000000u), (long)(until % 1000000000u)};
+    while (syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0 &&
+           errno == EINTR)
+        ;
+    return sm_causal_now_ns() - start;
+}
+
+/* Brings t level with the global count: adds what its samples saved,
+ * raises the global count to it, or pays what it owes.  With t->busy set
+ * (the handler does not come in between). */
+static void sm_cd_sync(sm_cd_thread_t *t, int may_pay)
+{
+    t->local += __atomic_exchange_n(&t->pending, 0, __ATOMIC_RELAXED);
+    uint64_t g = __atomic_load_n(&sm_cd_global, __ATOMIC_ACQUIRE);
+    while (t->local > g) {
+        if (__atomic_compare_exchange_n(&sm_cd_global, &g, t->local, true, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE))
+            return;
+    }
+    if (!may_pay || t->local >= g)
+        return;
+    uint64_t owed = g - t->local;
+    t->local = g;
+    if (owed <= t->excess) {
+        t->excess -= owed;
+        return;
+    }
+    owed -= t->excess;
+    t->excess = 0;
+    uint64_t slept = sm_cd_sleep(owed);
+    t->paid += slept;
+    if (slept > owed)
+        t->excess = slept - owed;
+}
+
+static uintptr_t sm_cd_pc(void *uc)
+{
+#if defined(__x86_64__)
+    return (uintptr_t)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+    return (uintptr_t)((ucontext_t *)uc)->uc_mcontext.pc;
+#elif defined(__powerpc64__)
+    return (uintptr_t)((ucontext_t *)uc)->uc_mcontext.gp_regs[32];
+#else
+    (void)uc;
+    return 0;
+#endif
+}
+
+static void sm_cd_handler(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig;
+    int saved_errno = errno;
+    sm_cd_thread_t *t = sm_cd_tls;
+    if (!t || !sm_cd_on || si->si_code != SI_TIMER) {
+        errno = saved_errno;
+        return;
+    }
+    /* A tick that came late stands for every period that passed. */
+    int over = timer_getoverrun(t->timer);
+    uint64_t weight = 1u + (over > 0 ? (uint64_t)over : 0u);
+    t->samples += weight;
+    int32_t f = sm_causal_scope_find(sm_cd_pc(uc));
+    if (f >= 0) {
+        __atomic_add_fetch(&sm_cd_fn_samples[f], weight, __ATOMIC_RELAXED);
+        int32_t none = -1;
+        if (sm_causal_selected < 0 && sm_causal_candidate < 0)
+            __atomic_compare_exchange_n(&sm_causal_candidate, &none, f, false, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED);
+        if (f == __atomic_load_n(&sm_causal_selected, __ATOMIC_ACQUIRE)) {
+            __atomic_add_fetch(&t->pending, weight * sm_causal_delay_ns, __ATOMIC_RELAXED);
+            __atomic_add_fetch(&sm_cd_selected_samples, weight, __ATOMIC_RELAXED);
+        }
+    }
+    if (!t->busy) {
+        t->busy = 1;
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        sm_cd_sync(t, !t->blocked);
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        t->busy = 0;
+    }
+    errno = saved_errno;
+}
+
+/* ---------------------------------------------------------------- the wrappers' table */
+
+static void sm_cd_catch_up(void)
+{
+    sm_cd_thread_t *t = sm_cd_tls;
+    if (!t || !sm_cd_on || t->busy || t->blocked)
+        return;
+    int saved_errno = errno;
+    t->busy = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    sm_cd_sync(t, 1);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t->busy = 0;
+    errno = saved_errno;
+}
+
+static void sm_cd_block_begin(void)
+{
+    sm_cd_thread_t *t = sm_cd_tls;
+    if (!t || !sm_cd_on)
+        return;
+    t->busy = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (t->blocked++ == 0) {
+        sm_cd_sync(t, 0); /* what it saved counts; what it owes stays owed */
+        t->block_mark = __atomic_load_n(&sm_cd_global, __ATOMIC_ACQUIRE);
+    }
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t->busy = 0;
+}
+
+static void sm_cd_block_end(void)
+{
+    sm_cd_thread_t *t = sm_cd_tls;
+    if (!t || !t->blocked)
+        return;
+    int saved_errno = errno;
+    t->busy = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (--t->blocked == 0) {
+        /* Forgiven: what was inserted while it waited (never beyond the
+         * global count: what it paid while spinning in a wait counts). */
+        uint64_t g = __atomic_load_n(&sm_cd_global, __ATOMIC_ACQUIRE);
+        uint64_t forgiven = g > t->block_mark ? g - t->block_mark : 0;
+        if (t->local < g)
+            t->local = t->local + forgiven < g ? t->local + forgiven : g;
+    }
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t->busy = 0;
+    errno = saved_errno;
+}
+
+static const sm_causal_api_t sm_cd_api = {
+    .version = SM_CAUSAL_API_VERSION,
+    .catch_up = sm_cd_catch_up,
+    .block_begin = sm_cd_block_begin,
+    .block_end = sm_cd_block_end,
+};
+
+/* libsysmeasure-causal.so's way in (causal_api.h). */
+SM_EXPORT const sm_causal_api_t *sysmeasure_causal_api(void);
+SM_EXPORT const sm_causal_api_t *sysmeasure_causal_api(void)
+{
+    return sm_cd_on ? &sm_cd_api : NULL;
+}
+
+/* ---------------------------------------------------------------- timers */
+
+static void sm_cd_failed(const char *what, int err)
+{
+    if (__atomic_fetch_add(&sm_cd_failures, 1, __ATOMIC_RELAXED) == 0)
+        sm_warning("causal profiling: %s failed (%s); a thread without a timer is not "
+                   "sampled, the program runs on", what, strerror(err));
+}
+
+void sm_causal_delay_thread_begin(sm_location_t *loc)
+{
+    if (!sm_cd_on || sm_cd_tls || loc->type != SM_LOCATION_CPU_THREAD)
+        return;
+    sm_cd_thread_t *t = calloc(1, sizeof *t);
+    if (!t) {
+        sm_cd_failed("allocating a thread's state", ENOMEM);
+        return;
+    }
+    t->loc = loc;
+    /* A new thread owes nothing inserted before it began. */
+    t->local = __atomic_load_n(&sm_cd_global, __ATOMIC_ACQUIRE);
+    struct sigevent sev;
+    memset(&sev, 0, sizeof sev);
+    sev.sigev_notify = SIGEV_THREAD_ID;
+    sev.sigev_signo = sm_cd_signal;
+    sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+    if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &t->timer) != 0) {
+        sm_cd_failed("timer_create", errno);
+        free(t);
+        return;
+    }
+    t->have_timer = 1;
+    sm_cd_tls = t;
+    sm_cd_thread_t *head = __atomic_load_n(&sm_cd_threads, __ATOMIC_RELAXED);
+    do
+        t->next = head;
+    while (!__atomic_compare_exchange_n(&sm_cd_threads, &head, t, true, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED));
+    struct itimerspec its;
+    its.it_interval.tv_sec = (time_t)(sm_cd_period / 1000000000u);
+    its.it_interval.tv_nsec = (long)(sm_cd_period % 1000000000u);
+    its.it_value = its.it_interval;
+    if (timer_settime(t->timer, 0, &its, NULL) != 0)
+        sm_cd_failed("timer_settime", errno);
+}
+
+void sm_causal_delay_thread_end(sm_location_t *loc)
+{
+    for (sm_cd_thread_t *t = __atomic_load_n(&sm_cd_threads, __ATOMIC_ACQUIRE); t; t = t->next)
+        if (t->loc == loc && __atomic_exchange_n(&t->have_timer, 0, __ATOMIC_ACQ_REL))
+            timer_delete(t->timer);
+}
+
+static void sm_cd_after_fork_child(void)
+{
+    /* Timers are not inherited, and the child's experiments are not ours. */
+    sm_cd_on = 0;
+    for (sm_cd_thread_t *t = sm_cd_threads; t; t = t->next)
+        t->have_timer = 0;
+}
+
+/* A real-time signal with no handler and not ignored (after the call-stack
+ * sampler took its own). */
+static int sm_cd_choose_signal(void)
+{
+    for (int s = SIGRTMIN + 5; s <= SIGRTMAX - 3; s++) {
+        struct sigaction old;
+        if (sigaction(s, NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
+            old.sa_handler == SIG_DFL)
+            return s;
+    }
+    return 0;
+}
+
+int sm_causal_delay_init(const sm_config_t *cfg)
+{
+    sm_cd_period = (uint64_t)cfg->causal_period * 1000u;
+    sm_cd_fn_samples = calloc(sm_causal_scope_count() + 1, sizeof *sm_cd_fn_samples);
+    if (!sm_cd_fn_samples) {
+        sm_error("causal profiling is off: out of memory");
+        return -1;
+    }
+    sm_cd_signal = sm_cd_choose_signal();
+    if (!sm_cd_signal) {
+        sm_error("causal profiling is off: no free real-time signal for its timers");
+        return -1;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = sm_cd_handler;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigfillset(&sa.sa_mask);
+    if (sigaction(sm_cd_signal, &sa, NULL) != 0) {
+        sm_error("causal profiling is off: signal %d cannot be caught (%s)", sm_cd_signal,
+                 strerror(errno));
+        return -1;
+    }
+    sm_sig_let_through(sm_cd_signal); /* its handler takes no lock */
+    pthread_atfork(NULL, NULL, sm_cd_after_fork_child);
+    sm_cd_on = 1;
+    if (sm_tls_location)
+        sm_causal_delay_thread_begin(sm_tls_location);
+    return 0;
+}
+
+void sm_causal_delay_stop(void)
+{
+    if (!sm_cd_on)
+        return;
+    sm_causal_selected = -1;
+    sm_cd_on = 0;
+    for (sm_cd_thread_t *t = __atomic_load_n(&sm_cd_threads, __ATOMIC_ACQUIRE); t; t = t->next)
+        if (__atomic_exchange_n(&t->have_timer, 0, __ATOMIC_ACQ_REL))
+            timer_delete(t->timer);
+    /* The handler stays: a tick already queued must not end the process. */
+}
+
+uint64_t sm_causal_global_delay(void)
+{
+    return __atomic_load_n(&sm_cd_global, __ATOMIC_ACQUIRE);
+}
+
+uint64_t sm_causal_selected_samples(void)
+{
+    return __atomic_load_n(&sm_cd_selected_samples, __ATOMIC_RELAXED);
+}
+
+uint64_t sm_causal_function_samples(uint32_t fn)
+{
+    return sm_cd_fn_samples && fn < sm_causal_scope_count()
+               ? __atomic_load_n(&sm_cd_fn_samples[fn], __ATOMIC_RELAXED)
+               : 0;
+}
+
+uint64_t sm_causal_total_samples(void)
+{
+    uint64_t n = 0;
+    for (sm_cd_thread_t *t = __atomic_load_n(&sm_cd_threads, __ATOMIC_ACQUIRE); t; t = t->next)
+        n += t->samples;
+    return n;
+}
+
+uint64_t sm_causal_paid_ns(void)
+{
+    uint64_t n = 0;
+    for (sm_cd_thread_t *t = __atomic_load_n(&sm_cd_threads, __ATOMIC_ACQUIRE); t; t = t->next)
+        n += t->paid;
+    return n;
+}
+
+uint64_t sm_causal_period_ns(void)
+{
+    return sm_cd_period;
+}
+
+uint32_t sm_causal_threads(void)
+{
+    uint32_t n = 0;
+    for (sm_cd_thread_t *t = __atomic_load_n(&sm_cd_threads, __ATOMIC_ACQUIRE); t; t = t->next)
+        n++;
+    return n;
+}

@@ -1,0 +1,318 @@
+/* The causal profile's files (outputs.def): causal/experiments.coz, in the
+ * profile format of Coz's viewer (tab-separated "kind key=value ..." lines:
+ * startup, one experiment line with its throughput-point and latency-point
+ * lines, samples per function, runtime), and causal/experiments.json, the
+ * same experiments with sysmeasure's estimates per function.
+ *
+ * The estimate is Coz's: an experiment's effective duration is its length
+ * less the delay inserted while it ran; the period of a progress point is
+ * effective duration / passes, summed over the experiments of one function
+ * and speedup; the program speedup is 1 - period / baseline period, the
+ * baseline being every experiment at 0 % (of any function: they all
+ * insert nothing).  Its error bar is the standard error of the experiments'
+ * own estimates, with the baseline's. */
+#define _GNU_SOURCE
+#include "causal_output.h"
+#include "causal_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../finalize/pipeline.h"
+#include "../util/fs.h"
+#include "../util/json.h"
+#include "../util/log.h"
+#include "../util/srcloc.h"
+#include "../util/symbols.h"
+#include "../writers/out_file.h"
+
+/* The point estimates are made for: the throughput point passed most (a
+ * latency point's ends when there is none); -1 when none was passed. */
+int sm_causal_main_point(void)
+{
+    const sm_causal_exp_t *e;
+    uint32_t n = sm_causal_experiments(&e);
+    uint32_t np = sm_causal_points();
+    int best = -1, best_latency = 1;
+    uint64_t best_visits = 0;
+    for (uint32_t p = 0; p < np; p++) {
+        uint64_t v = 0;
+        for (uint32_t i = 0; i < n; i++)
+            v += e[i].delta.visits[p];
+        int latency = sm_causal_point_is_latency(p);
+        if (v && (best < 0 || (best_latency && !latency) ||
+                  (latency == best_latency && v > best_visits))) {
+            best = (int)p;
+            best_visits = v;
+            best_latency = latency;
+        }
+    }
+    return best;
+}
+
+static double sm_co_effective(const sm_causal_exp_t *e)
+{
+    uint64_t d = e->end_ns - e->start_ns;
+    return d > e->delay_ns ? (double)(d - e->delay_ns) : 0.0;
+}
+
+int sm_causal_estimate(int32_t fn, uint32_t speedup, int point, sm_causal_estimate_t *out)
+{
+    memset(out, 0, sizeof *out);
+    const sm_causal_exp_t *e;
+    uint32_t n = sm_causal_experiments(&e);
+    if (point < 0)
+        return -1;
+    /* The baseline: every experiment at 0 %. */
+    double base_dur = 0, base_visits = 0;
+    uint32_t base_n = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (e[i].speedup == 0 && e[i].delta.visits[point]) {
+            base_dur += sm_co_effective(&e[i]);
+            base_visits += (double)e[i].delta.visits[point];
+            base_n++;
+        }
+    if (!base_n || base_dur <= 0)
+        return -1;
+    double base_period = base_dur / base_visits;
+    /* The baseline's spread: of its experiments' periods. */
+    double s1 = 0, s2 = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (e[i].speedup == 0 && e[i].delta.visits[point]) {
+            double r = sm_co_effective(&e[i]) / (double)e[i].delta.visits[point] / base_period;
+            s1 += r;
+            s2 += r * r;
+        }
+    double base_var = base_n > 1 ? (s2 - s1 * s1 / base_n) / (base_n - 1) : 0;
+    double dur = 0, visits = 0;
+    s1 = s2 = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (e[i].fn != fn || e[i].speedup != speedup || !e[i].delta.visits[point])
+            continue;
+        double eff = sm_co_effective(&e[i]);
+        dur += eff;
+        visits += (double)e[i].delta.visits[point];
+        double r = 1.0 - eff / (double)e[i].delta.visits[point] / base_period;
+        s1 += r;
+        s2 += r * r;
+        out->experiments++;
+    }
+    if (!out->experiments)
+        return -1;
+    uint32_t k = out->experiments;
+    double var = k > 1 ? (s2 - s1 * s1 / k) / (k - 1) : 0;
+    out->program_speedup = 1.0 - dur / visits / base_period;
+    out->error = sqrt((var > 0 ? var / k : 0) + (base_var > 0 ? base_var / base_n : 0));
+    out->baseline_experiments = base_n;
+    return 0;
+}
+
+void sm_causal_function_label(int32_t fn, char *name, size_t nlen, char *where, size_t wlen)
+{
+    const sm_causal_fn_t *f = sm_causal_scope_fn((uint32_t)fn);
+    snprintf(name, nlen, "%s", f ? f->name : "?");
+    if (where)
+        where[0] = '\0';
+    if (!f)
+        return;
+    if (!strncmp(f->name, "_Z", 2)) {
+        sm_symbol_t sym;
+        char demangled[512];
+        if (sm_symbol_lookup_names((const void *)f->lo, &sym, NULL, 0, demangled,
+                                   sizeof demangled) == 0 && demangled[0])
+            snprintf(name, nlen, "%s", demangled);
+    }
+    sm_srcloc_t loc;
+    if (where && sm_srcloc_function((const void *)f->lo, &loc) == 0 && loc.file[0])
+        snprintf(where, wlen, "%s:%u", loc.file, loc.line);
+}
+
+/* ---------------------------------------------------------------- outputs */
+
+static bool sm_co_wanted(const sm_finalize_t *f)
+{
+    const sm_causal_exp_t *e;
+    return f->run->config->causal && sm_causal_experiments(&e) > 0;
+}
+
+/* The causal folder of the output folder: 0, or -1 said. */
+static int sm_co_folder(const sm_finalize_t *f, char *dir, size_t len)
+{
+    snprintf(dir, len, "%s/causal", f->run->output_dir);
+    if (sm_mkdir_p(dir) != 0) {
+        sm_error("cannot create %s: the causal profile is not written", dir);
+        return -1;
+    }
+    return 0;
+}
+
+/* The experiment's selected name in the .coz file: the function, with its
+ * source where known ("fn (file:line)"). */
+static void sm_co_selected(int32_t fn, char *buf, size_t len)
+{
+    char name[300], where[600];
+    sm_causal_function_label(fn, name, sizeof name, where, sizeof where);
+    if (where[0])
+        snprintf(buf, len, "%s (%s)", name, where);
+    else
+        snprintf(buf, len, "%s", name);
+}
+
+static int sm_co_write_coz(sm_finalize_t *f)
+{
+    char dir[4200];
+    if (sm_co_folder(f, dir, sizeof dir) != 0)
+        return -1;
+    sm_out_t o;
+    if (sm_out_open(&o, dir, "experiments.coz") != 0)
+        return -1;
+    const sm_causal_exp_t *e;
+    uint32_t n = sm_causal_experiments(&e);
+    uint32_t np = sm_causal_points();
+    uint64_t t0 = sm_causal_startup_ns();
+    sm_out_printf(&o, "startup\ttime=%llu\n", (unsigned long long)t0);
+    char sel[1000];
+    for (uint32_t i = 0; i < n; i++) {
+        sm_co_selected(e[i].fn, sel, sizeof sel);
+        uint64_t d = e[i].end_ns - e[i].start_ns;
+        sm_out_printf(&o, "experiment\tselected=%s\tspeedup=%.2f\tduration=%llu\t"
+                      "selected-samples=%llu\n",
+                      sel, e[i].speedup / 100.0,
+                      (unsigned long long)(d > e[i].delay_ns ? d - e[i].delay_ns : 0),
+                      (unsigned long long)e[i].selected_samples);
+        for (uint32_t p = 0; p < np; p++) {
+            if (sm_causal_point_is_latency(p))
+                sm_out_printf(&o, "latency-point\tname=%s\tarrivals=%llu\tdepartures=%llu\t"
+                              "difference=%lld\n",
+                              sm_causal_point_name(p),
+                              (unsigned long long)e[i].delta.arrivals[p],
+                              (unsigned long long)e[i].delta.visits[p],
+                              (long long)(e[i].before.arrivals[p] - e[i].before.visits[p]));
+            else
+                sm_out_printf(&o, "throughput-point\tname=%s\tdelta=%llu\n",
+                              sm_causal_point_name(p), (unsigned long long)e[i].delta.visits[p]);
+        }
+    }
+    for (uint32_t fn = 0; fn < sm_causal_scope_count(); fn++) {
+        uint64_t s = sm_causal_function_samples(fn);
+        if (!s)
+            continue;
+        sm_co_selected((int32_t)fn, sel, sizeof sel);
+        sm_out_printf(&o, "samples\tlocation=%s\tcount=%llu\n", sel, (unsigned long long)s);
+    }
+    sm_out_printf(&o, "runtime\ttime=%llu\n", (unsigned long long)(sm_causal_end_ns() - t0));
+    return sm_out_close(&o);
+}
+
+static int sm_co_write_json(sm_finalize_t *f)
+{
+    char dir[4200];
+    if (sm_co_folder(f, dir, sizeof dir) != 0)
+        return -1;
+    sm_json_t j;
+    if (sm_json_open(&j, dir, "experiments.json") != 0)
+        return -1;
+    const sm_causal_exp_t *e;
+    uint32_t n = sm_causal_experiments(&e);
+    uint32_t np = sm_causal_points();
+    uint32_t nf = sm_causal_scope_count();
+    const sm_config_t *cfg = f->run->config;
+    sm_json_object_begin(&j);
+    sm_json_field_int(&j, "version", 1);
+    sm_json_field_string(&j, "mode", "function");
+    sm_json_field_uint(&j, "period_ns", sm_causal_period_ns());
+    sm_json_field_int(&j, "experiment_ms", cfg->causal_experiment);
+    sm_json_field_uint(&j, "runtime_ns", sm_causal_end_ns() - sm_causal_startup_ns());
+    sm_json_field_uint(&j, "samples", sm_causal_total_samples());
+    sm_json_field_uint(&j, "delay_inserted_ns", sm_causal_global_delay());
+    sm_json_field_uint(&j, "pause_ns", sm_causal_paid_ns());
+    sm_json_field_uint(&j, "functions_in_scope", nf);
+    int main_point = sm_causal_main_point();
+    sm_json_field_string(&j, "estimates_for",
+                         main_point >= 0 ? sm_causal_point_name((uint32_t)main_point) : NULL);
+    sm_json_key(&j, "progress_points");
+    sm_json_array_begin(&j);
+    for (uint32_t p = 0; p < np; p++) {
+        uint64_t v = 0;
+        for (uint32_t i = 0; i < n; i++)
+            v += e[i].delta.visits[p];
+        sm_json_object_begin_inline(&j);
+        sm_json_field_string(&j, "name", sm_causal_point_name(p));
+        sm_json_field_string(&j, "kind", sm_causal_point_is_latency(p) ? "latency" : "throughput");
+        sm_json_field_uint(&j, "visits_in_experiments", v);
+        sm_json_object_end(&j);
+    }
+    sm_json_array_end(&j);
+    /* The functions chosen, with their estimates at each speedup tried. */
+    uint8_t *chosen = calloc(nf + 1, 1);
+    for (uint32_t i = 0; chosen && i < n; i++)
+        chosen[e[i].fn] = 1;
+    sm_json_key(&j, "functions");
+    sm_json_array_begin(&j);
+    for (uint32_t fn = 0; chosen && fn < nf; fn++) {
+        if (!chosen[fn])
+            continue;
+        char name[300], where[600];
+        sm_causal_function_label((int32_t)fn, name, sizeof name, where, sizeof where);
+        sm_json_object_begin(&j);
+        sm_json_field_string(&j, "function", name);
+        sm_json_field_string(&j, "source", where[0] ? where : NULL);
+        sm_json_field_string(&j, "object", sm_causal_scope_fn(fn)->object);
+        sm_json_field_uint(&j, "samples", sm_causal_function_samples(fn));
+        sm_json_key(&j, "estimates");
+        sm_json_array_begin(&j);
+        for (uint32_t s = 0; s <= 100; s += 5) {
+            sm_causal_estimate_t est;
+            if (sm_causal_estimate((int32_t)fn, s, main_point, &est) != 0)
+                continue;
+            sm_json_object_begin_inline(&j);
+            sm_json_field_double(&j, "speedup", s / 100.0);
+            sm_json_field_double(&j, "program_speedup", est.program_speedup);
+            sm_json_field_double(&j, "error", est.error);
+            sm_json_field_uint(&j, "experiments", est.experiments);
+            sm_json_object_end(&j);
+        }
+        sm_json_array_end(&j);
+        sm_json_object_end(&j);
+    }
+    sm_json_array_end(&j);
+    free(chosen);
+    sm_json_key(&j, "experiments");
+    sm_json_array_begin(&j);
+    for (uint32_t i = 0; i < n; i++) {
+        char name[300];
+        sm_causal_function_label(e[i].fn, name, sizeof name, NULL, 0);
+        sm_json_object_begin_inline(&j);
+        sm_json_field_string(&j, "function", name);
+        sm_json_field_double(&j, "speedup", e[i].speedup / 100.0);
+        sm_json_field_uint(&j, "start_ns", e[i].start_ns - sm_causal_startup_ns());
+        sm_json_field_uint(&j, "duration_ns", e[i].end_ns - e[i].start_ns);
+        sm_json_field_uint(&j, "delay_ns", e[i].delay_ns);
+        sm_json_field_uint(&j, "selected_samples", e[i].selected_samples);
+        sm_json_key(&j, "progress");
+        sm_json_object_begin_inline(&j);
+        for (uint32_t p = 0; p < np; p++)
+            sm_json_field_uint(&j, sm_causal_point_name(p), e[i].delta.visits[p]);
+        sm_json_object_end(&j);
+        sm_json_object_end(&j);
+    }
+    sm_json_array_end(&j);
+    sm_json_object_end(&j);
+    return sm_json_close(&j);
+}
+
+const sm_output_t sm_output_causal_coz = {
+    .file = "causal/experiments.coz",
+    .who = SM_OUTPUT_ROOT,
+    .wanted = sm_co_wanted,
+    .write = sm_co_write_coz,
+};
+
+const sm_output_t sm_output_causal_json = {
+    .file = "causal/experiments.json",
+    .who = SM_OUTPUT_ROOT,
+    .wanted = sm_co_wanted,
+    .write = sm_co_write_json,
+};
