@@ -36,6 +36,7 @@ static uint64_t sm_ca_length_ns, sm_ca_cooloff_ns;
 static uint32_t sm_ca_min_visits;
 static uint64_t sm_ca_rng;
 static int sm_ca_zero_share; /* percent of experiments at 0 % */
+static int sm_ca_fixed;      /* the speedup of the others, or -1: at random */
 
 static pthread_t sm_ca_thread;
 static int sm_ca_have_thread;
@@ -58,6 +59,8 @@ static uint32_t sm_ca_choose_speedup(void)
 {
     if ((int)(sm_ca_random() % 100) < sm_ca_zero_share)
         return 0;
+    if (sm_ca_fixed >= 0)
+        return (uint32_t)sm_ca_fixed;
     return 5u * (uint32_t)(1 + sm_ca_random() % 20);
 }
 
@@ -140,20 +143,12 @@ static int sm_causal_init(const sm_config_t *cfg)
 {
     if (!cfg->causal)
         return 0;
-    if (cfg->causal_period < 100 || cfg->causal_period > 1000000) {
-        sm_error("--causal-period %lld: out of range (100 to 1000000 us); causal profiling is "
-                 "off", (long long)cfg->causal_period);
-        return -1;
-    }
-    if (cfg->causal_experiment < 10 || cfg->causal_experiment > 600000) {
-        sm_error("--causal-experiment %lld: out of range (10 to 600000 ms); causal profiling is "
-                 "off", (long long)cfg->causal_experiment);
-        return -1;
-    }
+    /* (The ranges are checked with the configuration: config.c.) */
     sm_ca_length_ns = (uint64_t)cfg->causal_experiment * 1000000u;
     sm_ca_cooloff_ns = (uint64_t)(cfg->causal_cooloff > 0 ? cfg->causal_cooloff : 0) * 1000000u;
     sm_ca_min_visits = cfg->causal_min_visits > 0 ? (uint32_t)cfg->causal_min_visits : 0;
     sm_ca_zero_share = 50;
+    sm_ca_fixed = (int)cfg->causal_speedup;
     sm_ca_rng = cfg->causal_seed ? (uint64_t)cfg->causal_seed
                                  : (sm_causal_now_ns() ^ ((uint64_t)getpid() << 32));
     if (!sm_ca_rng)
@@ -214,10 +209,10 @@ static void sm_causal_flush(const sm_run_info_t *run)
     char note[400];
     snprintf(note, sizeof note,
              "causal profiling: %u experiments, %u progress points, %llu samples on %u threads "
-             "(%u functions in scope); delays inserted %.3f s, pauses added %.3f s of thread "
-             "time over %.3f s",
+             "(%s, %u functions in scope); delays inserted %.3f s, pauses added %.3f s of "
+             "thread time over %.3f s",
              sm_ca_n_exps, sm_causal_points(), (unsigned long long)sm_causal_total_samples(),
-             sm_causal_threads(), sm_causal_scope_count(), (double)delay / 1e9,
+             sm_causal_threads(), sm_causal_sample_source(), sm_causal_scope_count(), (double)delay / 1e9,
              (double)paid / 1e9, (double)(sm_ca_end - sm_ca_startup) / 1e9);
     sm_runtime_add_note(note);
     if (!sm_causal_points()) {

@@ -5,18 +5,20 @@
 #ifndef SM_CAUSAL_API_H
 #define SM_CAUSAL_API_H
 
-#define SM_CAUSAL_API_VERSION 1
+#define SM_CAUSAL_API_VERSION 2
 
 typedef struct sm_causal_api {
     int version;
-    /* Before the calling thread wakes another (unlock, signal, post,
-     * barrier): it pays the delays it owes first, so that a thread it
-     * wakes is not ahead of the virtual timeline. */
-    void (*catch_up)(void);
-    /* Around a call that may block (lock, wait, join, sleep): delays
-     * inserted while the thread was blocked are not its to pay. */
+    /* Before the calling thread wakes another through obj (the mutex,
+     * condition variable, barrier or semaphore): it pays the delays it
+     * owes first, so that a thread it wakes is not ahead of the virtual
+     * timeline, and notes on obj how far the delays had come. */
+    void (*catch_up)(const void *obj);
+    /* Around a call that may block on obj (NULL: a sleep, a join): the
+     * delays inserted while the thread was blocked, up to its waker's
+     * note on obj, are not its to pay. */
     void (*block_begin)(void);
-    void (*block_end)(void);
+    void (*block_end)(const void *obj);
 } sm_causal_api_t;
 
 typedef const sm_causal_api_t *(*sm_causal_api_fn)(void);

@@ -24,6 +24,9 @@
 #include "causal.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +46,7 @@ typedef struct sm_cd_thread {
     sm_location_t *loc;
     timer_t timer;
     int have_timer;
+    int fd;                     /* its perf event, or -1 (a POSIX timer) */
     volatile sig_atomic_t busy; /* in the handler's work or a wrapper's */
     uint32_t blocked;           /* nesting of blocking calls */
     uint64_t local;             /* delay accounted for (ns) */
@@ -63,6 +67,13 @@ static uint64_t sm_cd_period;
 static int sm_cd_signal;
 static volatile sig_atomic_t sm_cd_on;
 static uint32_t sm_cd_failures;
+/* The sample source: a perf task-clock event per thread where the kernel
+ * allows it (its overflow comes from a high-resolution timer, so 1 ms is 1
+ * ms), else a POSIX CPU-time timer (checked at the scheduler's tick, often
+ * every 4 ms: samples come in bunches, each with the periods it stands
+ * for).  Chosen at the first thread. */
+typedef enum { SM_CD_SOURCE_UNKNOWN, SM_CD_SOURCE_PERF, SM_CD_SOURCE_TIMER } sm_cd_source_t;
+static sm_cd_source_t sm_cd_source;
 
 uint64_t sm_causal_now_ns(void)
 {
@@ -131,13 +142,27 @@ static void sm_cd_handler(int sig, siginfo_t *si, void *uc)
     (void)sig;
     int saved_errno = errno;
     sm_cd_thread_t *t = sm_cd_tls;
-    if (!t || !sm_cd_on || si->si_code != SI_TIMER) {
+    uint64_t weight = 1;
+    if (!t || !sm_cd_on) {
         errno = saved_errno;
         return;
     }
-    /* A tick that came late stands for every period that passed. */
-    int over = timer_getoverrun(t->timer);
-    uint64_t weight = 1u + (over > 0 ? (uint64_t)over : 0u);
+    if (t->fd >= 0) {
+        if (si->si_code != POLL_HUP || si->si_fd != t->fd) {
+            errno = saved_errno;
+            return;
+        }
+        /* One overflow, then the event stops: armed again for the next. */
+        ioctl(t->fd, PERF_EVENT_IOC_REFRESH, 1);
+    } else {
+        if (si->si_code != SI_TIMER) {
+            errno = saved_errno;
+            return;
+        }
+        /* A tick that came late stands for every period that passed. */
+        int over = timer_getoverrun(t->timer);
+        weight += over > 0 ? (uint64_t)over : 0u;
+    }
     t->samples += weight;
     int32_t f = sm_causal_scope_find(sm_cd_pc(uc));
     if (f >= 0) {
@@ -163,7 +188,22 @@ static void sm_cd_handler(int sig, siginfo_t *si, void *uc)
 
 /* ---------------------------------------------------------------- the wrappers' table */
 
-static void sm_cd_catch_up(void)
+/* Per synchronisation object (hashed by address): the global count when a
+ * thread last woke others through it.  A collision only makes a woken
+ * thread forgive up to the present (as for a sleep). */
+#define SM_CD_WAKES 4096
+static struct {
+    uintptr_t obj;
+    uint64_t global;
+} sm_cd_wakes[SM_CD_WAKES];
+
+static inline uint32_t sm_cd_wake_slot(const void *obj)
+{
+    uint64_t h = (uint64_t)(uintptr_t)obj * 0x9e3779b97f4a7c15ull;
+    return (uint32_t)(h >> 52) & (SM_CD_WAKES - 1);
+}
+
+static void sm_cd_catch_up(const void *obj)
 {
     sm_cd_thread_t *t = sm_cd_tls;
     if (!t || !sm_cd_on || t->busy || t->blocked)
@@ -172,6 +212,11 @@ static void sm_cd_catch_up(void)
     t->busy = 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     sm_cd_sync(t, 1);
+    if (obj) {
+        uint32_t k = sm_cd_wake_slot(obj);
+        __atomic_store_n(&sm_cd_wakes[k].global, t->local, __ATOMIC_RELAXED);
+        __atomic_store_n(&sm_cd_wakes[k].obj, (uintptr_t)obj, __ATOMIC_RELEASE);
+    }
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     t->busy = 0;
     errno = saved_errno;
@@ -192,7 +237,7 @@ static void sm_cd_block_begin(void)
     t->busy = 0;
 }
 
-static void sm_cd_block_end(void)
+static void sm_cd_block_end(const void *obj)
 {
     sm_cd_thread_t *t = sm_cd_tls;
     if (!t || !t->blocked)
@@ -201,10 +246,20 @@ static void sm_cd_block_end(void)
     t->busy = 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     if (--t->blocked == 0) {
-        /* Forgiven: what was inserted while it waited (never beyond the
-         * global count: what it paid while spinning in a wait counts). */
+        /* Forgiven: what was inserted while it waited, up to where its
+         * waker had come (what the waker inserted after waking it, while
+         * it sat in the run queue, is owed), never beyond the global
+         * count (what it paid while spinning in a wait counts). */
         uint64_t g = __atomic_load_n(&sm_cd_global, __ATOMIC_ACQUIRE);
-        uint64_t forgiven = g > t->block_mark ? g - t->block_mark : 0;
+        uint64_t until = g;
+        if (obj) {
+            uint32_t k = sm_cd_wake_slot(obj);
+            if (__atomic_load_n(&sm_cd_wakes[k].obj, __ATOMIC_ACQUIRE) == (uintptr_t)obj) {
+                uint64_t w = __atomic_load_n(&sm_cd_wakes[k].global, __ATOMIC_RELAXED);
+                until = w < g ? w : g;
+            }
+        }
+        uint64_t forgiven = until > t->block_mark ? until - t->block_mark : 0;
         if (t->local < g)
             t->local = t->local + forgiven < g ? t->local + forgiven : g;
     }
@@ -236,6 +291,44 @@ static void sm_cd_failed(const char *what, int err)
                    "sampled, the program runs on", what, strerror(err));
 }
 
+/* t becomes the calling thread's, in the list. */
+static void sm_cd_push(sm_cd_thread_t *t)
+{
+    sm_cd_tls = t;
+    sm_cd_thread_t *head = __atomic_load_n(&sm_cd_threads, __ATOMIC_RELAXED);
+    do
+        t->next = head;
+    while (!__atomic_compare_exchange_n(&sm_cd_threads, &head, t, true, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED));
+}
+
+/* The calling thread's task-clock event, its overflow signalled to this
+ * thread alone (F_SETOWN_EX): 0, or -1 (the kernel does not allow it). */
+static int sm_cd_perf_open(sm_cd_thread_t *t)
+{
+    struct perf_event_attr pe;
+    memset(&pe, 0, sizeof pe);
+    pe.type = PERF_TYPE_SOFTWARE;
+    pe.size = sizeof pe;
+    pe.config = PERF_COUNT_SW_TASK_CLOCK;
+    pe.sample_period = sm_cd_period;
+    pe.disabled = 1;
+    pe.exclude_kernel = 1;
+    pe.exclude_hv = 1;
+    int fd = (int)syscall(SYS_perf_event_open, &pe, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct f_owner_ex owner = {F_OWNER_TID, (pid_t)syscall(SYS_gettid)};
+    if (fcntl(fd, F_SETFL, O_ASYNC) != 0 || fcntl(fd, F_SETSIG, sm_cd_signal) != 0 ||
+        fcntl(fd, F_SETOWN_EX, &owner) != 0) {
+        close(fd);
+        return -1;
+    }
+    t->fd = fd;
+    t->have_timer = 1;
+    return 0;
+}
+
 void sm_causal_delay_thread_begin(sm_location_t *loc)
 {
     if (!sm_cd_on || sm_cd_tls || loc->type != SM_LOCATION_CPU_THREAD)
@@ -246,8 +339,17 @@ void sm_causal_delay_thread_begin(sm_location_t *loc)
         return;
     }
     t->loc = loc;
+    t->fd = -1;
     /* A new thread owes nothing inserted before it began. */
     t->local = __atomic_load_n(&sm_cd_global, __ATOMIC_ACQUIRE);
+    if (sm_cd_source != SM_CD_SOURCE_TIMER && sm_cd_perf_open(t) == 0) {
+        sm_cd_source = SM_CD_SOURCE_PERF;
+        sm_cd_push(t);
+        ioctl(t->fd, PERF_EVENT_IOC_REFRESH, 1);
+        return;
+    }
+    if (sm_cd_source == SM_CD_SOURCE_UNKNOWN)
+        sm_cd_source = SM_CD_SOURCE_TIMER;
     struct sigevent sev;
     memset(&sev, 0, sizeof sev);
     sev.sigev_notify = SIGEV_THREAD_ID;
@@ -259,12 +361,7 @@ void sm_causal_delay_thread_begin(sm_location_t *loc)
         return;
     }
     t->have_timer = 1;
-    sm_cd_tls = t;
-    sm_cd_thread_t *head = __atomic_load_n(&sm_cd_threads, __ATOMIC_RELAXED);
-    do
-        t->next = head;
-    while (!__atomic_compare_exchange_n(&sm_cd_threads, &head, t, true, __ATOMIC_RELEASE,
-                                        __ATOMIC_RELAXED));
+    sm_cd_push(t);
     struct itimerspec its;
     its.it_interval.tv_sec = (time_t)(sm_cd_period / 1000000000u);
     its.it_interval.tv_nsec = (long)(sm_cd_period % 1000000000u);
@@ -273,19 +370,32 @@ void sm_causal_delay_thread_begin(sm_location_t *loc)
         sm_cd_failed("timer_settime", errno);
 }
 
+static void sm_cd_source_close(sm_cd_thread_t *t)
+{
+    if (t->fd >= 0) {
+        ioctl(t->fd, PERF_EVENT_IOC_DISABLE, 0);
+        close(t->fd); /* t->fd stays: a signal still queued is recognised */
+    } else {
+        timer_delete(t->timer);
+    }
+}
+
 void sm_causal_delay_thread_end(sm_location_t *loc)
 {
     for (sm_cd_thread_t *t = __atomic_load_n(&sm_cd_threads, __ATOMIC_ACQUIRE); t; t = t->next)
         if (t->loc == loc && __atomic_exchange_n(&t->have_timer, 0, __ATOMIC_ACQ_REL))
-            timer_delete(t->timer);
+            sm_cd_source_close(t);
 }
 
 static void sm_cd_after_fork_child(void)
 {
     /* Timers are not inherited, and the child's experiments are not ours. */
     sm_cd_on = 0;
-    for (sm_cd_thread_t *t = sm_cd_threads; t; t = t->next)
+    for (sm_cd_thread_t *t = sm_cd_threads; t; t = t->next) {
+        if (t->have_timer && t->fd >= 0)
+            close(t->fd); /* the parent's thread's event */
         t->have_timer = 0;
+    }
 }
 
 /* A real-time signal with no handler and not ignored (after the call-stack
@@ -340,7 +450,7 @@ void sm_causal_delay_stop(void)
     sm_cd_on = 0;
     for (sm_cd_thread_t *t = __atomic_load_n(&sm_cd_threads, __ATOMIC_ACQUIRE); t; t = t->next)
         if (__atomic_exchange_n(&t->have_timer, 0, __ATOMIC_ACQ_REL))
-            timer_delete(t->timer);
+            sm_cd_source_close(t);
     /* The handler stays: a tick already queued must not end the process. */
 }
 
@@ -375,6 +485,11 @@ uint64_t sm_causal_paid_ns(void)
     for (sm_cd_thread_t *t = __atomic_load_n(&sm_cd_threads, __ATOMIC_ACQUIRE); t; t = t->next)
         n += t->paid;
     return n;
+}
+
+const char *sm_causal_sample_source(void)
+{
+    return sm_cd_source == SM_CD_SOURCE_PERF ? "perf task-clock events" : "CPU-time timers";
 }
 
 uint64_t sm_causal_period_ns(void)

@@ -51,6 +51,7 @@ uint64_t sm_causal_function_samples(uint32_t fn) SM_HIDDEN;
 uint64_t sm_causal_total_samples(void) SM_HIDDEN;
 uint64_t sm_causal_paid_ns(void) SM_HIDDEN;
 uint64_t sm_causal_period_ns(void) SM_HIDDEN;
+const char *sm_causal_sample_source(void) SM_HIDDEN; /* for the summary */
 uint32_t sm_causal_threads(void) SM_HIDDEN;
 
 /* ------------------------------------------------------------ progress (causal_progress.c) */

@@ -10,7 +10,8 @@
  *     then part_b (3 units, 60 %) per iteration: speeding part_a by s
  *     gives 0.4 s.
  *
- * Each iteration passes the progress point "iteration".  A unit is UNIT
+ * Each iteration passes the progress point "iteration" (and, serial, ends
+ * the user region "step").  A unit is UNIT
  * rounds of a dependent floating-point chain (about 1 ns each).  The
  * checksum printed and the exit code do not depend on the measurement. */
 #include <pthread.h>
@@ -76,8 +77,10 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "serial")) {
         double x = 1.0;
         for (long i = 0; i < n_iter; i++) {
+            sysmeasure_push_region("step"); /* a progress point by --causal-progress step */
             x = part_a(x);
             x = part_b(x);
+            sysmeasure_pop_region("step");
             sysmeasure_progress("iteration");
         }
         printf("serial checksum %.6e\n", x);

@@ -227,7 +227,7 @@ int main(int argc, char **argv)
     if (cfg.nccl)
         sm_set_nccl(tried, sizeof tried);
     if (cfg.causal)
-        sm_set_causal(tried, sizeof tried);
+        sm_set_causal(&cfg, tried, sizeof tried);
     sm_set_python_path(); /* the user API, with or without --python */
     if (cfg.gpu != SM_GPU_NO) {
         bool asked = cfg.gpu == SM_GPU_YES;

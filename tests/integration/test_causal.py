@@ -1,0 +1,263 @@
+"""Causal profiling (--causal): planted bottlenecks with known answers
+(tests/programs/causal_threads.c).
+
+  threads: two threads meet at a barrier every iteration, small_work is 1
+    unit, big_work 2 units.  Speeding small_work predicts about 0 %;
+    speeding big_work by s predicts min(s, 50 %) (slope 1, then flat once
+    the other thread is the bottleneck).
+  serial: part_a is 40 % of one thread's time: speeding it by s predicts
+    0.4 s.
+
+The predictions hold only when the program's threads get their CPUs: on
+an oversubscribed machine (other jobs running) a virtual speedup cannot
+show what a real one would.  The slope cases first time the program
+unmeasured and skip, saying so, when its threads did not run concurrently
+on free CPUs.  Everything else (outputs, formats, results and exit code of
+the program unchanged, off by default, bad input) is checked always."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+import smtest  # noqa: E402
+from smtest import check  # noqa: E402
+
+UNIT = "400000"          # about 0.5 ms of CPU per unit
+THREADS_ITER = "4000"    # about 4 s unmeasured
+SERIAL_ITER = "1500"
+FAST = ["--no-trace", "--causal-experiment", "200"]
+
+
+def causal_json(out):
+    path = os.path.join(out, "causal", "experiments.json")
+    if not check(os.path.exists(path), "no causal/experiments.json in %s" % out):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def per_experiment(data, point="iteration"):
+    """(speedup, predicted program speedup) per experiment, against the
+    pooled baseline of the 0 % experiments (Coz's estimate)."""
+    exps = [e for e in data["experiments"] if e["progress"].get(point, 0) > 0]
+    base = [e for e in exps if e["speedup"] == 0]
+    if not base:
+        return []
+    base_period = (sum(e["duration_ns"] - e["delay_ns"] for e in base) /
+                   sum(e["progress"][point] for e in base))
+    return [(e["speedup"], 1 - (e["duration_ns"] - e["delay_ns"]) / e["progress"][point] /
+             base_period) for e in exps if e["speedup"] > 0]
+
+
+def slope(points):
+    """Least squares through the origin: y = b s."""
+    ss = sum(s * s for s, _ in points)
+    return sum(s * y for s, y in points) / ss if ss else float("nan")
+
+
+_free = {}
+
+
+def cpus_free():
+    """Whether the threads program runs its two threads concurrently on
+    free CPUs (unmeasured): its run time close to big_work's CPU time."""
+    if "ok" not in _free:
+        t0 = time.monotonic()
+        r0 = os.times()
+        p = subprocess.run([smtest.program("causal-threads"), "threads", "600", UNIT],
+                           stdout=subprocess.PIPE, text=True)
+        r1 = os.times()
+        wall = time.monotonic() - t0
+        cpu = (r1.children_user - r0.children_user) + (r1.children_system - r0.children_system)
+        # cpu = 3 units per iteration on two threads, wall = 2 units when concurrent.
+        ratio = wall / (cpu * 2 / 3) if cpu > 0 else 99
+        _free["ok"] = p.returncode == 3 and ratio < 1.35
+        _free["why"] = "the machine is busy: the planted program ran %.2fx slower than its " \
+                       "threads' CPU time allows (needs < 1.35)" % ratio
+    if not _free["ok"]:
+        smtest.skip(_free["why"])
+
+
+def unmeasured(args):
+    return subprocess.run([smtest.program("causal-threads")] + args, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+
+
+# ---------------------------------------------------------------- outputs, program unchanged
+@smtest.fixture
+def threads_run():
+    args = ["threads", "1500", UNIT]
+    out, proc = smtest.measure([smtest.program("causal-threads")] + args, "causal-threads",
+                               launcher_args=["--causal"] + FAST, expect_rc=3)
+    return out, proc, args
+
+
+def test_program_unchanged():
+    out, proc, args = threads_run()
+    ref = unmeasured(args)
+    check(ref.returncode == 3 and proc.returncode == 3,
+          "exit codes: measured %d, unmeasured %d (3 planted)" % (proc.returncode, ref.returncode))
+    check(proc.stdout == ref.stdout, "output changed under --causal: %r vs %r"
+          % (proc.stdout, ref.stdout))
+
+
+def test_coz_format():
+    out, _, _ = threads_run()
+    path = os.path.join(out, "causal", "experiments.coz")
+    if not check(os.path.exists(path), "no causal/experiments.coz"):
+        return
+    lines = [l.rstrip("\n").split("\t") for l in open(path) if l.strip()]
+    check(lines[0][0] == "startup" and re.match(r"time=\d+$", lines[0][1]),
+          "first line: %s" % lines[0])
+    check(lines[-1][0] == "runtime" and re.match(r"time=\d+$", lines[-1][1]),
+          "last line: %s" % lines[-1])
+    kinds = {"startup", "runtime", "experiment", "throughput-point", "latency-point", "samples"}
+    exps, zero, after_exp = 0, 0, True
+    for i, f in enumerate(lines):
+        check(f[0] in kinds, "line %d: unknown record %s" % (i + 1, f[0]))
+        fields = dict(x.split("=", 1) for x in f[1:])
+        if f[0] == "experiment":
+            exps += 1
+            check(set(fields) == {"selected", "speedup", "duration", "selected-samples"},
+                  "experiment fields: %s" % sorted(fields))
+            sp = float(fields["speedup"])
+            check(0 <= sp <= 1 and abs(sp * 20 - round(sp * 20)) < 1e-6,
+                  "speedup %s not a step of 5 %%" % sp)
+            zero += sp == 0
+            check(int(fields["duration"]) > 0, "experiment duration %s" % fields["duration"])
+            check(fields["selected"].split(" ")[0] in ("small_work", "big_work"),
+                  "experiment chose %s, not one of the program's work functions"
+                  % fields["selected"])
+            after_exp = True
+        elif f[0] == "throughput-point":
+            check(after_exp and fields.get("name") == "iteration" and
+                  fields.get("delta", "").isdigit(), "throughput-point line %d: %s" % (i + 1, f))
+        elif f[0] == "samples":
+            after_exp = False
+            check(fields.get("count", "").isdigit() and fields.get("location"),
+                  "samples line %d: %s" % (i + 1, f))
+    check(exps >= 10, "%d experiments in about 3 s" % exps)
+    check(0.25 <= zero / max(exps, 1) <= 0.75, "%d of %d experiments at 0 %%" % (zero, exps))
+    data = causal_json(out)
+    if data:
+        check(len(data["experiments"]) == exps, "json has %d experiments, coz %d"
+              % (len(data["experiments"]), exps))
+        check(data["progress_points"][0]["name"] == "iteration" and
+              data["estimates_for"] == "iteration", "progress points: %s" % data["progress_points"])
+        check(data["samples"] > 1000, "only %d samples" % data["samples"])
+
+
+def test_summary_note():
+    out, _, _ = threads_run()
+    text = open(os.path.join(out, "profile.txt")).read()
+    m = re.search(r"causal profiling: (\d+) experiments, 1 progress points, (\d+) samples on "
+                  r"(\d+) threads .*delays inserted ([\d.]+) s, pauses added ([\d.]+) s", text)
+    if check(m, "profile.txt has no causal profiling note"):
+        check(int(m.group(1)) >= 10 and int(m.group(3)) >= 2,
+              "note: %s" % m.group(0))
+
+
+def test_off_by_default():
+    args = ["serial", "50", UNIT]
+    out, proc = smtest.measure([smtest.program("causal-threads")] + args, "causal-off",
+                               launcher_args=["--no-trace"], expect_rc=3)
+    check(not os.path.exists(os.path.join(out, "causal")), "causal/ written without --causal")
+    check("causal profiling" not in open(os.path.join(out, "profile.txt")).read(),
+          "profile.txt mentions causal profiling without --causal")
+    check(proc.stdout == unmeasured(args).stdout, "output changed")
+
+
+def test_progress_region():
+    out, proc = smtest.measure([smtest.program("causal-threads"), "serial", "600", UNIT],
+                               "causal-region",
+                               launcher_args=["--causal", "--causal-progress", "step"] + FAST,
+                               expect_rc=3)
+    data = causal_json(out)
+    if not data:
+        return
+    points = {p["name"]: p for p in data["progress_points"]}
+    check("step" in points and "iteration" in points, "progress points: %s" % list(points))
+    for e in data["experiments"]:
+        p = e["progress"]
+        check(abs(p.get("step", 0) - p.get("iteration", 0)) <= 1,
+              "step and iteration passes differ in an experiment: %s" % p)
+
+
+def test_bad_input():
+    for args, word in ((["--causal-scope-function", "("], "causal-scope-function"),
+                       (["--causal-scope-binary", "a["], "causal-scope-binary"),
+                       (["--causal-period", "5"], "causal-period"),
+                       (["--causal-experiment", "0"], "causal-experiment"),
+                       (["--causal-speedup", "150"], "causal-speedup")):
+        p = smtest.run(["/bin/true"], launcher_args=["--causal"] + args)
+        lines = [l for l in p.stderr.splitlines() if l.strip()]
+        check(p.returncode == 2 and len(lines) == 1 and word in lines[0],
+              "%s: exit %d, stderr %r" % (args, p.returncode, p.stderr))
+
+
+def test_no_progress_point():
+    # A program without progress points: it runs as always, one line says why
+    # nothing is predicted.
+    out, proc = smtest.measure([smtest.program("sampling-hot"), "1", "300000"], "causal-none",
+                               launcher_args=["--causal"] + FAST)
+    lines = [l for l in proc.stderr.splitlines() if "causal profiling" in l]
+    check(len(lines) == 1 and "no progress point" in lines[0],
+          "stderr: %r" % proc.stderr)
+
+
+# ---------------------------------------------------------------- the planted answers
+def run_scoped(mode, iters, function, extra, name):
+    out, proc = smtest.measure([smtest.program("causal-threads"), mode, iters, UNIT], name,
+                               launcher_args=["--causal", "--causal-scope-function",
+                                              "^%s$" % function] + FAST + extra, expect_rc=3)
+    return causal_json(out)
+
+
+def test_threads_small_work_flat():
+    cpus_free()
+    data = run_scoped("threads", THREADS_ITER, "small_work", ["--causal-speedup", "50"],
+                      "causal-small")
+    pts = per_experiment(data) if data else []
+    if not check(len(pts) >= 8, "%d experiments at 50 %%" % len(pts)):
+        return
+    mean = sum(y for _, y in pts) / len(pts)
+    print("small_work at 50 %%: predicted %.3f over %d experiments" % (mean, len(pts)))
+    check(abs(mean) <= 0.10, "speeding small_work by 50 %% predicts %.3f (expected 0 +- 0.10)"
+          % mean)
+
+
+def test_threads_big_work_rises():
+    cpus_free()
+    data = run_scoped("threads", THREADS_ITER, "big_work", [], "causal-big")
+    pts = per_experiment(data) if data else []
+    low = [(s, y) for s, y in pts if s <= 0.4]
+    high = [(s, y) for s, y in pts if s >= 0.6]
+    if not check(len(low) >= 4 and len(high) >= 3,
+                 "experiments: %d at <= 40 %%, %d at >= 60 %%" % (len(low), len(high))):
+        return
+    b = slope(low)
+    flat = sum(y for _, y in high) / len(high)
+    print("big_work: slope %.2f below 40 %% (%d experiments), %.3f above 60 %% (%d)"
+          % (b, len(low), flat, len(high)))
+    check(0.6 <= b <= 1.4, "slope of big_work below 40 %% is %.2f (expected 1 +- 0.4)" % b)
+    check(0.35 <= flat <= 0.65, "big_work above 60 %% predicts %.3f (expected 0.5 +- 0.15)"
+          % flat)
+
+
+def test_serial_share():
+    cpus_free()
+    data = run_scoped("serial", SERIAL_ITER, "part_a", [], "causal-serial")
+    pts = per_experiment(data) if data else []
+    if not check(len(pts) >= 6, "%d experiments" % len(pts)):
+        return
+    b = slope(pts)
+    print("part_a (40 %% of the time): slope %.2f over %d experiments" % (b, len(pts)))
+    check(0.25 <= b <= 0.55, "slope of part_a is %.2f (expected 0.4 +- 0.15)" % b)
+
+
+if __name__ == "__main__":
+    smtest.run_cases(globals())
