@@ -14,13 +14,18 @@
 #include "causal.h"
 #include "causal_internal.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "../core/clock.h"
+#include "../core/job.h"
 #include "../core/location.h"
 #include "../core/runtime.h"
 #include "../util/log.h"
@@ -37,6 +42,7 @@ static uint32_t sm_ca_min_visits;
 static uint64_t sm_ca_rng;
 static int sm_ca_zero_share; /* percent of experiments at 0 % */
 static int sm_ca_fixed;      /* the speedup of the others, or -1: at random */
+static int sm_ca_job;        /* one of the processes of a job (sm_job_launch) */
 
 static pthread_t sm_ca_thread;
 static int sm_ca_have_thread;
@@ -91,51 +97,225 @@ static uint64_t sm_ca_min_delta(const sm_causal_counts_t *d)
     return n ? min : 0;
 }
 
+/* Runs one experiment: function fn (-1: none of this process's, it only
+ * counts progress), from now until the local CLOCK_MONOTONIC time `until`.
+ * Recorded unless cut short by the end before half its length.  1 when
+ * the run stops. */
+static int sm_ca_run(uint32_t no, int32_t fn, uint64_t hash, uint32_t speedup, uint64_t until,
+                     uint64_t length)
+{
+    if (sm_ca_n_exps >= SM_CAUSAL_MAX_EXPERIMENTS)
+        return sm_ca_wait(until > sm_causal_now_ns() ? until - sm_causal_now_ns() : 0);
+    sm_causal_exp_t *e = &sm_ca_exps[sm_ca_n_exps];
+    memset(e, 0, sizeof *e);
+    e->no = no;
+    e->fn = fn;
+    e->hash = hash;
+    e->speedup = speedup;
+    sm_causal_counts_t after;
+    sm_causal_counts_now(&e->before);
+    uint64_t delay_before = sm_causal_global_delay();
+    uint64_t samples_before = sm_causal_selected_samples();
+    e->start_ns = sm_causal_now_ns();
+    __atomic_store_n(&sm_causal_delay_ns, sm_causal_period_ns() * speedup / 100,
+                     __ATOMIC_RELEASE);
+    __atomic_store_n(&sm_causal_selected, fn, __ATOMIC_RELEASE);
+    int stopped = sm_ca_wait(until > e->start_ns ? until - e->start_ns : 0);
+    __atomic_store_n(&sm_causal_selected, -1, __ATOMIC_RELEASE);
+    e->end_ns = sm_causal_now_ns();
+    sm_causal_counts_now(&after);
+    e->delay_ns = sm_causal_global_delay() - delay_before;
+    e->selected_samples = sm_causal_selected_samples() - samples_before;
+    for (uint32_t i = 0; i < SM_CAUSAL_MAX_POINTS; i++) {
+        e->delta.visits[i] = after.visits[i] - e->before.visits[i];
+        e->delta.arrivals[i] = after.arrivals[i] - e->before.arrivals[i];
+    }
+    /* One cut short by the end counts when it ran half its length. */
+    if (!stopped || e->end_ns - e->start_ns >= length / 2)
+        sm_ca_n_exps++;
+    return stopped;
+}
+
+/* The next experiment's function: one that samples hit (the handlers offer
+ * one, in a job any rank of the node).  -1 when the run stops. */
+static int32_t sm_ca_choose_function(uint64_t *hash)
+{
+    sm_causal_candidate_clear();
+    for (;;) {
+        uint64_t h = sm_causal_candidate();
+        int32_t fn = h ? sm_causal_scope_by_hash(h) : -1;
+        if (fn >= 0) {
+            *hash = h;
+            return fn;
+        }
+        if (h)
+            sm_causal_candidate_clear(); /* a function this binary lacks */
+        if (sm_ca_wait(2000000))
+            return -1;
+    }
+}
+
+/* Experiments of a process on its own. */
+static void sm_ca_alone(void)
+{
+    uint64_t length = sm_ca_length_ns;
+    for (uint32_t no = 0;; no++) {
+        uint64_t hash;
+        int32_t fn = sm_ca_choose_function(&hash);
+        if (fn < 0)
+            return;
+        uint32_t n_before = sm_ca_n_exps;
+        if (sm_ca_run(no, fn, hash, sm_ca_choose_speedup(), sm_causal_now_ns() + length, length))
+            return;
+        if (sm_ca_n_exps > n_before &&
+            sm_ca_min_delta(&sm_ca_exps[n_before].delta) < sm_ca_min_visits &&
+            length < 16 * sm_ca_length_ns)
+            length *= 2;
+        if (sm_ca_wait(sm_ca_cooloff_ns))
+            return;
+    }
+}
+
+/* ---------------------------------------------------------------- a job's experiments
+ *
+ * Every rank runs the same experiment at the same time.  Rank 0 chooses
+ * (function by name, speedup) and appends the plan, one line per
+ * experiment, to .causal-plan in the output folder, with its start and
+ * end on the job's clock (rank 0's CLOCK_MONOTONIC, the offsets taken at
+ * MPI_Init) a little ahead; every other rank reads new lines from its own
+ * controller thread (a sleep between looks, never a spin) and runs them.
+ * Nothing goes through MPI: the program may be MPI_THREAD_SINGLE. */
+
+#define SM_CA_LEAD_NS 60000000u /* a plan is written this far ahead */
+
+static uint64_t sm_ca_job_now(void)
+{
+    return sm_clock_to_job_ns(sm_clock_now());
+}
+
+/* The local CLOCK_MONOTONIC time of job time t. */
+static uint64_t sm_ca_local_of(uint64_t t)
+{
+    uint64_t job = sm_ca_job_now(), now = sm_causal_now_ns();
+    return t > job ? now + (t - job) : now;
+}
+
+static void sm_ca_plan_path(char *buf, size_t len)
+{
+    const char *dir = sm_runtime_output_dir();
+    /* Named by the job: a plan left by another job is never read. */
+    snprintf(buf, len, "%s/.causal-plan-%016llx", dir ? dir : ".",
+             (unsigned long long)sm_job_hash());
+}
+
+static void sm_ca_leader(void)
+{
+    uint64_t length = sm_ca_length_ns;
+    char path[4200];
+    sm_ca_plan_path(path, sizeof path);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        sm_warning("causal profiling: %s: %s; no experiments in this job", path,
+                   strerror(errno));
+        return;
+    }
+    for (uint32_t no = 0;; no++) {
+        uint64_t hash;
+        int32_t fn = sm_ca_choose_function(&hash);
+        if (fn < 0)
+            break;
+        uint32_t speedup = sm_ca_choose_speedup();
+        uint64_t start = sm_ca_job_now() + SM_CA_LEAD_NS, end = start + length;
+        char line[600];
+        int n = snprintf(line, sizeof line, "%u %016llx %u %llu %llu %s\n", no,
+                         (unsigned long long)hash, speedup, (unsigned long long)start,
+                         (unsigned long long)end, sm_causal_scope_fn((uint32_t)fn)->name);
+        if (n <= 0 || (size_t)n >= sizeof line || write(fd, line, (size_t)n) != n) {
+            sm_warning("causal profiling: writing %s failed; no more experiments", path);
+            break;
+        }
+        uint64_t local_start = sm_ca_local_of(start);
+        uint64_t now = sm_causal_now_ns();
+        if (local_start > now && sm_ca_wait(local_start - now))
+            break;
+        uint32_t n_before = sm_ca_n_exps;
+        if (sm_ca_run(no, fn, hash, speedup, sm_ca_local_of(end), length))
+            break;
+        if (sm_ca_n_exps > n_before &&
+            sm_ca_min_delta(&sm_ca_exps[n_before].delta) < sm_ca_min_visits &&
+            length < 16 * sm_ca_length_ns)
+            length *= 2;
+        if (sm_ca_wait(sm_ca_cooloff_ns))
+            break;
+    }
+    close(fd);
+    unlink(path); /* the run ends: nobody reads it any more */
+}
+
+static void sm_ca_follower(void)
+{
+    char path[4200], buf[8192];
+    size_t have = 0;
+    off_t offset = 0;
+    for (;;) {
+        sm_ca_plan_path(path, sizeof path); /* the folder may be settled late */
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t got = 0;
+        if (fd >= 0) {
+            struct stat st;
+            if (fstat(fd, &st) == 0 && st.st_size < offset)
+                offset = 0, have = 0; /* written anew */
+            got = pread(fd, buf + have, sizeof buf - 1 - have, offset);
+            close(fd);
+        }
+        if (got > 0) {
+            offset += got;
+            have += (size_t)got;
+        }
+        buf[have] = '\0';
+        char *nl;
+        int ran = 0;
+        while ((nl = memchr(buf, '\n', have)) != NULL) {
+            *nl = '\0';
+            unsigned no, speedup;
+            unsigned long long hash, start, end;
+            if (sscanf(buf, "%u %llx %u %llu %llu", &no, &hash, &speedup, &start, &end) == 5 &&
+                speedup <= 100 && end > sm_ca_job_now()) {
+                uint64_t local_start = sm_ca_local_of(start);
+                uint64_t now = sm_causal_now_ns();
+                if (local_start > now && sm_ca_wait(local_start - now))
+                    return;
+                if (sm_ca_run(no, sm_causal_scope_by_hash(hash), hash, speedup,
+                              sm_ca_local_of(end), end - start))
+                    return;
+                ran = 1;
+            }
+            size_t used = (size_t)(nl + 1 - buf);
+            memmove(buf, nl + 1, have - used);
+            have -= used;
+        }
+        if (have == sizeof buf - 1)
+            have = 0; /* a line longer than any plan's: dropped */
+        if (!ran && sm_ca_wait(20000000))
+            return;
+    }
+}
+
 static void *sm_ca_controller(void *arg)
 {
     (void)arg;
-    uint64_t length = sm_ca_length_ns;
-    while (sm_ca_n_exps < SM_CAUSAL_MAX_EXPERIMENTS) {
-        /* A function that samples hit (the handler offers one). */
-        __atomic_store_n(&sm_causal_candidate, -1, __ATOMIC_RELEASE);
-        int32_t fn;
-        while ((fn = __atomic_load_n(&sm_causal_candidate, __ATOMIC_ACQUIRE)) < 0)
-            if (sm_ca_wait(2000000))
-                return NULL;
-        uint32_t speedup = sm_ca_choose_speedup();
-        sm_causal_exp_t *e = &sm_ca_exps[sm_ca_n_exps];
-        memset(e, 0, sizeof *e);
-        e->fn = fn;
-        e->speedup = speedup;
-        sm_causal_counts_t before, after;
-        sm_causal_counts_now(&before);
-        uint64_t delay_before = sm_causal_global_delay();
-        uint64_t samples_before = sm_causal_selected_samples();
-        e->start_ns = sm_causal_now_ns();
-        __atomic_store_n(&sm_causal_delay_ns, sm_causal_period_ns() * speedup / 100,
-                         __ATOMIC_RELEASE);
-        __atomic_store_n(&sm_causal_selected, fn, __ATOMIC_RELEASE);
-        int stopped = sm_ca_wait(length);
-        __atomic_store_n(&sm_causal_selected, -1, __ATOMIC_RELEASE);
-        e->end_ns = sm_causal_now_ns();
-        sm_causal_counts_now(&after);
-        e->before = before;
-        e->delay_ns = sm_causal_global_delay() - delay_before;
-        e->selected_samples = sm_causal_selected_samples() - samples_before;
-        for (uint32_t i = 0; i < SM_CAUSAL_MAX_POINTS; i++) {
-            e->delta.visits[i] = after.visits[i] - before.visits[i];
-            e->delta.arrivals[i] = after.arrivals[i] - before.arrivals[i];
-        }
-        /* One cut short by the end counts when it ran half its length. */
-        if (!stopped || e->end_ns - e->start_ns >= length / 2)
-            sm_ca_n_exps++;
-        if (stopped)
-            return NULL;
-        if (sm_ca_min_delta(&e->delta) < sm_ca_min_visits && length < 16 * sm_ca_length_ns)
-            length *= 2;
-        if (sm_ca_wait(sm_ca_cooloff_ns))
-            return NULL;
+    if (!sm_ca_job) {
+        sm_ca_alone();
+        return NULL;
     }
+    /* MPI_Init first: the folder, the clock offsets and the ranks. */
+    while (sm_runtime_process_count() < 2)
+        if (sm_ca_wait(10000000))
+            return NULL;
+    if (sm_job_launcher_rank() == 0)
+        sm_ca_leader();
+    else
+        sm_ca_follower();
     return NULL;
 }
 
@@ -166,8 +346,10 @@ static int sm_causal_init(const sm_config_t *cfg)
     pthread_cond_init(&sm_ca_cond, &ca);
     pthread_condattr_destroy(&ca);
     sm_ca_startup = sm_causal_now_ns();
+    const sm_job_launch_t *launch = sm_job_launch();
+    sm_ca_job = launch->size > 1 && launch->rank >= 0;
     sm_causal_running = 1;
-    if (sm_causal_delay_init(cfg) != 0) {
+    if (sm_causal_delay_init(cfg, sm_ca_job) != 0) {
         sm_causal_running = 0;
         return -1;
     }
@@ -224,6 +406,12 @@ static void sm_causal_flush(const sm_run_info_t *run)
 }
 
 uint32_t sm_causal_experiments(const sm_causal_exp_t **out)
+{
+    *out = sm_ca_exps;
+    return sm_ca_exps ? sm_ca_n_exps : 0;
+}
+
+uint32_t sm_causal_experiments_mut(sm_causal_exp_t **out)
 {
     *out = sm_ca_exps;
     return sm_ca_exps ? sm_ca_n_exps : 0;

@@ -23,4 +23,8 @@ typedef struct sm_causal_api {
 
 typedef const sm_causal_api_t *(*sm_causal_api_fn)(void);
 
+/* The object of MPI calls (the MPI adapter's): a call wakes and is woken by
+ * other processes, whose catch-up the node's shared state notes. */
+#define SM_CAUSAL_MPI ((const void *)1)
+
 #endif

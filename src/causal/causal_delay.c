@@ -26,7 +26,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
+#include <stdio.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,12 +37,12 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "../core/job.h"
 #include "../core/sig_hold.h"
 #include "../util/log.h"
 
 volatile int32_t sm_causal_selected = -1;
 volatile uint64_t sm_causal_delay_ns;
-volatile int32_t sm_causal_candidate = -1;
 
 typedef struct sm_cd_thread {
     sm_location_t *loc;
@@ -60,7 +62,17 @@ typedef struct sm_cd_thread {
 
 static SM_TLS sm_cd_thread_t *sm_cd_tls;
 static sm_cd_thread_t *sm_cd_threads; /* pushed with a CAS */
-static uint64_t sm_cd_global;         /* atomic */
+/* What the threads of a process share, and in a job the processes of a
+ * node (shared memory named by the job: a delay inserted in one rank is
+ * paid by the threads of every rank of the node). */
+typedef struct sm_cd_shared {
+    uint64_t global;    /* the delay count, ns (atomic) */
+    uint64_t mpi_wake;  /* the global count at the latest MPI call's catch-up */
+    uint64_t candidate; /* hash of a function a sample hit lately, 0: none */
+} sm_cd_shared_t;
+static sm_cd_shared_t sm_cd_private;
+static sm_cd_shared_t *sm_cd_sh = &sm_cd_private;
+static char sm_cd_shm_name[64];
 static uint64_t sm_cd_selected_samples;
 static uint64_t *sm_cd_fn_samples;    /* per function of the scope, atomic */
 static uint64_t sm_cd_period;
@@ -101,9 +113,9 @@ static uint64_t sm_cd_sleep(uint64_t ns)
 static void sm_cd_sync(sm_cd_thread_t *t, int may_pay)
 {
     t->local += __atomic_exchange_n(&t->pending, 0, __ATOMIC_RELAXED);
-    uint64_t g = __atomic_load_n(&sm_cd_global, __ATOMIC_ACQUIRE);
+    uint64_t g = __atomic_load_n(&sm_cd_sh->global, __ATOMIC_ACQUIRE);
     while (t->local > g) {
-        if (__atomic_compare_exchange_n(&sm_cd_global, &g, t->local, true, __ATOMIC_ACQ_REL,
+        if (__atomic_compare_exchange_n(&sm_cd_sh->global, &g, t->local, true, __ATOMIC_ACQ_REL,
                                         __ATOMIC_ACQUIRE))
             return;
     }
@@ -167,10 +179,11 @@ static void sm_cd_handler(int sig, siginfo_t *si, void *uc)
     int32_t f = sm_causal_scope_find(sm_cd_pc(uc));
     if (f >= 0) {
         __atomic_add_fetch(&sm_cd_fn_samples[f], weight, __ATOMIC_RELAXED);
-        int32_t none = -1;
-        if (sm_causal_selected < 0 && sm_causal_candidate < 0)
-            __atomic_compare_exchange_n(&sm_causal_candidate, &none, f, false, __ATOMIC_RELAXED,
-                                        __ATOMIC_RELAXED);
+        uint64_t none = 0;
+        if (sm_causal_selected < 0 && !sm_cd_sh->candidate)
+            __atomic_compare_exchange_n(&sm_cd_sh->candidate, &none,
+                                        sm_causal_scope_fn((uint32_t)f)->hash, false,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED);
         if (f == __atomic_load_n(&sm_causal_selected, __ATOMIC_ACQUIRE)) {
             __atomic_add_fetch(&t->pending, weight * sm_causal_delay_ns, __ATOMIC_RELAXED);
             __atomic_add_fetch(&sm_cd_selected_samples, weight, __ATOMIC_RELAXED);
@@ -212,7 +225,9 @@ static void sm_cd_catch_up(const void *obj)
     t->busy = 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     sm_cd_sync(t, 1);
-    if (obj) {
+    if (obj == SM_CAUSAL_MPI) {
+        __atomic_store_n(&sm_cd_sh->mpi_wake, t->local, __ATOMIC_RELEASE);
+    } else if (obj) {
         uint32_t k = sm_cd_wake_slot(obj);
         __atomic_store_n(&sm_cd_wakes[k].global, t->local, __ATOMIC_RELAXED);
         __atomic_store_n(&sm_cd_wakes[k].obj, (uintptr_t)obj, __ATOMIC_RELEASE);
@@ -231,7 +246,7 @@ static void sm_cd_block_begin(void)
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     if (t->blocked++ == 0) {
         sm_cd_sync(t, 0); /* what it saved counts; what it owes stays owed */
-        t->block_mark = __atomic_load_n(&sm_cd_global, __ATOMIC_ACQUIRE);
+        t->block_mark = __atomic_load_n(&sm_cd_sh->global, __ATOMIC_ACQUIRE);
     }
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     t->busy = 0;
@@ -250,9 +265,12 @@ static void sm_cd_block_end(const void *obj)
          * waker had come (what the waker inserted after waking it, while
          * it sat in the run queue, is owed), never beyond the global
          * count (what it paid while spinning in a wait counts). */
-        uint64_t g = __atomic_load_n(&sm_cd_global, __ATOMIC_ACQUIRE);
+        uint64_t g = __atomic_load_n(&sm_cd_sh->global, __ATOMIC_ACQUIRE);
         uint64_t until = g;
-        if (obj) {
+        if (obj == SM_CAUSAL_MPI) {
+            uint64_t w = __atomic_load_n(&sm_cd_sh->mpi_wake, __ATOMIC_ACQUIRE);
+            until = w < g ? w : g;
+        } else if (obj) {
             uint32_t k = sm_cd_wake_slot(obj);
             if (__atomic_load_n(&sm_cd_wakes[k].obj, __ATOMIC_ACQUIRE) == (uintptr_t)obj) {
                 uint64_t w = __atomic_load_n(&sm_cd_wakes[k].global, __ATOMIC_RELAXED);
@@ -341,7 +359,7 @@ void sm_causal_delay_thread_begin(sm_location_t *loc)
     t->loc = loc;
     t->fd = -1;
     /* A new thread owes nothing inserted before it began. */
-    t->local = __atomic_load_n(&sm_cd_global, __ATOMIC_ACQUIRE);
+    t->local = __atomic_load_n(&sm_cd_sh->global, __ATOMIC_ACQUIRE);
     if (sm_cd_source != SM_CD_SOURCE_TIMER && sm_cd_perf_open(t) == 0) {
         sm_cd_source = SM_CD_SOURCE_PERF;
         sm_cd_push(t);
@@ -411,9 +429,48 @@ static int sm_cd_choose_signal(void)
     return 0;
 }
 
-int sm_causal_delay_init(const sm_config_t *cfg)
+/* The job's shared state on this node: 0, or -1 (said; the process then
+ * keeps its own). */
+static int sm_cd_share(void)
+{
+    snprintf(sm_cd_shm_name, sizeof sm_cd_shm_name, "/sysmeasure-causal-%016llx",
+             (unsigned long long)sm_job_hash());
+    int fd = shm_open(sm_cd_shm_name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        sm_warning("causal profiling: shared memory %s: %s; the delays of this rank are not "
+                   "paid by the others of its node", sm_cd_shm_name, strerror(errno));
+        sm_cd_shm_name[0] = '\0';
+        return -1;
+    }
+    void *p = MAP_FAILED;
+    if (ftruncate(fd, sizeof(sm_cd_shared_t)) == 0)
+        p = mmap(NULL, sizeof(sm_cd_shared_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) {
+        sm_warning("causal profiling: shared memory %s cannot be mapped; the delays of this "
+                   "rank are not paid by the others of its node", sm_cd_shm_name);
+        sm_cd_shm_name[0] = '\0';
+        return -1;
+    }
+    sm_cd_sh = p;
+    return 0;
+}
+
+uint64_t sm_causal_candidate(void)
+{
+    return __atomic_load_n(&sm_cd_sh->candidate, __ATOMIC_ACQUIRE);
+}
+
+void sm_causal_candidate_clear(void)
+{
+    __atomic_store_n(&sm_cd_sh->candidate, 0, __ATOMIC_RELEASE);
+}
+
+int sm_causal_delay_init(const sm_config_t *cfg, int job)
 {
     sm_cd_period = (uint64_t)cfg->causal_period * 1000u;
+    if (job)
+        sm_cd_share();
     sm_cd_fn_samples = calloc(sm_causal_scope_count() + 1, sizeof *sm_cd_fn_samples);
     if (!sm_cd_fn_samples) {
         sm_error("causal profiling is off: out of memory");
@@ -451,12 +508,15 @@ void sm_causal_delay_stop(void)
     for (sm_cd_thread_t *t = __atomic_load_n(&sm_cd_threads, __ATOMIC_ACQUIRE); t; t = t->next)
         if (__atomic_exchange_n(&t->have_timer, 0, __ATOMIC_ACQ_REL))
             sm_cd_source_close(t);
-    /* The handler stays: a tick already queued must not end the process. */
+    /* The handler stays: a tick already queued must not end the process.
+     * The shared memory stays mapped (late readers); its name goes. */
+    if (sm_cd_shm_name[0])
+        shm_unlink(sm_cd_shm_name);
 }
 
 uint64_t sm_causal_global_delay(void)
 {
-    return __atomic_load_n(&sm_cd_global, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&sm_cd_sh->global, __ATOMIC_ACQUIRE);
 }
 
 uint64_t sm_causal_selected_samples(void)

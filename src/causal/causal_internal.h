@@ -14,6 +14,7 @@ typedef struct sm_causal_fn {
     uintptr_t lo, hi;
     const char *name;   /* as the symbol table has it */
     const char *object; /* the file it comes from */
+    uint64_t hash;      /* of the name (never 0): names it across processes */
 } sm_causal_fn_t;
 
 /* The functions of the binaries in scope (cfg's regexes, else the program
@@ -25,6 +26,9 @@ int sm_causal_scope_load(const sm_config_t *cfg) SM_HIDDEN;
  * search over a table made at start). */
 int32_t sm_causal_scope_find(uintptr_t pc) SM_HIDDEN;
 uint32_t sm_causal_scope_count(void) SM_HIDDEN;
+/* The function whose name has this hash, or -1. */
+int32_t sm_causal_scope_by_hash(uint64_t hash) SM_HIDDEN;
+uint64_t sm_causal_name_hash(const char *name) SM_HIDDEN;
 const sm_causal_fn_t *sm_causal_scope_fn(uint32_t i) SM_HIDDEN;
 /* How many binaries are in scope (for the summary). */
 uint32_t sm_causal_scope_objects(void) SM_HIDDEN;
@@ -34,11 +38,15 @@ uint32_t sm_causal_scope_objects(void) SM_HIDDEN;
 /* The experiment under way, as the sample handlers see it. */
 extern volatile int32_t sm_causal_selected SM_HIDDEN;   /* function, or -1 */
 extern volatile uint64_t sm_causal_delay_ns SM_HIDDEN;  /* per period in it */
-/* A function a sample hit lately (-1 none): the next experiment's. */
-extern volatile int32_t sm_causal_candidate SM_HIDDEN;
+/* The hash of a function a sample hit lately (0: none), in the state the
+ * processes of a job share on a node: the next experiment's. */
+uint64_t sm_causal_candidate(void) SM_HIDDEN;
+void sm_causal_candidate_clear(void) SM_HIDDEN;
 
-/* Timers and the handler.  0, or -1 after one line. */
-int sm_causal_delay_init(const sm_config_t *cfg) SM_HIDDEN;
+/* Timers and the handler.  job: the processes of a job share the delay
+ * count with the others of their node (shared memory named by the job).
+ * 0, or -1 after one line. */
+int sm_causal_delay_init(const sm_config_t *cfg, int job) SM_HIDDEN;
 void sm_causal_delay_thread_begin(sm_location_t *loc) SM_HIDDEN;
 void sm_causal_delay_thread_end(sm_location_t *loc) SM_HIDDEN;
 void sm_causal_delay_stop(void) SM_HIDDEN;
@@ -74,17 +82,21 @@ void sm_causal_counts_now(sm_causal_counts_t *out) SM_HIDDEN;
 /* ------------------------------------------------------------ experiments (causal.c) */
 
 typedef struct sm_causal_exp {
-    int32_t fn;                /* index in the scope */
+    uint32_t no;               /* its number in the job's plan */
+    int32_t fn;                /* index in the scope; -1: not in this process */
+    uint64_t hash;             /* of the function's name */
     uint32_t speedup;          /* percent */
     uint64_t start_ns, end_ns; /* CLOCK_MONOTONIC */
     uint64_t delay_ns;         /* inserted while it ran */
     uint64_t selected_samples;
+    uint32_t ranks;            /* that ran it (the job's sum at rank 0), 0: this one */
     sm_causal_counts_t before; /* the points' totals at its start */
     sm_causal_counts_t delta;  /* progress while it ran */
 } sm_causal_exp_t;
 
 /* The experiments run (complete ones), the run's start and end. */
 uint32_t sm_causal_experiments(const sm_causal_exp_t **out) SM_HIDDEN;
+uint32_t sm_causal_experiments_mut(sm_causal_exp_t **out) SM_HIDDEN; /* for the job's sums */
 uint64_t sm_causal_startup_ns(void) SM_HIDDEN;
 uint64_t sm_causal_end_ns(void) SM_HIDDEN;
 

@@ -131,10 +131,87 @@ void sm_causal_function_label(int32_t fn, char *name, size_t nlen, char *where, 
 
 /* ---------------------------------------------------------------- outputs */
 
+/* Every rank takes part (the reduction is collective) in a live run with
+ * --causal; only rank 0 writes, when there were experiments. */
+static bool sm_co_wanted_job(const sm_finalize_t *f)
+{
+    return f->run->config->causal && !f->images;
+}
+
 static bool sm_co_wanted(const sm_finalize_t *f)
 {
     const sm_causal_exp_t *e;
-    return f->run->config->causal && sm_causal_experiments(&e) > 0;
+    return f->run->config->causal && !f->images && sm_causal_experiments(&e) > 0;
+}
+
+/* The job's progress per experiment at rank 0: every rank ran the same
+ * numbered experiments and counted its own passes; they are summed by
+ * experiment number and point name (rank 0's names).  Once. */
+static int sm_co_reduce(sm_finalize_t *f)
+{
+    static int done;
+    const sm_procs_t *pr = f->procs;
+    if (done || !pr || pr->size < 2)
+        return 0;
+    done = 1;
+    sm_causal_exp_t *e;
+    uint32_t n = sm_causal_experiments_mut(&e);
+    /* Rank 0's point names, one a line. */
+    char *names = NULL;
+    uint64_t len = 0;
+    if (pr->rank == 0) {
+        size_t cap = 1;
+        for (uint32_t p = 0; p < sm_causal_points(); p++)
+            cap += strlen(sm_causal_point_name(p)) + 1;
+        names = calloc(1, cap);
+        for (uint32_t p = 0; names && p < sm_causal_points(); p++) {
+            strcat(names, sm_causal_point_name(p));
+            strcat(names, "\n");
+        }
+        len = names ? strlen(names) + 1 : 0;
+    }
+    if (pr->bcast(pr->ctx, 0, (void **)&names, &len) != 0) {
+        free(names);
+        return -1;
+    }
+    int local_of[SM_CAUSAL_MAX_POINTS];
+    uint32_t np = 0;
+    for (char *line = names; line && len && *line && np < SM_CAUSAL_MAX_POINTS; np++) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        local_of[np] = -1;
+        for (uint32_t q = 0; q < sm_causal_points(); q++)
+            if (!strcmp(sm_causal_point_name(q), line))
+                local_of[np] = (int)q;
+        line = nl ? nl + 1 : line + strlen(line);
+    }
+    free(names);
+    uint64_t m = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (e[i].no + 1 > m)
+            m = e[i].no + 1;
+    if (pr->allreduce_max_u64(pr->ctx, &m, 1) != 0)
+        return -1;
+    uint32_t w = np + 1;
+    uint64_t *v = m ? calloc(m * w, sizeof *v) : NULL;
+    if (m && !v)
+        return -1; /* every rank runs out alike or the reduction fails: said by the caller */
+    for (uint32_t i = 0; v && i < n; i++) {
+        for (uint32_t p = 0; p < np; p++)
+            if (local_of[p] >= 0)
+                v[e[i].no * w + p] += e[i].delta.visits[local_of[p]];
+        v[e[i].no * w + np] += 1;
+    }
+    int rc = m ? pr->allreduce_sum_u64(pr->ctx, v, (uint32_t)(m * w)) : 0;
+    if (rc == 0 && pr->rank == 0)
+        for (uint32_t i = 0; i < n; i++) {
+            for (uint32_t p = 0; p < np; p++)
+                e[i].delta.visits[p] = v[e[i].no * w + p];
+            e[i].ranks = (uint32_t)v[e[i].no * w + np];
+        }
+    free(v);
+    return rc;
 }
 
 /* The causal folder of the output folder: 0, or -1 said. */
@@ -162,6 +239,13 @@ static void sm_co_selected(int32_t fn, char *buf, size_t len)
 
 static int sm_co_write_coz(sm_finalize_t *f)
 {
+    if (sm_co_reduce(f) != 0) {
+        sm_error("causal profiling: the ranks' progress could not be summed; "
+                 "causal/experiments.coz and .json show rank 0's alone");
+    }
+    const sm_causal_exp_t *any;
+    if ((f->procs && f->procs->rank != 0) || !sm_causal_experiments(&any))
+        return 0;
     char dir[4200];
     if (sm_co_folder(f, dir, sizeof dir) != 0)
         return -1;
@@ -222,6 +306,7 @@ static int sm_co_write_json(sm_finalize_t *f)
     sm_json_object_begin(&j);
     sm_json_field_int(&j, "version", 1);
     sm_json_field_string(&j, "mode", "function");
+    sm_json_field_uint(&j, "ranks", f->procs ? f->procs->size : 1);
     sm_json_field_uint(&j, "period_ns", sm_causal_period_ns());
     sm_json_field_int(&j, "experiment_ms", cfg->causal_experiment);
     sm_json_field_uint(&j, "runtime_ns", sm_causal_end_ns() - sm_causal_startup_ns());
@@ -248,7 +333,8 @@ static int sm_co_write_json(sm_finalize_t *f)
     /* The functions chosen, with their estimates at each speedup tried. */
     uint8_t *chosen = calloc(nf + 1, 1);
     for (uint32_t i = 0; chosen && i < n; i++)
-        chosen[e[i].fn] = 1;
+        if (e[i].fn >= 0)
+            chosen[e[i].fn] = 1;
     sm_json_key(&j, "functions");
     sm_json_array_begin(&j);
     for (uint32_t fn = 0; chosen && fn < nf; fn++) {
@@ -291,6 +377,7 @@ static int sm_co_write_json(sm_finalize_t *f)
         sm_json_field_uint(&j, "duration_ns", e[i].end_ns - e[i].start_ns);
         sm_json_field_uint(&j, "delay_ns", e[i].delay_ns);
         sm_json_field_uint(&j, "selected_samples", e[i].selected_samples);
+        sm_json_field_uint(&j, "ranks", e[i].ranks ? e[i].ranks : 1);
         sm_json_key(&j, "progress");
         sm_json_object_begin_inline(&j);
         for (uint32_t p = 0; p < np; p++)
@@ -305,8 +392,8 @@ static int sm_co_write_json(sm_finalize_t *f)
 
 const sm_output_t sm_output_causal_coz = {
     .file = "causal/experiments.coz",
-    .who = SM_OUTPUT_ROOT,
-    .wanted = sm_co_wanted,
+    .who = SM_OUTPUT_EVERY_RANK,
+    .wanted = sm_co_wanted_job,
     .write = sm_co_write_coz,
 };
 

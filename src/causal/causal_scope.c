@@ -57,6 +57,7 @@ static int sm_scope_add(const char *name, const char *object, uintptr_t lo, uint
     sm_scope_fns[sm_scope_n].hi = hi;
     sm_scope_fns[sm_scope_n].name = name;
     sm_scope_fns[sm_scope_n].object = object;
+    sm_scope_fns[sm_scope_n].hash = sm_causal_name_hash(name);
     sm_scope_n++;
     return 0;
 }
@@ -247,6 +248,22 @@ int32_t sm_causal_scope_find(uintptr_t pc)
     if (lo == 0 || pc >= sm_scope_fns[lo - 1].hi)
         return -1;
     return (int32_t)(lo - 1);
+}
+
+uint64_t sm_causal_name_hash(const char *name)
+{
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        h = (h ^ *p) * 0x100000001b3ull;
+    return h ? h : 1;
+}
+
+int32_t sm_causal_scope_by_hash(uint64_t hash)
+{
+    for (uint32_t i = 0; i < sm_scope_n; i++)
+        if (sm_scope_fns[i].hash == hash)
+            return (int32_t)i;
+    return -1;
 }
 
 uint32_t sm_causal_scope_count(void)

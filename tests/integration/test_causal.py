@@ -259,5 +259,68 @@ def test_serial_share():
     check(0.25 <= b <= 0.55, "slope of part_a is %.2f (expected 0.4 +- 0.15)" % b)
 
 
+# ---------------------------------------------------------------- across MPI ranks
+def need_mpi():
+    if os.environ.get("SM_HAVE_MPI") != "yes":
+        smtest.skip("built without MPI")
+
+
+@smtest.fixture
+def mpi_run():
+    args = [smtest.program("causal-mpi"), "1500", UNIT]
+    return smtest.mpi_measure(2, args, "causal-mpi", launcher_args=["--causal"] + FAST)
+
+
+def test_mpi_same_experiments():
+    need_mpi()
+    out, proc = mpi_run()
+    check(sorted(proc.stdout.splitlines()) ==
+          sorted(l for l in proc.stdout.splitlines() if re.match(r"rank [01] checksum", l)) and
+          len(proc.stdout.splitlines()) == 2, "program output: %r" % proc.stdout)
+    data = causal_json(out)
+    if not data:
+        return
+    exps = data["experiments"]
+    check(data["ranks"] == 2 and len(exps) >= 8, "%d experiments over %s ranks"
+          % (len(exps), data["ranks"]))
+    both = [e for e in exps if e["ranks"] == 2]
+    check(len(both) >= len(exps) - 1, "only %d of %d experiments ran on both ranks"
+          % (len(both), len(exps)))
+    # Each rank passes "iteration" 1500 times; experiments cover about three
+    # quarters of the run: summed over both ranks, more than one rank has.
+    total = sum(e["progress"]["iteration"] for e in exps)
+    check(1.1 * 1500 < total <= 2 * 1500, "job-wide passes in experiments: %d (expected "
+          "between 1650 and 3000: both ranks' summed)" % total)
+    names = {e["function"] for e in exps}
+    check(names <= {"small_work", "big_work"}, "functions chosen: %s" % names)
+    check(not [f for f in os.listdir(out) if f.startswith(".causal-plan")],
+          "the plan file was left in the output folder")
+
+
+def test_mpi_slopes():
+    need_mpi()
+    cpus_free()
+    for fn, extra in (("small_work", ["--causal-speedup", "50"]), ("big_work", [])):
+        args = [smtest.program("causal-mpi"), "3000", UNIT]
+        out, proc = smtest.mpi_measure(2, args, "causal-mpi-" + fn,
+                                       launcher_args=["--causal", "--causal-scope-function",
+                                                      "^%s$" % fn] + FAST + extra)
+        data = causal_json(out)
+        pts = per_experiment(data) if data else []
+        if fn == "small_work":
+            if check(len(pts) >= 6, "%d experiments at 50 %%" % len(pts)):
+                mean = sum(y for _, y in pts) / len(pts)
+                print("MPI small_work at 50 %%: %.3f over %d experiments" % (mean, len(pts)))
+                check(abs(mean) <= 0.12, "speeding rank 0's small_work by 50 %% predicts %.3f "
+                      "(expected 0 +- 0.12)" % mean)
+        else:
+            low = [(s, y) for s, y in pts if s <= 0.4]
+            if check(len(low) >= 4, "%d experiments at <= 40 %%" % len(low)):
+                b = slope(low)
+                print("MPI big_work: slope %.2f below 40 %% (%d experiments)" % (b, len(low)))
+                check(0.5 <= b <= 1.5, "slope of rank 1's big_work is %.2f (expected 1 +- 0.5)"
+                      % b)
+
+
 if __name__ == "__main__":
     smtest.run_cases(globals())
