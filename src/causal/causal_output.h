@@ -25,6 +25,13 @@ int sm_causal_main_point(void) SM_HIDDEN;
  * baseline. */
 int sm_causal_estimate(int32_t fn, uint32_t speedup, int point, sm_causal_estimate_t *out)
     SM_HIDDEN;
+/* The same from the experiments of speedups within center +- half, each
+ * estimated alone (their mean and its standard error). */
+int sm_causal_estimate_window(int32_t fn, uint32_t center, uint32_t half, int point,
+                              sm_causal_estimate_t *out) SM_HIDDEN;
+/* profile.txt's section (nothing when no experiment ran here). */
+struct sm_out;
+void sm_causal_text(struct sm_out *o) SM_HIDDEN;
 /* The function's name (demangled) and "file:line" of its start ("" when
  * unknown; where may be NULL). */
 void sm_causal_function_label(int32_t fn, char *name, size_t nlen, char *where, size_t wlen)

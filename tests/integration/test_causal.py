@@ -161,6 +161,23 @@ def test_summary_note():
               "note: %s" % m.group(0))
 
 
+def test_profile_table():
+    out, _, _ = threads_run()
+    text = open(os.path.join(out, "profile.txt")).read()
+    i = text.find("CAUSAL PROFILE")
+    if not check(i >= 0, "profile.txt has no CAUSAL PROFILE section"):
+        return
+    section = text[i:].splitlines()
+    check("progress point 'iteration'" in section[1], "section header: %s" % section[1])
+    head = [l for l in section if l.strip().startswith("FUNCTION")]
+    check(head and "CODE 10 %" in head[0] and "CODE 50 %" in head[0], "table head: %s" % head)
+    rows = {l.split()[0]: l for l in section if l.strip().split()[:1] in (["small_work"],
+                                                                          ["big_work"])}
+    check(set(rows) == {"small_work", "big_work"}, "table rows: %s" % list(rows))
+    cells = re.findall(r"[+-]\d+\.\d% \+-\s*\d+\.\d \((\d+)\)", " ".join(rows.values()))
+    check(len(cells) >= 2, "no estimate with its error and count in %s" % list(rows.values()))
+
+
 def test_off_by_default():
     args = ["serial", "50", UNIT]
     out, proc = smtest.measure([smtest.program("causal-threads")] + args, "causal-off",
