@@ -178,6 +178,19 @@ def test_profile_table():
     check(len(cells) >= 2, "no estimate with its error and count in %s" % list(rows.values()))
 
 
+def test_report_plots():
+    out, _, _ = threads_run()
+    html = open(os.path.join(out, "report.html")).read()
+    check('href="#causal"' in html and "id=causal" in html, "report.html has no causal section")
+    plots = re.findall(r'<svg class=causal [^>]*aria-label="causal profile of ([^"]+)"', html)
+    data = causal_json(out)
+    if data:
+        check(sorted(plots) == sorted(f["function"] for f in data["functions"]),
+              "plots for %s, functions chosen %s" % (plots, [f["function"] for f in
+                                                            data["functions"]]))
+    check(html.count("<circle") >= 2, "no estimate drawn")
+
+
 def test_off_by_default():
     args = ["serial", "50", UNIT]
     out, proc = smtest.measure([smtest.program("causal-threads")] + args, "causal-off",
@@ -185,6 +198,8 @@ def test_off_by_default():
     check(not os.path.exists(os.path.join(out, "causal")), "causal/ written without --causal")
     check("causal profiling" not in open(os.path.join(out, "profile.txt")).read(),
           "profile.txt mentions causal profiling without --causal")
+    check("id=causal" not in open(os.path.join(out, "report.html")).read(),
+          "report.html has a causal section without --causal")
     check(proc.stdout == unmeasured(args).stdout, "output changed")
 
 

@@ -66,6 +66,8 @@ static void sm_report_page(sm_report_t *r)
         sm_out_printf(o, "<a href=\"#sampling\">Sampled functions</a>");
     if (sm_jv_len(sm_jv_get(r->tl, "metrics")))
         sm_out_printf(o, "<a href=\"#metrics\">Metrics</a>");
+    if (sm_jv_len(sm_jv_get(r->causal, "functions")))
+        sm_out_printf(o, "<a href=\"#causal\">Causal profile</a>");
     sm_out_printf(o, "</nav>\n");
     sm_report_run(r);
     if (r->prof) {
@@ -88,6 +90,7 @@ static void sm_report_page(sm_report_t *r)
         sm_report_timeline(r);
     }
     sm_report_metrics(r);
+    sm_report_causal(r);
     sm_out_printf(o, "<p class=note style=\"margin-top:32px\">Written by sysmeasure from "
                      "metadata.json, profile.json and timeline.json in this folder; the full "
                      "figures are there and in profile.txt, the events in traces.otf2.</p>\n"
@@ -144,7 +147,17 @@ int sm_report_write_html(const char *dir, sm_fs_input_t how, char *err, size_t e
         sm_jv_free(tl);
         tl = NULL;
     }
-    sm_report_t r = {.meta = meta, .prof = prof, .tl = tl};
+    /* causal/experiments.json (--causal): a damaged one costs its section. */
+    sm_jv_t *causal = sm_report_read(dir, "causal/experiments.json", how, NULL, &refused, why,
+                                     sizeof why);
+    if (refused || (causal && causal->type != SM_JV_OBJECT)) {
+        if (refused)
+            sm_warning("%s/causal/experiments.json %s: report.html has no causal profile", dir,
+                       why);
+        sm_jv_free(causal);
+        causal = NULL;
+    }
+    sm_report_t r = {.meta = meta, .prof = prof, .tl = tl, .causal = causal};
     const char *file;
     int rc = -1;
     if (sm_report_check(&r, &file, why, sizeof why) != 0) {
@@ -166,6 +179,7 @@ int sm_report_write_html(const char *dir, sm_fs_input_t how, char *err, size_t e
     sm_jv_free(meta);
     sm_jv_free(prof);
     sm_jv_free(tl);
+    sm_jv_free(causal);
     return rc;
 }
 

@@ -20,6 +20,7 @@
  *   mpi_timeline.c  MPI (table and heat maps), the timeline, metric
  *                   timelines
  *   measures.c      GPU, counters, sampled functions
+ *   causal.c        the causal profile (causal/experiments.json)
  *   text.c          HTML escaping, numbers and table cells, the legend
  *
  * This header is what they share; the rest of the tree uses writers.h. */
@@ -63,6 +64,7 @@ typedef struct sm_rpath {
 typedef struct sm_report {
     sm_out_t o;
     const sm_jv_t *meta, *prof, *tl; /* tl: timeline.json, NULL without */
+    const sm_jv_t *causal;           /* causal/experiments.json, NULL without */
     uint32_t n_ranks;
     double duration_ns;
     sm_rpath_t *paths;
@@ -120,5 +122,7 @@ void sm_report_metrics(sm_report_t *r) SM_HIDDEN;
 void sm_report_gpu(sm_report_t *r) SM_HIDDEN;
 void sm_report_counters(sm_report_t *r, sm_rpath_t **sorted) SM_HIDDEN;
 void sm_report_sampling(sm_report_t *r) SM_HIDDEN;
+/* causal.c */
+void sm_report_causal(sm_report_t *r) SM_HIDDEN;
 
 #endif
