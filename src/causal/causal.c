@@ -43,6 +43,7 @@ static uint64_t sm_ca_rng;
 static int sm_ca_zero_share; /* percent of experiments at 0 % */
 static int sm_ca_fixed;      /* the speedup of the others, or -1: at random */
 static int sm_ca_job;        /* one of the processes of a job (sm_job_launch) */
+static int sm_ca_e2e;        /* end-to-end: one experiment, the whole run */
 
 static pthread_t sm_ca_thread;
 static int sm_ca_have_thread;
@@ -63,6 +64,8 @@ static uint64_t sm_ca_random(void)
  * against), else 5 to 100 % in steps of 5. */
 static uint32_t sm_ca_choose_speedup(void)
 {
+    if (sm_ca_e2e && sm_ca_fixed >= 0) /* the one experiment of the run: as asked */
+        return (uint32_t)sm_ca_fixed;
     if ((int)(sm_ca_random() % 100) < sm_ca_zero_share)
         return 0;
     if (sm_ca_fixed >= 0)
@@ -97,6 +100,9 @@ static uint64_t sm_ca_min_delta(const sm_causal_counts_t *d)
     return n ? min : 0;
 }
 
+/* An end-to-end experiment's length: until the run stops. */
+#define SM_CA_FOREVER (UINT64_C(1) << 62)
+
 /* Runs one experiment: function fn (-1: none of this process's, it only
  * counts progress), from now until the local CLOCK_MONOTONIC time `until`.
  * Recorded unless cut short by the end before half its length.  1 when
@@ -130,8 +136,9 @@ static int sm_ca_run(uint32_t no, int32_t fn, uint64_t hash, uint32_t speedup, u
         e->delta.visits[i] = after.visits[i] - e->before.visits[i];
         e->delta.arrivals[i] = after.arrivals[i] - e->before.arrivals[i];
     }
-    /* One cut short by the end counts when it ran half its length. */
-    if (!stopped || e->end_ns - e->start_ns >= length / 2)
+    /* One cut short by the end counts when it ran half its length (an
+     * end-to-end one always: the end is its end). */
+    if (!stopped || e->end_ns - e->start_ns >= length / 2 || sm_ca_e2e)
         sm_ca_n_exps++;
     return stopped;
 }
@@ -158,7 +165,7 @@ static int32_t sm_ca_choose_function(uint64_t *hash)
 /* Experiments of a process on its own. */
 static void sm_ca_alone(void)
 {
-    uint64_t length = sm_ca_length_ns;
+    uint64_t length = sm_ca_e2e ? SM_CA_FOREVER : sm_ca_length_ns;
     for (uint32_t no = 0;; no++) {
         uint64_t hash;
         int32_t fn = sm_ca_choose_function(&hash);
@@ -210,7 +217,7 @@ static void sm_ca_plan_path(char *buf, size_t len)
 
 static void sm_ca_leader(void)
 {
-    uint64_t length = sm_ca_length_ns;
+    uint64_t length = sm_ca_e2e ? SM_CA_FOREVER : sm_ca_length_ns;
     char path[4200];
     sm_ca_plan_path(path, sizeof path);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
@@ -329,6 +336,7 @@ static int sm_causal_init(const sm_config_t *cfg)
     sm_ca_min_visits = cfg->causal_min_visits > 0 ? (uint32_t)cfg->causal_min_visits : 0;
     sm_ca_zero_share = 50;
     sm_ca_fixed = (int)cfg->causal_speedup;
+    sm_ca_e2e = cfg->causal_end_to_end;
     sm_ca_rng = cfg->causal_seed ? (uint64_t)cfg->causal_seed
                                  : (sm_causal_now_ns() ^ ((uint64_t)getpid() << 32));
     if (!sm_ca_rng)
@@ -369,6 +377,8 @@ static void sm_causal_stop(void)
 {
     if (!sm_causal_running)
         return;
+    if (sm_ca_e2e) /* the run is its one pass */
+        sm_causal_progress("end-to-end", SM_PROGRESS_THROUGHPUT);
     pthread_mutex_lock(&sm_ca_lock);
     sm_ca_stopping = 1;
     pthread_cond_broadcast(&sm_ca_cond);
@@ -397,7 +407,7 @@ static void sm_causal_flush(const sm_run_info_t *run)
              sm_causal_threads(), sm_causal_sample_source(), sm_causal_scope_count(), (double)delay / 1e9,
              (double)paid / 1e9, (double)(sm_ca_end - sm_ca_startup) / 1e9);
     sm_runtime_add_note(note);
-    if (!sm_causal_points()) {
+    if (!sm_causal_points() && !sm_ca_e2e) {
         sm_runtime_add_note("causal profiling: no progress point was passed (call "
                             "sysmeasure_progress, or name a region with --causal-progress)");
         sm_warning("causal profiling: no progress point was passed; the experiments predict "

@@ -400,7 +400,7 @@ static int sm_co_write_json(sm_finalize_t *f)
     const sm_config_t *cfg = f->run->config;
     sm_json_object_begin(&j);
     sm_json_field_int(&j, "version", 1);
-    sm_json_field_string(&j, "mode", "function");
+    sm_json_field_string(&j, "mode", cfg->causal_end_to_end ? "end-to-end" : "function");
     sm_json_field_uint(&j, "ranks", f->procs ? f->procs->size : 1);
     sm_json_field_uint(&j, "period_ns", sm_causal_period_ns());
     sm_json_field_int(&j, "experiment_ms", cfg->causal_experiment);

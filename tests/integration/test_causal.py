@@ -241,6 +241,58 @@ def test_no_progress_point():
           "stderr: %r" % proc.stderr)
 
 
+# ---------------------------------------------------------------- end to end
+def test_end_to_end():
+    out, proc = smtest.measure([smtest.program("causal-threads"), "serial", "200", UNIT],
+                               "causal-e2e", launcher_args=[
+                                   "--causal", "--causal-end-to-end", "--causal-speedup", "40",
+                                   "--causal-scope-function", "^part_a$", "--no-trace"],
+                               expect_rc=3)
+    data = causal_json(out)
+    if not data:
+        return
+    exps = data["experiments"]
+    check(data["mode"] == "end-to-end" and len(exps) == 1, "mode %s, %d experiments"
+          % (data["mode"], len(exps)))
+    if exps:
+        e = exps[0]
+        check(e["function"] == "part_a" and e["speedup"] == 0.4 and
+              e["progress"].get("end-to-end") == 1 and e["progress"].get("iteration", 0) >= 190,
+              "the experiment: %s" % e)
+        # part_a is 40 % of the CPU time: 40 % of it is inserted as delay.
+        check(e["delay_ns"] > 0 and e["selected_samples"] > 0, "no delay inserted: %s" % e)
+
+
+def test_driver():
+    work = smtest.workdir("causal-driver")
+    out = os.path.join(work, "out")
+    args = [smtest.program("causal-threads"), "serial", "100", UNIT]
+    p = subprocess.run([os.path.join(smtest.BUILD, "sysmeasure-causal"), "-n", "4", "-o", out,
+                        "--no-trace", "--causal-scope-function", "^part_a$", "--"] + args,
+                       env=smtest.clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=300)
+    ref = unmeasured(["serial", "100", UNIT]).stdout
+    check(p.returncode == 3, "exit %d (the program's 3 expected); stderr %s"
+          % (p.returncode, p.stderr[-500:]))
+    check(p.stdout.count(ref.strip()) == 4, "the program's output, 4 times: %r" % p.stdout)
+    data = causal_json(out)
+    if data:
+        exps = data["experiments"]
+        check(data["mode"] == "end-to-end" and data["runs"] == 4 and len(exps) == 4,
+              "combined: %s runs, %d experiments" % (data.get("runs"), len(exps)))
+        check([e["speedup"] for e in exps] == [0, 0.1, 0, 0.2],
+              "speedups of the runs: %s" % [e["speedup"] for e in exps])
+        check(all(e["function"] == "part_a" for e in exps), "functions: %s" % exps)
+    coz = os.path.join(out, "causal", "experiments.coz")
+    check(os.path.exists(coz) and open(coz).read().count("experiment\t") == 4,
+          "experiments.coz of the runs")
+    bad = subprocess.run([os.path.join(smtest.BUILD, "sysmeasure-causal"), "-n", "1", "--",
+                          "/bin/true"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = [l for l in bad.stderr.splitlines() if l.strip()]
+    check(bad.returncode == 2 and len(lines) == 1 and "-n" in lines[0],
+          "-n 1: exit %d, %r" % (bad.returncode, bad.stderr))
+
+
 # ---------------------------------------------------------------- the planted answers
 def run_scoped(mode, iters, function, extra, name):
     out, proc = smtest.measure([smtest.program("causal-threads"), mode, iters, UNIT], name,
