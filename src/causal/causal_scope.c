@@ -38,8 +38,8 @@ static const char *const sm_scope_system_dirs[] = {"/lib/", "/lib64/", "/usr/lib
 
 typedef struct {
     const sm_config_t *cfg;
-    regex_t binary, function;
-    int have_binary, have_function;
+    regex_t binary, function, binary_out, function_out;
+    int have_binary, have_function, have_binary_out, have_function_out;
     int failed;
 } sm_scope_ctx_t;
 
@@ -123,7 +123,8 @@ static void sm_scope_read_object(sm_scope_ctx_t *c, const char *path, uintptr_t 
             continue;
         const char *name = strs + s->st_name;
         if (sm_scope_ignored_name(name) ||
-            (c->have_function && regexec(&c->function, name, 0, NULL, 0) != 0))
+            (c->have_function && regexec(&c->function, name, 0, NULL, 0) != 0) ||
+            (c->have_function_out && regexec(&c->function_out, name, 0, NULL, 0) == 0))
             continue;
         char *copy = strdup(name);
         if (!copy || sm_scope_add(copy, object, bias + s->st_value,
@@ -171,6 +172,8 @@ static int sm_scope_object_cb(struct dl_phdr_info *info, size_t size, void *arg)
         return 0;
     int in = c->have_binary ? regexec(&c->binary, path, 0, NULL, 0) == 0
                             : is_main || sm_scope_default_object(path);
+    if (in && c->have_binary_out && regexec(&c->binary_out, path, 0, NULL, 0) == 0)
+        in = 0;
     if (in)
         sm_scope_read_object(c, path, (uintptr_t)info->dlpi_addr);
     return 0;
@@ -205,22 +208,32 @@ int sm_causal_scope_load(const sm_config_t *cfg)
     sm_scope_ctx_t c;
     memset(&c, 0, sizeof c);
     c.cfg = cfg;
-    if (sm_scope_regex(&c.binary, &c.have_binary, cfg->causal_scope_binary,
-                       "causal-scope-binary") != 0 ||
-        sm_scope_regex(&c.function, &c.have_function, cfg->causal_scope_function,
-                       "causal-scope-function") != 0) {
-        if (c.have_binary)
-            regfree(&c.binary);
-        return -1;
-    }
-    dl_iterate_phdr(sm_scope_object_cb, &c);
+    int rc = sm_scope_regex(&c.binary, &c.have_binary, cfg->causal_scope_binary,
+                            "causal-scope-binary");
+    if (!rc)
+        rc = sm_scope_regex(&c.function, &c.have_function, cfg->causal_scope_function,
+                            "causal-scope-function");
+    if (!rc)
+        rc = sm_scope_regex(&c.binary_out, &c.have_binary_out, cfg->causal_scope_binary_exclude,
+                            "causal-scope-binary-exclude");
+    if (!rc)
+        rc = sm_scope_regex(&c.function_out, &c.have_function_out,
+                            cfg->causal_scope_function_exclude, "causal-scope-function-exclude");
+    if (!rc)
+        dl_iterate_phdr(sm_scope_object_cb, &c);
     if (c.have_binary)
         regfree(&c.binary);
     if (c.have_function)
         regfree(&c.function);
+    if (c.have_binary_out)
+        regfree(&c.binary_out);
+    if (c.have_function_out)
+        regfree(&c.function_out);
+    if (rc)
+        return -1;
     if (!sm_scope_n) {
         sm_error("causal profiling is off: no function in scope (the program has no symbol "
-                 "table, or --causal-scope-binary/--causal-scope-function match nothing)");
+                 "table, or the --causal-scope-* expressions leave nothing)");
         return -1;
     }
     qsort(sm_scope_fns, sm_scope_n, sizeof *sm_scope_fns, sm_scope_cmp);

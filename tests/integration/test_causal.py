@@ -222,6 +222,8 @@ def test_progress_region():
 def test_bad_input():
     for args, word in ((["--causal-scope-function", "("], "causal-scope-function"),
                        (["--causal-scope-binary", "a["], "causal-scope-binary"),
+                       (["--causal-scope-function-exclude", "*x"],
+                        "causal-scope-function-exclude"),
                        (["--causal-period", "5"], "causal-period"),
                        (["--causal-experiment", "0"], "causal-experiment"),
                        (["--causal-speedup", "150"], "causal-speedup")):
@@ -229,6 +231,22 @@ def test_bad_input():
         lines = [l for l in p.stderr.splitlines() if l.strip()]
         check(p.returncode == 2 and len(lines) == 1 and word in lines[0],
               "%s: exit %d, stderr %r" % (args, p.returncode, p.stderr))
+
+
+def test_scope_exclude():
+    # Everything of the program but big_work and small_work left out: only
+    # those two are ever chosen; with big_work excluded too, only small_work.
+    out, proc = smtest.measure([smtest.program("causal-threads"), "threads", "500", UNIT],
+                               "causal-exclude",
+                               launcher_args=["--causal", "--causal-scope-function", "_work$",
+                                              "--causal-scope-function-exclude", "^big"] + FAST,
+                               expect_rc=3)
+    data = causal_json(out)
+    if data:
+        chosen = {e["function"] for e in data["experiments"]}
+        check(chosen == {"small_work"}, "functions chosen: %s" % chosen)
+        check(data["functions_in_scope"] == 1, "%d functions in scope"
+              % data["functions_in_scope"])
 
 
 def test_no_progress_point():

@@ -142,9 +142,12 @@ void sm_set_nccl(char *tried, size_t tlen)
 void sm_set_causal(const sm_config_t *cfg, char *tried, size_t tlen)
 {
     /* A bad scope costs one line now, not a run without experiments. */
-    const char *regexes[2][2] = {{"causal-scope-binary", cfg->causal_scope_binary},
-                                 {"causal-scope-function", cfg->causal_scope_function}};
-    for (int i = 0; i < 2; i++) {
+    const char *regexes[4][2] = {
+        {"causal-scope-binary", cfg->causal_scope_binary},
+        {"causal-scope-function", cfg->causal_scope_function},
+        {"causal-scope-binary-exclude", cfg->causal_scope_binary_exclude},
+        {"causal-scope-function-exclude", cfg->causal_scope_function_exclude}};
+    for (int i = 0; i < 4; i++) {
         regex_t re;
         int rc;
         if (!regexes[i][1] || !regexes[i][1][0])
