@@ -97,8 +97,11 @@ static SM_ALWAYS_INLINE int sm_mpi_call_begin(sm_mpi_call_t *call, uint32_t fn)
 static SM_ALWAYS_INLINE void sm_mpi_call_end(sm_mpi_call_t *call)
 {
     const sm_causal_api_t *causal = __atomic_load_n(&sm_mpi_causal, __ATOMIC_RELAXED);
-    if (SM_UNLIKELY(causal != NULL))
+    if (SM_UNLIKELY(causal != NULL)) {
         causal->block_end(SM_CAUSAL_MPI); /* (nothing when it did not begin) */
+        if (call->region != SM_INVALID_ID)
+            causal->region_end(call->region); /* --causal-progress MPI_Allreduce */
+    }
     if (SM_LIKELY(call->region != SM_INVALID_ID))
         sm_mpi_api->leave(call->region);
     sm_mpi_in_call = 0;

@@ -5,7 +5,9 @@
 #ifndef SM_CAUSAL_API_H
 #define SM_CAUSAL_API_H
 
-#define SM_CAUSAL_API_VERSION 2
+#include <stdint.h>
+
+#define SM_CAUSAL_API_VERSION 3
 
 typedef struct sm_causal_api {
     int version;
@@ -19,6 +21,9 @@ typedef struct sm_causal_api {
      * note on obj, are not its to pay. */
     void (*block_begin)(void);
     void (*block_end)(const void *obj);
+    /* A region (its id) ended on the calling thread: a progress point when
+     * --causal-progress names it (an MPI function, say). */
+    void (*region_end)(uint32_t region);
 } sm_causal_api_t;
 
 typedef const sm_causal_api_t *(*sm_causal_api_fn)(void);

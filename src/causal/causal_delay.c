@@ -291,6 +291,7 @@ static const sm_causal_api_t sm_cd_api = {
     .catch_up = sm_cd_catch_up,
     .block_begin = sm_cd_block_begin,
     .block_end = sm_cd_block_end,
+    .region_end = sm_causal_region_end,
 };
 
 /* libsysmeasure-causal.so's way in (causal_api.h). */

@@ -399,6 +399,22 @@ def test_mpi_same_experiments():
           "the plan file was left in the output folder")
 
 
+def test_mpi_progress_region():
+    # --causal-progress names an MPI function: every end of it is a pass,
+    # as many as the program's own progress point.
+    need_mpi()
+    out, proc = smtest.mpi_measure(2, [smtest.program("causal-mpi"), "400", UNIT],
+                                   "causal-mpi-region",
+                                   launcher_args=["--causal", "--causal-progress",
+                                                  "MPI_Sendrecv"] + FAST)
+    data = causal_json(out)
+    if not data:
+        return
+    points = {p["name"]: p["visits_in_experiments"] for p in data["progress_points"]}
+    check("MPI_Sendrecv" in points and points.get("MPI_Sendrecv") == points.get("iteration"),
+          "progress points: %s" % points)
+
+
 def test_mpi_slopes():
     need_mpi()
     cpus_free()
