@@ -29,6 +29,7 @@
 #include "../core/location.h"
 #include "../core/runtime.h"
 #include "../util/log.h"
+#include "../util/srcloc.h"
 
 volatile int sm_causal_running;
 
@@ -44,6 +45,43 @@ static int sm_ca_zero_share; /* percent of experiments at 0 % */
 static int sm_ca_fixed;      /* the speedup of the others, or -1: at random */
 static int sm_ca_job;        /* one of the processes of a job (sm_job_launch) */
 static int sm_ca_e2e;        /* end-to-end: one experiment, the whole run */
+static int sm_ca_line_mode;  /* experiments choose a source line of a function */
+
+/* Line mode: the next experiment's line and its addresses. */
+static sm_causal_range_t sm_ca_stage[SM_CAUSAL_MAX_RANGES];
+static uint32_t sm_ca_stage_n;
+
+/* Line mode: the line holding fn's address at offset, and that line's
+ * addresses inside fn (from the DWARF line table, address by address: a
+ * function of a few KiB takes milliseconds, on this thread).  0 when no
+ * line is known there: the experiment takes the whole function. */
+static uint32_t sm_ca_stage_line(int32_t fn, uint64_t offset)
+{
+    const sm_causal_fn_t *f = sm_causal_scope_fn((uint32_t)fn);
+    sm_ca_stage_n = 0;
+    if (!f || offset >= f->hi - f->lo)
+        return 0;
+    sm_srcloc_t want, at;
+    if (sm_srcloc_lookup((const void *)(f->lo + offset), &want) != 0 || !want.line)
+        return 0;
+    int open = 0;
+    for (uintptr_t a = f->lo; a < f->hi; a++) {
+        int same = sm_srcloc_lookup((const void *)a, &at) == 0 && at.line == want.line &&
+                   !strcmp(at.file, want.file);
+        if (same && !open) {
+            if (sm_ca_stage_n == SM_CAUSAL_MAX_RANGES)
+                break;
+            sm_ca_stage[sm_ca_stage_n].lo = a;
+            open = 1;
+        } else if (!same && open) {
+            sm_ca_stage[sm_ca_stage_n++].hi = a;
+            open = 0;
+        }
+    }
+    if (open)
+        sm_ca_stage[sm_ca_stage_n++].hi = f->hi;
+    return sm_ca_stage_n ? want.line : 0;
+}
 
 static pthread_t sm_ca_thread;
 static int sm_ca_have_thread;
@@ -108,8 +146,13 @@ static uint64_t sm_ca_min_delta(const sm_causal_counts_t *d)
  * Recorded unless cut short by the end before half its length.  1 when
  * the run stops. */
 static int sm_ca_run(uint32_t no, int32_t fn, uint64_t hash, uint32_t speedup, uint64_t until,
-                     uint64_t length)
+                     uint64_t length, uint64_t offset)
 {
+    /* Line mode: the line's addresses first, then the function. */
+    uint32_t line = sm_ca_line_mode && fn >= 0 ? sm_ca_stage_line(fn, offset) : 0;
+    for (uint32_t k = 0; k < sm_ca_stage_n && line; k++)
+        sm_causal_line_ranges[k] = sm_ca_stage[k];
+    __atomic_store_n(&sm_causal_line_n, line ? sm_ca_stage_n : 0, __ATOMIC_RELEASE);
     if (sm_ca_n_exps >= SM_CAUSAL_MAX_EXPERIMENTS)
         return sm_ca_wait(until > sm_causal_now_ns() ? until - sm_causal_now_ns() : 0);
     sm_causal_exp_t *e = &sm_ca_exps[sm_ca_n_exps];
@@ -118,6 +161,8 @@ static int sm_ca_run(uint32_t no, int32_t fn, uint64_t hash, uint32_t speedup, u
     e->fn = fn;
     e->hash = hash;
     e->speedup = speedup;
+    e->line = line;
+    e->offset = offset;
     sm_causal_counts_t after;
     sm_causal_counts_now(&e->before);
     uint64_t delay_before = sm_causal_global_delay();
@@ -128,6 +173,7 @@ static int sm_ca_run(uint32_t no, int32_t fn, uint64_t hash, uint32_t speedup, u
     __atomic_store_n(&sm_causal_selected, fn, __ATOMIC_RELEASE);
     int stopped = sm_ca_wait(until > e->start_ns ? until - e->start_ns : 0);
     __atomic_store_n(&sm_causal_selected, -1, __ATOMIC_RELEASE);
+    __atomic_store_n(&sm_causal_line_n, 0, __ATOMIC_RELEASE);
     e->end_ns = sm_causal_now_ns();
     sm_causal_counts_now(&after);
     e->delay_ns = sm_causal_global_delay() - delay_before;
@@ -145,11 +191,11 @@ static int sm_ca_run(uint32_t no, int32_t fn, uint64_t hash, uint32_t speedup, u
 
 /* The next experiment's function: one that samples hit (the handlers offer
  * one, in a job any rank of the node).  -1 when the run stops. */
-static int32_t sm_ca_choose_function(uint64_t *hash)
+static int32_t sm_ca_choose_function(uint64_t *hash, uint64_t *offset)
 {
     sm_causal_candidate_clear();
     for (;;) {
-        uint64_t h = sm_causal_candidate();
+        uint64_t h = sm_causal_candidate(offset);
         int32_t fn = h ? sm_causal_scope_by_hash(h) : -1;
         if (fn >= 0) {
             *hash = h;
@@ -167,12 +213,13 @@ static void sm_ca_alone(void)
 {
     uint64_t length = sm_ca_e2e ? SM_CA_FOREVER : sm_ca_length_ns;
     for (uint32_t no = 0;; no++) {
-        uint64_t hash;
-        int32_t fn = sm_ca_choose_function(&hash);
+        uint64_t hash, offset;
+        int32_t fn = sm_ca_choose_function(&hash, &offset);
         if (fn < 0)
             return;
         uint32_t n_before = sm_ca_n_exps;
-        if (sm_ca_run(no, fn, hash, sm_ca_choose_speedup(), sm_causal_now_ns() + length, length))
+        if (sm_ca_run(no, fn, hash, sm_ca_choose_speedup(), sm_causal_now_ns() + length, length,
+                      offset))
             return;
         if (sm_ca_n_exps > n_before &&
             sm_ca_min_delta(&sm_ca_exps[n_before].delta) < sm_ca_min_visits &&
@@ -227,16 +274,17 @@ static void sm_ca_leader(void)
         return;
     }
     for (uint32_t no = 0;; no++) {
-        uint64_t hash;
-        int32_t fn = sm_ca_choose_function(&hash);
+        uint64_t hash, offset;
+        int32_t fn = sm_ca_choose_function(&hash, &offset);
         if (fn < 0)
             break;
         uint32_t speedup = sm_ca_choose_speedup();
         uint64_t start = sm_ca_job_now() + SM_CA_LEAD_NS, end = start + length;
         char line[600];
-        int n = snprintf(line, sizeof line, "%u %016llx %u %llu %llu %s\n", no,
+        int n = snprintf(line, sizeof line, "%u %016llx %u %llu %llu %llu %s\n", no,
                          (unsigned long long)hash, speedup, (unsigned long long)start,
-                         (unsigned long long)end, sm_causal_scope_fn((uint32_t)fn)->name);
+                         (unsigned long long)end, (unsigned long long)offset,
+                         sm_causal_scope_fn((uint32_t)fn)->name);
         if (n <= 0 || (size_t)n >= sizeof line || write(fd, line, (size_t)n) != n) {
             sm_warning("causal profiling: writing %s failed; no more experiments", path);
             break;
@@ -246,7 +294,7 @@ static void sm_ca_leader(void)
         if (local_start > now && sm_ca_wait(local_start - now))
             break;
         uint32_t n_before = sm_ca_n_exps;
-        if (sm_ca_run(no, fn, hash, speedup, sm_ca_local_of(end), length))
+        if (sm_ca_run(no, fn, hash, speedup, sm_ca_local_of(end), length, offset))
             break;
         if (sm_ca_n_exps > n_before &&
             sm_ca_min_delta(&sm_ca_exps[n_before].delta) < sm_ca_min_visits &&
@@ -285,15 +333,16 @@ static void sm_ca_follower(void)
         while ((nl = memchr(buf, '\n', have)) != NULL) {
             *nl = '\0';
             unsigned no, speedup;
-            unsigned long long hash, start, end;
-            if (sscanf(buf, "%u %llx %u %llu %llu", &no, &hash, &speedup, &start, &end) == 5 &&
+            unsigned long long hash, start, end, offset;
+            if (sscanf(buf, "%u %llx %u %llu %llu %llu", &no, &hash, &speedup, &start, &end,
+                       &offset) == 6 &&
                 speedup <= 100 && end > sm_ca_job_now()) {
                 uint64_t local_start = sm_ca_local_of(start);
                 uint64_t now = sm_causal_now_ns();
                 if (local_start > now && sm_ca_wait(local_start - now))
                     return;
                 if (sm_ca_run(no, sm_causal_scope_by_hash(hash), hash, speedup,
-                              sm_ca_local_of(end), end - start))
+                              sm_ca_local_of(end), end - start, offset))
                     return;
                 ran = 1;
             }
@@ -337,6 +386,7 @@ static int sm_causal_init(const sm_config_t *cfg)
     sm_ca_zero_share = 50;
     sm_ca_fixed = (int)cfg->causal_speedup;
     sm_ca_e2e = cfg->causal_end_to_end;
+    sm_ca_line_mode = cfg->causal_mode == SM_CAUSAL_MODE_LINE;
     sm_ca_rng = cfg->causal_seed ? (uint64_t)cfg->causal_seed
                                  : (sm_causal_now_ns() ^ ((uint64_t)getpid() << 32));
     if (!sm_ca_rng)
@@ -368,6 +418,12 @@ static int sm_causal_init(const sm_config_t *cfg)
         return -1;
     }
     sm_ca_have_thread = 1;
+    sm_srcloc_t probe;
+    if (sm_ca_line_mode && sm_causal_scope_count() &&
+        sm_srcloc_lookup((const void *)sm_causal_scope_fn(0)->lo, &probe) != 0)
+        sm_warning("causal profiling: --causal-mode line: no source lines for %s (built "
+                   "without -g, or sysmeasure without libdw); experiments take whole functions",
+                   sm_causal_scope_fn(0)->name);
     sm_info(1, "causal profiling: %u functions of %u binaries in scope, experiments of %lld ms",
             sm_causal_scope_count(), sm_causal_scope_objects(), (long long)cfg->causal_experiment);
     return 0;

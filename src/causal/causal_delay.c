@@ -42,6 +42,8 @@
 #include "../util/log.h"
 
 volatile int32_t sm_causal_selected = -1;
+sm_causal_range_t sm_causal_line_ranges[SM_CAUSAL_MAX_RANGES];
+volatile uint32_t sm_causal_line_n;
 volatile uint64_t sm_causal_delay_ns;
 
 typedef struct sm_cd_thread {
@@ -69,6 +71,7 @@ typedef struct sm_cd_shared {
     uint64_t global;    /* the delay count, ns (atomic) */
     uint64_t mpi_wake;  /* the global count at the latest MPI call's catch-up */
     uint64_t candidate; /* hash of a function a sample hit lately, 0: none */
+    uint64_t candidate_offset; /* that sample's address from the function's start */
 } sm_cd_shared_t;
 static sm_cd_shared_t sm_cd_private;
 static sm_cd_shared_t *sm_cd_sh = &sm_cd_private;
@@ -176,15 +179,24 @@ static void sm_cd_handler(int sig, siginfo_t *si, void *uc)
         weight += over > 0 ? (uint64_t)over : 0u;
     }
     t->samples += weight;
-    int32_t f = sm_causal_scope_find(sm_cd_pc(uc));
+    uintptr_t pc = sm_cd_pc(uc);
+    int32_t f = sm_causal_scope_find(pc);
     if (f >= 0) {
         __atomic_add_fetch(&sm_cd_fn_samples[f], weight, __ATOMIC_RELAXED);
         uint64_t none = 0;
-        if (sm_causal_selected < 0 && !sm_cd_sh->candidate)
-            __atomic_compare_exchange_n(&sm_cd_sh->candidate, &none,
-                                        sm_causal_scope_fn((uint32_t)f)->hash, false,
-                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-        if (f == __atomic_load_n(&sm_causal_selected, __ATOMIC_ACQUIRE)) {
+        const sm_causal_fn_t *fn = sm_causal_scope_fn((uint32_t)f);
+        if (sm_causal_selected < 0 && !sm_cd_sh->candidate &&
+            __atomic_compare_exchange_n(&sm_cd_sh->candidate, &none, fn->hash, false,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+            __atomic_store_n(&sm_cd_sh->candidate_offset, pc - fn->lo, __ATOMIC_RELEASE);
+        int hit = f == __atomic_load_n(&sm_causal_selected, __ATOMIC_ACQUIRE);
+        uint32_t nr = hit ? sm_causal_line_n : 0;
+        if (nr) { /* line mode: the line's own addresses */
+            hit = 0;
+            for (uint32_t k = 0; k < nr && !hit; k++)
+                hit = pc >= sm_causal_line_ranges[k].lo && pc < sm_causal_line_ranges[k].hi;
+        }
+        if (hit) {
             __atomic_add_fetch(&t->pending, weight * sm_causal_delay_ns, __ATOMIC_RELAXED);
             __atomic_add_fetch(&sm_cd_selected_samples, weight, __ATOMIC_RELAXED);
         }
@@ -457,13 +469,16 @@ static int sm_cd_share(void)
     return 0;
 }
 
-uint64_t sm_causal_candidate(void)
+uint64_t sm_causal_candidate(uint64_t *offset)
 {
-    return __atomic_load_n(&sm_cd_sh->candidate, __ATOMIC_ACQUIRE);
+    uint64_t h = __atomic_load_n(&sm_cd_sh->candidate, __ATOMIC_ACQUIRE);
+    *offset = __atomic_load_n(&sm_cd_sh->candidate_offset, __ATOMIC_ACQUIRE);
+    return h;
 }
 
 void sm_causal_candidate_clear(void)
 {
+    __atomic_store_n(&sm_cd_sh->candidate_offset, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&sm_cd_sh->candidate, 0, __ATOMIC_RELEASE);
 }
 

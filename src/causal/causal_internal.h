@@ -38,9 +38,19 @@ uint32_t sm_causal_scope_objects(void) SM_HIDDEN;
 /* The experiment under way, as the sample handlers see it. */
 extern volatile int32_t sm_causal_selected SM_HIDDEN;   /* function, or -1 */
 extern volatile uint64_t sm_causal_delay_ns SM_HIDDEN;  /* per period in it */
+/* Line mode: the chosen line's addresses inside the chosen function
+ * (published before sm_causal_selected). */
+#define SM_CAUSAL_MAX_RANGES 64
+typedef struct sm_causal_range {
+    uintptr_t lo, hi;
+} sm_causal_range_t;
+extern sm_causal_range_t sm_causal_line_ranges[SM_CAUSAL_MAX_RANGES] SM_HIDDEN;
+extern volatile uint32_t sm_causal_line_n SM_HIDDEN; /* 0: the whole function */
+
 /* The hash of a function a sample hit lately (0: none), in the state the
- * processes of a job share on a node: the next experiment's. */
-uint64_t sm_causal_candidate(void) SM_HIDDEN;
+ * processes of a job share on a node: the next experiment's; *offset the
+ * sample's address from the function's start (for line mode). */
+uint64_t sm_causal_candidate(uint64_t *offset) SM_HIDDEN;
 void sm_causal_candidate_clear(void) SM_HIDDEN;
 
 /* Timers and the handler.  job: the processes of a job share the delay
@@ -85,6 +95,8 @@ typedef struct sm_causal_exp {
     uint32_t no;               /* its number in the job's plan */
     int32_t fn;                /* index in the scope; -1: not in this process */
     uint64_t hash;             /* of the function's name */
+    uint32_t line;             /* line mode: the source line chosen, else 0 */
+    uint64_t offset;           /* line mode: an address of it, from the function's start */
     uint32_t speedup;          /* percent */
     uint64_t start_ns, end_ns; /* CLOCK_MONOTONIC */
     uint64_t delay_ns;         /* inserted while it ran */

@@ -58,7 +58,8 @@ static double sm_co_effective(const sm_causal_exp_t *e)
     return d > e->delay_ns ? (double)(d - e->delay_ns) : 0.0;
 }
 
-int sm_causal_estimate(int32_t fn, uint32_t speedup, int point, sm_causal_estimate_t *out)
+int sm_causal_estimate(int32_t fn, uint32_t line, uint32_t speedup, int point,
+                       sm_causal_estimate_t *out)
 {
     memset(out, 0, sizeof *out);
     const sm_causal_exp_t *e;
@@ -89,7 +90,8 @@ int sm_causal_estimate(int32_t fn, uint32_t speedup, int point, sm_causal_estima
     double dur = 0, visits = 0;
     s1 = s2 = 0;
     for (uint32_t i = 0; i < n; i++) {
-        if (e[i].fn != fn || e[i].speedup != speedup || !e[i].delta.visits[point])
+        if (e[i].fn != fn || e[i].line != line || e[i].speedup != speedup ||
+            !e[i].delta.visits[point])
             continue;
         double eff = sm_co_effective(&e[i]);
         dur += eff;
@@ -109,8 +111,8 @@ int sm_causal_estimate(int32_t fn, uint32_t speedup, int point, sm_causal_estima
     return 0;
 }
 
-int sm_causal_estimate_window(int32_t fn, uint32_t center, uint32_t half, int point,
-                              sm_causal_estimate_t *out)
+int sm_causal_estimate_window(int32_t fn, uint32_t line, uint32_t center, uint32_t half,
+                              int point, sm_causal_estimate_t *out)
 {
     memset(out, 0, sizeof *out);
     const sm_causal_exp_t *e;
@@ -131,7 +133,7 @@ int sm_causal_estimate_window(int32_t fn, uint32_t center, uint32_t half, int po
     double s1 = 0, s2 = 0;
     uint32_t k = 0;
     for (uint32_t i = 0; i < n; i++) {
-        if (e[i].fn != fn || !e[i].speedup || !e[i].delta.visits[point] ||
+        if (e[i].fn != fn || e[i].line != line || !e[i].speedup || !e[i].delta.visits[point] ||
             e[i].speedup + half < center || e[i].speedup > center + half)
             continue;
         double r = 1.0 - sm_co_effective(&e[i]) / (double)e[i].delta.visits[point] /
@@ -150,6 +152,48 @@ int sm_causal_estimate_window(int32_t fn, uint32_t center, uint32_t half, int po
     return 0;
 }
 
+/* The distinct (function, line) pairs chosen, in order of first use: the
+ * index of an experiment of each in *first (malloc'd); their count. */
+static uint32_t sm_co_selections(uint32_t **first)
+{
+    const sm_causal_exp_t *e;
+    uint32_t n = sm_causal_experiments(&e), k = 0;
+    *first = calloc(n + 1, sizeof **first);
+    for (uint32_t i = 0; *first && i < n; i++) {
+        if (e[i].fn < 0)
+            continue;
+        uint32_t j = 0;
+        while (j < k && !(e[(*first)[j]].fn == e[i].fn && e[(*first)[j]].line == e[i].line))
+            j++;
+        if (j == k)
+            (*first)[k++] = i;
+    }
+    return k;
+}
+
+/* What experiment e sped up: "fn (file:line)" for a function (the line of
+ * its start), "file:line in fn" for a line (its addresses in that function
+ * alone: code of one line inlined into two functions is two choices);
+ * *name gets the function's name. */
+static void sm_co_label(const sm_causal_exp_t *e, char *buf, size_t len, char *name,
+                        size_t nlen)
+{
+    char fname[300], where[600];
+    sm_causal_function_label(e->fn, fname, sizeof fname, where, sizeof where);
+    if (name)
+        snprintf(name, nlen, "%s", fname);
+    const sm_causal_fn_t *f = sm_causal_scope_fn((uint32_t)e->fn);
+    sm_srcloc_t loc;
+    if (e->line && f && sm_srcloc_lookup((const void *)(f->lo + e->offset), &loc) == 0)
+        snprintf(buf, len, "%s:%u in %s", loc.file, e->line, fname);
+    else if (e->line)
+        snprintf(buf, len, "line %u of %s", e->line, fname);
+    else if (where[0])
+        snprintf(buf, len, "%s (%s)", fname, where);
+    else
+        snprintf(buf, len, "%s", fname);
+}
+
 /* profile.txt's section: per function chosen, the predicted program
  * speedup at 10, 25 and 50 % (the experiments within 5 points of each). */
 void sm_causal_text(sm_out_t *o)
@@ -160,36 +204,40 @@ void sm_causal_text(sm_out_t *o)
     uint32_t nf = sm_causal_scope_count();
     if (!n || point < 0)
         return;
-    uint8_t *chosen = calloc(nf + 1, 1);
-    if (!chosen)
+    (void)nf;
+    uint32_t *first;
+    uint32_t nsel = sm_co_selections(&first);
+    if (!first)
         return;
     uint32_t base = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        if (e[i].fn >= 0)
-            chosen[e[i].fn] = 1;
+    for (uint32_t i = 0; i < n; i++)
         base += e[i].speedup == 0;
-    }
     sm_out_printf(o, "\nCAUSAL PROFILE (--causal): predicted program speedup when a function is "
                   "made faster\n  progress point '%s', %u experiments (%u at 0 %%, the "
                   "baseline); each cell: predicted speedup +- standard error (experiments), "
                   "from the experiments within 5 points of the code speedup\n\n",
                   sm_causal_point_name((uint32_t)point), n, base);
-    sm_out_printf(o, "  %-40s %-22s %-22s %s\n", "FUNCTION", "CODE 10 %", "CODE 25 %",
-                  "CODE 50 %");
+    sm_out_printf(o, "  %-40s %-22s %-22s %s\n", e[0].line ? "LINE" : "FUNCTION", "CODE 10 %",
+                  "CODE 25 %", "CODE 50 %");
     static const uint32_t at[3] = {10, 25, 50};
-    for (uint32_t fn = 0; fn < nf; fn++) {
-        if (!chosen[fn])
-            continue;
-        char name[300];
-        sm_causal_function_label((int32_t)fn, name, sizeof name, NULL, 0);
-        if (strlen(name) > 40)
-            strcpy(name + 37, "...");
+    for (uint32_t q = 0; q < nsel; q++) {
+        const sm_causal_exp_t *x = &e[first[q]];
+        char name[700];
+        if (x->line)
+            sm_co_label(x, name, sizeof name, NULL, 0);
+        else
+            sm_causal_function_label(x->fn, name, sizeof name, NULL, 0);
+        if (strlen(name) > 40) { /* the end of a path says most */
+            size_t l = strlen(name);
+            memmove(name + 3, name + l - 37, 38);
+            memcpy(name, "...", 3);
+        }
         char line[200];
         int len = snprintf(line, sizeof line, "  %-40s", name);
         for (int k = 0; k < 3 && len > 0 && (size_t)len < sizeof line; k++) {
             sm_causal_estimate_t est;
             char cell[64];
-            if (sm_causal_estimate_window((int32_t)fn, at[k], 5, point, &est) == 0)
+            if (sm_causal_estimate_window(x->fn, x->line, at[k], 5, point, &est) == 0)
                 snprintf(cell, sizeof cell, "%+6.1f%% +-%4.1f (%u)", 100 * est.program_speedup,
                          100 * est.error, est.experiments);
             else
@@ -201,7 +249,7 @@ void sm_causal_text(sm_out_t *o)
             line[--end] = '\0';
         sm_out_printf(o, "%s\n", line);
     }
-    free(chosen);
+    free(first);
 }
 
 void sm_causal_function_label(int32_t fn, char *name, size_t nlen, char *where, size_t wlen)
@@ -354,7 +402,7 @@ static int sm_co_write_coz(sm_finalize_t *f)
     sm_out_printf(&o, "startup\ttime=%llu\n", (unsigned long long)t0);
     char sel[1000];
     for (uint32_t i = 0; i < n; i++) {
-        sm_co_selected(e[i].fn, sel, sizeof sel);
+        sm_co_label(&e[i], sel, sizeof sel, NULL, 0);
         uint64_t d = e[i].end_ns - e[i].start_ns;
         sm_out_printf(&o, "experiment\tselected=%s\tspeedup=%.2f\tduration=%llu\t"
                       "selected-samples=%llu\n",
@@ -400,7 +448,9 @@ static int sm_co_write_json(sm_finalize_t *f)
     const sm_config_t *cfg = f->run->config;
     sm_json_object_begin(&j);
     sm_json_field_int(&j, "version", 1);
-    sm_json_field_string(&j, "mode", cfg->causal_end_to_end ? "end-to-end" : "function");
+    sm_json_field_string(&j, "mode", cfg->causal_end_to_end ? "end-to-end"
+                                     : cfg->causal_mode == SM_CAUSAL_MODE_LINE ? "line"
+                                                                               : "function");
     sm_json_field_uint(&j, "ranks", f->procs ? f->procs->size : 1);
     sm_json_field_uint(&j, "period_ns", sm_causal_period_ns());
     sm_json_field_int(&j, "experiment_ms", cfg->causal_experiment);
@@ -426,19 +476,21 @@ static int sm_co_write_json(sm_finalize_t *f)
     }
     sm_json_array_end(&j);
     /* The functions chosen, with their estimates at each speedup tried. */
-    uint8_t *chosen = calloc(nf + 1, 1);
-    for (uint32_t i = 0; chosen && i < n; i++)
-        if (e[i].fn >= 0)
-            chosen[e[i].fn] = 1;
+    uint32_t *first;
+    uint32_t nsel = sm_co_selections(&first);
     sm_json_key(&j, "functions");
     sm_json_array_begin(&j);
-    for (uint32_t fn = 0; chosen && fn < nf; fn++) {
-        if (!chosen[fn])
-            continue;
-        char name[300], where[600];
+    for (uint32_t q = 0; first && q < nsel; q++) {
+        const sm_causal_exp_t *x = &e[first[q]];
+        uint32_t fn = (uint32_t)x->fn;
+        char name[300], where[600], label[1000];
         sm_causal_function_label((int32_t)fn, name, sizeof name, where, sizeof where);
+        sm_co_label(x, label, sizeof label, NULL, 0);
         sm_json_object_begin(&j);
         sm_json_field_string(&j, "function", name);
+        sm_json_field_string(&j, "selected", label);
+        if (x->line)
+            sm_json_field_uint(&j, "line", x->line);
         sm_json_field_string(&j, "source", where[0] ? where : NULL);
         sm_json_field_string(&j, "object", sm_causal_scope_fn(fn)->object);
         sm_json_field_uint(&j, "samples", sm_causal_function_samples(fn));
@@ -446,7 +498,7 @@ static int sm_co_write_json(sm_finalize_t *f)
         sm_json_array_begin(&j);
         for (uint32_t s = 0; s <= 100; s += 5) {
             sm_causal_estimate_t est;
-            if (sm_causal_estimate((int32_t)fn, s, main_point, &est) != 0)
+            if (sm_causal_estimate((int32_t)fn, x->line, s, main_point, &est) != 0)
                 continue;
             sm_json_object_begin_inline(&j);
             sm_json_field_double(&j, "speedup", s / 100.0);
@@ -459,14 +511,16 @@ static int sm_co_write_json(sm_finalize_t *f)
         sm_json_object_end(&j);
     }
     sm_json_array_end(&j);
-    free(chosen);
+    free(first);
     sm_json_key(&j, "experiments");
     sm_json_array_begin(&j);
     for (uint32_t i = 0; i < n; i++) {
-        char name[300];
-        sm_causal_function_label(e[i].fn, name, sizeof name, NULL, 0);
+        char name[300], label[1000];
+        sm_co_label(&e[i], label, sizeof label, name, sizeof name);
         sm_json_object_begin_inline(&j);
         sm_json_field_string(&j, "function", name);
+        if (e[i].line)
+            sm_json_field_string(&j, "selected", label);
         sm_json_field_double(&j, "speedup", e[i].speedup / 100.0);
         sm_json_field_uint(&j, "start_ns", e[i].start_ns - sm_causal_startup_ns());
         sm_json_field_uint(&j, "duration_ns", e[i].end_ns - e[i].start_ns);

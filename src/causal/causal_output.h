@@ -20,15 +20,16 @@ typedef struct sm_causal_estimate {
 
 /* The progress point estimates are made for, or -1. */
 int sm_causal_main_point(void) SM_HIDDEN;
-/* The estimate for function fn (scope index) at speedup percent, from the
+/* The estimate for function fn (scope index; line: one of its lines in
+ * line mode, else 0) at speedup percent, from the
  * experiments of this process: 0, or -1 when none ran there or there is no
  * baseline. */
-int sm_causal_estimate(int32_t fn, uint32_t speedup, int point, sm_causal_estimate_t *out)
-    SM_HIDDEN;
+int sm_causal_estimate(int32_t fn, uint32_t line, uint32_t speedup, int point,
+                       sm_causal_estimate_t *out) SM_HIDDEN;
 /* The same from the experiments of speedups within center +- half, each
  * estimated alone (their mean and its standard error). */
-int sm_causal_estimate_window(int32_t fn, uint32_t center, uint32_t half, int point,
-                              sm_causal_estimate_t *out) SM_HIDDEN;
+int sm_causal_estimate_window(int32_t fn, uint32_t line, uint32_t center, uint32_t half,
+                              int point, sm_causal_estimate_t *out) SM_HIDDEN;
 /* profile.txt's section (nothing when no experiment ran here). */
 struct sm_out;
 void sm_causal_text(struct sm_out *o) SM_HIDDEN;

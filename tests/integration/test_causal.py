@@ -184,7 +184,7 @@ def test_report_plots():
     check('href="#causal"' in html and "id=causal" in html, "report.html has no causal section")
     plots = re.findall(r'<svg class=causal [^>]*aria-label="causal profile of ([^"]+)"', html)
     data = causal_json(out)
-    if data:
+    if data:  # (function mode: each plot named by its function)
         check(sorted(plots) == sorted(f["function"] for f in data["functions"]),
               "plots for %s, functions chosen %s" % (plots, [f["function"] for f in
                                                             data["functions"]]))
@@ -247,6 +247,31 @@ def test_scope_exclude():
         check(chosen == {"small_work"}, "functions chosen: %s" % chosen)
         check(data["functions_in_scope"] == 1, "%d functions in scope"
               % data["functions_in_scope"])
+
+
+def test_line_mode():
+    # Source lines: the spin loop's line, inlined into part_a and part_b, is
+    # chosen per function ("file:line in part_a").
+    with open(os.path.join(smtest.BUILD, "sm_build.h")) as f:
+        if not re.search(r"^#define SM_HAVE_LIBDW 1$", f.read(), re.M):
+            smtest.skip("built without libdw: no source lines")
+    out, proc = smtest.measure([smtest.program("causal-threads"), "serial", "600", UNIT],
+                               "causal-line", launcher_args=["--causal", "--causal-mode", "line",
+                                                             "--no-trace"] + FAST[1:],
+                               expect_rc=3)
+    data = causal_json(out)
+    if not data:
+        return
+    check(data["mode"] == "line" and data["functions"], "mode %s, %d selections"
+          % (data["mode"], len(data["functions"])))
+    for f in data["functions"]:
+        check(re.search(r"causal_threads\.c:\d+ in (part_a|part_b)$", f["selected"] or "") and
+              f.get("line", 0) > 0, "a line chosen: %s" % f)
+    with open(os.path.join(out, "causal", "experiments.coz")) as c:
+        sel = [l for l in c if l.startswith("experiment\t")]
+    check(sel and all(re.search(r"selected=\S+causal_threads\.c:\d+ in part_[ab]\t", l)
+                      for l in sel), "experiment lines: %s" % sel[:2])
+    check("LINE" in open(os.path.join(out, "profile.txt")).read(), "profile.txt's table head")
 
 
 def test_no_progress_point():

@@ -40,14 +40,19 @@ void sm_report_causal(sm_report_t *r)
         double pw = W - L - 8, ph = H - B - T;
 #define SM_X(s) (L + pw * (s))
 #define SM_Y(v) (T + ph * (top - ((v) < bottom ? bottom : (v) > top ? top : (v))) / (top - bottom))
+        /* A line (line mode) by its file:line, a function by its name. */
+        const char *name = sm_jv_get(f, "line") ? sm_jv_str(f, "selected")
+                                                : sm_jv_str(f, "function");
         sm_out_printf(o, "<svg class=causal width=%d height=%d role=img aria-label=\"causal "
                          "profile of ", W, H);
-        sm_html(o, sm_jv_str(f, "function"));
+        sm_html(o, name);
         sm_out_printf(o, "\"><text x=%d y=12 font-weight=bold>", L);
         char cut[48];
-        const char *name = sm_jv_str(f, "function");
-        snprintf(cut, sizeof cut, "%.28s%s", name ? name : "?",
-                 name && strlen(name) > 28 ? "..." : "");
+        size_t nl = name ? strlen(name) : 0;
+        if (nl > 28) /* the end of a path says most */
+            snprintf(cut, sizeof cut, "...%s", name + nl - 25);
+        else
+            snprintf(cut, sizeof cut, "%s", name ? name : "?");
         sm_html(o, cut);
         sm_out_printf(o, "</text><rect x=%d y=%d width=%.0f height=%.0f fill=none stroke=#999/>",
                       L, T, pw, ph);
