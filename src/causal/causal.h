@@ -41,5 +41,8 @@ extern volatile int sm_causal_running SM_HIDDEN;
 /* A region has ended on the calling thread: a progress point when it is
  * one of --causal-progress's. */
 void sm_causal_region_end(sm_region_id_t region) SM_HIDDEN;
+/* An OpenMP parallel region ended (its encountering thread): a pass of
+ * the point "openmp" when --causal-progress names it. */
+void sm_causal_openmp_end(void) SM_HIDDEN;
 
 #endif

@@ -32,6 +32,7 @@ static int sm_cp_full_said;
 static char *sm_cp_region_names[SM_CAUSAL_MAX_POINTS];
 static uint32_t sm_cp_n_region_names;
 static int8_t sm_cp_region_point[SM_CP_REGIONS]; /* 0 not known, -1 none, k+1 point k */
+static int sm_cp_openmp; /* --causal-progress openmp: every parallel region's end */
 
 /* The point named name, made if new; -1 when the table is full. */
 static int sm_cp_find(const char *name, int latency)
@@ -76,6 +77,17 @@ int sm_causal_progress(const char *name, sm_progress_kind_t kind)
     return 0;
 }
 
+void sm_causal_openmp_end(void)
+{
+    static int point = -1;
+    if (!sm_cp_openmp || !sm_causal_running)
+        return;
+    if (point < 0)
+        point = sm_cp_find("openmp", 0);
+    if (point >= 0)
+        __atomic_add_fetch(&sm_cp_points[point].visits, 1, __ATOMIC_RELAXED);
+}
+
 void sm_causal_region_end(sm_region_id_t region)
 {
     if (!sm_cp_n_region_names || region >= SM_CP_REGIONS)
@@ -107,6 +119,8 @@ int sm_causal_progress_init(const sm_config_t *cfg)
                 sm_error("--causal-progress: more than %d regions", SM_CAUSAL_MAX_POINTS);
                 return -1;
             }
+            if (k == 6 && !strncmp(p, "openmp", 6))
+                sm_cp_openmp = 1;
             sm_cp_region_names[sm_cp_n_region_names++] = strndup(p, k);
         }
         p += k + (p[k] == ',');

@@ -284,6 +284,26 @@ def test_no_progress_point():
           "stderr: %r" % proc.stderr)
 
 
+def test_openmp_progress():
+    # --causal-progress openmp: the end of every parallel region is a pass.
+    if os.environ.get("SM_HAVE_OMPT") != "yes" or smtest.CLANG in ("", "no"):
+        smtest.skip("no OMPT adapter or clang -fopenmp in this build")
+    prog = smtest.build_program(smtest.CLANG, "causal_omp.c", "causal-omp",
+                                ["-fopenmp", "-O1", "-g"])
+    out, proc = smtest.measure([prog, "1000", UNIT], "causal-omp",
+                               env={"OMP_NUM_THREADS": "2"},
+                               launcher_args=["--causal", "--causal-progress", "openmp",
+                                              "--causal-experiment", "100", "--no-trace"])
+    data = causal_json(out)
+    if not data:
+        return
+    points = {p["name"]: p["visits_in_experiments"] for p in data["progress_points"]}
+    check(0 < points.get("openmp", 0) <= 1000, "openmp passes in experiments: %s" % points)
+    check({e["function"] for e in data["experiments"]} <= {"work"} | {
+        e["function"] for e in data["experiments"] if e["function"].startswith(".omp")},
+        "functions chosen: %s" % {e["function"] for e in data["experiments"]})
+
+
 # ---------------------------------------------------------------- end to end
 def test_end_to_end():
     out, proc = smtest.measure([smtest.program("causal-threads"), "serial", "200", UNIT],
