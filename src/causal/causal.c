@@ -242,9 +242,14 @@ static void sm_ca_alone(void)
 
 #define SM_CA_LEAD_NS 60000000u /* a plan is written this far ahead */
 
+/* Now on the job's clock: CLOCK_MONOTONIC with the offset to rank 0's
+ * taken at MPI_Init (not the tick conversion, whose calibration is refined
+ * during the run). */
 static uint64_t sm_ca_job_now(void)
 {
-    return sm_clock_to_job_ns(sm_clock_now());
+    sm_clock_params_t p;
+    sm_clock_export(&p);
+    return sm_causal_now_ns() + (uint64_t)(p.have_offset[0] ? p.offset_ns[0] : 0);
 }
 
 /* The local CLOCK_MONOTONIC time of job time t. */
