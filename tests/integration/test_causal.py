@@ -440,6 +440,11 @@ def test_mpi_same_experiments():
           "between 1650 and 3000: both ranks' summed)" % total)
     names = {e["function"] for e in exps}
     check(names <= {"small_work", "big_work"}, "functions chosen: %s" % names)
+    # Each experiment runs its planned 200 ms (the last may be cut short by
+    # the end, to no less than half): the plan's times are kept.
+    ms = sorted(e["duration_ns"] / 1e6 for e in exps)
+    check(ms and 90 <= ms[0] and ms[-1] <= 260 and 170 <= ms[len(ms) // 2] <= 230,
+          "experiment lengths (ms, 200 planned): %s" % [round(x) for x in ms])
     check(not [f for f in os.listdir(out) if f.startswith(".causal-plan")],
           "the plan file was left in the output folder")
 
