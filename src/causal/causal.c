@@ -468,7 +468,12 @@ static void sm_causal_flush(const sm_run_info_t *run)
              sm_causal_threads(), sm_causal_sample_source(), sm_causal_scope_count(), (double)delay / 1e9,
              (double)paid / 1e9, (double)(sm_ca_end - sm_ca_startup) / 1e9);
     sm_runtime_add_note(note);
-    if (!sm_causal_points() && !sm_ca_e2e) {
+    if (sm_ca_job && sm_runtime_process_count() < 2) {
+        sm_runtime_add_note("causal profiling: started as one process of a job, but MPI_Init "
+                            "never came: no experiments (they wait for it)");
+        sm_warning("causal profiling: started as one process of a job, but MPI_Init never "
+                   "came: no experiments ran");
+    } else if (!sm_causal_points() && !sm_ca_e2e) {
         sm_runtime_add_note("causal profiling: no progress point was passed (call "
                             "sysmeasure_progress, or name a region with --causal-progress)");
         sm_warning("causal profiling: no progress point was passed; the experiments predict "

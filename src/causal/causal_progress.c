@@ -28,7 +28,7 @@ static pthread_mutex_t sm_cp_lock = PTHREAD_MUTEX_INITIALIZER;
 static int sm_cp_full_said;
 
 /* --causal-progress: region names, and per region id what it is. */
-#define SM_CP_REGIONS 4096
+#define SM_CP_REGIONS 65536 /* region ids cached; beyond, the name is compared */
 static char *sm_cp_region_names[SM_CAUSAL_MAX_POINTS];
 static uint32_t sm_cp_n_region_names;
 static int8_t sm_cp_region_point[SM_CP_REGIONS]; /* 0 not known, -1 none, k+1 point k */
@@ -90,9 +90,11 @@ void sm_causal_openmp_end(void)
 
 void sm_causal_region_end(sm_region_id_t region)
 {
-    if (!sm_cp_n_region_names || region >= SM_CP_REGIONS)
+    if (!sm_cp_n_region_names || region == SM_INVALID_ID)
         return;
-    int8_t k = __atomic_load_n(&sm_cp_region_point[region], __ATOMIC_RELAXED);
+    int8_t k = region < SM_CP_REGIONS
+                   ? __atomic_load_n(&sm_cp_region_point[region], __ATOMIC_RELAXED)
+                   : 0;
     if (k == 0) {
         /* First end of this region: is it one of the named ones? */
         const char *name = sm_region_name(region);
@@ -103,7 +105,8 @@ void sm_causal_region_end(sm_region_id_t region)
                 k = p < 0 ? -1 : (int8_t)(p + 1);
                 break;
             }
-        __atomic_store_n(&sm_cp_region_point[region], k, __ATOMIC_RELAXED);
+        if (region < SM_CP_REGIONS)
+            __atomic_store_n(&sm_cp_region_point[region], k, __ATOMIC_RELAXED);
     }
     if (k > 0)
         __atomic_add_fetch(&sm_cp_points[k - 1].visits, 1, __ATOMIC_RELAXED);

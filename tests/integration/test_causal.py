@@ -465,6 +465,19 @@ def test_mpi_progress_region():
           "progress points: %s" % points)
 
 
+def test_mpi_launcher_without_mpi():
+    # Under mpirun, a program that never calls MPI_Init: the experiments wait
+    # for it, and each process says why none ran.
+    need_mpi()
+    out, proc = smtest.mpi_measure(2, [smtest.program("causal-threads"), "serial", "50", UNIT],
+                                   "causal-nompi", launcher_args=["--causal", "--no-trace"],
+                                   expect_rc=None)
+    lines = [l for l in proc.stderr.splitlines() if "causal profiling" in l]
+    check(len(lines) == 2 and all("MPI_Init never came" in l for l in lines),
+          "stderr: %r" % proc.stderr[-1500:])
+    check(proc.stdout.count("serial checksum") == 2, "program output: %r" % proc.stdout)
+
+
 def test_mpi_slopes():
     need_mpi()
     cpus_free()
