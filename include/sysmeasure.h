@@ -79,6 +79,17 @@ sysmeasure_region_t sysmeasure_region_define(const char *name, const char *file,
 int sysmeasure_region_enter(sysmeasure_region_t region);
 int sysmeasure_region_leave(sysmeasure_region_t region);
 
+/* ---------------------------------------------------------------- progress points */
+/* For causal profiling (sysmeasure --causal): the program made progress.
+ * A throughput point counts passes (one loop iteration, one request done);
+ * a latency point pairs begin and end (a request's arrival and its
+ * answer).  Experiments measure how their rate changes.  Cheap (an atomic
+ * increment after the name's first use); nothing without --causal.  0, or
+ * an error (not measured, an empty name, too many points). */
+int sysmeasure_progress(const char *name);
+int sysmeasure_progress_begin(const char *name);
+int sysmeasure_progress_end(const char *name);
+
 /* ---------------------------------------------------------------- callbacks */
 /* The functions above dispatch through this table.  A program can replace any
  * entry (for example to add annotations to every push) and call the previous

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "causal/causal_api.h"
 #include "core/adapter_api.h"
 #include "core/compiler.h"
 
@@ -29,6 +30,11 @@
 SM_EXPORT const sm_adapter_api_t *sysmeasure_adapter_api(unsigned version);
 
 static const sm_adapter_api_t *sm_kp_api;
+
+/* Causal profiling's table (causal_api.h) when it runs, else NULL: a
+ * kernel named by --causal-progress is a progress point. */
+static const sm_causal_api_t *sm_kp_causal;
+
 /* Set while callbacks record (the core is up and measuring this process). */
 static int sm_kp_on;
 
@@ -360,6 +366,10 @@ void kokkosp_init_library(const int load_seq, const uint64_t interface_version,
                 api->config_value("kokkos_tool_fences", yes, sizeof yes);
             sm_kp_tool_fences = !strcmp(yes, "yes");
             __atomic_store_n(&sm_kp_on, 1, __ATOMIC_RELEASE);
+            sm_causal_api_fn causal;
+            *(void **)&causal = dlsym(RTLD_DEFAULT, "sysmeasure_causal_api");
+            if (causal && causal() && causal()->version == SM_CAUSAL_API_VERSION)
+                sm_kp_causal = causal();
         }
     } else {
         sm_warning("libsysmeasure-kokkos.so does not match this libsysmeasure.so; Kokkos is "
@@ -463,6 +473,8 @@ static inline void sm_kp_next_end(void (*end)(const uint64_t))
         if (SM_UNLIKELY(sm_kp_chained) && sm_kp_next.end_##kind)                          \
             sm_kp_next_end(sm_kp_next.end_##kind);                                        \
         sm_kp_leave_id(kernel_id);                                                        \
+        if (SM_UNLIKELY(sm_kp_causal != NULL) && kernel_id < SM_INVALID_ID)               \
+            sm_kp_causal->region_end((uint32_t)kernel_id); /* --causal-progress KERNEL */ \
     }
 
 /* A kernel's id is its region: end_* needs no table to find it. */

@@ -9,6 +9,7 @@
 #include "mpi_adapter.h"
 #include "util/log.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -39,6 +40,7 @@ MPI_Comm sm_mpi_private_comm = MPI_COMM_NULL;
  * could not be measured, after MPI_Finalize). */
 int sm_mpi_pass = 1;
 static int sm_mpi_init_done;
+const sm_causal_api_t *sm_mpi_causal;
 
 static sm_procs_t sm_mpi_procs;
 
@@ -458,6 +460,12 @@ void sm_mpi_hook_initialized(void)
     sm_mpi_comm_init();
     sm_mpi_types_init();
     sm_mpi_clock_sync(0);
+    /* Causal profiling, when it runs in this process (dlsym: the core's
+     * one entry for it, NULL otherwise). */
+    sm_causal_api_fn causal;
+    *(void **)&causal = dlsym(RTLD_DEFAULT, "sysmeasure_causal_api");
+    if (causal && causal() && causal()->version == SM_CAUSAL_API_VERSION)
+        __atomic_store_n(&sm_mpi_causal, causal(), __ATOMIC_RELEASE);
     __atomic_store_n(&sm_mpi_on, 1, __ATOMIC_RELEASE);
     errno = saved_errno;
 }
@@ -473,6 +481,7 @@ void sm_mpi_hook_finalizing(void)
      * (a rank that ended without MPI_Finalize, mpirun signalled) must not
      * take it along. */
     __atomic_store_n(&sm_mpi_on, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&sm_mpi_causal, NULL, __ATOMIC_RELEASE);
     api->save_before_finalize();
     /* The ranks' saves end at different times: the first to finish waits
      * here without polling (sm_mpi_procs), not in the clock exchange. */

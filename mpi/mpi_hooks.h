@@ -26,11 +26,16 @@
 #include <stdint.h>
 #include "core/adapter_api.h"
 #include "core/compiler.h"
+#include "causal/causal_api.h"
 #include "util/mpi_groups.h"
 #include "mpi_function_ids.h" /* generated: enum SM_MPI_FN_<name>, SM_MPI_FN_COUNT */
 
 /* The core's entry points (set when the library loads). */
 extern const sm_adapter_api_t *sm_mpi_api SM_HIDDEN;
+
+/* Causal profiling's table (causal_api.h), set at MPI_Init when it runs,
+ * else NULL: an MPI call may block on and wake other processes. */
+extern const sm_causal_api_t *sm_mpi_causal SM_HIDDEN;
 
 /* ---------------------------------------------------------------- calls */
 
@@ -81,6 +86,11 @@ static SM_ALWAYS_INLINE int sm_mpi_call_begin(sm_mpi_call_t *call, uint32_t fn)
     call->fn = fn;
     call->region = r;
     sm_mpi_api->enter(r); /* the core's entries leave errno alone */
+    const sm_causal_api_t *causal = __atomic_load_n(&sm_mpi_causal, __ATOMIC_RELAXED);
+    if (SM_UNLIKELY(causal != NULL)) {
+        causal->catch_up(SM_CAUSAL_MPI); /* before it wakes another rank */
+        causal->block_begin();
+    }
     return 1;
 }
 
@@ -109,6 +119,12 @@ static SM_ALWAYS_INLINE void sm_mpi_call_where(uint32_t fn, MPI_Comm comm, int p
 
 static SM_ALWAYS_INLINE void sm_mpi_call_end(sm_mpi_call_t *call)
 {
+    const sm_causal_api_t *causal = __atomic_load_n(&sm_mpi_causal, __ATOMIC_RELAXED);
+    if (SM_UNLIKELY(causal != NULL)) {
+        causal->block_end(SM_CAUSAL_MPI); /* (nothing when it did not begin) */
+        if (call->region != SM_INVALID_ID)
+            causal->region_end(call->region); /* --causal-progress MPI_Allreduce */
+    }
     if (SM_LIKELY(call->region != SM_INVALID_ID))
         sm_mpi_api->leave(call->region);
     sm_mpi_in_call = 0;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "causal/causal.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/definitions.h"
@@ -87,6 +88,8 @@ void sm_cb_parallel_end(ompt_data_t *parallel, ompt_data_t *encountering_task, i
     if (in && !__atomic_load_n(&in->end, __ATOMIC_RELAXED))
         __atomic_compare_exchange_n(&in->end, &none, sm_clock_now(), false, __ATOMIC_RELEASE,
                                     __ATOMIC_RELAXED);
+    if (SM_UNLIKELY(sm_causal_running)) /* --causal-progress openmp */
+        sm_causal_openmp_end();
 }
 
 /* A fork/join record without payload (sm_event_record, inlined: there are

@@ -11,6 +11,7 @@
 #include "../ompt/ompt_tool.h"
 #include "sampling/callstack.h"
 #include "sampling/process_sampler.h"
+#include "causal/causal.h"
 #ifdef SM_HAVE_PAPI
 #include "sources/papi/papi_source.h"
 #endif

@@ -297,6 +297,26 @@ static const char *sm_check_range(const sm_config_var_t *var, const void *value)
         if (*(const int64_t *)value < 1 || *(const int64_t *)value > 3600000)
             return "must be between 1 and 3600000 (milliseconds)";
         break;
+    case SM_CONFIG_CAUSAL_PERIOD:
+        if (*(const int64_t *)value < 100 || *(const int64_t *)value > 1000000)
+            return "must be between 100 and 1000000 (microseconds)";
+        break;
+    case SM_CONFIG_CAUSAL_EXPERIMENT:
+        if (*(const int64_t *)value < 10 || *(const int64_t *)value > 600000)
+            return "must be between 10 and 600000 (milliseconds)";
+        break;
+    case SM_CONFIG_CAUSAL_COOLOFF:
+        if (*(const int64_t *)value < 0 || *(const int64_t *)value > 60000)
+            return "must be between 0 and 60000 (milliseconds)";
+        break;
+    case SM_CONFIG_CAUSAL_MIN_VISITS:
+        if (*(const int64_t *)value < 0)
+            return "must be 0 or more";
+        break;
+    case SM_CONFIG_CAUSAL_SPEEDUP:
+        if (*(const int64_t *)value < -1 || *(const int64_t *)value > 100)
+            return "must be -1 (chosen at random) or between 0 and 100 (percent)";
+        break;
     case SM_CONFIG_BUFFER_CHUNK_SIZE: {
         uint64_t v = *(const uint64_t *)value;
         if (v < (UINT64_C(4) << 10) || v > (UINT64_C(1) << 30))

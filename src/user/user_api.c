@@ -14,6 +14,7 @@
 #include "core/location.h"
 #include "core/runtime.h"
 #include "core/sig_hold.h"
+#include "causal/causal.h"
 
 #define SM_API SM_EXPORT
 
@@ -112,6 +113,8 @@ static int sm_user_pop(const char *name)
         return SYSMEASURE_ERROR_BAD_VALUE;
     sm_location_t *loc = sm_location_current();
     sm_region_id_t r = sm_user_region(loc, name);
+    if (SM_UNLIKELY(sm_causal_running))
+        sm_causal_region_end(r);
     if (SM_LIKELY(loc->sp != loc->stack && loc->sp->region == r && !loc->closed &&
                   !sm_region_filtered(r))) {
         sm_event_leave_top(loc, t);
@@ -309,6 +312,8 @@ SM_API int sysmeasure_region_leave(sysmeasure_region_t region)
 {
     if (SM_UNLIKELY(!sm_user_recording()))
         return SYSMEASURE_ERROR_NOT_ACTIVE;
+    if (SM_UNLIKELY(sm_causal_running) && region != 0)
+        sm_causal_region_end(region - 1);
     /* The clock after the loads of the checks: on the Xeon host work that
      * waits for the TSC read overlaps it little, work before it does. */
     uint64_t t = 0;
@@ -320,6 +325,30 @@ SM_API int sysmeasure_region_leave(sysmeasure_region_t region)
             return SYSMEASURE_SUCCESS;
     }
     return sm_user_leave_slow(region, t);
+}
+
+static int sm_user_progress(const char *name, sm_progress_kind_t kind)
+{
+    if (SM_UNLIKELY(!sm_runtime_active))
+        return SYSMEASURE_ERROR_NOT_ACTIVE;
+    if (SM_UNLIKELY(!name || !name[0]))
+        return SYSMEASURE_ERROR_BAD_VALUE;
+    return sm_causal_progress(name, kind) == 0 ? SYSMEASURE_SUCCESS : SYSMEASURE_ERROR_INTERNAL;
+}
+
+SM_API int sysmeasure_progress(const char *name)
+{
+    return sm_user_progress(name, SM_PROGRESS_THROUGHPUT);
+}
+
+SM_API int sysmeasure_progress_begin(const char *name)
+{
+    return sm_user_progress(name, SM_PROGRESS_BEGIN);
+}
+
+SM_API int sysmeasure_progress_end(const char *name)
+{
+    return sm_user_progress(name, SM_PROGRESS_END);
 }
 
 SM_API int sysmeasure_is_active(void)

@@ -10,6 +10,7 @@
 #include "../finalize/pipeline.h"
 #include "profile_sampled.h"
 #include "gpu_summary.h"
+#include "../causal/causal_output.h"
 
 #include <errno.h>
 #include <math.h>
@@ -1094,6 +1095,7 @@ static int sm_text_body(sm_text_t *x)
         sm_gpu_summary_free(g);
     }
     sm_procmetrics_text(x->o, x->job);
+    sm_causal_text(x->o);
     if (x->multi) {
         sm_out_printf(x->o, "\n");
         sm_text_matrix(x);

@@ -16,9 +16,11 @@ for f in bin/sysmeasure bin/sysmeasure-avail bin/sysmeasure-report bin/sysmeasur
          bin/sysmeasure-c++ bin/sysmeasure-fortran bin/sysmeasure-score bin/sysmeasure-attach bin/sysmeasure-stacks \
          include/sysmeasure.h share/man/man1/sysmeasure.1 \
          share/doc/sysmeasure/manual.md share/doc/sysmeasure/configuration.md; do
+         bin/sysmeasure-c++ bin/sysmeasure-fortran bin/sysmeasure-score include/sysmeasure.h share/man/man1/sysmeasure.1 \
+         share/doc/sysmeasure/manual.md share/doc/sysmeasure/configuration.md bin/sysmeasure-causal; do
     [ -e "$root/$f" ] || no "$f not installed"
 done
-for f in libsysmeasure.so pkgconfig/sysmeasure.pc; do
+for f in libsysmeasure.so libsysmeasure-causal.so pkgconfig/sysmeasure.pc; do
     [ -e "$stage$libdir/$f" ] || no "$libdir/$f not installed"
 done
 grep -q 'SYSMEASURE_BUFFER_SIZE' "$root/share/man/man1/sysmeasure.1" || no "man page lacks the variables"
@@ -56,6 +58,10 @@ cc -I"$root/include" app.c -L"$stage$libdir" -lsysmeasure -o app || no "compile 
 LD_LIBRARY_PATH="$stage$libdir" "$root/bin/sysmeasure" --output out ./app 2>run.err || { cat run.err; no "installed launcher run"; }
 grep -q 'installed' out/profile.txt 2>/dev/null || no "region missing from profile.txt"
 env LD_PRELOAD= "$root/bin/sysmeasure-avail" | grep -q SYSMEASURE_TRACE || no "installed sysmeasure-avail"
+# --causal: the installed launcher finds and preloads libsysmeasure-causal.so.
+LD_LIBRARY_PATH="$stage$libdir" "$root/bin/sysmeasure" --causal --no-trace --output out-causal \
+    ./app 2>causal.err || { cat causal.err; no "installed launcher, --causal"; }
+grep -q 'libsysmeasure-causal.so not found' causal.err && no "--causal: $(cat causal.err)"
 # The Python module, which the installed launcher puts on PYTHONPATH.
 pkglibdir=$(sed -n 's/^pkglibdir = //p' "$SM_BUILDDIR/Makefile" | sed -e "s|\\\$(libdir)|$libdir|" -e "s|\\\${libdir}|$libdir|")
 [ -e "$stage$pkglibdir/python/sysmeasure/__init__.py" ] || no "$pkglibdir/python/sysmeasure not installed"

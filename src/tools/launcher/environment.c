@@ -5,6 +5,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,6 +136,36 @@ void sm_set_nccl(char *tried, size_t tlen)
                 tried);
         return;
     }
+    sm_set_preload(lib);
+}
+
+/* Causal profiling: the wrappers of the calls that wake or block threads,
+ * in front of the C library's (and of libsysmeasure's own), only now. */
+void sm_set_causal(const sm_config_t *cfg, char *tried, size_t tlen)
+{
+    /* A bad scope costs one line now, not a run without experiments. */
+    const char *regexes[4][2] = {
+        {"causal-scope-binary", cfg->causal_scope_binary},
+        {"causal-scope-function", cfg->causal_scope_function},
+        {"causal-scope-binary-exclude", cfg->causal_scope_binary_exclude},
+        {"causal-scope-function-exclude", cfg->causal_scope_function_exclude}};
+    for (int i = 0; i < 4; i++) {
+        regex_t re;
+        int rc;
+        if (!regexes[i][1] || !regexes[i][1][0])
+            continue;
+        if ((rc = regcomp(&re, regexes[i][1], REG_EXTENDED | REG_NOSUB)) != 0) {
+            char why[200];
+            regerror(rc, &re, why, sizeof why);
+            sm_die(SM_EXIT_USAGE, "--%s '%s': not a regular expression (%s)", regexes[i][0],
+                   regexes[i][1], why);
+        }
+        regfree(&re);
+    }
+    char lib[PATH_MAX];
+    if (sm_find_library("libsysmeasure-causal.so", lib, sizeof lib, tried, tlen) != 0)
+        sm_die(SM_EXIT_USAGE, "--causal: libsysmeasure-causal.so not found (looked for %s)",
+               tried);
     sm_set_preload(lib);
 }
 

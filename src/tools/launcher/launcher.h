@@ -91,6 +91,7 @@ void sm_set_cuda_injection(const char *program, bool asked, bool uses, char *tri
                            size_t tlen) SM_HIDDEN;
 void sm_set_kokkos_tools(char *tried, size_t tlen) SM_HIDDEN;
 void sm_set_nccl(char *tried, size_t tlen) SM_HIDDEN;
+void sm_set_causal(const sm_config_t *cfg, char *tried, size_t tlen) SM_HIDDEN;
 /* The sysmeasure Python module's folder at the end of PYTHONPATH. */
 void sm_set_python_path(void) SM_HIDDEN;
 void sm_set_amd(bool asked, const sm_program_libs_t *uses, char *tried, size_t tlen) SM_HIDDEN;

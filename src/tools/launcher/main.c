@@ -226,6 +226,8 @@ int main(int argc, char **argv)
         sm_set_kokkos_tools(tried, sizeof tried);
     if (cfg.nccl)
         sm_set_nccl(tried, sizeof tried);
+    if (cfg.causal)
+        sm_set_causal(&cfg, tried, sizeof tried);
     sm_set_python_path(); /* the user API, with or without --python */
     if (cfg.gpu != SM_GPU_NO) {
         bool asked = cfg.gpu == SM_GPU_YES;

@@ -73,6 +73,8 @@ static void sm_report_page(sm_report_t *r)
         sm_out_printf(o, "<a href=\"#metrics\">Metrics</a>");
     if (r->cmp)
         sm_out_printf(o, "<a href=\"#compare\">Compared</a>");
+    if (sm_jv_len(sm_jv_get(r->causal, "functions")))
+        sm_out_printf(o, "<a href=\"#causal\">Causal profile</a>");
     sm_out_printf(o, "</nav>\n");
     sm_report_run(r);
     sm_report_compare(r);
@@ -97,6 +99,7 @@ static void sm_report_page(sm_report_t *r)
         sm_report_timeline(r);
     }
     sm_report_metrics(r);
+    sm_report_causal(r);
     sm_out_printf(o, "<p class=note style=\"margin-top:32px\">Written by sysmeasure from "
                      "metadata.json, profile.json and timeline.json in this folder; the full "
                      "figures are there and in profile.txt, the events in traces.otf2.</p>\n"
@@ -180,7 +183,17 @@ static int sm_report_write(const char *dir, sm_fs_input_t how, const char *other
         sm_jv_free(tl);
         tl = NULL;
     }
-    sm_report_t r = {.meta = meta, .prof = prof, .tl = tl};
+    /* causal/experiments.json (--causal): a damaged one costs its section. */
+    sm_jv_t *causal = sm_report_read(dir, "causal/experiments.json", how, NULL, &refused, why,
+                                     sizeof why);
+    if (refused || (causal && causal->type != SM_JV_OBJECT)) {
+        if (refused)
+            sm_warning("%s/causal/experiments.json %s: report.html has no causal profile", dir,
+                       why);
+        sm_jv_free(causal);
+        causal = NULL;
+    }
+    sm_report_t r = {.meta = meta, .prof = prof, .tl = tl, .causal = causal};
     const char *file;
     int rc = -1;
     sm_cmp_t cmp = {0};
@@ -226,6 +239,7 @@ done:
     sm_jv_free(meta);
     sm_jv_free(prof);
     sm_jv_free(tl);
+    sm_jv_free(causal);
     return rc;
 }
 

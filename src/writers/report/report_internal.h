@@ -23,6 +23,7 @@
  *   measures.c      GPU, counters, sampled functions
  *   tree.c          the call tree and the distribution of a clicked path
  *   compare.c       two runs compared (sysmeasure-report --compare A B)
+ *   causal.c        the causal profile (causal/experiments.json)
  *   text.c          HTML escaping, numbers and table cells, the legend
  *
  * This header is what they share; the rest of the tree uses writers.h. */
@@ -99,6 +100,7 @@ typedef struct sm_report {
     const sm_cmp_t *cmp;  /* a comparison to show, or NULL */
     const char *cmp_dir;  /* the run compared with (A) */
     const sm_jv_t *meta, *prof, *tl; /* tl: timeline.json, NULL without */
+    const sm_jv_t *causal;           /* causal/experiments.json, NULL without */
     uint32_t n_ranks;
     double duration_ns;
     sm_rpath_t *paths;
@@ -170,5 +172,7 @@ void sm_report_compare(sm_report_t *r) SM_HIDDEN;
 void sm_report_gpu(sm_report_t *r) SM_HIDDEN;
 void sm_report_counters(sm_report_t *r, sm_rpath_t **sorted) SM_HIDDEN;
 void sm_report_sampling(sm_report_t *r) SM_HIDDEN;
+/* causal.c */
+void sm_report_causal(sm_report_t *r) SM_HIDDEN;
 
 #endif
