@@ -31,17 +31,35 @@ enum { SM_ATTACH_OK = 0, SM_ATTACH_FAILED = 1, SM_ATTACH_USAGE = 2 };
 static void sm_attach_usage(FILE *f)
 {
     fprintf(f,
-            "usage: sysmeasure-attach [--duration TIME] [-o DIR] [--timeout TIME] [-v] PID\n"
-            "       sysmeasure-attach [--duration TIME] [-o DIR] [--timeout TIME] [-v] --job FOLDER\n"
-            "Measures a window of TIME (default 10s; ms, s, m, h; Ctrl-C ends it early) in a\n"
-            "program started with `sysmeasure --dormant` (PID), or in every process of a\n"
-            "job started so (--job FOLDER: the job's output folder, -o of the launcher;\n"
-            "processes on other nodes too when FOLDER is on a file system they share).\n"
-            "The window is written as an output folder of its own (one OTF2 archive for\n"
-            "the job, profile across ranks, metadata.json, report.html): -o DIR, or\n"
-            "FOLDER/window-1, window-2, ... Regions open at the window's end are closed\n"
-            "there; regions already open at its start are not in it.  --timeout: how\n"
-            "long to wait for the processes' answers (default 30s).\n");
+        "Usage: sysmeasure-attach [--duration TIME] [-o DIR] [--timeout TIME] [-v] PID\n"
+        "       sysmeasure-attach [--duration TIME] [-o DIR] [--timeout TIME] [-v] --job FOLDER\n"
+        "\n"
+        "Measures a window of time in a program or job started with sysmeasure --dormant.\n"
+        "The window is written as an output folder of its own (one OTF2 archive for\n"
+        "the job, profile across ranks, metadata.json, report.html).  Regions open at\n"
+        "the window's end are closed there; regions already open at its start are\n"
+        "not in it.  A program not started under sysmeasure gets the core loaded\n"
+        "through ptrace where the kernel allows it (process sampling only; one line\n"
+        "says why when it is refused).\n"
+        "\n"
+        "Options:\n"
+        "  --duration TIME  The window's length (default 10s; ms, s, m, h); Ctrl-C\n"
+        "                 ends it early.\n"
+        "  --job FOLDER   Every process of the job whose output folder (the\n"
+        "                 launcher's -o) is FOLDER, on other nodes too when FOLDER\n"
+        "                 is on a file system they share.\n"
+        "  -o, --output DIR  Where the window is written (default FOLDER/window-1,\n"
+        "                 window-2, ...).\n"
+        "  --timeout TIME  How long to wait for the processes' answers (default 30s).\n"
+        "  -v, --verbose  More messages on stderr.\n"
+        "  -h, --help     Show this help and exit.\n"
+        "  --version      Show the version and exit.\n"
+        "\n"
+        "Examples:\n"
+        "  mpirun -np 64 sysmeasure --dormant -o run1 ./app &\n"
+        "      A job measured only when asked.\n"
+        "  sysmeasure-attach --job run1 --duration 30s\n"
+        "      Thirty seconds of every rank, into run1/window-1.\n");
 }
 
 /* "30s", "500ms", "2m", "1h", "10" (seconds) -> ms; -1 when malformed. */
@@ -130,6 +148,7 @@ static int sm_attach_inject(long pid, char *dir)
 
 int main(int argc, char **argv)
 {
+    sm_log_set_program("sysmeasure-attach");
     sm_runtime_discard_output(); /* never measure ourselves */
     const char *job = NULL, *out = NULL;
     long pid = -1, duration_ms = 10000, timeout_ms = 30000;

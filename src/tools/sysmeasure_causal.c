@@ -34,13 +34,29 @@ enum { SM_CAUSAL_USAGE = 2 };
 
 static void sm_cz_usage(FILE *f)
 {
-    fprintf(f, "usage: sysmeasure-causal -n RUNS [-o DIR] [SYSMEASURE OPTIONS] -- PROGRAM "
-               "[ARGS]\n"
-               "Runs PROGRAM RUNS times under sysmeasure --causal --causal-end-to-end, every\n"
-               "other run at 0 %% (the baseline), the others at 10, 20, ... 100 %% code speedup,\n"
-               "and combines them into DIR/causal/experiments.coz and .json (DIR: -o, else\n"
-               "sysmeasure-causal-PROGRAM-DATE-PID).  --causal-scope-function REGEX chooses\n"
-               "the function sped up.\n");
+    fprintf(f,
+        "Usage: sysmeasure-causal -n RUNS [-o DIR] [SYSMEASURE OPTIONS] -- PROGRAM [ARGS]\n"
+        "\n"
+        "Causal profiling end to end, for a program with no progress point.\n"
+        "Runs PROGRAM RUNS times under sysmeasure --causal --causal-end-to-end,\n"
+        "every other run at 0 %% code speedup (the baseline), the others at 10,\n"
+        "20, ... 100 %%, and combines the runs' times into DIR/causal/experiments.coz\n"
+        "and DIR/causal/experiments.json.\n"
+        "\n"
+        "Options:\n"
+        "  -n RUNS        How many runs (2 to 10000); half of them are baselines.\n"
+        "  -o, --output DIR\n"
+        "                 The folder of the combined profile and of every run\n"
+        "                 (default sysmeasure-causal-PROGRAM-DATE-PID).\n"
+        "  --causal-scope-function REGEX\n"
+        "                 The function sped up; any other option of sysmeasure\n"
+        "                 before -- is given to every run.\n"
+        "  -h, --help     Show this help and exit.\n"
+        "  --version      Show the version and exit.\n"
+        "\n"
+        "Examples:\n"
+        "  sysmeasure-causal -n 10 --causal-scope-function '^kernel$' -- ./app\n"
+        "      Ten runs: five baselines and five with kernel sped up.\n");
 }
 
 typedef struct sm_cz_run {
@@ -71,6 +87,7 @@ static int sm_cz_read(const char *dir, sm_cz_run_t *r)
 
 int main(int argc, char **argv)
 {
+    sm_log_set_program("sysmeasure-causal");
     long runs = 0;
     const char *out = NULL;
     int i = 1;
@@ -86,6 +103,9 @@ int main(int argc, char **argv)
             out = argv[++i];
         } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             sm_cz_usage(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--version")) {
+            printf("sysmeasure-causal %s\n", PACKAGE_VERSION);
             return 0;
         }
         /* anything else is sysmeasure's */

@@ -24,22 +24,33 @@ enum { SM_STACKS_OK = 0, SM_STACKS_FAILED = 1, SM_STACKS_USAGE = 2 };
 static void sm_stacks_usage(FILE *f)
 {
     fprintf(f,
-            "usage: sysmeasure-stacks [--json FILE] [--timeout TIME] --job FOLDER\n"
-            "       sysmeasure-stacks [--json FILE] [--timeout TIME] PID...\n"
-            "The call stacks of every thread of every process of a job started with\n"
-            "`sysmeasure --dormant --output FOLDER` (--job; other nodes too when FOLDER\n"
-            "is on a file system they share), or of the processes PID..., now, merged:\n"
-            "threads on the same path share one line with their ranks, innermost call\n"
-            "first; a thread inside MPI shows the call, its peer (source, dest or root),\n"
-            "tag and communicator:\n"
-            "  ranks 0-2: MPI_Allreduce(comm MPI_COMM_WORLD) < solve < main\n"
-            "  rank 3: MPI_Recv(source 0, tag 7, comm MPI_COMM_WORLD) < solve < main\n"
-            "A process not started under sysmeasure is read through ptrace (libunwind-ptrace),\n"
-            "stopped for the moment its stacks are read (no MPI call details then); one line\n"
-            "says why when the kernel does not allow it (another tracer, another user,\n"
-            "kernel.yama.ptrace_scope).\n"
-            "--json FILE writes the same as JSON.  --timeout: how long to wait for the\n"
-            "processes (default 10s); those that do not answer are named.\n");
+        "Usage: sysmeasure-stacks [--json FILE] [--timeout TIME] --job FOLDER\n"
+        "       sysmeasure-stacks [--json FILE] [--timeout TIME] PID...\n"
+        "\n"
+        "Where every thread of a job or of some processes is now.\n"
+        "The call stacks of every thread of every process of a job started with\n"
+        "sysmeasure --dormant or --control, or of the processes PID..., merged:\n"
+        "threads on the same path share one line with their ranks, innermost call\n"
+        "first; a thread inside MPI shows the call, its peer (source, dest or root),\n"
+        "tag and communicator.  A process not started under sysmeasure is read\n"
+        "through ptrace (libunwind-ptrace), stopped for the moment its stacks are\n"
+        "read (no MPI call details then); one line says why when the kernel does\n"
+        "not allow it (another tracer, another user, kernel.yama.ptrace_scope).\n"
+        "\n"
+        "Options:\n"
+        "  --job FOLDER   Every process of the job whose output folder is FOLDER\n"
+        "                 (other nodes too when FOLDER is on a file system they\n"
+        "                 share).\n"
+        "  --json FILE    Also write the merged stacks as JSON.\n"
+        "  --timeout TIME  How long to wait for the processes (default 10s); those\n"
+        "                 that do not answer are named.\n"
+        "  -h, --help     Show this help and exit.\n"
+        "  --version      Show the version and exit.\n"
+        "\n"
+        "Examples:\n"
+        "  sysmeasure-stacks --job run1\n"
+        "      For example: ranks 0-2: MPI_Allreduce(comm MPI_COMM_WORLD) < solve < main\n"
+        "      and rank 3: MPI_Recv(source 0, tag 7, comm MPI_COMM_WORLD) < solve < main\n");
 }
 
 /* ---------------------------------------------------------------- threads read back */
@@ -224,6 +235,7 @@ static int sm_cmp_group(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
+    sm_log_set_program("sysmeasure-stacks");
     sm_runtime_discard_output(); /* never measure ourselves */
     const char *job = NULL, *json = NULL;
     long timeout_ms = 10000;

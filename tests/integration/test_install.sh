@@ -15,9 +15,7 @@ root="$stage$prefix"
 for f in bin/sysmeasure bin/sysmeasure-avail bin/sysmeasure-report bin/sysmeasure-instrument bin/sysmeasure-cc \
          bin/sysmeasure-c++ bin/sysmeasure-fortran bin/sysmeasure-score bin/sysmeasure-attach bin/sysmeasure-stacks \
          include/sysmeasure.h share/man/man1/sysmeasure.1 \
-         share/doc/sysmeasure/manual.md share/doc/sysmeasure/configuration.md; do
-         bin/sysmeasure-c++ bin/sysmeasure-fortran bin/sysmeasure-score include/sysmeasure.h share/man/man1/sysmeasure.1 \
-         share/doc/sysmeasure/manual.md share/doc/sysmeasure/configuration.md bin/sysmeasure-causal; do
+         bin/sysmeasure-causal share/doc/sysmeasure/manual.md share/doc/sysmeasure/configuration.md; do
     [ -e "$root/$f" ] || no "$f not installed"
 done
 for f in libsysmeasure.so libsysmeasure-causal.so pkgconfig/sysmeasure.pc; do

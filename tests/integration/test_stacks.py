@@ -153,7 +153,7 @@ def test_ptrace_refused_under_another_tracer():
         target.kill()
         target.wait()
     p, _ = stacks(["999999999"])
-    check(p.returncode != 0 and p.stderr.strip() == "sysmeasure: error: no process 999999999",
+    check(p.returncode != 0 and p.stderr.strip() == "sysmeasure-stacks: error: no process 999999999",
           "no such process: one line: %r" % p.stderr)
 
 

@@ -283,7 +283,8 @@ def one_error(p, tool, what, *words, rc=2):
 def test_tools_name_themselves():
     empty = smtest.workdir("ux-empty")
     for tool in ("sysmeasure-merge", "sysmeasure-report", "sysmeasure-score",
-                 "sysmeasure-convert", "sysmeasure-passes", "sysmeasure-avail"):
+                 "sysmeasure-convert", "sysmeasure-passes", "sysmeasure-avail",
+                 "sysmeasure-attach", "sysmeasure-stacks"):
         p = run([os.path.join(BUILD, tool), "--no-such-option"])
         one_error(p, tool, tool + " --no-such-option", "--no-such-option")
     # Messages of the shared code the tools run name the tool too.
