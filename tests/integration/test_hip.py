@@ -8,6 +8,7 @@ before its callback), so none are in the archive.  --no-gpu leaves the AMD
 libraries out.  What needs a GPU (callbacks firing, kernels, copies) is not
 tested here: see the manual's AMD section."""
 import os
+import re
 import subprocess
 import sys
 
@@ -98,6 +99,8 @@ def test_avail():
     # sysmeasure-avail says what was tested here and what was not.
     avail = subprocess.run([os.path.join(os.path.dirname(LAUNCHER), "sysmeasure-avail")],
                            env=clean_env(), stdout=subprocess.PIPE, text=True).stdout
+    # A long state goes on to lines indented under it: one line each again.
+    avail = re.sub(r"\n {20,}", " ", avail)
     for feature, state in (("ROCTx ranges and marks", "tested here"),
                            ("HIP without an AMD GPU", "tested here"),
                            ("HIP API calls as regions", "built, not verified on AMD hardware"),
