@@ -278,13 +278,15 @@ void sm_causal_function_label(int32_t fn, char *name, size_t nlen, char *where, 
  * --causal; only rank 0 writes, when there were experiments. */
 static bool sm_co_wanted_job(const sm_finalize_t *f)
 {
-    return f->run->config->causal && !f->images;
+    /* (sysmeasure-merge: a rank recovered from its crash-safe files has no
+     * configuration, and a merge makes no causal profile.) */
+    return f->run->config && f->run->config->causal && !f->images;
 }
 
 static bool sm_co_wanted(const sm_finalize_t *f)
 {
     const sm_causal_exp_t *e;
-    return f->run->config->causal && !f->images && sm_causal_experiments(&e) > 0;
+    return sm_co_wanted_job(f) && sm_causal_experiments(&e) > 0;
 }
 
 /* The job's progress per experiment at rank 0: every rank ran the same
