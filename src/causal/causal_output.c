@@ -58,6 +58,35 @@ static double sm_co_effective(const sm_causal_exp_t *e)
     return d > e->delay_ns ? (double)(d - e->delay_ns) : 0.0;
 }
 
+/* The baseline of progress point `point`: every experiment at 0 %, their
+ * pooled period per pass (*period, ns), how many (*count) and the variance
+ * of their own periods relative to it (*var).  0, or -1 without one. */
+static int sm_co_baseline(const sm_causal_exp_t *e, uint32_t n, int point, double *period,
+                          uint32_t *count, double *var)
+{
+    double dur = 0, visits = 0;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (e[i].speedup == 0 && e[i].delta.visits[point]) {
+            dur += sm_co_effective(&e[i]);
+            visits += (double)e[i].delta.visits[point];
+            k++;
+        }
+    if (!k || dur <= 0)
+        return -1;
+    *period = dur / visits;
+    *count = k;
+    double s1 = 0, s2 = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (e[i].speedup == 0 && e[i].delta.visits[point]) {
+            double r = sm_co_effective(&e[i]) / (double)e[i].delta.visits[point] / *period;
+            s1 += r;
+            s2 += r * r;
+        }
+    *var = k > 1 ? (s2 - s1 * s1 / k) / (k - 1) : 0;
+    return 0;
+}
+
 int sm_causal_estimate(int32_t fn, uint32_t line, uint32_t speedup, int point,
                        sm_causal_estimate_t *out)
 {
@@ -66,29 +95,11 @@ int sm_causal_estimate(int32_t fn, uint32_t line, uint32_t speedup, int point,
     uint32_t n = sm_causal_experiments(&e);
     if (point < 0)
         return -1;
-    /* The baseline: every experiment at 0 %. */
-    double base_dur = 0, base_visits = 0;
-    uint32_t base_n = 0;
-    for (uint32_t i = 0; i < n; i++)
-        if (e[i].speedup == 0 && e[i].delta.visits[point]) {
-            base_dur += sm_co_effective(&e[i]);
-            base_visits += (double)e[i].delta.visits[point];
-            base_n++;
-        }
-    if (!base_n || base_dur <= 0)
+    double base_period, base_var;
+    uint32_t base_n;
+    if (sm_co_baseline(e, n, point, &base_period, &base_n, &base_var) != 0)
         return -1;
-    double base_period = base_dur / base_visits;
-    /* The baseline's spread: of its experiments' periods. */
-    double s1 = 0, s2 = 0;
-    for (uint32_t i = 0; i < n; i++)
-        if (e[i].speedup == 0 && e[i].delta.visits[point]) {
-            double r = sm_co_effective(&e[i]) / (double)e[i].delta.visits[point] / base_period;
-            s1 += r;
-            s2 += r * r;
-        }
-    double base_var = base_n > 1 ? (s2 - s1 * s1 / base_n) / (base_n - 1) : 0;
-    double dur = 0, visits = 0;
-    s1 = s2 = 0;
+    double dur = 0, visits = 0, s1 = 0, s2 = 0;
     for (uint32_t i = 0; i < n; i++) {
         if (e[i].fn != fn || e[i].line != line || e[i].speedup != speedup ||
             !e[i].delta.visits[point])
@@ -119,17 +130,10 @@ int sm_causal_estimate_window(int32_t fn, uint32_t line, uint32_t center, uint32
     uint32_t n = sm_causal_experiments(&e);
     if (point < 0)
         return -1;
-    double base_dur = 0, base_visits = 0;
-    uint32_t base_n = 0;
-    for (uint32_t i = 0; i < n; i++)
-        if (e[i].speedup == 0 && e[i].delta.visits[point]) {
-            base_dur += sm_co_effective(&e[i]);
-            base_visits += (double)e[i].delta.visits[point];
-            base_n++;
-        }
-    if (!base_n || base_dur <= 0)
+    double base_period, base_var;
+    uint32_t base_n;
+    if (sm_co_baseline(e, n, point, &base_period, &base_n, &base_var) != 0)
         return -1;
-    double base_period = base_dur / base_visits;
     double s1 = 0, s2 = 0;
     uint32_t k = 0;
     for (uint32_t i = 0; i < n; i++) {

@@ -130,6 +130,28 @@ sm_ctl_ep_t *sm_ctl_job_endpoints(const char *dir, size_t *count)
     return eps;
 }
 
+sm_ctl_ep_t *sm_ctl_job_open(const char *job, char *dir, size_t len, size_t *count,
+                             int *bad_usage)
+{
+    char real[PATH_MAX];
+    *count = 0;
+    *bad_usage = 0;
+    if (!realpath(job, real)) {
+        sm_error("--job %s: %s", job, strerror(errno));
+        *bad_usage = 1;
+        return NULL;
+    }
+    snprintf(dir, len, "%.*s/%s", PATH_MAX - 16, real, SM_WINDOW_CONTROL_DIR);
+    sm_ctl_ep_t *eps = sm_ctl_job_endpoints(dir, count);
+    if (!*count) {
+        sm_error("--job %s: no process of a job started with `sysmeasure --dormant "
+                 "--output %s` runs (%s has no endpoint)", job, job, dir);
+        free(eps);
+        return NULL;
+    }
+    return eps;
+}
+
 /* The sequence number at the head of a file, 0 when none. */
 unsigned long long sm_ctl_file_seq(const char *path, char *rest, size_t len)
 {

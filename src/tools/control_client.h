@@ -21,6 +21,11 @@ double sm_ctl_now_s(void);
 int sm_ctl_find_pid(long pid, char *dir, size_t len, int say);
 /* Every endpoint of a control folder (a job's processes that still run). */
 sm_ctl_ep_t *sm_ctl_job_endpoints(const char *dir, size_t *count);
+/* --job JOB: the control folder of the job whose output folder is JOB into
+ * dir, and its endpoints (*count of them, malloc'd); NULL after one line
+ * naming the problem, *bad_usage set when JOB itself is not a folder. */
+sm_ctl_ep_t *sm_ctl_job_open(const char *job, char *dir, size_t len, size_t *count,
+                             int *bad_usage);
 /* The sequence number at the head of a file (0: none), the rest of its line. */
 unsigned long long sm_ctl_file_seq(const char *path, char *rest, size_t len);
 /* The next request number of the request file req in dir: above every

@@ -220,19 +220,10 @@ int main(int argc, char **argv)
         snprintf(eps->name, sizeof eps->name, "%s.%ld", host, pid);
         n = 1;
     } else {
-        char real[PATH_MAX];
-        if (!realpath(job, real)) {
-            sm_error("--job %s: %s", job, strerror(errno));
-            return SM_ATTACH_USAGE;
-        }
-        snprintf(dir, sizeof dir, "%.*s/%s", PATH_MAX - 16, real, SM_WINDOW_CONTROL_DIR);
-        eps = sm_ctl_job_endpoints(dir, &n);
-        if (!n) {
-            sm_error("--job %s: no process of a job started with `sysmeasure --dormant "
-                     "--output %s` runs (%s has no endpoint)", job, job, dir);
-            free(eps);
-            return SM_ATTACH_FAILED;
-        }
+        int bad_usage;
+        eps = sm_ctl_job_open(job, dir, sizeof dir, &n, &bad_usage);
+        if (!eps)
+            return bad_usage ? SM_ATTACH_USAGE : SM_ATTACH_FAILED;
     }
     snprintf(base, sizeof base, "%.*s", (int)(strlen(dir) - strlen("/" SM_WINDOW_CONTROL_DIR)),
              dir);

@@ -299,18 +299,10 @@ int main(int argc, char **argv)
         const char *req = "request";
         char own[160];
         if (job) {
-            char real[PATH_MAX];
-            if (!realpath(job, real)) {
-                sm_error("--job %s: %s", job, strerror(errno));
-                return SM_STACKS_USAGE;
-            }
-            snprintf(dir, sizeof dir, "%.*s/%s", PATH_MAX - 16, real, SM_WINDOW_CONTROL_DIR);
-            eps = sm_ctl_job_endpoints(dir, &n);
-            if (!n) {
-                sm_error("--job %s: no process of a job started with `sysmeasure --dormant "
-                         "--output %s` runs (%s has no endpoint)", job, job, dir);
-                return SM_STACKS_FAILED;
-            }
+            int bad_usage;
+            eps = sm_ctl_job_open(job, dir, sizeof dir, &n, &bad_usage);
+            if (!eps)
+                return bad_usage ? SM_STACKS_USAGE : SM_STACKS_FAILED;
         } else {
             if (sm_ctl_find_pid(pids[p], dir, sizeof dir, 0) != 0) {
                 /* Not under sysmeasure: through ptrace, where allowed. */
