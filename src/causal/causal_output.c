@@ -52,10 +52,17 @@ int sm_causal_main_point(void)
     return best;
 }
 
-static double sm_co_effective(const sm_causal_exp_t *e)
+/* An experiment's length less the delays inserted in it (Coz's
+ * "duration"), in ns. */
+static uint64_t sm_co_effective_ns(const sm_causal_exp_t *e)
 {
     uint64_t d = e->end_ns - e->start_ns;
-    return d > e->delay_ns ? (double)(d - e->delay_ns) : 0.0;
+    return d > e->delay_ns ? d - e->delay_ns : 0;
+}
+
+static double sm_co_effective(const sm_causal_exp_t *e)
+{
+    return (double)sm_co_effective_ns(e);
 }
 
 /* The baseline of progress point `point`: every experiment at 0 %, their
@@ -409,11 +416,9 @@ static int sm_co_write_coz(sm_finalize_t *f)
     char sel[1000];
     for (uint32_t i = 0; i < n; i++) {
         sm_co_label(&e[i], sel, sizeof sel, NULL, 0);
-        uint64_t d = e[i].end_ns - e[i].start_ns;
         sm_out_printf(&o, "experiment\tselected=%s\tspeedup=%.2f\tduration=%llu\t"
                       "selected-samples=%llu\n",
-                      sel, e[i].speedup / 100.0,
-                      (unsigned long long)(d > e[i].delay_ns ? d - e[i].delay_ns : 0),
+                      sel, e[i].speedup / 100.0, (unsigned long long)sm_co_effective_ns(&e[i]),
                       (unsigned long long)e[i].selected_samples);
         for (uint32_t p = 0; p < np; p++) {
             if (sm_causal_point_is_latency(p))
