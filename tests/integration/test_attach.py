@@ -73,14 +73,7 @@ def test_dormant_mpi_job():
 def start_dormant(cmd, base, env=None):
     """Starts cmd (a list, the launcher or mpirun first) in base; returns
     the process once the program made its STARTED file."""
-    proc = subprocess.Popen(cmd, cwd=base, env=clean_env(env), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    for _ in range(600):
-        if os.path.exists(os.path.join(base, "STARTED")) or proc.poll() is not None:
-            break
-        time.sleep(0.05)
-    check(os.path.exists(os.path.join(base, "STARTED")), "the program started")
-    return proc
+    return smtest.start_until_file(cmd, base, env=env)
 
 
 def attach(args):

@@ -14,14 +14,8 @@ STACKS = os.path.join(smtest.BUILD, "sysmeasure-stacks")
 
 
 def start(cmd, base, env=None):
-    proc = subprocess.Popen(cmd, cwd=base, env=clean_env(env), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-    for _ in range(600):
-        if os.path.exists(os.path.join(base, "STARTED")) or proc.poll() is not None:
-            break
-        time.sleep(0.05)
-    check(os.path.exists(os.path.join(base, "STARTED")), "the program started")
-    return proc
+    # (a session of its own: the test kills the whole hung job at the end)
+    return smtest.start_until_file(cmd, base, env=env, new_session=True)
 
 
 def stacks(args):

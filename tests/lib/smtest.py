@@ -180,6 +180,20 @@ def clean_env(extra=None):
     return env
 
 
+def start_until_file(cmd, base, name="STARTED", env=None, new_session=False):
+    """Starts cmd in folder base and waits (at most 30 s) until the program
+    made the file base/name, or ended; returns the Popen (stdout and stderr
+    piped, text)."""
+    proc = subprocess.Popen(cmd, cwd=base, env=clean_env(env), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=new_session)
+    for _ in range(600):
+        if os.path.exists(os.path.join(base, name)) or proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    check(os.path.exists(os.path.join(base, name)), "the program started")
+    return proc
+
+
 def run(args, env=None, cwd=None, launcher_args=(), timeout=300):
     """Run args under the launcher; returns the CompletedProcess."""
     cmd = [LAUNCHER] + list(launcher_args) + ["--"] + list(args)
