@@ -335,9 +335,10 @@ static int sm_runtime_end_shared(bool family, long member)
         sm_log_step(NULL);
         int failures = sm_end_layer.merge_job(sm_outdir, sm_job_id(), true);
         sm_log_step("the process's outputs from its files");
-        sm_info(0, "process %u of %s (%u processes) is the only one in %s: output for it "
-                "alone there; its files for sysmeasure-merge stay in %s/.ranks",
-                (unsigned)sm_run.rank, whose, (unsigned)n, sm_outdir, sm_outdir);
+        if (!failures) /* (a failed merge said why) */
+            sm_info(0, "process %u of %s (%u processes) is the only one in %s: output for "
+                    "it alone there; its files for sysmeasure-merge stay in %s/.ranks",
+                    (unsigned)sm_run.rank, whose, (unsigned)n, sm_outdir, sm_outdir);
         sm_folder_release_job(sm_outbase);
         return failures;
     }
